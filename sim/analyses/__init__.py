@@ -1,0 +1,30 @@
+"""Analyses run by `sim run`, one per scenario table.
+
+An analysis is a function ``run(model, scenario, group, progress) -> dict`` registered under
+its scenario table's name:
+
+* `model` -- the `Model` built from the scenario's model file;
+* `scenario` -- the validated `sim.scenario.Scenario` (its table: ``scenario.data[name]``);
+* `group` -- a `sim.results.GroupWriter` for the HDF5 group of the same name;
+* `progress` -- ``progress(total, desc)`` returns a tqdm bar (silent when not interactive).
+
+It returns a short summary, e.g. ``{"frequency_range_hz": (lo, hi)}``, which `sim run`
+prints. A user-caused failure raises `sim.errors.SimError`.
+"""
+
+ANALYSES = {}
+
+
+def register(name):
+    """Decorator registering an analysis function under scenario table `name`."""
+    def decorate(function):
+        if name in ANALYSES:
+            raise ValueError(f"analysis `{name}` is registered twice")
+        ANALYSES[name] = function
+        return function
+    return decorate
+
+
+# The analysis modules; each registers itself on import. Engine modules are imported inside
+# the analysis functions, so this list stays importable while parts of the engine are absent.
+from sim.analyses import modes  # noqa: E402,F401

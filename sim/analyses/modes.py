@@ -1,0 +1,82 @@
+"""Natural frequencies and mode shapes at one pose, actuators locked (SPEC §2.3 item 2)."""
+
+import numpy as np
+
+from sim.analyses import register
+from sim.errors import SimError
+
+
+def configuration(model, pose, where):
+    """Assemble the model at an end-effector pose.
+
+    Parameters
+    ----------
+    model : Model
+    pose : sequence of float or None
+        End-effector coordinates in ``model.pose_names`` order (m, rad); ``None`` for home.
+    where : str
+        Origin of `pose` for messages (``"--pose"``, ``"a.toml: [modes] pose"``).
+
+    Returns
+    -------
+    pose : ndarray, shape (d,)
+    q : ndarray, shape (n_q,)
+
+    Raises
+    ------
+    SimError
+        Wrong number of coordinates, or an unreachable or singular pose.
+    """
+    if pose is None:
+        return np.asarray(model.pose_home, dtype=float), model.q_home
+    pose = np.asarray(pose, dtype=float)
+    names = tuple(model.pose_names)
+    if pose.shape != (len(names),):
+        raise SimError(f"{where}: expected {len(names)} values ({' '.join(names)}), "
+                       f"got {pose.size}")
+    from sim.assembly import solve_pose
+    return pose, solve_pose(model, pose)
+
+
+@register("modes")
+def run(model, scenario, group, progress):
+    """Write group ``modes``: pose, frequencies, mode shapes and body energy fractions.
+
+    Parameters
+    ----------
+    model : Model
+    scenario : Scenario
+        Uses ``[modes] pose`` (default home) and ``count``.
+    group : GroupWriter
+    progress : callable
+        Unused: one eigenproblem needs no progress bar.
+
+    Returns
+    -------
+    dict
+        ``{"frequency_range_hz": (lowest, highest)}``.
+    """
+    from sim.modal import modes
+
+    table = scenario.data["modes"]
+    pose, q = configuration(model, table["pose"], f"{scenario.path}: [modes] pose")
+    result = modes(model, q, count=table["count"])
+    frequencies = np.asarray(result.frequencies_hz, dtype=float)
+
+    group.put("pose", pose, list(model.pose_units),
+              "end-effector pose, coordinates " + " ".join(model.pose_names))
+    group.put("frequencies", frequencies, "Hz", "elastic natural frequencies, ascending")
+    group.put("mode_shapes", result.shapes, "mixed (m, rad)",
+              "mass-normalised mode shapes, one column per mode, in the generalized "
+              "velocity coordinates")
+    group.put("body_energy", result.body_energy, "1",
+              "kinetic-energy fraction of each body (columns, see attribute body_names) "
+              "in each mode (rows)")
+    group.put("body_strain_energy", result.body_strain_energy, "1",
+              "strain-energy fraction of each body (columns) in each mode (rows)")
+    group.attrs["body_names"] = list(model.body_names)
+    group.attrs["pose_names"] = list(model.pose_names)
+    group.attrs["rigid_modes"] = int(result.rigid_count)
+    if frequencies.size == 0:
+        return {"frequency_range_hz": ()}
+    return {"frequency_range_hz": (float(frequencies.min()), float(frequencies.max()))}

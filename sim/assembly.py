@@ -1,0 +1,160 @@
+"""Assembly and inverse kinematics: Newton on ``C(q) = 0`` over the reference coordinates.
+
+Elastic coordinates are held fixed (the rigid robot).  Each iteration takes the minimum-norm
+least-squares step ``dx = -J_r^+ phi`` (SVD), which copes with the redundant constraints of
+planar loops modelled in 3D.  Poses are reached by continuation from the home pose so that the
+assembly mode (branch) of the home configuration is kept.
+"""
+import numpy as np
+import scipy.linalg
+
+from .constraints import actuator_values, constraints
+from .errors import SimError
+from .kinematics import integrate, markers, pose_jacobian
+
+NEWTON_MAX_ITER = 30
+TOLERANCE = 1e-11          # residual (m or rad) for convergence
+CONTINUATION_STEP = 0.1    # m or rad per continuation step (halved where Newton fails)
+SINGULAR_RATIO = 1e-7      # sigma_min / sigma_max below which a Jacobian is singular
+
+
+class AssemblyError(SimError):
+    """The configuration cannot be reached (outside the workspace, or singular)."""
+
+
+def _residual(model, q, targets, pose_target):
+    ms = markers(model, q)
+    phi, J = constraints(model, q, targets=targets, ms=ms)
+    if pose_target is not None:
+        x, Jx = pose_jacobian(model, q, ms)
+        res = x - pose_target
+        rot = np.array([k.startswith("r") for k in model.pose_kinds])
+        res[rot] = (res[rot] + np.pi) % (2 * np.pi) - np.pi
+        phi, J = np.concatenate([phi, res]), np.vstack([J, Jx])
+    return phi, J[:, model.v_rigid]
+
+
+def assemble(model, q0, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE):
+    """Configuration near ``q0`` satisfying the joint constraints (and targets/pose if given).
+
+    Parameters
+    ----------
+    q0 : ndarray, shape (n_q,)
+        Starting configuration; its elastic coordinates are kept.
+    targets : ndarray, shape (n_a,), optional
+        Actuator values [rad or m] to impose.
+    pose_target : ndarray, shape (d,), optional
+        End-effector coordinates to impose.
+
+    Raises
+    ------
+    AssemblyError
+        When Newton does not bring the residual below ``tol``.
+    """
+    q = q0.copy()
+    dv = np.zeros(model.n_v)
+    rigid = model.v_rigid
+    phi, J = _residual(model, q, targets, pose_target)
+    norm = np.abs(phi).max(initial=0.0)
+    for _ in range(NEWTON_MAX_ITER):
+        if norm < tol:
+            return q
+        step = -scipy.linalg.lstsq(J, phi, cond=1e-10, lapack_driver="gelsd")[0]
+        # Backtracking keeps Newton from jumping to another assembly branch.
+        for _halving in range(12):
+            dv[rigid] = step
+            q_try = integrate(model, q, dv)
+            phi_try, J_try = _residual(model, q_try, targets, pose_target)
+            norm_try = np.abs(phi_try).max(initial=0.0)
+            if norm_try < norm or norm_try < tol:
+                break
+            step = 0.5 * step
+        else:
+            break
+        q, phi, J, norm = q_try, phi_try, J_try, norm_try
+    if norm < tol:
+        return q
+    raise AssemblyError(f"cannot assemble {what}: constraint residual {norm:.3g} after Newton iterations")
+
+
+def _min_ratio(J, rank):
+    s = np.linalg.svd(J, compute_uv=False)
+    if rank == 0 or s.size == 0:
+        return 1.0
+    return s[rank - 1] / s[0] if rank <= s.size else 0.0
+
+
+def regularity(model, q):
+    """Conditioning of the rigid robot at ``q``: ``(inverse, direct)`` ratios sigma_r / sigma_1.
+
+    ``inverse`` is for the constraints plus end-effector coordinates (legs' inverse
+    kinematics), ``direct`` for the constraints plus locked actuators (parallel/type-2
+    singularities); ``r`` is the number of reference coordinates minus the free motions of
+    the home configuration.
+    """
+    ranks = model.home_ranks
+    q_act, _ = actuator_values(model, q)
+    _, J_inv = _residual(model, q, None, pose_jacobian(model, q)[0])
+    _, J_dir = _residual(model, q, q_act, None)
+    return _min_ratio(J_inv, ranks[0]), _min_ratio(J_dir, ranks[1])
+
+
+def home_ranks(model):
+    """Ranks of the two regularity Jacobians at the home configuration (built once per model)."""
+    q = model.q_home
+    q_act, _ = actuator_values(model, q)
+    out = []
+    for targets, pose_target in ((None, pose_jacobian(model, q)[0]), (q_act, None)):
+        _, J = _residual(model, q, targets, pose_target)
+        s = np.linalg.svd(J, compute_uv=False)
+        out.append(int(np.sum(s > SINGULAR_RATIO * s[0])) if s.size else 0)
+    return tuple(out)
+
+
+def solve_pose(model, pose, q_start=None, check=True):
+    """Configuration of the rigid robot with the end effector at ``pose``.
+
+    Parameters
+    ----------
+    pose : array_like, shape (d,)
+        End-effector coordinates in the order of ``model.pose_names`` (m, rad).
+    q_start : ndarray, optional
+        Configuration to continue from (default: home).
+
+    Returns
+    -------
+    q : ndarray, shape (n_q,)
+
+    Raises
+    ------
+    SimError
+        Wrong number of coordinates, pose outside the workspace, or singular configuration.
+    """
+    pose = np.asarray(pose, dtype=float).ravel()
+    names = ", ".join(model.pose_names)
+    if pose.size != len(model.pose_names):
+        raise SimError(f"pose needs {len(model.pose_names)} values ({names}), got {pose.size}")
+    if not np.all(np.isfinite(pose)):
+        raise SimError(f"pose ({names}) = {pose.tolist()} is not finite")
+    q = model.q_home if q_start is None else q_start
+    start = pose_jacobian(model, q)[0]
+    label = "(" + ", ".join(f"{n}={x:g}" for n, x in zip(model.pose_names, pose)) + ")"
+    # Continuation in s from 0 to 1; a failed step is halved, down to a floor, before giving up.
+    s, ds = 0.0, min(1.0, CONTINUATION_STEP / max(np.abs(pose - start).max(), 1e-300))
+    while s < 1.0:
+        s_next = min(1.0, s + ds)
+        try:
+            q = assemble(model, q, pose_target=start + (pose - start) * s_next, what=f"pose {label}")
+            s = s_next
+        except AssemblyError as exc:
+            ds *= 0.5
+            if ds < 1e-3:
+                raise AssemblyError(f"pose {label} is outside the workspace of `{model.name}` "
+                                    f"({str(exc).split(': ', 1)[-1]})") from None
+    if check:
+        inverse, direct = regularity(model, q)
+        if min(inverse, direct) < SINGULAR_RATIO:
+            kind = "serial (leg)" if inverse < direct else "parallel"
+            raise AssemblyError(f"pose {label} of `{model.name}` is a {kind} singular configuration "
+                                f"(Jacobian condition number {1 / max(min(inverse, direct), 1e-300):.3g})")
+    return q

@@ -1,0 +1,257 @@
+"""Command line: ``sim run | validate | modes | plot | info`` (SPEC §3.1).
+
+Every error the user can cause ends as one line ``error: <message>`` on stderr with exit
+code 2 (130 after Ctrl-C) and no traceback. Engine modules are imported by the commands
+that need them, so ``sim info`` and ``sim plot`` do not load the physics.
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from sim.errors import SimError, one_line
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+DEFAULT_MODE_COUNT = 6
+
+
+def make_progress():
+    """Return ``progress(total, desc) -> tqdm``: bars on an interactive stderr, outside CI."""
+    from tqdm import tqdm
+
+    disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
+
+    def progress(total, desc):
+        return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr,
+                    leave=False, dynamic_ncols=True)
+    return progress
+
+
+def parse_value(text):
+    """``"3"`` -> 3, ``"0.5"`` -> 0.5, ``"true"`` -> True, anything else -> the string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_params(items):
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` for ``--param``."""
+    params = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise SimError(f"--param {item}: expected NAME=VALUE")
+        params[name.strip()] = parse_value(value)
+    return params
+
+
+def _existing_file(path, what):
+    """`path` as a Path; SimError naming it if it is not an existing file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SimError(f"{path}: {what} not found")
+    return path
+
+
+def _load(args):
+    """Scenario, available analyses checked, and the model it names."""
+    from sim.analyses import ANALYSES
+    from sim.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    for name in scenario.analyses:
+        if name not in ANALYSES:
+            raise SimError(f"{scenario.path}: `[{name}]` analysis is not available "
+                           f"in this version")
+    return scenario
+
+
+def _load_model(path, parameters):
+    from sim.loader import load_model
+
+    return load_model(path, parameters)
+
+
+def _format(value):
+    """Compact text of a summary value."""
+    if isinstance(value, tuple) and len(value) == 2 and all(np.isscalar(v) for v in value):
+        return f"{value[0]:.4g} .. {value[1]:.4g}"
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return np.array2string(np.asarray(value), precision=4, separator=", ")
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def cmd_run(args):
+    """Run every analysis of a scenario into one HDF5 file."""
+    from sim.analyses import ANALYSES
+    from sim.results import ResultFile, check_target
+
+    scenario = _load(args)
+    out = Path(args.out) if args.out else Path("results") / f"{scenario.name}.h5"
+    # Refuse an existing output before the possibly slow model build.
+    check_target(out, args.force)
+    model = _load_model(scenario.model_file, scenario.model_parameters)
+    progress = make_progress()
+    summaries = {}
+    with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
+                    model_parameters=scenario.model_parameters, force=args.force,
+                    overrides=scenario.overrides) as result:
+        for name in scenario.analyses:
+            group = result.group(name)
+            summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
+            group.finish()
+    for name, summary in summaries.items():
+        items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())
+        print(f"{name}: {items}" if items else name)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_validate(args):
+    """Check a scenario and build its model."""
+    scenario = _load(args)
+    _load_model(scenario.model_file, scenario.model_parameters)
+    print(f"ok: {scenario.name}")
+    return 0
+
+
+def cmd_modes(args):
+    """Print the lowest elastic natural frequencies of a model at a pose."""
+    if args.count < 1:
+        raise SimError(f"--count must be a positive integer, got {args.count}")
+    path = _existing_file(args.model, "model file")
+    from sim.analyses.modes import configuration
+    from sim.modal import modes
+
+    model = _load_model(path, parse_params(args.param))
+    pose, q = configuration(model, args.pose, "--pose")
+    result = modes(model, q, count=args.count)
+    frequencies = [float(f) for f in result.frequencies_hz]
+    if args.json:
+        print(json.dumps({"frequencies_hz": frequencies,
+                          "rigid_modes": int(result.rigid_count),
+                          "pose": [float(p) for p in pose],
+                          "pose_names": list(model.pose_names)}))
+        return 0
+    at = " ".join(f"{n}={p:.6g}" for n, p in zip(model.pose_names, pose))
+    print(f"{path.name} at {at}: {len(frequencies)} elastic modes, "
+          f"{int(result.rigid_count)} rigid-body modes")
+    print(f"{'mode':>4}  {'frequency [Hz]':>14}  dominant body (kinetic energy)")
+    energy = np.asarray(result.body_energy)
+    for index, f in enumerate(frequencies):
+        body = int(np.argmax(energy[index]))
+        print(f"{index + 1:>4}  {f:>14.4f}  {model.body_names[body]} "
+              f"({100 * energy[index, body]:.0f} %)")
+    return 0
+
+
+def cmd_plot(args):
+    """Draw a result file's figures into a PNG."""
+    from sim.plots import plot_result
+
+    path = _existing_file(args.results, "result file")
+    out = Path(args.out) if args.out else path.with_suffix(".png")
+    plot_result(path, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_info(args):
+    """List what a result file holds."""
+    from sim.results import describe
+
+    print(describe(_existing_file(args.results, "result file")))
+    return 0
+
+
+def build_parser():
+    """The argparse parser of ``sim``."""
+    parser = argparse.ArgumentParser(
+        prog="sim", description="Rigid-flexible multibody dynamics of parallel robots.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def scenario_command(name, help_text, func):
+        command = commands.add_parser(name, help=help_text, description=help_text)
+        command.add_argument("scenario", metavar="SCENARIO.toml")
+        command.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                             help="override a scenario key, e.g. ked.intervals=256")
+        command.set_defaults(func=func)
+        return command
+
+    run = scenario_command("run", "run every analysis a scenario names", cmd_run)
+    run.add_argument("--out", metavar="PATH",
+                     help="result file (default: results/<scenario name>.h5)")
+    run.add_argument("--force", action="store_true", help="replace an existing result file")
+    scenario_command("validate", "check a scenario and build its model", cmd_validate)
+
+    modes = commands.add_parser("modes", help="natural frequencies of a model at a pose")
+    modes.add_argument("model", metavar="MODEL.py")
+    modes.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="builder parameter (int, float, true/false or string)")
+    modes.add_argument("--pose", nargs="+", type=float, metavar="V",
+                       help="end-effector coordinates in the model's order (default: home)")
+    modes.add_argument("--count", type=int, default=DEFAULT_MODE_COUNT,
+                       help=f"number of elastic modes (default {DEFAULT_MODE_COUNT})")
+    modes.add_argument("--json", action="store_true", help="print one JSON object")
+    modes.set_defaults(func=cmd_modes)
+
+    plot = commands.add_parser("plot", help="draw a result file's figures")
+    plot.add_argument("results", metavar="RESULTS.h5")
+    plot.add_argument("--out", metavar="FILE.png", help="image (default: RESULTS.png)")
+    plot.set_defaults(func=cmd_plot)
+
+    info = commands.add_parser("info", help="list what a result file holds")
+    info.add_argument("results", metavar="RESULTS.h5")
+    info.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv=None):
+    """Entry point of the ``sim`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 for a user error, 130 when interrupted.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        # argparse has already printed its usage message.
+        return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except SimError as exc:
+        message = one_line(exc)
+    except FileNotFoundError as exc:
+        message = f"{exc.filename}: not found" if exc.filename else one_line(exc)
+    except OSError as exc:
+        message = (f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
+                   else one_line(exc))
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

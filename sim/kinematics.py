@@ -1,0 +1,179 @@
+r"""Pure kinematics: body frames, marker poses with Jacobians, end-effector pose, sensors.
+
+A marker ``M`` on body ``B`` sits at node ``n`` (or at a fixed point of a rigid body):
+
+    p_WM = r_WB + R_WB (p_BM_B + D q_f),        a_W = R_WB (a_B + (E q_f) x a_B)
+
+for each marker axis ``a_B`` (a column of ``R_BM``); ``D`` and ``E`` give the node's elastic
+translation and small rotation.  With ``v_b = (v_WB_W, w_WB_B, q_f_dot)``:
+
+    p_dot = v + R (w x u + D q_f_dot),          a_dot = R (w x a' + (E q_f_dot) x a_B)
+
+and the velocity-quadratic parts of the accelerations (all accelerations zero), used for the
+constraint right-hand side ``gamma``:
+
+    p_ddot_q = R w x (w x u + 2 D q_f_dot),     a_ddot_q = R w x (w x a' + 2 (E q_f_dot) x a_B)
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rotations import quat_multiply, quat_from_rotvec, quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
+
+
+def _starts(model):
+    return np.array([s for s, _ in model.q_index], dtype=int), np.array([s for _, s in model.q_index], dtype=int)
+
+
+def body_frames(model, q):
+    """Body frames.  Returns ``r_WB`` (n_b, 3) and ``R_WB`` (n_b, 3, 3)."""
+    sq, _ = _starts(model)
+    r = q[sq[:, None] + np.arange(3)]
+    p = q[sq[:, None] + 3 + np.arange(4)]
+    return r, quat_to_matrix(p)
+
+
+def integrate(model, q, dv):
+    """Configuration ``q ⊕ dv``: translations and elastic coordinates add, rotations compose.
+
+    ``R_WB <- R_WB exp(skew(dw_B))``, the rotation increment being in body components.
+    """
+    sq, sv = _starts(model)
+    out = q.copy()
+    out[sq[:, None] + np.arange(3)] += dv[sv[:, None] + np.arange(3)]
+    p = q[sq[:, None] + 3 + np.arange(4)]
+    p = quat_multiply(p, quat_from_rotvec(dv[sv[:, None] + 3 + np.arange(3)]))
+    out[sq[:, None] + 3 + np.arange(4)] = p / np.linalg.norm(p, axis=1, keepdims=True)
+    out[model.q_elastic] += dv[model.v_elastic]
+    return out
+
+
+@dataclass(frozen=True)
+class MarkerState:
+    """Marker kinematics, entity axis first.
+
+    ``p`` (n_m, 3) origins; ``A`` (n_m, 3, 3) axes as columns (world); ``Jp`` (n_m, 3, n_v),
+    ``Ja`` (n_m, 3 axes, 3, n_v), ``Jw`` (n_m, 3, n_v) Jacobians of origin, axes and angular
+    velocity; with velocities: ``pd``, ``Ad`` first derivatives (Ad[m, :, k] = axis k),
+    ``pq``, ``Aq`` velocity-quadratic accelerations.
+    """
+
+    p: np.ndarray
+    A: np.ndarray
+    Jp: np.ndarray
+    Ja: np.ndarray
+    Jw: np.ndarray
+    pd: np.ndarray | None = None
+    Ad: np.ndarray | None = None
+    pq: np.ndarray | None = None
+    Aq: np.ndarray | None = None
+
+
+def markers(model, q, v=None):
+    """Poses, Jacobians and (with ``v``) rates of all markers; see the module docstring."""
+    n_m, n_v = len(model.markers), model.n_v
+    r_b, R_b = body_frames(model, q)
+    R_ext = np.concatenate([R_b, np.eye(3)[None]])          # index -1: ground
+    r_ext = np.concatenate([r_b, np.zeros((1, 3))])
+    R = R_ext[model.marker_body]
+    r = r_ext[model.marker_body]
+    qf = np.append(q, 0.0)[model.marker_qf]
+    D, E, R_BM = model.marker_D, model.marker_E, model.marker_R
+    u = model.marker_p0 + np.einsum("mkf,mf->mk", D, qf)
+    th = np.einsum("mkf,mf->mk", E, qf)
+    Ap = R_BM + np.cross(th[:, :, None], R_BM, axis=1)          # a' = a_B + th x a_B
+    p = r + np.einsum("mij,mj->mi", R, u)
+    A = R @ Ap
+    nf = D.shape[2]
+    Jp_loc = np.zeros((n_m, 3, 6 + nf))
+    Jp_loc[:, :, :3] = np.eye(3)
+    Jp_loc[:, :, 3:6] = -R @ skew(u)
+    Jp_loc[:, :, 6:] = R @ D
+    Ja_loc = np.zeros((n_m, 3, 3, 6 + nf))
+    Ja_loc[:, :, :, 3:6] = -R[:, None] @ skew(np.swapaxes(Ap, 1, 2))
+    Ja_loc[:, :, :, 6:] = -R[:, None] @ skew(np.swapaxes(R_BM, 1, 2)) @ E[:, None]
+    Jw_loc = np.zeros((n_m, 3, 6 + nf))
+    Jw_loc[:, :, 3:6] = R
+    Jw_loc[:, :, 6:] = R @ E
+    cols = model.marker_vcols
+    Jp = np.zeros((n_m, 3, n_v + 1))
+    Ja = np.zeros((n_m, 3, 3, n_v + 1))
+    Jw = np.zeros((n_m, 3, n_v + 1))
+    m = np.arange(n_m)[:, None, None]
+    k = np.arange(3)[None, :, None]
+    Jp[m, k, cols[:, None, :]] = Jp_loc
+    Jw[m, k, cols[:, None, :]] = Jw_loc
+    Ja[m[..., None], k[..., None], np.arange(3)[None, None, :, None], cols[:, None, None, :]] = Ja_loc
+    # Ground markers wrote into the padding column n_v, which is dropped here.
+    Jp, Ja, Jw = Jp[..., :n_v], Ja[..., :n_v], Jw[..., :n_v]
+    Jp[model.marker_body < 0] = 0.0
+    Ja[model.marker_body < 0] = 0.0
+    Jw[model.marker_body < 0] = 0.0
+    if v is None:
+        return MarkerState(p, A, Jp, Ja, Jw)
+    v_ext = np.append(v, 0.0)
+    vr, w, qfd = v_ext[cols[:, :3]], v_ext[cols[:, 3:6]], v_ext[cols[:, 6:]]
+    ud = np.einsum("mkf,mf->mk", D, qfd)
+    thd = np.einsum("mkf,mf->mk", E, qfd)
+    wu = np.cross(w, u)
+    pd = vr + np.einsum("mij,mj->mi", R, wu + ud)
+    pq = np.einsum("mij,mj->mi", R, np.cross(w, wu + 2 * ud))
+    w3 = w[:, :, None]
+    ta = np.cross(thd[:, :, None], R_BM, axis=1)               # (E q_f_dot) x a_B, per axis column
+    wa = np.cross(w3, Ap, axis=1)
+    Ad = R @ (wa + ta)
+    Aq = R @ np.cross(w3, wa + 2 * ta, axis=1)
+    return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq)
+
+
+def pose(model, q, ms=None):
+    """End-effector coordinates (d,) in the model's declared order (m, rad)."""
+    ms = markers(model, q) if ms is None else ms
+    return _pose_and_jacobian(model, ms)[0]
+
+
+def pose_jacobian(model, q, ms=None):
+    """End-effector coordinates (d,) and their Jacobian (d, n_v)."""
+    ms = markers(model, q) if ms is None else ms
+    return _pose_and_jacobian(model, ms)
+
+
+def _pose_and_jacobian(model, ms):
+    e = model.ee_marker
+    angles = tait_bryan_zyx(ms.A[e])
+    # Angle rates from the world angular velocity: (a, b, c)_dot = E^-1 w_W.
+    rates = np.linalg.solve(tait_bryan_rate_matrix(angles), ms.Jw[e])
+    values, rows = [], []
+    for kind in model.pose_kinds:
+        if kind in "xyz":
+            i = "xyz".index(kind)
+            values.append(ms.p[e, i])
+            rows.append(ms.Jp[e, i])
+        else:
+            i = ("rx", "ry", "rz").index(kind)
+            values.append(angles[i])
+            rows.append(rates[i])
+    return np.array(values), np.array(rows).reshape(len(values), model.n_v)
+
+
+def sensor_values(model, q, ms=None):
+    """Values (n_s,) of the model's sensors.
+
+    ``deflection`` (markers a, m, b): distance of m from the chord a–b, signed along axis
+    ``axis`` of marker a (made perpendicular to the chord).  ``joint`` (markers i, j): angle of
+    x_j about z_i [rad].
+    """
+    ms = markers(model, q) if ms is None else ms
+    out = []
+    for s in model.sensors:
+        if s.kind == "deflection":
+            a, m, b = s.markers
+            chord = ms.p[b] - ms.p[a]
+            e = chord / np.linalg.norm(chord)
+            n = ms.A[a][:, s.axis] - e * (e @ ms.A[a][:, s.axis])
+            n /= np.linalg.norm(n)
+            out.append((ms.p[m] - ms.p[a]) @ n)
+        else:
+            i, j = s.markers
+            out.append(np.arctan2(ms.A[j][:, 0] @ ms.A[i][:, 1], ms.A[j][:, 0] @ ms.A[i][:, 0]))
+    return np.array(out)

@@ -1,0 +1,101 @@
+"""Load a robot builder file (``models/*.py``) by path and build its model.
+
+A model file defines ``build(**params) -> Model``; its keyword parameters, with their
+defaults, are the model's parameters.  Values given as text (command line) are converted to
+the type of the default.
+"""
+import difflib
+import hashlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+from .errors import SimError, one_line
+from .model import Model
+
+
+def load_module(path):
+    """Import a model file as a module; SimError on a missing or broken file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SimError(f"{path}: model file not found")
+    name = "sim_model_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise SimError(f"{path}:{exc.lineno}: malformed model file: {exc.msg}") from None
+    except Exception as exc:  # any failure while importing user code is the user's
+        raise SimError(f"{path}: cannot load model file: {type(exc).__name__}: {one_line(exc)}") from None
+    if not callable(getattr(module, "build", None)):
+        raise SimError(f"{path}: model file defines no `build(**params)` function")
+    sys.modules.setdefault(name, module)
+    return module
+
+
+def parameters(path):
+    """Parameters of a model file: ``{name: default}``."""
+    build = load_module(path).build
+    return {k: p.default for k, p in inspect.signature(build).parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+def _convert(path, key, value, default):
+    if not isinstance(value, str) or isinstance(default, str):
+        return value
+    text = value.strip()
+    try:
+        if isinstance(default, bool):
+            if text.lower() in ("true", "1", "yes"):
+                return True
+            if text.lower() in ("false", "0", "no"):
+                return False
+            raise ValueError(text)
+        if isinstance(default, int):
+            f = float(text)
+            return int(f) if f == int(f) else f
+        return float(text)
+    except ValueError:
+        kind = type(default).__name__ if default is not None else "number"
+        raise SimError(f"{path}: parameter `{key}` must be a {kind}, got {value!r}") from None
+
+
+def load_model(path, params=None):
+    """Build the model of a model file.
+
+    Parameters
+    ----------
+    path : str or Path
+    params : dict, optional
+        Parameter values (numbers, bools, strings; strings are converted to the default's type).
+
+    Returns
+    -------
+    Model
+
+    Raises
+    ------
+    SimError
+        Missing or malformed file, unknown parameter, bad value, invalid model.
+    """
+    path = Path(path)
+    module = load_module(path)
+    known = parameters(path)
+    params = dict(params or {})
+    for key in params:
+        if key not in known:
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f"; did you mean `{close[0]}`?" if close else f" (parameters: {', '.join(known) or 'none'})"
+            raise SimError(f"{path}: unknown model parameter `{key}`{hint}")
+    values = {k: _convert(path, k, v, known[k]) for k, v in params.items()}
+    try:
+        model = module.build(**values)
+    except SimError as exc:
+        raise SimError(f"{path}: {exc}") from None
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise SimError(f"{path}: {one_line(exc)}") from None
+    if not isinstance(model, Model):
+        raise SimError(f"{path}: build() returned {type(model).__name__}, not a Model")
+    return model

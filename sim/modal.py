@@ -1,0 +1,120 @@
+r"""Natural modes at a configuration, actuators locked.
+
+The constrained motions are ``v = N x`` with ``N`` an orthonormal basis of the null space of
+``C_q`` (joint and locked-actuator rows).  The reduced eigenproblem
+
+    (N^T K N) x = omega^2 (N^T M N) x
+
+gives the modes; ``N^T M N`` is positive definite.  Free motions of the mechanism (an
+unactuated joint left free) make ``N^T K N`` singular: their number is the dimension of its
+null space, and they are reported as rigid-body modes, apart from the elastic frequencies.
+With every actuator locked and a regular configuration there is none.
+
+References
+----------
+S. Briot et al., natural frequencies of the NaVARo (paper 000 of this project), §4.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .constraints import actuator_values, constraints
+from .dynamics import mass_matrix, stiffness_matrix
+from .kinematics import markers
+
+NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
+RIGID_RTOL = 1e-10     # eigenvalues of N^T K N below this (relative) are free motions
+
+
+@dataclass(frozen=True)
+class ModalResult:
+    """Modes at one configuration.
+
+    Attributes
+    ----------
+    frequencies_hz : ndarray, shape (k,)
+        Elastic natural frequencies, ascending [Hz].
+    omega : ndarray, shape (k,)
+        The same in rad/s.
+    shapes : ndarray, shape (n_v, k)
+        Mass-normalised mode shapes (``shapes.T @ M @ shapes = 1``) in velocity coordinates.
+    rigid_count : int
+        Number of free (rigid-body) motions, not among the elastic modes.
+    rigid_shapes : ndarray, shape (n_v, rigid_count)
+    body_energy : ndarray, shape (k, n_bodies)
+        Share of each body in the modal kinetic energy (rows sum to 1).
+    body_strain_energy : ndarray, shape (k, n_bodies)
+        Share of each body in the modal strain energy (rows sum to 1).
+    q : ndarray, shape (n_q,)
+        The configuration.
+    """
+
+    frequencies_hz: np.ndarray
+    omega: np.ndarray
+    shapes: np.ndarray
+    rigid_count: int
+    rigid_shapes: np.ndarray
+    body_energy: np.ndarray
+    body_strain_energy: np.ndarray
+    q: np.ndarray
+
+
+def constraint_null_space(model, q, locked=True):
+    """Orthonormal basis (n_v, n_v - rank) of the null space of the constraint Jacobian."""
+    ms = markers(model, q)
+    targets = actuator_values(model, q, ms)[0] if locked else None
+    _, J = constraints(model, q, targets=targets, ms=ms)
+    return scipy.linalg.null_space(J, rcond=NULL_RTOL) if J.size else np.eye(model.n_v)
+
+
+def modes(model, q, count=None, locked=True, M=None, K=None):
+    """Natural modes of the linearised model at ``q``.
+
+    Parameters
+    ----------
+    q : ndarray, shape (n_q,)
+        An assembled configuration.
+    count : int, optional
+        Number of elastic modes to return (default: all).
+    locked : bool
+        Lock the actuators (default) or leave them free.
+    M, K : ndarray, shape (n_v, n_v), optional
+        Mass and stiffness to use instead of the model's (design studies).
+
+    Returns
+    -------
+    ModalResult
+    """
+    M = mass_matrix(model, q) if M is None else M
+    K = stiffness_matrix(model) if K is None else K
+    N = constraint_null_space(model, q, locked)
+    Kn = N.T @ K @ N
+    Mn = N.T @ M @ N
+    Kn = 0.5 * (Kn + Kn.T)
+    Mn = 0.5 * (Mn + Mn.T)
+    lam_k = np.linalg.eigvalsh(Kn) if Kn.size else np.zeros(0)
+    n_rigid = int(np.sum(lam_k <= RIGID_RTOL * max(lam_k.max(initial=0.0), 1e-300)))
+    n_el = N.shape[1] - n_rigid
+    k = n_el if count is None else min(int(count), n_el)
+    lam, X = scipy.linalg.eigh(Kn, Mn, subset_by_index=[0, n_rigid + k - 1]) if n_rigid + k else (np.zeros(0), np.zeros((N.shape[1], 0)))
+    shapes = N @ X
+    rigid, elastic = shapes[:, :n_rigid], shapes[:, n_rigid:]
+    omega = np.sqrt(np.maximum(lam[n_rigid:], 0.0))
+    kin, strain = _body_energies(model, elastic, M, K)
+    return ModalResult(frequencies_hz=omega / (2 * np.pi), omega=omega, shapes=elastic, rigid_count=n_rigid,
+                       rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
+
+
+def _body_energies(model, shapes, M, K):
+    n_b, k = len(model.bodies), shapes.shape[1]
+    kin = np.zeros((k, n_b))
+    strain = np.zeros((k, n_b))
+    for b in range(n_b):
+        sl = model.v_slice(b)
+        phi = shapes[sl]
+        kin[:, b] = np.einsum("ik,ij,jk->k", phi, M[sl, sl], phi)
+        strain[:, b] = np.einsum("ik,ij,jk->k", phi, K[sl, sl], phi)
+    kin /= np.maximum(kin.sum(axis=1, keepdims=True), 1e-300)
+    strain /= np.maximum(strain.sum(axis=1, keepdims=True), 1e-300)
+    return kin, strain

@@ -1,0 +1,666 @@
+r"""Frozen multibody model: bodies, markers, joints, actuators; built and validated once.
+
+Coordinates
+-----------
+Each body ``b`` owns a slice of the configuration ``q`` and of the velocity ``v``::
+
+    q_b = (r_WB (3), p_WB (4, Euler parameters), q_f (n_f))
+    v_b = (v_WB_W (3), w_WB_B (3), q_f_dot (n_f))
+
+``r_WB`` is the frame origin in world, ``w_WB_B`` the angular velocity in body components,
+``q_f`` the elastic coordinates (nodal displacements and small rotations in the body frame,
+the clamped reference node removed, or modal amplitudes of that clamped body).  A rigid body
+is a body with ``n_f = 0``.  Configurations are updated on the manifold by :func:`integrate`.
+
+Inertia invariants
+------------------
+With ``z = (1, q_f)`` the deformed position of any material point in the body frame is
+``u = S(x) B_z z`` (``B_z = [x_0, B]``, ``x_0`` the undeformed nodal vector, ``B`` the
+reference-condition or modal basis).  Every body carries, computed once:
+
+* ``mass`` [kg];
+* ``first_moment`` (3, n_f+1): ``int rho u dV = first_moment @ z``;
+* ``second_moment`` (3, 3, n_f+1, n_f+1): ``int rho u_k u_l dV = z^T second_moment[k, l] z``;
+* ``rot_inertia`` (3, 3), ``rot_coupling`` (3, n_f): rotary inertia of the beam sections
+  and of attached inertias (constant, linear FFR theory);
+* ``mass_ff``, ``stiffness_ff`` (n_f, n_f).
+
+From these the mass matrix, the quadratic-velocity vector and gravity cost O(n_f^2) per body
+(see :mod:`sim.bodies`).  The structure follows Shabana's FFR inertia shape integrals.
+
+References
+----------
+A. A. Shabana, *Dynamics of Multibody Systems*, 4th ed., 2013, ch. 5.
+S. Briot, W. Khalil, *Dynamics of Parallel Robots*, Springer, 2015 (markers and loops).
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from . import beam
+from .rotations import frame_from_axes, quat_from_matrix
+
+JOINT_KINDS = ("fixed", "revolute", "prismatic", "cylindrical", "universal", "spherical")
+POSE_KINDS = ("x", "y", "z", "rx", "ry", "rz")
+#: Rows of each joint kind, as primitives on markers i and j (axis 0, 1, 2 = x, y, z).
+#: ``point``: p_j - p_i; ``dot a b``: a_i . b_j; ``ddot a``: a_i . (p_j - p_i).
+JOINT_ROWS = {
+    "spherical": [("point",)],
+    "universal": [("point",), ("dot", 2, 2)],
+    "revolute": [("point",), ("dot", 2, 0), ("dot", 2, 1)],
+    "cylindrical": [("ddot", 0), ("ddot", 1), ("dot", 2, 0), ("dot", 2, 1)],
+    "prismatic": [("ddot", 0), ("ddot", 1), ("dot", 2, 0), ("dot", 2, 1), ("dot", 0, 1)],
+    "fixed": [("point",), ("dot", 2, 0), ("dot", 2, 1), ("dot", 0, 1)],
+}
+#: Joint coordinate an actuator drives: angle of x_j about z_i, or slide z_i . (p_j - p_i).
+ACTUATED = {"revolute": "angle", "cylindrical": "slide", "prismatic": "slide"}
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid or flexible body with precomputed inertia invariants (see module docstring)."""
+
+    name: str
+    mass: float
+    first_moment: np.ndarray
+    second_moment: np.ndarray
+    rot_inertia: np.ndarray
+    rot_coupling: np.ndarray
+    mass_ff: np.ndarray
+    stiffness_ff: np.ndarray
+    nodes_B: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    elements: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    substructure: str = ""
+
+    @property
+    def n_f(self):
+        return self.mass_ff.shape[0]
+
+    @property
+    def flexible(self):
+        return self.n_f > 0
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A frame on a body (``body = -1``: ground) moving with the node it sits on.
+
+    ``p_BM_B`` undeformed origin, ``R_BM`` axes in body components, ``D`` (3, n_f) and
+    ``E`` (3, n_f) the nodal translation and small rotation as functions of ``q_f``.
+    """
+
+    name: str
+    body: int
+    p_BM_B: np.ndarray
+    R_BM: np.ndarray
+    D: np.ndarray
+    E: np.ndarray
+    node: int = -1
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    kind: str
+    marker_i: int
+    marker_j: int
+
+
+@dataclass(frozen=True)
+class Actuator:
+    name: str
+    joint: int
+    kind: str  # "angle" [rad] or "slide" [m]
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """A scalar a model declares: ``kind`` in {"deflection", "joint"}; see :mod:`sim.kinematics`."""
+
+    name: str
+    kind: str
+    markers: tuple
+    axis: int = 1
+    units: str = "m"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Model:
+    """Immutable multibody model; build it with :class:`ModelBuilder`."""
+
+    name: str
+    bodies: tuple
+    markers: tuple
+    joints: tuple
+    actuators: tuple
+    sensors: tuple
+    gravity: np.ndarray
+    q_home: np.ndarray
+    q_index: tuple   # per body: (start of q_b, start of v_b)
+    n_q: int
+    n_v: int
+    ee_marker: int
+    pose_kinds: tuple
+    pose_names: tuple
+    # per-marker gather tables (entity axis first; index n_q / n_v points at a zero slot)
+    marker_body: np.ndarray      # (n_m,)
+    marker_qf: np.ndarray        # (n_m, n_fmax) indices into q (padded with n_q)
+    marker_vcols: np.ndarray     # (n_m, 6 + n_fmax) indices into v (padded with n_v)
+    marker_D: np.ndarray         # (n_m, 3, n_fmax)
+    marker_E: np.ndarray         # (n_m, 3, n_fmax)
+    marker_p0: np.ndarray        # (n_m, 3)
+    marker_R: np.ndarray         # (n_m, 3, 3)
+    rows: dict                   # primitive tables, see sim.constraints
+    row_names: tuple
+    notes: str = ""
+    pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    home_ranks: tuple = ()       # see sim.assembly.regularity
+
+    @property
+    def body_names(self):
+        return tuple(b.name for b in self.bodies)
+
+    @property
+    def pose_units(self):
+        return tuple("m" if k in ("x", "y", "z") else "rad" for k in self.pose_kinds)
+
+    @property
+    def actuator_names(self):
+        return tuple(a.name for a in self.actuators)
+
+    def q_slice(self, b):
+        """Slice of body ``b``'s coordinates in ``q``."""
+        return slice(self.q_index[b][0], self.q_index[b][0] + 7 + self.bodies[b].n_f)
+
+    def v_slice(self, b):
+        return slice(self.q_index[b][1], self.q_index[b][1] + 6 + self.bodies[b].n_f)
+
+    @property
+    def v_rigid(self):
+        """Indices of the reference (rigid) velocity coordinates in ``v``."""
+        return np.concatenate([np.arange(s, s + 6) for _, s in self.q_index]).astype(int)
+
+    @property
+    def v_elastic(self):
+        return np.concatenate([np.arange(s + 6, s + 6 + b.n_f) for b, (_, s) in zip(self.bodies, self.q_index)]
+                              + [np.zeros(0)]).astype(int)
+
+    @property
+    def q_elastic(self):
+        return np.concatenate([np.arange(s + 7, s + 7 + b.n_f) for b, (s, _) in zip(self.bodies, self.q_index)]
+                              + [np.zeros(0)]).astype(int)
+
+
+def _rigid_invariants(name, mass, com_B, inertia_C_B):
+    c = np.asarray(com_B, dtype=float)
+    I_C = np.asarray(inertia_C_B, dtype=float)
+    # int rho r r^T about the mass centre, from the inertia tensor: E = tr(I)/2 * 1 - I.
+    E = 0.5 * np.trace(I_C) * np.eye(3) - I_C
+    second = (mass * np.outer(c, c) + E)[:, :, None, None]
+    return dict(name=name, mass=float(mass), first_moment=(mass * c)[:, None], second_moment=second,
+                rot_inertia=np.zeros((3, 3)), rot_coupling=np.zeros((3, 0)), mass_ff=np.zeros((0, 0)),
+                stiffness_ff=np.zeros((0, 0)))
+
+
+def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
+    """Full nodal matrices of a beam structure in its body frame.
+
+    Parameters
+    ----------
+    nodes_B : ndarray, shape (n_nodes, 3)
+    elements : ndarray of int, shape (n_el, 2)
+    sections : sequence of :class:`sim.beam.Section`, length n_el
+    z_ref_B : ndarray, shape (n_el, 3)
+        Vectors fixing each element's local z axis (body components).
+
+    Returns
+    -------
+    dict with ``K`` (n, n), ``S`` (3, n) first-moment matrix, ``I`` (3, 3, n, n) second-moment
+    matrices, ``Jrot`` (3, 3), ``Grot`` (3, n), ``Mrot`` (n, n), ``R_BE`` (n_el, 3, 3),
+    ``L`` (n_el,), ``mass`` -- with ``n = 6 n_nodes``.
+    """
+    n = 6 * len(nodes_B)
+    P1, P2 = nodes_B[elements[:, 0]], nodes_B[elements[:, 1]]
+    L = np.linalg.norm(P2 - P1, axis=1)
+    R_BE = np.stack([frame_from_axes(b - a, z) for a, b, z in zip(P1, P2, z_ref_B)])
+    prop = {k: np.array([getattr(s, k) for s in sections], dtype=float) for k in ("E", "G", "rho", "A", "Iy", "Iz", "J")}
+    prop["Ip"] = np.array([s.polar for s in sections])
+    T = beam.rotation_12(R_BE)
+    dofs = (6 * elements[:, :, None] + np.arange(6)).reshape(-1, 12)
+    K_loc = beam.stiffness(L, prop["E"], prop["G"], prop["A"], prop["Iy"], prop["Iz"], prop["J"])
+    K_e = T @ K_loc @ np.transpose(T, (0, 2, 1))
+    Nt, Nr = beam.shape_functions(L)
+    # S_e(xi) = R_BE Nt T^T maps the element's body-frame nodal dofs to body-frame displacements.
+    S_e = np.einsum("eab,egbj,eij->egai", R_BE, Nt, T)
+    Th_e = np.einsum("eab,egbj,eij->egai", R_BE, Nr, T)
+    w_t = GW[None, :] * (prop["rho"] * prop["A"] * L)[:, None]              # (n_el, n_g)
+    Jsec = np.zeros((len(L), 3, 3))
+    Jsec[:, 0, 0], Jsec[:, 1, 1], Jsec[:, 2, 2] = prop["rho"] * prop["Ip"], prop["rho"] * prop["Iy"], prop["rho"] * prop["Iz"]
+    Jsec_B = R_BE @ Jsec @ np.transpose(R_BE, (0, 2, 1))
+    I_e = np.einsum("eg,egki,eglj->kleij", w_t, S_e, S_e)   # (3, 3, n_el, 12, 12)
+    S1 = np.einsum("eg,egki->kei", w_t, S_e)
+    Mr_e = np.einsum("g,e,egai,eab,egbj->eij", GW, L, Th_e, Jsec_B, Th_e)
+    Gr_e = np.einsum("g,e,eab,egbj->eaj", GW, L, Jsec_B, Th_e)
+    K = np.zeros((n, n))
+    Mrot = np.zeros((n, n))
+    I = np.zeros((3, 3, n, n))
+    S = np.zeros((3, n))
+    Grot = np.zeros((3, n))
+    ii, jj = dofs[:, :, None], dofs[:, None, :]
+    np.add.at(K, (ii, jj), K_e)
+    np.add.at(Mrot, (ii, jj), Mr_e)
+    for k in range(3):
+        np.add.at(S[k], dofs, S1[k])
+        np.add.at(Grot[k], dofs, Gr_e[:, k])
+        for l in range(3):
+            np.add.at(I[k, l], (ii, jj), I_e[k, l])
+    return dict(K=K, S=S, I=I, Jrot=np.einsum("e,eab->ab", L, Jsec_B), Grot=Grot, Mrot=Mrot,
+                R_BE=R_BE, L=L, mass=float(np.sum(prop["rho"] * prop["A"] * L)))
+
+
+GW = beam.GAUSS_W
+
+
+class ModelBuilder:
+    """Mutable description of a model; :meth:`build` validates it and returns a :class:`Model`.
+
+    Positions and orientations are given in world coordinates at the home configuration
+    (an approximate one is enough: :meth:`build` assembles it exactly).
+
+    Parameters
+    ----------
+    name : str
+    gravity : array_like, shape (3,)
+        Gravity acceleration in world [m/s^2]; required (pass zeros for none).
+    """
+
+    def __init__(self, name, gravity):
+        self.name = name
+        self.gravity = np.asarray(gravity, dtype=float)
+        self._bodies = []     # dicts
+        self._markers = []
+        self._joints = []
+        self._actuators = []
+        self._sensors = []
+        self._problems = []
+        self._ee = None
+        self.notes = ""
+
+    # -- bodies ----------------------------------------------------------------------------
+    def _body_index(self, name):
+        for i, b in enumerate(self._bodies):
+            if b["name"] == name:
+                return i
+        return None
+
+    def _new_body(self, name):
+        if self._body_index(name) is not None:
+            self._problems.append(f"body `{name}` defined twice")
+
+    def add_rigid_body(self, name, mass, com, inertia, position=(0, 0, 0), orientation=None, substructure=None):
+        """Rigid body; ``com`` (world, home) and ``inertia`` (3, 3) about the mass centre in world axes.
+
+        The body frame is at ``position`` with axes ``orientation`` (R_WB, identity by default).
+        """
+        self._new_body(name)
+        R = np.eye(3) if orientation is None else np.asarray(orientation, dtype=float)
+        o = np.asarray(position, dtype=float)
+        if not (np.isfinite(mass) and mass > 0):
+            self._problems.append(f"body `{name}`: mass must be > 0, got {mass!r}")
+        I_W = np.asarray(inertia, dtype=float)
+        if not np.allclose(I_W, I_W.T) or np.linalg.eigvalsh(0.5 * (I_W + I_W.T)).min() < 0:
+            self._problems.append(f"body `{name}`: inertia must be symmetric positive semidefinite")
+        com_B = R.T @ (np.asarray(com, dtype=float) - o)
+        self._bodies.append(dict(name=name, kind="rigid", R_WB=R, r_WB=o, mass=float(mass), com_B=com_B,
+                                 inertia_B=R.T @ I_W @ R, substructure=substructure or name, points=[]))
+
+    def add_beam_body(self, name, nodes, elements, section, z_ref=(0, 0, 1), clamp=0, orientation=None,
+                      modes=None, substructure=None):
+        """Flexible body made of 3D Euler–Bernoulli beam elements (floating frame of reference).
+
+        Parameters
+        ----------
+        nodes : array_like, shape (n_nodes, 3)
+            Node positions in world at home [m].
+        elements : array_like of int, shape (n_el, 2)
+        section : Section or sequence of Section (one per element)
+        z_ref : array_like, shape (3,) or (n_el, 3)
+            World vector(s) fixing the element local z axis (principal axis of ``Iy``).
+        clamp : int
+            Reference node: its displacement and rotation are zero in the body frame, whose
+            origin sits there.
+        orientation : (3, 3), optional
+            Body axes in world at home; world-aligned by default.
+        modes : int, optional
+            Keep only this many clamped-body modes as elastic coordinates (default: all nodal dofs).
+        """
+        self._new_body(name)
+        nodes = np.asarray(nodes, dtype=float)
+        elements = np.asarray(elements, dtype=int)
+        n_el = len(elements)
+        sections = [section] * n_el if isinstance(section, beam.Section) else list(section)
+        if len(sections) != n_el:
+            self._problems.append(f"body `{name}`: {len(sections)} sections for {n_el} elements")
+        for s in sections[:1] if isinstance(section, beam.Section) else sections:
+            self._problems += [f"body `{name}`: {p}" for p in s.problems()]
+        if elements.size == 0 or elements.min() < 0 or elements.max() >= len(nodes):
+            self._problems.append(f"body `{name}`: element connectivity refers to missing nodes")
+        elif np.any(np.linalg.norm(nodes[elements[:, 1]] - nodes[elements[:, 0]], axis=1) <= 0):
+            self._problems.append(f"body `{name}`: zero-length element")
+        if not 0 <= clamp < len(nodes):
+            self._problems.append(f"body `{name}`: clamp node {clamp} does not exist")
+        z_ref = np.broadcast_to(np.asarray(z_ref, dtype=float), (n_el, 3))
+        R = np.eye(3) if orientation is None else np.asarray(orientation, dtype=float)
+        self._bodies.append(dict(name=name, kind="beam", R_WB=R, r_WB=nodes[clamp] if 0 <= clamp < len(nodes) else nodes[0],
+                                 nodes_W=nodes, elements=elements, sections=sections, z_ref_W=z_ref, clamp=clamp,
+                                 modes=modes, substructure=substructure or name, points=[]))
+
+    def add_point_mass(self, body, mass, inertia=None, node=None, position=None):
+        """Attach a mass (and an inertia about its centre, world axes at home) to a body.
+
+        On a flexible body the mass sits at ``node`` (or the node at ``position``); on a rigid
+        body at ``position`` (world, home).
+        """
+        b = self._body_index(body)
+        if b is None:
+            self._problems.append(f"point mass: unknown body `{body}`")
+            return
+        if not (np.isfinite(mass) and mass > 0):
+            self._problems.append(f"point mass on `{body}`: mass must be > 0, got {mass!r}")
+        J = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        self._bodies[b]["points"].append(dict(mass=float(mass), inertia=J, node=node, position=position))
+
+    # -- markers, joints, actuators ---------------------------------------------------------
+    def add_marker(self, name, body, position, axes=None):
+        """Marker ``name`` on ``body`` (None for ground) at ``position`` (world, home).
+
+        ``axes`` (3, 3) are the marker axes (columns) in world at home; world-aligned by default.
+        On a flexible body the position must coincide with a node.
+        """
+        if any(m["name"] == name for m in self._markers):
+            self._problems.append(f"marker `{name}` defined twice")
+        b = -1 if body is None else self._body_index(body)
+        if b is None:
+            self._problems.append(f"marker `{name}`: unknown body `{body}`")
+            b = -1
+        A = np.eye(3) if axes is None else np.asarray(axes, dtype=float)
+        if not np.allclose(A.T @ A, np.eye(3), atol=1e-9) or np.linalg.det(A) < 0:
+            self._problems.append(f"marker `{name}`: axes are not a right-handed orthonormal frame")
+        self._markers.append(dict(name=name, body=b, position=np.asarray(position, dtype=float), axes=A))
+        return name
+
+    def _marker_index(self, name, where):
+        for i, m in enumerate(self._markers):
+            if m["name"] == name:
+                return i
+        self._problems.append(f"{where}: unknown marker `{name}`")
+        return -1
+
+    def add_joint(self, name, kind, marker_i, marker_j):
+        """Joint between markers (i on the first body, j on the second).
+
+        Conventions: revolute/cylindrical/prismatic axis = z of both markers; universal:
+        first axis z_i, second axis z_j (perpendicular); spherical: coincident origins.
+        """
+        if kind not in JOINT_KINDS:
+            self._problems.append(f"joint `{name}`: unknown kind `{kind}` (one of {', '.join(JOINT_KINDS)})")
+        if any(j.name == name for j in self._joints):
+            self._problems.append(f"joint `{name}` defined twice")
+        self._joints.append(Joint(name, kind, self._marker_index(marker_i, f"joint `{name}`"),
+                                  self._marker_index(marker_j, f"joint `{name}`")))
+        return name
+
+    def add_actuator(self, name, joint):
+        """Actuator on the coordinate of ``joint`` (revolute: angle; prismatic/cylindrical: slide)."""
+        idx = [i for i, j in enumerate(self._joints) if j.name == joint]
+        if not idx:
+            self._problems.append(f"actuator `{name}`: unknown joint `{joint}`")
+            return
+        kind = ACTUATED.get(self._joints[idx[0]].kind)
+        if kind is None:
+            self._problems.append(f"actuator `{name}`: joint `{joint}` of kind {self._joints[idx[0]].kind} has no drivable coordinate")
+            return
+        self._actuators.append(Actuator(name, idx[0], kind))
+
+    def add_sensor(self, name, kind, markers, axis=1, units="m", description=""):
+        """Declare a scalar output (see :func:`sim.kinematics.sensor_values`)."""
+        self._sensors.append(Sensor(name, kind, tuple(markers), axis, units, description))
+
+    def set_end_effector(self, marker, kinds, names=None):
+        """End-effector coordinates: ``kinds`` from x, y, z (world position) and rx, ry, rz
+        (Z-Y-X Tait–Bryan angles of the marker axes); ``names`` as shown to users."""
+        bad = [k for k in kinds if k not in POSE_KINDS]
+        if bad:
+            self._problems.append(f"end effector: unknown coordinates {bad} (from {POSE_KINDS})")
+        self._ee = (marker, tuple(kinds), tuple(names or kinds))
+
+    # -- build ------------------------------------------------------------------------------
+    def build(self, assemble=True):
+        """Validate everything, precompute invariants, assemble the home configuration.
+
+        Raises
+        ------
+        ValueError
+            Listing every problem found, one per line.
+        """
+        problems = list(self._problems)
+        if not self._bodies:
+            problems.append("the model has no body")
+        if self._ee is None:
+            problems.append("no end effector declared (set_end_effector)")
+        if not (self.gravity.shape == (3,) and np.all(np.isfinite(self.gravity))):
+            problems.append(f"gravity must be 3 finite numbers, got {self.gravity!r}")
+        bodies, frames = [], []
+        if not problems:
+            for spec in self._bodies:
+                try:
+                    body, frame = _make_body(spec)
+                except ValueError as exc:
+                    problems.append(f"body `{spec['name']}`: {exc}")
+                    continue
+                bodies.append(body)
+                frames.append(frame)
+        markers = []
+        if not problems:
+            for m in self._markers:
+                try:
+                    markers.append(_make_marker(m, bodies, frames))
+                except ValueError as exc:
+                    problems.append(f"marker `{m['name']}`: {exc}")
+        ee = -1
+        if not problems:
+            ee = [i for i, m in enumerate(markers) if m.name == self._ee[0]]
+            if not ee:
+                problems.append(f"end effector: unknown marker `{self._ee[0]}`")
+            ee = ee[0] if ee else -1
+        for j in self._joints:
+            if j.marker_i >= 0 and j.marker_i == j.marker_j:
+                problems.append(f"joint `{j.name}` connects a marker to itself")
+            elif j.marker_i >= 0 and j.marker_j >= 0 and self._markers[j.marker_i]["body"] == self._markers[j.marker_j]["body"]:
+                problems.append(f"joint `{j.name}` connects two markers of the same body")
+        for s in self._sensors:
+            for m in s.markers:
+                if not any(x["name"] == m for x in self._markers):
+                    problems.append(f"sensor `{s.name}`: unknown marker `{m}`")
+        if problems:
+            raise ValueError("invalid model `" + self.name + "`: " + "; ".join(problems))
+        sensors = tuple(Sensor(s.name, s.kind, tuple(next(i for i, x in enumerate(markers) if x.name == m)
+                                                     for m in s.markers), s.axis, s.units, s.description)
+                        for s in self._sensors)
+        model = _finalise(self.name, tuple(bodies), tuple(markers), tuple(self._joints), tuple(self._actuators),
+                          sensors, self.gravity, frames, ee, self._ee[1], self._ee[2], self.notes)
+        if assemble:
+            from .assembly import assemble, home_ranks
+            from .kinematics import pose
+            q = assemble(model, model.q_home, what="the home configuration")
+            model = _replace(model, q_home=q, pose_home=pose(model, q))
+            model = _replace(model, home_ranks=home_ranks(model))
+        return model
+
+
+def _replace(model, **changes):
+    import dataclasses
+    return dataclasses.replace(model, **changes)
+
+
+def _make_body(spec):
+    """Body invariants and home frame (r_WB, R_WB) from a builder spec."""
+    R_WB, r_WB = spec["R_WB"], spec["r_WB"]
+    if spec["kind"] == "rigid":
+        mass, com, I_B = spec["mass"], spec["com_B"], spec["inertia_B"]
+        for pm in spec["points"]:   # lump attached masses into the rigid body (parallel axes)
+            if pm["position"] is None:
+                raise ValueError("a point mass on a rigid body needs a position")
+            c = R_WB.T @ (np.asarray(pm["position"], dtype=float) - r_WB)
+            new_mass = mass + pm["mass"]
+            new_com = (mass * com + pm["mass"] * c) / new_mass
+            I_B = (I_B + mass * _shift(com - new_com) + R_WB.T @ pm["inertia"] @ R_WB
+                   + pm["mass"] * _shift(c - new_com))
+            mass, com = new_mass, new_com
+        return Body(**_rigid_invariants(spec["name"], mass, com, I_B), substructure=spec["substructure"]), (r_WB, R_WB)
+    nodes_B = (spec["nodes_W"] - r_WB) @ R_WB
+    z_ref_B = spec["z_ref_W"] @ R_WB
+    mats = beam_structure_matrices(nodes_B, spec["elements"], spec["sections"], z_ref_B)
+    n = 6 * len(nodes_B)
+    mass = mats["mass"]
+    for pm in spec["points"]:
+        node = pm["node"]
+        if node is None:
+            d = np.linalg.norm(spec["nodes_W"] - np.asarray(pm["position"], dtype=float), axis=1)
+            node = int(np.argmin(d))
+            if d[node] > 1e-9 * max(1.0, np.abs(spec["nodes_W"]).max()):
+                raise ValueError(f"point mass at {list(pm['position'])} is not at a node")
+        t, r = 6 * node + np.arange(3), 6 * node + 3 + np.arange(3)
+        J_B = R_WB.T @ pm["inertia"] @ R_WB
+        for k in range(3):
+            mats["S"][k, t[k]] += pm["mass"]
+            for l in range(3):
+                mats["I"][k, l, t[k], t[l]] += pm["mass"]
+        mats["Jrot"] += J_B
+        mats["Grot"][:, r] += J_B
+        mats["Mrot"][np.ix_(r, r)] += J_B
+        mass += pm["mass"]
+    keep = np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6))
+    B = np.eye(n)[:, keep]
+    if spec["modes"] is not None:
+        M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"]
+        Kc, Mc = B.T @ mats["K"] @ B, B.T @ M_full @ B
+        r = int(spec["modes"])
+        if not 0 < r <= len(keep):
+            raise ValueError(f"`modes` must be in 1..{len(keep)}, got {spec['modes']}")
+        _, phi = scipy.linalg.eigh(Kc, Mc, subset_by_index=[0, r - 1])
+        B = B @ phi
+    x0 = np.zeros(n)
+    x0.reshape(-1, 6)[:, :3] = nodes_B
+    Bz = np.column_stack([x0, B])
+    if spec["modes"] is None:
+        # B selects columns: project by indexing, O(n^2) instead of O(n^3).
+        I = mats["I"]
+        second = np.empty((3, 3, len(keep) + 1, len(keep) + 1))
+        second[:, :, 1:, 1:] = I[:, :, keep][:, :, :, keep]
+        second[:, :, 0, 1:] = (x0 @ I)[:, :, keep]
+        second[:, :, 1:, 0] = (I @ x0)[:, :, keep]
+        second[:, :, 0, 0] = x0 @ I @ x0
+    else:
+        second = Bz.T @ mats["I"] @ Bz
+    body = Body(name=spec["name"], mass=mass, first_moment=mats["S"] @ Bz, second_moment=second,
+                rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
+                mass_ff=np.einsum("kkab->ab", second[:, :, 1:, 1:]) + B.T @ mats["Mrot"] @ B,
+                stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
+                substructure=spec["substructure"])
+    return body, (r_WB, R_WB)
+
+
+def _shift(d):
+    """Parallel-axis term ``|d|^2 1 - d d^T`` (times the mass)."""
+    return d @ d * np.eye(3) - np.outer(d, d)
+
+
+def _make_marker(m, bodies, frames):
+    b = m["body"]
+    if b < 0:
+        return Marker(m["name"], -1, m["position"], m["axes"], np.zeros((3, 0)), np.zeros((3, 0)))
+    body = bodies[b]
+    r_WB, R_WB = frames[b]
+    p_B = R_WB.T @ (m["position"] - r_WB)
+    R_BM = R_WB.T @ m["axes"]
+    if not body.flexible and body.nodes_B.size == 0:
+        return Marker(m["name"], b, p_B, R_BM, np.zeros((3, 0)), np.zeros((3, 0)))
+    d = np.linalg.norm(body.nodes_B - p_B, axis=1)
+    node = int(np.argmin(d))
+    if d[node] > 1e-9 * max(1.0, np.abs(body.nodes_B).max()):
+        raise ValueError(f"position {np.round(m['position'], 6).tolist()} is not at a node of body `{body.name}`")
+    rows = body.basis[6 * node:6 * node + 6]
+    return Marker(m["name"], b, body.nodes_B[node], R_BM, rows[:3], rows[3:], node)
+
+
+def _finalise(name, bodies, markers, joints, actuators, sensors, gravity, frames, ee, kinds, names, notes):
+    q_index, iq, iv = [], 0, 0
+    q0 = []
+    for body, (r, R) in zip(bodies, frames):
+        q_index.append((iq, iv))
+        iq += 7 + body.n_f
+        iv += 6 + body.n_f
+        q0 += [r, quat_from_matrix(R), np.zeros(body.n_f)]
+    n_q, n_v = iq, iv
+    n_m = len(markers)
+    n_fmax = max([m.D.shape[1] for m in markers] + [0])
+    marker_qf = np.full((n_m, n_fmax), n_q)
+    marker_vcols = np.full((n_m, 6 + n_fmax), n_v)
+    marker_D = np.zeros((n_m, 3, n_fmax))
+    marker_E = np.zeros((n_m, 3, n_fmax))
+    for k, m in enumerate(markers):
+        if m.body < 0:
+            continue
+        sq, sv = q_index[m.body]
+        nf = m.D.shape[1]
+        marker_qf[k, :nf] = sq + 7 + np.arange(nf)
+        marker_vcols[k, :6 + nf] = sv + np.arange(6 + nf)
+        marker_D[k, :, :nf], marker_E[k, :, :nf] = m.D, m.E
+    rows, row_names = _row_tables(joints, actuators)
+    return Model(name=name, bodies=bodies, markers=markers, joints=joints, actuators=actuators, sensors=sensors,
+                 gravity=gravity, q_home=np.concatenate(q0), q_index=tuple(q_index), n_q=n_q, n_v=n_v, ee_marker=ee,
+                 pose_kinds=kinds, pose_names=names, marker_body=np.array([m.body for m in markers], dtype=int),
+                 marker_qf=marker_qf, marker_vcols=marker_vcols, marker_D=marker_D, marker_E=marker_E,
+                 marker_p0=np.array([m.p_BM_B for m in markers]).reshape(-1, 3),
+                 marker_R=np.array([m.R_BM for m in markers]).reshape(-1, 3, 3), rows=rows,
+                 row_names=row_names, notes=notes)
+
+
+def _row_tables(joints, actuators):
+    """Primitive index tables, in row order: all joint rows, then actuator rows.
+
+    ``rows[kind]`` is a dict of integer arrays plus ``row`` (the row number of each entry;
+    for ``point`` the first of its three rows).
+    """
+    tables = {k: {"row": [], "mi": [], "mj": [], "ai": [], "aj": []} for k in ("point", "dot", "ddot", "angle")}
+    names, r = [], 0
+    for j in joints:
+        for prim in JOINT_ROWS[j.kind]:
+            t = tables[prim[0]]
+            t["row"].append(r)
+            t["mi"].append(j.marker_i)
+            t["mj"].append(j.marker_j)
+            t["ai"].append(prim[1] if len(prim) > 1 else 0)
+            t["aj"].append(prim[2] if len(prim) > 2 else 0)
+            width = 3 if prim[0] == "point" else 1
+            names += [f"{j.name}:{prim[0]}{'xyz'[c] if width == 3 else ''}" for c in range(width)]
+            r += width
+    n_joint_rows = r
+    for a in actuators:
+        j = joints[a.joint]
+        t = tables["angle" if a.kind == "angle" else "ddot"]
+        t["row"].append(r)
+        t["mi"].append(j.marker_i)
+        t["mj"].append(j.marker_j)
+        t["ai"].append(2)
+        t["aj"].append(0)
+        names.append(f"{a.name}:{a.kind}")
+        r += 1
+    out = {k: {f: np.asarray(v, dtype=int) for f, v in t.items()} for k, t in tables.items()}
+    out["n_joint"] = n_joint_rows
+    out["n_total"] = r
+    return out, tuple(names)

@@ -1,0 +1,198 @@
+"""Figures of result files: deviation, frequencies vs time, frequency maps, mode frequencies.
+
+Each ``plot_*`` function draws on a given Axes and returns it, so panels can be combined;
+`plot_result` builds one figure with a panel for everything it recognises in a file.
+"""
+
+import matplotlib
+
+# Files only: the CLI must work on machines without a display.
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sim.errors import SimError  # noqa: E402
+from sim.results import read_result  # noqa: E402
+
+
+def _units_text(units):
+    """``"m"`` or ``"m, rad"`` from a unit string or a per-column list."""
+    if isinstance(units, str):
+        return units
+    return ", ".join(dict.fromkeys(units))
+
+
+def plot_deviation(ax, time, deviation, names, units=None):
+    """End-effector deviation (flexible − rigid) vs time, one line per coordinate.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    time : ndarray, shape (n,)
+        s
+    deviation : ndarray, shape (n, d)
+        m for translations, rad for rotations.
+    names : sequence of str, length d
+    units : str or sequence of str, optional
+        Units per coordinate, shown in the legend and on the y axis.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    deviation = np.asarray(deviation).reshape(len(time), -1)
+    unit_list = [units] * deviation.shape[1] if isinstance(units, str) or units is None \
+        else list(units)
+    for column, name, unit in zip(deviation.T, names, unit_list):
+        ax.plot(time, column, label=f"{name} [{unit}]" if unit else name)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel(f"deviation [{_units_text(units)}]" if units else "deviation")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def plot_frequencies(ax, time, freqs):
+    """Natural frequencies vs time, one line per tracked mode.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    time : ndarray, shape (m,)
+        s
+    freqs : ndarray, shape (m, k)
+        Hz
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    freqs = np.asarray(freqs).reshape(len(time), -1)
+    for index, column in enumerate(freqs.T, start=1):
+        ax.plot(time, column, label=f"mode {index}")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("frequency [Hz]")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]"):
+    """Colour map of a frequency over a 2-D grid.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    x : ndarray, shape (n_x,)
+    y : ndarray, shape (n_y,)
+    f : ndarray, shape (n_x, n_y)
+        Hz, ``f[i, j]`` at ``(x[i], y[j])``.
+    xlabel, ylabel : str
+        Axis labels with units.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    mesh = ax.pcolormesh(x, y, np.asarray(f).T, shading="auto")
+    ax.figure.colorbar(mesh, ax=ax, label="frequency [Hz]")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return ax
+
+
+def plot_mode_frequencies(ax, f):
+    """Bar chart of natural frequencies by mode number.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    f : ndarray, shape (k,)
+        Hz
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    f = np.asarray(f).ravel()
+    modes = np.arange(1, f.size + 1)
+    bars = ax.bar(modes, f)
+    ax.bar_label(bars, fmt="%.4g", fontsize="small")
+    ax.set_xticks(modes)
+    ax.set_xlabel("mode")
+    ax.set_ylabel("frequency [Hz]")
+    return ax
+
+
+def _panels(tree):
+    """(title, draw) pairs for everything plottable in a result tree."""
+    panels = []
+    for name, group in tree.items():
+        if name == "attrs":
+            continue
+        if "deviation" in group and "time" in group:
+            panels.append((f"{name}: end-effector deviation (flexible − rigid)",
+                           lambda ax, g=group: _draw_deviation(ax, g)))
+        if "frequencies" in group and "frequency_time" in group:
+            panels.append((f"{name}: natural frequencies", lambda ax, g=group:
+                           plot_frequencies(ax, g["frequency_time"]["data"],
+                                            g["frequencies"]["data"])))
+        elif name == "sweep" and "frequencies" in group \
+                and np.ndim(group["frequencies"]["data"]) in (2, 3):
+            panels.append(("sweep: first natural frequency", lambda ax, g=group:
+                           _draw_map(ax, g)))
+        elif name == "modes" and "frequencies" in group:
+            panels.append(("modes: natural frequencies", lambda ax, g=group:
+                           plot_mode_frequencies(ax, g["frequencies"]["data"])))
+    return panels
+
+
+def _draw_deviation(ax, group):
+    """Deviation panel; coordinate names from the group's `pose_names` attribute if set."""
+    time = group["time"]["data"]
+    deviation = np.asarray(group["deviation"]["data"]).reshape(len(time), -1)
+    names = group["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(deviation.shape[1])]
+    return plot_deviation(ax, time, deviation, names, group["deviation"]["attrs"].get("units"))
+
+
+def _draw_map(ax, group):
+    """Map of the lowest frequency of a sweep grid; axes from datasets `x`, `y` if present."""
+    f = np.asarray(group["frequencies"]["data"])
+    f = f[..., 0] if f.ndim == 3 else f
+    axes = []
+    for key, size in (("x", f.shape[0]), ("y", f.shape[1])):
+        if key in group:
+            units = group[key]["attrs"].get("units", "")
+            axes.append((group[key]["data"], f"{key} [{_units_text(units)}]"))
+        else:
+            axes.append((np.arange(size), f"{key} index"))
+    return plot_frequency_map(ax, axes[0][0], axes[1][0], f, axes[0][1], axes[1][1])
+
+
+def plot_result(path, out):
+    """Draw every recognised quantity of a result file into one PNG.
+
+    Parameters
+    ----------
+    path : str or Path
+        Result file.
+    out : str or Path
+        Image file.
+
+    Raises
+    ------
+    SimError
+        Unreadable file, or nothing to plot in it.
+    """
+    panels = _panels(read_result(path))
+    if not panels:
+        raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
+    try:
+        for ax, (title, draw) in zip(axes[:, 0], panels):
+            draw(ax)
+            ax.set_title(title)
+        fig.tight_layout()
+        fig.savefig(out, dpi=120)
+    finally:
+        plt.close(fig)

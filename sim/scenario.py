@@ -1,0 +1,572 @@
+"""Scenario files: strict TOML schema, `--set` overrides, path resolution (SPEC §3.2).
+
+A scenario names a model file and its parameters, a rigid end-effector trajectory and the
+analyses to run. The schema below is data: each key maps to a `Key` (type, constraint,
+default, unit, description), each table to a nested dict. Validation walks that data, so the
+same tables drive the error messages and the documentation (`schema_markdown`).
+
+Validation happens once, here, at the boundary (STYLE §8.2 rule 17): analyses read
+`Scenario.data`, where every key of a present table exists (optional keys without a value
+hold ``None``) and numbers are converted (TOML integers given for real numbers become floats).
+Every problem raises `SimError` with one line naming the file (or the ``--set`` option) and
+the key path.
+"""
+
+import copy
+import difflib
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from sim.errors import SimError
+
+
+class _Required:
+    def __repr__(self):
+        return "required"
+
+
+REQUIRED = _Required()
+
+
+class Key(NamedTuple):
+    """One scenario key: how it is checked and documented."""
+
+    type: str          # a name in TYPES
+    constraint: object  # None, a name in CONSTRAINTS, or a tuple of allowed strings
+    default: object    # REQUIRED, None (optional, no value) or the value used when absent
+    unit: str
+    description: str
+
+
+# Analysis tables in the order `sim run` executes them.
+ANALYSIS_TABLES = ("modes", "inverse_dynamics", "frequencies", "ked", "transient",
+                   "sweep", "design", "frf", "identification")
+
+# Analyses that follow the rigid trajectory and therefore need a [trajectory] table.
+NEEDS_TRAJECTORY = ("inverse_dynamics", "frequencies", "ked", "transient")
+
+SCHEMA = {
+    "name": Key("str", "identifier", None, "",
+                "run name; the default output is `results/<name>.h5` "
+                "(default: the scenario file's stem)"),
+    "model": {
+        "file": Key("str", None, REQUIRED, "",
+                    "robot builder file defining `build(**parameters) -> Model`; relative to "
+                    "the scenario's directory, else to the working directory"),
+        "parameters": Key("table[scalar]", None, {}, "",
+                          "keyword arguments of `build` (numbers, booleans, strings)"),
+    },
+    "trajectory": {
+        "kind": Key("str", ("circle", "cycloidal", "polynomial", "table"), REQUIRED, "",
+                    "rigid end-effector motion law; the keys each kind uses are listed below"),
+        "center": Key("float[3]", None, None, "m", "circle centre"),
+        "radius": Key("float", "positive", None, "m", "circle radius"),
+        "omega": Key("float", None, None, "rad/s",
+                     "angular rate along the circle; its sign sets the direction"),
+        "duration": Key("float", "positive", None, "s", "length of the motion"),
+        "amplitude": Key("float", "positive", None, "m or rad",
+                         "stroke of the cycloidal law s(τ) = A (τ − sin(2πτ)/(2π)) − A/2, "
+                         "τ = t/period, applied to each of `axes` about `pose`"),
+        "period": Key("float", "positive", None, "s", "duration of one cycloidal stroke"),
+        "axes": Key("str[]", None, None, "",
+                    "end-effector coordinates that move (names from the model's pose names)"),
+        "start": Key("float[]", None, None, "m, rad", "pose at t = 0 (quintic polynomial)"),
+        "end": Key("float[]", None, None, "m, rad",
+                   "pose at t = duration, reached with zero velocity and acceleration"),
+        "file": Key("str", None, None, "",
+                    "CSV table: t [s], then the pose coordinates; relative to the scenario's "
+                    "directory, else to the working directory"),
+        "pose": Key("float[]", None, None, "m, rad",
+                    "fixed end-effector pose the motion is defined about "
+                    "(default: the model's home pose)"),
+    },
+    "modes": {
+        "pose": Key("float[]", None, None, "m, rad",
+                    "end-effector pose, in the model's order (default: home)"),
+        "count": Key("int", "positive", 6, "", "number of elastic modes"),
+    },
+    "transient": {
+        "step": Key("float", "positive", REQUIRED, "s", "time step h"),
+        "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
+                      "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4)"),
+        "alpha": Key("float", "nonnegative", 10.0, "1/s",
+                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0"),
+        "beta": Key("float", "nonnegative", 10.0, "1/s",
+                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0"),
+        "rho_inf": Key("float", "unit_interval", 0.9, "1",
+                       "spectral radius at infinite frequency (hht, generalized-alpha)"),
+        "newton_tol": Key("float", "positive", 1e-8, "",
+                          "Newton tolerance on the scaled residual norm"),
+        "newton_max_iter": Key("int", "positive", 8, "", "Newton iterations per step"),
+        "drive": Key("str", ("prescribed", "torque"), "prescribed", "",
+                     "actuators follow the rigid inverse kinematics (prescribed) or apply the "
+                     "rigid inverse-dynamics forces (torque, open loop plus PD)"),
+        "kp": Key("float", "nonnegative", 0.0, "N m/rad or N/m",
+                  "PD proportional gain (drive = torque)"),
+        "kd": Key("float", "nonnegative", 0.0, "N m s/rad or N s/m",
+                  "PD derivative gain (drive = torque)"),
+        "duration": Key("float", "positive", None, "s",
+                        "simulated time (default: the trajectory's duration)"),
+        "output_step": Key("float", "positive", None, "s",
+                           "spacing of the written samples (default: step)"),
+    },
+    "ked": {
+        "intervals": Key("int", "positive", 512, "",
+                         "intervals with frozen M and K along the trajectory"),
+        "modes": Key("int", "positive", 4, "", "modes kept per interval"),
+        "damping_ratio": Key("float", "damping", REQUIRED, "1", "modal damping ratio ζ"),
+    },
+    "frequencies": {
+        "count": Key("int", "positive", 6, "", "elastic modes tracked (MAC)"),
+        "samples": Key("int", "positive", 200, "", "instants along the trajectory"),
+    },
+    "inverse_dynamics": {
+        "samples": Key("int", "positive", 200, "", "instants along the trajectory"),
+        "frame": Key("str", ("joint", "world"), "world", "",
+                     "frame of the joint reaction forces and moments"),
+    },
+    "sweep": Key("table[sweep]", None, None, "",
+                 "parameter or pose sweep: keys of numbers or lists"),
+    "design": Key("table", None, None, "", "design study options (free-form table)"),
+    "frf": Key("table", None, None, "", "frequency response options (free-form table)"),
+    "identification": Key("table", None, None, "",
+                          "stiffness identification options (free-form table)"),
+}
+
+# Trajectory keys used by each kind: (required, optional). Others are errors.
+KIND_KEYS = {
+    "circle": (("center", "radius", "omega", "duration"), ("pose",)),
+    "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration")),
+    "polynomial": (("start", "end", "duration"), ()),
+    "table": (("file",), ()),
+}
+
+# Keys holding paths that are resolved against the scenario's directory, then the cwd.
+PATH_KEYS = (("model", "file"), ("trajectory", "file"))
+
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_finite(value):
+    return _is_number(value) and math.isfinite(value)
+
+
+def _is_scalar(value):
+    return isinstance(value, (bool, str)) or _is_finite(value)
+
+
+def _is_sweep_value(value):
+    if isinstance(value, list):
+        return bool(value) and (all(_is_finite(v) for v in value)
+                                or all(isinstance(v, str) for v in value))
+    return _is_finite(value)
+
+
+class _Type(NamedTuple):
+    phrase: str        # "must be <phrase>"
+    noun: str          # used by constraint phrases: "a positive <noun>"
+    check: object      # value -> bool
+    convert: object    # value -> resolved value
+    doc: str           # for the documentation table
+    entry: object = None  # for tables: entry value -> bool, checked entry by entry
+
+
+TYPES = {
+    "str": _Type("a string", "string", lambda v: isinstance(v, str), str, "string"),
+    "bool": _Type("a boolean", "boolean", lambda v: isinstance(v, bool), bool, "boolean"),
+    "int": _Type("an integer", "integer",
+                 lambda v: isinstance(v, int) and not isinstance(v, bool), int, "integer"),
+    "float": _Type("a finite number", "number", _is_finite, float, "number"),
+    "float[3]": _Type("a list of 3 finite numbers", "list",
+                      lambda v: isinstance(v, list) and len(v) == 3
+                      and all(map(_is_finite, v)),
+                      lambda v: [float(x) for x in v], "3 numbers"),
+    "float[]": _Type("a non-empty list of finite numbers", "list",
+                     lambda v: isinstance(v, list) and bool(v) and all(map(_is_finite, v)),
+                     lambda v: [float(x) for x in v], "list of numbers"),
+    "str[]": _Type("a non-empty list of strings", "list",
+                   lambda v: isinstance(v, list) and bool(v)
+                   and all(isinstance(x, str) for x in v),
+                   list, "list of strings"),
+    "table": _Type("a table", "table", lambda v: isinstance(v, dict), copy.deepcopy,
+                   "table (any keys)"),
+    "table[scalar]": _Type("a table", "table", lambda v: isinstance(v, dict),
+                           dict, "table of numbers, booleans, strings", entry=_is_scalar),
+    "table[sweep]": _Type("a table", "table", lambda v: isinstance(v, dict), copy.deepcopy,
+                          "table of numbers or lists", entry=_is_sweep_value),
+}
+
+# Phrases of table entries that fail `_Type.entry`, by type name.
+ENTRY_PHRASES = {
+    "table[scalar]": "a finite number, a boolean or a string",
+    "table[sweep]": "a finite number or a non-empty list of numbers or of strings",
+}
+
+
+class _Constraint(NamedTuple):
+    check: object   # value -> bool, after the type check passed
+    phrase: str     # formatted with the type's noun
+    doc: str        # short form for the documentation table
+
+
+CONSTRAINTS = {
+    "positive": _Constraint(lambda v: v > 0, "a positive {noun}", "> 0"),
+    "nonnegative": _Constraint(lambda v: v >= 0, "a non-negative {noun}", "≥ 0"),
+    "unit_interval": _Constraint(lambda v: 0 <= v <= 1, "a {noun} in [0, 1]", "in [0, 1]"),
+    "damping": _Constraint(lambda v: 0 <= v < 1, "a {noun} in [0, 1)", "in [0, 1)"),
+    "identifier": _Constraint(lambda v: _NAME_PATTERN.fullmatch(v) is not None,
+                              "a {noun} of letters, digits, `_`, `-` and `.`",
+                              "(letters, digits, _ - .)"),
+}
+
+TABLE_DOCS = {
+    "model": "the robot: a builder file and its parameters",
+    "trajectory": "rigid end-effector motion followed by the trajectory analyses",
+    "modes": "natural frequencies and mode shapes at one pose, actuators locked",
+    "transient": "full FFR transient: Newmark-β family with Baumgarte stabilisation",
+    "ked": "kineto-elastodynamics: piecewise-constant modal superposition",
+    "frequencies": "natural frequencies along the trajectory",
+    "inverse_dynamics": "actuator forces and joint reactions of the rigid robot",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario.
+
+    Attributes
+    ----------
+    name : str
+        Run name (the ``name`` key, else the file's stem).
+    path : Path
+        The scenario file as given by the user.
+    text : str
+        The original TOML text.
+    data : dict
+        Validated contents: every key of each present table, defaults filled in, model and
+        table paths absolute.
+    model_file : Path
+        Absolute path of the model builder file.
+    model_parameters : dict
+        Keyword arguments for the builder.
+    overrides : tuple of str
+        The ``KEY=VALUE`` overrides applied on top of the file.
+    """
+
+    name: str
+    path: Path
+    text: str
+    data: dict
+    model_file: Path
+    model_parameters: dict
+    overrides: tuple = ()
+
+    @property
+    def analyses(self):
+        """Names of the analysis tables present, in execution order."""
+        return tuple(name for name in ANALYSIS_TABLES if name in self.data)
+
+
+def load_scenario(path, overrides=()):
+    """Read, override and validate a scenario file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The TOML file.
+    overrides : sequence of str
+        ``KEY=VALUE`` strings (``ked.intervals=256``); VALUE is read as a TOML value, or as a
+        string when it is not one.
+
+    Returns
+    -------
+    Scenario
+
+    Raises
+    ------
+    SimError
+        Unreadable or malformed file, unknown key, wrong type or value, missing file.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SimError(f"{path}: scenario file not found") from None
+    except IsADirectoryError:
+        raise SimError(f"{path}: is a directory, not a scenario file") from None
+    except UnicodeDecodeError as exc:
+        raise SimError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SimError(f"{path}: invalid TOML: {exc}") from None
+
+    overrides = tuple(overrides)
+    raw = apply_overrides(raw, overrides)
+    origin = _Origin(str(path), {_parse_override(text)[0] for text in overrides})
+    data = _validate(raw, origin)
+    if data["name"] is None:
+        data["name"] = path.stem
+    for keys in PATH_KEYS:
+        table = data.get(keys[0])
+        if table is not None and table[keys[1]] is not None:
+            table[keys[1]] = str(_resolve_file(table[keys[1]], path.parent, keys, origin))
+    return Scenario(name=data["name"], path=path, text=text, data=data,
+                    model_file=Path(data["model"]["file"]),
+                    model_parameters=dict(data["model"]["parameters"]),
+                    overrides=overrides)
+
+
+def apply_overrides(data, overrides):
+    """Return a copy of `data` with ``KEY=VALUE`` overrides applied.
+
+    Parameters
+    ----------
+    data : dict
+        Parsed TOML.
+    overrides : sequence of str
+        ``dotted.key=VALUE``; missing intermediate tables are created. The result is not
+        validated here: `load_scenario` validates it like file contents.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    SimError
+        Malformed override, or a key path that goes through a non-table value.
+    """
+    data = copy.deepcopy(data)
+    for text in overrides:
+        keys, value = _parse_override(text)
+        table = data
+        for depth, key in enumerate(keys[:-1]):
+            table = table.setdefault(key, {})
+            if not isinstance(table, dict):
+                raise SimError(f"--set {text}: `{'.'.join(keys[:depth + 1])}` is not a table")
+        table[keys[-1]] = value
+    return data
+
+
+def _parse_override(text):
+    """Split ``a.b=VALUE`` into (("a", "b"), value)."""
+    key, sep, value = text.partition("=")
+    keys = tuple(part.strip() for part in key.split("."))
+    if not sep or not all(keys):
+        raise SimError(f"--set {text}: expected KEY=VALUE, e.g. ked.intervals=256")
+    try:
+        return keys, tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        return keys, value.strip()
+
+
+class _Origin(NamedTuple):
+    """Where values came from: the file, except for key paths set with --set."""
+
+    file: str
+    overridden: set
+
+    def of(self, keys):
+        for n in range(len(keys), 0, -1):
+            if tuple(keys[:n]) in self.overridden:
+                return f"--set {'.'.join(keys[:n])}"
+        return self.file
+
+
+def _label(keys):
+    """``[ked] intervals`` for a table key, ``name`` for a top-level key."""
+    if len(keys) == 1:
+        return keys[0]
+    return f"[{'.'.join(keys[:-1])}] {keys[-1]}"
+
+
+def _fail(origin, keys, phrase, value):
+    raise SimError(f"{origin.of(keys)}: {_label(keys)} must be {phrase}, got {_show(value)}")
+
+
+def _show(value):
+    return repr(value) if isinstance(value, str) else _toml_repr(value)
+
+
+def _toml_repr(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
+
+
+def _validate(raw, origin, schema=SCHEMA, prefix=()):
+    """Check `raw` against `schema` and return the resolved table.
+
+    Parameters
+    ----------
+    raw : dict
+        Parsed TOML (after overrides).
+    origin : _Origin
+        Where the values came from, for messages.
+    schema : dict
+        A table of the schema.
+    prefix : tuple of str
+        Key path of this table.
+
+    Returns
+    -------
+    dict
+    """
+    for key in raw:
+        if key not in schema:
+            keys = prefix + (key,)
+            hint = difflib.get_close_matches(key, list(schema), n=1)
+            tip = f"; did you mean `{'.'.join(prefix + (hint[0],))}`?" if hint else ""
+            raise SimError(f"{origin.of(keys)}: unknown key `{'.'.join(keys)}`{tip}")
+    resolved = {}
+    for key, spec in schema.items():
+        keys = prefix + (key,)
+        if key not in raw:
+            if isinstance(spec, Key) and spec.default is REQUIRED:
+                raise SimError(f"{origin.file}: missing required key `{'.'.join(keys)}`")
+            if prefix == () and key == "model":
+                raise SimError(f"{origin.file}: missing required table [model]")
+            if isinstance(spec, Key) and not (spec.type.startswith("table")
+                                              and spec.default is None):
+                resolved[key] = copy.deepcopy(spec.default)
+            continue
+        value = raw[key]
+        if isinstance(spec, dict):
+            if not isinstance(value, dict):
+                _fail(origin, keys, "a table", value)
+            resolved[key] = _validate(value, origin, spec, keys)
+        else:
+            resolved[key] = _check(spec, value, keys, origin)
+    if prefix == ():
+        _check_cross_tables(resolved, origin)
+    elif prefix == ("trajectory",):
+        _check_trajectory(raw, origin)
+    return resolved
+
+
+def _check(spec, value, keys, origin):
+    """Validate one value against its `Key`; return it converted."""
+    kind = TYPES[spec.type]
+    if not kind.check(value):
+        _fail(origin, keys, kind.phrase, value)
+    if kind.entry is not None:
+        for name, entry in value.items():
+            if not kind.entry(entry):
+                _fail(origin, keys + (name,), ENTRY_PHRASES[spec.type], entry)
+    if isinstance(spec.constraint, tuple):
+        if value not in spec.constraint:
+            allowed = ", ".join(f"`{c}`" for c in spec.constraint)
+            hint = difflib.get_close_matches(value, spec.constraint, n=1)
+            tip = f"; did you mean `{hint[0]}`?" if hint else ""
+            raise SimError(f"{origin.of(keys)}: {_label(keys)} must be one of {allowed}, "
+                           f"got {_show(value)}{tip}")
+    elif spec.constraint is not None:
+        rule = CONSTRAINTS[spec.constraint]
+        if not rule.check(value):
+            _fail(origin, keys, rule.phrase.format(noun=kind.noun), value)
+    return kind.convert(value)
+
+
+def _check_trajectory(raw, origin):
+    """Each trajectory kind uses exactly its own keys (KIND_KEYS)."""
+    kind = raw["kind"]
+    required, optional = KIND_KEYS[kind]
+    for key in raw:
+        if key != "kind" and key not in required + optional:
+            keys = ("trajectory", key)
+            uses = ", ".join(required + optional)
+            raise SimError(f"{origin.of(keys)}: {_label(keys)} is not used by kind "
+                           f"`{kind}` (it uses: {uses})")
+    for key in required:
+        if key not in raw:
+            raise SimError(f"{origin.file}: missing key `trajectory.{key}` "
+                           f"(required by kind `{kind}`)")
+    if kind == "polynomial" and len(raw["start"]) != len(raw["end"]):
+        raise SimError(f"{origin.of(('trajectory', 'end'))}: [trajectory] start and end must "
+                       f"have the same length, got {len(raw['start'])} and {len(raw['end'])}")
+
+
+def _check_cross_tables(data, origin):
+    """Rules between tables: something to run, and a trajectory for trajectory analyses."""
+    present = [name for name in ANALYSIS_TABLES if name in data]
+    if not present:
+        tables = ", ".join(f"[{name}]" for name in ANALYSIS_TABLES)
+        raise SimError(f"{origin.file}: no analysis to run; add one of {tables}")
+    if "trajectory" not in data:
+        for name in present:
+            if name in NEEDS_TRAJECTORY:
+                raise SimError(f"{origin.file}: [{name}] needs a [trajectory] table")
+
+
+def _resolve_file(value, scenario_dir, keys, origin):
+    """Absolute path of `value`: as given if absolute, else under the scenario's directory,
+    else under the working directory."""
+    given = Path(value).expanduser()
+    candidates = [given] if given.is_absolute() else [scenario_dir / given, Path.cwd() / given]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    places = " or ".join(str(c.parent.resolve()) for c in candidates)
+    raise SimError(f"{origin.of(keys)}: {_label(keys)} `{value}` not found in {places}")
+
+
+def schema_markdown():
+    """Return the scenario schema as Markdown tables (keys, types, units, defaults).
+
+    Returns
+    -------
+    str
+    """
+    lines = ["| key | type | unit | default | description |",
+             "|---|---|---|---|---|"]
+
+    def rows(schema, prefix):
+        for key, spec in schema.items():
+            dotted = ".".join(prefix + (key,))
+            if isinstance(spec, dict):
+                lines.append(f"| **`[{dotted}]`** | table | | | {TABLE_DOCS.get(dotted, '')} |")
+                rows(spec, prefix + (key,))
+                continue
+            lines.append(f"| `{dotted}` | {_type_doc(spec)} | {spec.unit} | "
+                         f"{_default_doc(spec.default)} | {spec.description} |")
+
+    rows(SCHEMA, ())
+    lines += ["", "Trajectory keys by `kind` (any other trajectory key is an error):", "",
+              "| kind | required | optional |", "|---|---|---|"]
+    for kind, (required, optional) in KIND_KEYS.items():
+        lines.append(f"| `{kind}` | {', '.join(required)} | {', '.join(optional) or '—'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _type_doc(spec):
+    doc = TYPES[spec.type].doc
+    if isinstance(spec.constraint, tuple):
+        return "one of " + ", ".join(f"`{c}`" for c in spec.constraint)
+    if spec.constraint is not None:
+        return f"{doc} {CONSTRAINTS[spec.constraint].doc}"
+    return doc
+
+
+def _default_doc(default):
+    if default is REQUIRED:
+        return "required"
+    if default is None:
+        return "—"
+    if isinstance(default, str):
+        return f'`"{default}"`'
+    return f"`{{}}`" if default == {} else f"`{_toml_repr(default)}`"

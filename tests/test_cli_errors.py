@@ -1,0 +1,181 @@
+"""The CLI turns user errors into one line on stderr, exit code 2, no traceback, no file."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.cli import main
+from sim.errors import SimError
+from sim.results import ResultFile, read_result
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCENARIO = """\
+name = "demo"
+[model]
+file = "robot.py"
+[modes]
+count = 3
+"""
+
+
+@pytest.fixture
+def scenario(tmp_path, monkeypatch):
+    """write(text) -> path of a scenario next to an empty model file; cwd is tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "robot.py").write_text("")
+
+    def write(text=SCENARIO):
+        path = tmp_path / "a.toml"
+        path.write_text(text)
+        return path
+    return write
+
+
+def run_cli(capsys, *argv):
+    """Run main(argv); return (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, *fragments):
+    assert code == 2, f"exit code {code}, stderr {err!r}"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), f"stderr {err!r}"
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"
+
+
+def test_missing_scenario_file(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", tmp_path / "missing.toml")
+    assert_one_line_error(code, err, "missing.toml", "not found")
+
+
+def test_malformed_toml(capsys, scenario):
+    code, _, err = run_cli(capsys, "run", scenario(SCENARIO + "count = = 3\n"))
+    assert_one_line_error(code, err, "a.toml", "invalid TOML", "line 6")
+
+
+def test_unknown_key(capsys, scenario):
+    code, _, err = run_cli(capsys, "validate", scenario(SCENARIO.replace("count", "cont")))
+    assert_one_line_error(code, err, "unknown key `modes.cont`", "did you mean `modes.count`?")
+
+
+def test_bad_override(capsys, scenario):
+    code, _, err = run_cli(capsys, "run", scenario(), "--set", "modes.count=-2")
+    assert_one_line_error(code, err, "--set modes.count", "positive integer, got -2")
+
+
+def test_unavailable_analysis_writes_nothing(capsys, scenario, tmp_path):
+    text = SCENARIO + "[design]\nparameter = 'radius'\n"
+    code, _, err = run_cli(capsys, "run", scenario(text), "--out", tmp_path / "out.h5")
+    assert_one_line_error(code, err, "`[design]` analysis is not available in this version")
+    assert not (tmp_path / "out.h5").exists()
+    assert not (tmp_path / "out.h5.partial").exists()
+
+
+def test_existing_output_refused(capsys, scenario, tmp_path):
+    out = tmp_path / "results" / "demo.h5"
+    out.parent.mkdir()
+    out.write_bytes(b"keep")
+    code, _, err = run_cli(capsys, "run", scenario())
+    assert_one_line_error(code, err, "demo.h5 exists; use --force or --out")
+    assert out.read_bytes() == b"keep"
+
+
+def test_missing_model_file_for_modes(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "modes", tmp_path / "nope.py", "--json")
+    assert_one_line_error(code, err, "nope.py", "not found")
+
+
+def test_bad_param_for_modes(capsys, tmp_path):
+    model = tmp_path / "robot.py"
+    model.write_text("")
+    code, _, err = run_cli(capsys, "modes", model, "--param", "elements")
+    assert_one_line_error(code, err, "--param elements", "NAME=VALUE")
+
+
+def test_info_on_missing_file(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "info", tmp_path / "none.h5")
+    assert_one_line_error(code, err, "none.h5", "not found")
+
+
+def test_info_on_non_hdf5(capsys, tmp_path):
+    path = tmp_path / "bad.h5"
+    path.write_text("text")
+    code, _, err = run_cli(capsys, "info", path)
+    assert_one_line_error(code, err, "bad.h5", "not an HDF5 file")
+
+
+def test_usage_error_exit_code(capsys):
+    assert main(["frobnicate"]) == 2
+
+
+def written_result(path):
+    with ResultFile(path, scenario='name = "demo"\n', model_file="robot.py",
+                    model_parameters={}) as rf:
+        group = rf.group("modes")
+        group.put("frequencies", np.array([44.1, 53.9, 95.6]), "Hz", "natural frequencies")
+    return path
+
+
+def test_info_lists_groups(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "info", written_result(tmp_path / "r.h5"))
+    assert code == 0 and "[modes] complete" in out and "frequencies" in out
+
+
+def test_plot_writes_png(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "plot", written_result(tmp_path / "r.h5"))
+    assert code == 0 and (tmp_path / "r.png").stat().st_size > 0
+
+
+def test_module_entry_point_without_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "sim", "run", str(tmp_path / "x.toml")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"error: {tmp_path / 'x.toml'}: "
+                                                  "scenario file not found"]
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    """Replace model loading and the modes analysis so `sim run` runs without the engine."""
+    import sim.cli
+    from sim.analyses import ANALYSES
+
+    monkeypatch.setattr(sim.cli, "_load_model", lambda path, parameters: object())
+
+    def install(analysis):
+        monkeypatch.setitem(ANALYSES, "modes", analysis)
+    return install
+
+
+def fake_modes(model, scenario, group, progress):
+    group.put("frequencies", np.array([44.1, 95.6]), "Hz", "natural frequencies")
+    return {"frequency_range_hz": (44.1, 95.6)}
+
+
+def failing_modes(model, scenario, group, progress):
+    group.put("frequencies", np.array([44.1]), "Hz", "natural frequencies")
+    raise SimError("robot.py: pose (x, y, theta) = [1.0, 0.0, 0.0] is outside the workspace")
+
+
+def test_run_writes_result_and_summary(capsys, scenario, fake_engine, tmp_path):
+    fake_engine(fake_modes)
+    code, out, _ = run_cli(capsys, "run", scenario())
+    assert code == 0 and "frequency_range_hz = 44.1 .. 95.6" in out
+    assert read_result(tmp_path / "results" / "demo.h5")["modes"]["attrs"]["status"] \
+        == "complete"
+
+
+def test_run_failure_keeps_incomplete_file(capsys, scenario, fake_engine, tmp_path):
+    fake_engine(failing_modes)
+    code, _, err = run_cli(capsys, "run", scenario())
+    assert_one_line_error(code, err, "outside the workspace")
+    attrs = read_result(tmp_path / "results" / "demo.h5")["modes"]["attrs"]
+    assert attrs["status"] == "incomplete" and "outside the workspace" in attrs["message"]

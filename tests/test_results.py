@@ -1,0 +1,163 @@
+"""Result files: atomic writes, incomplete marking, mandatory units, reading back."""
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sim.errors import SimError
+from sim.results import ResultFile, describe, read_result
+
+TOML = 'name = "a"\n'
+
+
+def result_file(path, force=False):
+    return ResultFile(path, scenario=TOML, model_file="/models/robot.py",
+                      model_parameters={"n": 2}, force=force)
+
+
+def write_modes(rf):
+    group = rf.group("modes")
+    group.put("frequencies", np.array([44.1, 53.9]), "Hz", "natural frequencies")
+    group.put("pose", np.zeros(3), ["m", "m", "rad"], "end-effector pose")
+    return group
+
+
+def test_successful_write_renames_partial(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf)
+        assert rf.partial.exists() and not path.exists(), "data goes to the partial file"
+    assert path.exists() and not rf.partial.exists()
+
+
+def test_root_attributes(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf)
+    attrs = read_result(path)["attrs"]
+    assert attrs["scenario"] == TOML
+    assert json.loads(attrs["model_parameters"]) == {"n": 2}
+    assert attrs["format_version"] == 1
+    assert attrs["model_file"] == "/models/robot.py"
+    assert {"sim_version", "created"} <= set(attrs)
+
+
+def test_group_complete_with_wall_time(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf).finish()
+    attrs = read_result(path)["modes"]["attrs"]
+    assert attrs["status"] == "complete" and attrs["wall_time_s"] >= 0
+
+
+def test_every_dataset_has_units_and_description(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        group = write_modes(rf)
+        group.put("joint_reactions/B1", np.zeros((4, 6)), "N, N m", "reaction wrench at B1")
+    with h5py.File(path, "r") as f:
+        datasets = []
+        f.visititems(lambda name, obj: datasets.append(obj)
+                     if isinstance(obj, h5py.Dataset) else None)
+        assert len(datasets) == 3
+        assert all("units" in d.attrs and "description" in d.attrs for d in datasets)
+
+
+@pytest.mark.parametrize("units, description", [("", "x"), (None, "x"), ("m", ""),
+                                                (["m", ""], "x")])
+def test_put_requires_units_and_description(tmp_path, units, description):
+    with result_file(tmp_path / "a.h5") as rf:
+        group = rf.group("modes")
+        with pytest.raises(ValueError):
+            group.put("x", np.zeros(2), units, description)
+
+
+def test_exception_before_any_group_leaves_no_file(tmp_path):
+    path = tmp_path / "a.h5"
+    with pytest.raises(SimError):
+        with result_file(path):
+            raise SimError("a.toml: [ked] intervals must be a positive integer, got -3")
+    assert list(tmp_path.iterdir()) == [], "no result and no partial file"
+
+
+def test_exception_midway_marks_incomplete(tmp_path):
+    path = tmp_path / "a.h5"
+    with pytest.raises(SimError):
+        with result_file(path) as rf:
+            write_modes(rf).finish()
+            rf.group("ked")
+            raise SimError("Newton diverged\nat t = 0.25 s")
+    tree = read_result(path)
+    assert tree["modes"]["attrs"]["status"] == "complete", "finished group stays complete"
+    assert tree["ked"]["attrs"]["status"] == "incomplete"
+    assert tree["ked"]["attrs"]["message"] == "Newton diverged; at t = 0.25 s"
+    assert tree["attrs"]["status"] == "incomplete"
+
+
+def test_keyboard_interrupt_marks_incomplete(tmp_path):
+    path = tmp_path / "a.h5"
+    with pytest.raises(KeyboardInterrupt):
+        with result_file(path) as rf:
+            rf.group("transient")
+            raise KeyboardInterrupt
+    assert read_result(path)["transient"]["attrs"]["message"] == "interrupted"
+
+
+def test_explicit_status_kept(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        group = rf.group("transient")
+        group.set_status("incomplete", "Newton diverged at t = 0.25 s")
+    attrs = read_result(path)["transient"]["attrs"]
+    assert (attrs["status"], attrs["message"]) == ("incomplete", "Newton diverged at t = 0.25 s")
+
+
+def test_existing_file_not_overwritten(tmp_path):
+    path = tmp_path / "a.h5"
+    path.write_bytes(b"keep")
+    with pytest.raises(SimError, match="exists; use --force or --out"):
+        with result_file(path):
+            pass
+    assert path.read_bytes() == b"keep"
+
+
+def test_force_overwrites(tmp_path):
+    path = tmp_path / "a.h5"
+    path.write_bytes(b"old")
+    with result_file(path, force=True) as rf:
+        write_modes(rf)
+    assert_allclose(read_result(path)["modes"]["frequencies"]["data"], [44.1, 53.9],
+                    err_msg="frequencies read back")
+
+
+def test_output_directory_created(tmp_path):
+    path = tmp_path / "results" / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf)
+    assert path.exists()
+
+
+def test_per_column_units_read_back(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf)
+    assert read_result(path)["modes"]["pose"]["attrs"]["units"] == ["m", "m", "rad"]
+
+
+def test_describe_lists_groups_and_datasets(tmp_path):
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf).attrs["body_names"] = ["link1", "link2"]
+    text = describe(path)
+    assert "[modes] complete" in text and "frequencies" in text and "[Hz]" in text
+    assert "body_names" in text
+
+
+def test_read_rejects_non_hdf5(tmp_path):
+    path = tmp_path / "a.h5"
+    path.write_text("not hdf5")
+    with pytest.raises(SimError, match="not an HDF5 file"):
+        read_result(path)

@@ -1,0 +1,236 @@
+"""Scenario loading: strict schema, one-line messages naming file and key, overrides."""
+
+import textwrap
+
+import pytest
+
+from sim.errors import SimError
+from sim.scenario import SCHEMA, Key, apply_overrides, load_scenario, schema_markdown
+
+SCENARIO = """\
+name = "circle"
+[model]
+file = "robot.py"
+parameters = { elements_per_link = 4, flexible = true }
+[trajectory]
+kind = "circle"
+center = [0.0, 0.0, -0.7]
+radius = 0.1
+omega = 2
+duration = 5.0
+[transient]
+step = 1e-3
+[ked]
+intervals = 512
+modes = 4
+damping_ratio = 0.001
+"""
+
+
+@pytest.fixture
+def write(tmp_path):
+    """write(text, name) -> path of a scenario file next to an empty model file."""
+    (tmp_path / "robot.py").write_text("")
+
+    def write(text=SCENARIO, name="a.toml"):
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+    return write
+
+
+def error(path, overrides=()):
+    with pytest.raises(SimError) as info:
+        load_scenario(path, overrides)
+    message = str(info.value)
+    assert "\n" not in message, "SimError message must be one line"
+    return message
+
+
+def test_valid_scenario_fills_defaults(write):
+    scenario = load_scenario(write())
+    assert scenario.data["transient"]["method"] == "newmark", "default method"
+    assert scenario.data["transient"]["duration"] is None, "optional key without default"
+
+
+def test_integer_given_for_float_becomes_float(write):
+    omega = load_scenario(write()).data["trajectory"]["omega"]
+    assert isinstance(omega, float) and omega == 2.0
+
+
+def test_model_file_resolved_against_scenario_dir(write, tmp_path, monkeypatch):
+    monkeypatch.chdir("/")
+    assert load_scenario(write()).model_file == (tmp_path / "robot.py").resolve()
+
+
+def test_model_file_falls_back_to_cwd(write, tmp_path, monkeypatch):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "other.py").write_text("")
+    (tmp_path / "scenarios").mkdir()
+    path = write(SCENARIO.replace("robot.py", "models/other.py"), "scenarios/b.toml")
+    monkeypatch.chdir(tmp_path)
+    assert load_scenario(path).model_file == (tmp_path / "models" / "other.py").resolve()
+
+
+def test_missing_model_file_names_key(write):
+    message = error(write(SCENARIO.replace("robot.py", "nope.py")))
+    assert "[model] file `nope.py` not found" in message
+
+
+def test_model_parameters_and_analyses(write):
+    scenario = load_scenario(write())
+    assert scenario.model_parameters == {"elements_per_link": 4, "flexible": True}
+    assert scenario.analyses == ("ked", "transient"), "execution order"
+
+
+def test_name_defaults_to_file_stem(write):
+    scenario = load_scenario(write(SCENARIO.replace('name = "circle"\n', ""), "my_run.toml"))
+    assert scenario.name == "my_run"
+
+
+def test_text_is_original(write):
+    assert load_scenario(write()).text == SCENARIO
+
+
+def test_unknown_key_suggests_close_match(write):
+    path = write(SCENARIO.replace("intervals = 512", "intervalz = 512"))
+    message = error(path)
+    assert message == (f"{path}: unknown key `ked.intervalz`; did you mean `ked.intervals`?")
+
+
+def test_unknown_table_suggests_close_match(write):
+    message = error(write(SCENARIO + "[frequencis]\ncount = 3\n"))
+    assert "unknown key `frequencis`; did you mean `frequencies`?" in message
+
+
+def test_wrong_type(write):
+    path = write(SCENARIO.replace("modes = 4", 'modes = "four"'))
+    assert error(path) == f"{path}: [ked] modes must be an integer, got 'four'"
+
+
+def test_negative_integer(write):
+    path = write(SCENARIO.replace("intervals = 512", "intervals = -3"))
+    assert error(path) == f"{path}: [ked] intervals must be a positive integer, got -3"
+
+
+def test_zero_step(write):
+    path = write(SCENARIO.replace("step = 1e-3", "step = 0.0"))
+    assert error(path) == f"{path}: [transient] step must be a positive number, got 0.0"
+
+
+def test_nan_rejected(write):
+    path = write(SCENARIO.replace("radius = 0.1", "radius = nan"))
+    assert error(path) == f"{path}: [trajectory] radius must be a finite number, got nan"
+
+
+def test_infinite_rejected(write):
+    path = write(SCENARIO.replace("center = [0.0, 0.0, -0.7]", "center = [0.0, inf, -0.7]"))
+    assert "[trajectory] center must be a list of 3 finite numbers" in error(path)
+
+
+def test_boolean_is_not_a_number(write):
+    path = write(SCENARIO.replace("damping_ratio = 0.001", "damping_ratio = true"))
+    assert "[ked] damping_ratio must be a finite number, got true" in error(path)
+
+
+def test_choice_suggests_close_match(write):
+    path = write(SCENARIO.replace("step = 1e-3", 'step = 1e-3\nmethod = "newmarc"'))
+    assert "got 'newmarc'; did you mean `newmark`?" in error(path)
+
+
+def test_missing_required_key(write):
+    path = write(SCENARIO.replace("damping_ratio = 0.001\n", ""))
+    assert error(path) == f"{path}: missing required key `ked.damping_ratio`"
+
+
+def test_trajectory_key_of_other_kind(write):
+    path = write(SCENARIO.replace("radius = 0.1", "radius = 0.1\nperiod = 1.0"))
+    assert "[trajectory] period is not used by kind `circle`" in error(path)
+
+
+def test_trajectory_required_by_kind(write):
+    path = write(SCENARIO.replace("radius = 0.1\n", ""))
+    assert "missing key `trajectory.radius` (required by kind `circle`)" in error(path)
+
+
+def test_trajectory_analysis_needs_trajectory(write):
+    text = SCENARIO.split("[trajectory]")[0] + "[ked]\ndamping_ratio = 0.01\n"
+    assert "[ked] needs a [trajectory] table" in error(write(text))
+
+
+def test_scenario_without_analysis(write):
+    text = SCENARIO.split("[transient]")[0]
+    assert "no analysis to run" in error(write(text))
+
+
+def test_model_parameter_must_be_scalar(write):
+    path = write(SCENARIO.replace("flexible = true", "flexible = [1, 2]"))
+    assert "[model.parameters] flexible must be a finite number, a boolean or a string" \
+        in error(path)
+
+
+def test_free_form_table_must_be_table(write):
+    path = write('design = 3\n' + SCENARIO)
+    assert error(path) == f"{path}: design must be a table, got 3"
+
+
+def test_free_form_table_accepts_any_keys(write):
+    scenario = load_scenario(write(SCENARIO + "[design]\nanything = { nested = 1 }\n"))
+    assert scenario.data["design"] == {"anything": {"nested": 1}}
+
+
+def test_sweep_values_must_be_numbers_or_lists(write):
+    path = write(SCENARIO + "[sweep]\nx = [0.0, 0.1]\ny = { a = 1 }\n")
+    assert "[sweep] y must be a finite number or a non-empty list" in error(path)
+
+
+def test_malformed_toml_reports_line(write):
+    path = write(SCENARIO.replace("radius = 0.1", "radius = = 0.1"))
+    message = error(path)
+    assert message.startswith(f"{path}: invalid TOML") and "line 8" in message
+
+
+def test_missing_scenario_file(tmp_path):
+    assert "scenario file not found" in error(tmp_path / "missing.toml")
+
+
+def test_overrides_apply_and_parse_values(write):
+    scenario = load_scenario(write(), ["ked.intervals=256",
+                                       "model.parameters.elements_per_link=2",
+                                       "model.parameters.material=steel"])
+    assert scenario.data["ked"]["intervals"] == 256
+    assert scenario.model_parameters == {"elements_per_link": 2, "flexible": True,
+                                         "material": "steel"}
+
+
+def test_override_validated_and_named(write):
+    assert error(write(), ["ked.intervals=-1"]) == \
+        "--set ked.intervals: [ked] intervals must be a positive integer, got -1"
+
+
+def test_override_unknown_key(write):
+    assert "unknown key `ked.intervalz`; did you mean `ked.intervals`?" in \
+        error(write(), ["ked.intervalz=3"])
+
+
+def test_override_without_equals(write):
+    assert "expected KEY=VALUE" in error(write(), ["ked.intervals"])
+
+
+def test_apply_overrides_does_not_mutate():
+    data = {"ked": {"intervals": 512}}
+    result = apply_overrides(data, ["ked.intervals=8", "frequencies.count=3"])
+    assert data == {"ked": {"intervals": 512}}
+    assert result == {"ked": {"intervals": 8}, "frequencies": {"count": 3}}
+
+
+def test_schema_is_data():
+    def keys(schema):
+        for spec in schema.values():
+            yield from keys(spec) if isinstance(spec, dict) else [spec]
+    assert all(isinstance(spec, Key) for spec in keys(SCHEMA))
+
+
+def test_schema_markdown_lists_every_key():
+    text = schema_markdown()
+    assert "`ked.damping_ratio`" in text and "`transient.newton_max_iter`" in text
