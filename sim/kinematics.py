@@ -55,7 +55,8 @@ class MarkerState:
     ``p`` (n_m, 3) origins; ``A`` (n_m, 3, 3) axes as columns (world); ``Jp`` (n_m, 3, n_v),
     ``Ja`` (n_m, 3 axes, 3, n_v), ``Jw`` (n_m, 3, n_v) Jacobians of origin, axes and angular
     velocity; with velocities: ``pd``, ``Ad`` first derivatives (Ad[m, :, k] = axis k),
-    ``pq``, ``Aq`` velocity-quadratic accelerations.
+    ``pq``, ``Aq`` velocity-quadratic accelerations; ``w`` (n_m, 3) angular velocities and
+    ``wq`` their velocity-quadratic derivative ``R_WB (w_B x E q_f_dot)``.
     """
 
     p: np.ndarray
@@ -67,6 +68,8 @@ class MarkerState:
     Ad: np.ndarray | None = None
     pq: np.ndarray | None = None
     Aq: np.ndarray | None = None
+    w: np.ndarray | None = None
+    wq: np.ndarray | None = None
 
 
 def markers(model, q, v=None):
@@ -123,7 +126,9 @@ def markers(model, q, v=None):
     wa = np.cross(w3, Ap, axis=1)
     Ad = R @ (wa + ta)
     Aq = R @ np.cross(w3, wa + 2 * ta, axis=1)
-    return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq)
+    w_W = np.einsum("mij,mj->mi", R, w + thd)
+    wq = np.einsum("mij,mj->mi", R, np.cross(w, thd))
+    return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, w_W, wq)
 
 
 def pose(model, q, ms=None):
@@ -136,6 +141,26 @@ def pose_jacobian(model, q, ms=None):
     """End-effector coordinates (d,) and their Jacobian (d, n_v)."""
     ms = markers(model, q) if ms is None else ms
     return _pose_and_jacobian(model, ms)
+
+
+def pose_rates(model, q, v, ms=None):
+    """End-effector coordinates (d,), Jacobian (d, n_v), rates (d,) and the velocity-quadratic
+    part ``x_q`` (d,) of their second derivative: ``x_ddot = J a + x_q``."""
+    ms = markers(model, q, v) if ms is None else ms
+    x, J = _pose_and_jacobian(model, ms)
+    e = model.ee_marker
+    angles = tait_bryan_zyx(ms.A[e])
+    E = tait_bryan_rate_matrix(angles)
+    rates = np.linalg.solve(E, ms.w[e])
+    _, b, c = angles
+    cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
+    dE_db = np.array([[-cc * sb, 0, 0], [-sc * sb, 0, 0], [-cb, 0, 0]])
+    dE_dc = np.array([[-sc * cb, -cc, 0], [cc * cb, -sc, 0], [0, 0, 0]])
+    # d/dt (E^-1 w) = E^-1 (w_dot - E_dot angles_dot)
+    ang_q = np.linalg.solve(E, ms.wq[e] - (dE_db * rates[1] + dE_dc * rates[2]) @ rates)
+    xq = np.array([ms.pq[e, "xyz".index(k)] if k in "xyz" else ang_q[("rx", "ry", "rz").index(k)]
+                   for k in model.pose_kinds])
+    return x, J, J @ v, xq
 
 
 def _pose_and_jacobian(model, ms):

@@ -1,0 +1,123 @@
+"""Motion of the rigid robot along an end-effector trajectory (elastic coordinates frozen).
+
+At each time: position by Newton (:func:`sim.assembly.assemble`) from a second-order
+predictor; velocity and acceleration from the stacked constraint and end-effector equations
+over the reference coordinates,
+
+    [C_q; J_x] v = [0; x_dot],        [C_q; J_x] a = [gamma; x_ddot - x_q],
+
+solved with one SVD per instant (minimum-norm, robust to redundant constraints).  The
+singular values also give the conditioning; a singular instant stops with its time.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .assembly import SINGULAR_RATIO, AssemblyError, assemble, solve_pose
+from .constraints import constraints
+from .errors import SimError
+from .kinematics import integrate, markers, pose_jacobian, pose_rates
+
+
+@dataclass(frozen=True)
+class RigidMotion:
+    """Rigid-robot motion sampled at ``t`` (n,).
+
+    ``q`` (n, n_q), ``v`` and ``a`` (n, n_v), ``pose``/``pose_dot``/``pose_ddot`` (n, d),
+    ``actuators``/``actuators_dot``/``actuators_ddot`` (n, n_a) [rad or m and rates],
+    ``condition`` (n,): condition number of the inverse-kinematics Jacobian.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    pose: np.ndarray
+    pose_dot: np.ndarray
+    pose_ddot: np.ndarray
+    actuators: np.ndarray
+    actuators_dot: np.ndarray
+    actuators_ddot: np.ndarray
+    condition: np.ndarray
+
+
+def rigid_state(model, q, x_dot, x_ddot):
+    """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
+
+    Returns ``v, a, condition`` (condition number over the expected rank).
+    """
+    rigid = model.v_rigid
+    ms = markers(model, q)
+    _, Jc = constraints(model, q, ms=ms)
+    _, Jx = pose_jacobian(model, q, ms)
+    A = np.vstack([Jc, Jx])[:, rigid]
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    rank = model.home_ranks[0]
+    cond = s[0] / s[rank - 1] if s[rank - 1] > 0 else np.inf
+    inv = np.zeros_like(s)
+    inv[:rank] = 1.0 / s[:rank]
+
+    def solve(rhs):
+        out = np.zeros(model.n_v)
+        out[rigid] = Vt.T @ (inv * (U.T @ rhs))
+        return out
+
+    v = solve(np.concatenate([np.zeros(Jc.shape[0]), x_dot]))
+    ms = markers(model, q, v)
+    _, _, gamma = constraints(model, q, v, ms=ms)
+    _, _, _, xq = pose_rates(model, q, v, ms)
+    a = solve(np.concatenate([gamma, x_ddot - xq]))
+    return v, a, cond
+
+
+def rigid_motion(model, trajectory, times, q_start=None, progress=None):
+    """Sample the rigid robot's motion along ``trajectory`` at ``times`` (n,) [s].
+
+    Raises
+    ------
+    SimError
+        When the trajectory leaves the workspace or meets a singular configuration; the
+        message names the time.
+    """
+    times = np.asarray(times, dtype=float)
+    x, xd, xdd = trajectory(times)
+    n = times.size
+    try:
+        q = solve_pose(model, x[0], q_start=q_start)
+    except SimError as exc:
+        raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
+    out = {k: [] for k in ("q", "v", "a", "act", "act_d", "act_dd", "cond")}
+    v = a = np.zeros(model.n_v)
+    nj = model.rows["n_joint"]
+    for k, t in enumerate(times):
+        if k:
+            dt = t - times[k - 1]
+            q = integrate(model, q, dt * v + 0.5 * dt**2 * a)
+            try:
+                q = assemble(model, q, pose_target=x[k], what=f"the pose at t = {t:.6g} s")
+            except AssemblyError as exc:
+                raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
+                               f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
+        v, a, cond = rigid_state(model, q, xd[k], xdd[k])
+        if not cond < 1 / SINGULAR_RATIO:
+            raise SimError(f"singular configuration at t = {t:.6g} s (condition number {cond:.3g})")
+        ms = markers(model, q, v)
+        s_all, J_all, g_all = constraints(model, q, v, targets=np.zeros(len(model.actuators)), ms=ms)
+        s = s_all[nj:]
+        out["q"].append(q)
+        out["v"].append(v)
+        out["a"].append(a)
+        out["act"].append(s)
+        out["act_d"].append(J_all[nj:] @ v)
+        out["act_dd"].append(J_all[nj:] @ a - g_all[nj:])
+        out["cond"].append(cond)
+        if progress is not None:
+            progress.update(1)
+    act = np.array(out["act"]).reshape(n, -1)
+    # Angles are unwrapped so that drives are continuous through +-pi.
+    ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
+    act[:, ang] = np.unwrap(act[:, ang], axis=0)
+    return RigidMotion(t=times, q=np.array(out["q"]), v=np.array(out["v"]), a=np.array(out["a"]), pose=x,
+                       pose_dot=xd, pose_ddot=xdd, actuators=act,
+                       actuators_dot=np.array(out["act_d"]).reshape(n, -1),
+                       actuators_ddot=np.array(out["act_dd"]).reshape(n, -1), condition=np.array(out["cond"]))

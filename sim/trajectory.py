@@ -1,0 +1,151 @@
+"""End-effector motion laws of the rigid robot (scenario table ``[trajectory]``).
+
+A trajectory gives, for times ``t`` (n,), the end-effector coordinates ``x`` and their first
+and second derivatives, each (n, d), in the model's pose order (m, rad).
+
+* ``circle``: centre pose ``center`` (d,), the first two coordinates run on a circle of
+  ``radius`` at rate ``omega``: ``x0 = c0 + r cos(omega t)``, ``x1 = c1 + r sin(omega t)``
+  (paper 001 eq. 71); it starts at ``c + (r, 0)`` with its full speed.
+* ``cycloidal``: about ``pose`` (default: home), every coordinate named in ``axes`` follows
+  ``s(tau) = A (tau - sin(2 pi tau) / (2 pi)) - A / 2``, ``tau = t / period`` clipped to [0, 1]
+  (paper 002 §4.4; peak acceleration ``2 pi A / period^2``).
+* ``polynomial``: quintic rest-to-rest from ``start`` to ``end`` in ``duration``.
+* ``table``: CSV file with columns ``t, x_1 .. x_d`` (header line optional), interpolated by
+  a C2 cubic spline.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.interpolate
+
+from .errors import SimError
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A motion law; call it with times (n,) to get ``(x, x_dot, x_ddot)``, each (n, d)."""
+
+    kind: str
+    duration: float
+    law: object
+
+    def __call__(self, t):
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        return self.law(t)
+
+
+def circle(center, radius, omega, duration):
+    c = np.asarray(center, dtype=float)
+
+    def law(t):
+        x = np.tile(c, (t.size, 1))
+        xd = np.zeros_like(x)
+        xdd = np.zeros_like(x)
+        co, si = np.cos(omega * t), np.sin(omega * t)
+        x[:, 0] += radius * co
+        x[:, 1] += radius * si
+        xd[:, 0], xd[:, 1] = -radius * omega * si, radius * omega * co
+        xdd[:, 0], xdd[:, 1] = -radius * omega**2 * co, -radius * omega**2 * si
+        return x, xd, xdd
+
+    return Trajectory("circle", float(duration), law)
+
+
+def cycloidal(pose, axes, amplitude, period, duration=None):
+    """``axes``: indices of the moving coordinates."""
+    p = np.asarray(pose, dtype=float)
+    axes = np.asarray(axes, dtype=int)
+
+    def law(t):
+        tau = np.clip(t / period, 0.0, 1.0)
+        inside = (t >= 0) & (t <= period)
+        s = amplitude * (tau - np.sin(2 * np.pi * tau) / (2 * np.pi)) - 0.5 * amplitude
+        sd = np.where(inside, amplitude / period * (1 - np.cos(2 * np.pi * tau)), 0.0)
+        sdd = np.where(inside, amplitude / period**2 * 2 * np.pi * np.sin(2 * np.pi * tau), 0.0)
+        x = np.tile(p, (t.size, 1))
+        xd = np.zeros_like(x)
+        xdd = np.zeros_like(x)
+        x[:, axes] += s[:, None]
+        xd[:, axes] = sd[:, None]
+        xdd[:, axes] = sdd[:, None]
+        return x, xd, xdd
+
+    return Trajectory("cycloidal", float(period if duration is None else duration), law)
+
+
+def polynomial(start, end, duration):
+    a, b = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
+    T = float(duration)
+
+    def law(t):
+        s = np.clip(t / T, 0.0, 1.0)[:, None]
+        blend = 10 * s**3 - 15 * s**4 + 6 * s**5
+        blend_d = (30 * s**2 - 60 * s**3 + 30 * s**4) / T
+        blend_dd = (60 * s - 180 * s**2 + 120 * s**3) / T**2
+        return a + (b - a) * blend, (b - a) * blend_d, (b - a) * blend_dd
+
+    return Trajectory("polynomial", T, law)
+
+
+def table(path, d):
+    path = Path(path)
+    try:
+        data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
+    except ValueError:
+        try:
+            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
+        except ValueError as exc:
+            raise SimError(f"{path}: not a numeric CSV table ({exc})") from None
+    except OSError:
+        raise SimError(f"{path}: trajectory table not found") from None
+    if data.shape[1] != d + 1:
+        raise SimError(f"{path}: expected {d + 1} columns (t and {d} pose coordinates), got {data.shape[1]}")
+    if not np.all(np.isfinite(data)):
+        raise SimError(f"{path}: the table holds NaN or infinite values")
+    if data.shape[0] < 4 or np.any(np.diff(data[:, 0]) <= 0):
+        raise SimError(f"{path}: times must be strictly increasing, at least 4 rows")
+    spline = scipy.interpolate.CubicSpline(data[:, 0] - data[0, 0], data[:, 1:], axis=0)
+
+    def law(t):
+        return spline(t), spline(t, 1), spline(t, 2)
+
+    return Trajectory("table", float(data[-1, 0] - data[0, 0]), law)
+
+
+def from_scenario(spec, model, where="[trajectory]"):
+    """Trajectory from a validated ``[trajectory]`` table for ``model``.
+
+    Raises
+    ------
+    SimError
+        When the dimensions do not match the model's end-effector coordinates.
+    """
+    d = len(model.pose_names)
+    names = ", ".join(model.pose_names)
+    kind = spec["kind"]
+
+    def vector(key, default=None):
+        value = spec.get(key)
+        if value is None:
+            return default
+        value = np.asarray(value, dtype=float)
+        if value.shape != (d,):
+            raise SimError(f"{where} `{key}` needs {d} values ({names}), got {value.size}")
+        return value
+
+    if kind == "circle":
+        if d < 2:
+            raise SimError(f"{where} a circle needs two end-effector coordinates; the model has {names}")
+        return circle(vector("center"), spec["radius"], spec["omega"], spec["duration"])
+    if kind == "cycloidal":
+        unknown = [a for a in spec["axes"] if a not in model.pose_names]
+        if unknown:
+            raise SimError(f"{where} `axes`: unknown coordinate `{unknown[0]}` (the model has {names})")
+        axes = [model.pose_names.index(a) for a in spec["axes"]]
+        return cycloidal(vector("pose", model.pose_home), axes, spec["amplitude"], spec["period"], spec.get("duration"))
+    if kind == "polynomial":
+        return polynomial(vector("start"), vector("end"), spec["duration"])
+    if kind == "table":
+        return table(spec["file"], d)
+    raise SimError(f"{where} unknown kind `{kind}`")
