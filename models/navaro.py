@@ -30,8 +30,9 @@ paper's 90 independent coordinates with the actuators locked.  Published check (
 paper 000 Table 3, pose 1): in-plane modes 44.10, 44.10, 53.98, 95.62 Hz.
 
 *Assumed*: gravity along -z (normal to the plane; it does not enter the linear modes).
-``joint_mass`` (paper 000 §5.3, the refined model: about 0.3 kg per joint) is 0 by default,
-as in the Cast3M model.  End-effector coordinates ``x y theta`` of the platform frame at P.
+``joint_mass`` and ``clutch_stiffness`` (paper 000 §5.3, the refined model: about 0.3 kg per
+joint and 2000 N m/rad per clutch) are 0 by default (rigid clutches, no joint masses), as in
+the Cast3M model.  End-effector coordinates ``x y theta`` of the platform frame at P.
 """
 import numpy as np
 
@@ -75,7 +76,7 @@ def leg_points(i, x=0.0, y=0.0, theta=0.0):
     return A, B, C, D, E
 
 
-def build(E=74e9, G=28.9e9, rho=2800.0, elements_per_link=1, joint_mass=0.0, gravity=9.81):
+def build(E=74e9, G=28.9e9, rho=2800.0, elements_per_link=1, joint_mass=0.0, clutch_stiffness=0.0, gravity=9.81):
     """NaVARo model at the home pose.
 
     Parameters
@@ -86,6 +87,9 @@ def build(E=74e9, G=28.9e9, rho=2800.0, elements_per_link=1, joint_mass=0.0, gra
         Beam elements per 0.21 m link (link 4i gets twice as many; the paper uses 1).
     joint_mass : float
         Mass lumped at each passive joint node B, C, D, E of every leg [kg].
+    clutch_stiffness : float
+        Torsional stiffness of the locked clutches at A [N m/rad]; 0 (default) locks them
+        rigidly, as in the Cast3M model.
     gravity : float
         Gravity along -z [m/s^2].
     """
@@ -94,6 +98,9 @@ def build(E=74e9, G=28.9e9, rho=2800.0, elements_per_link=1, joint_mass=0.0, gra
         raise ValueError(f"`elements_per_link` must be a positive integer, got {elements_per_link!r}")
     if not joint_mass >= 0:
         raise ValueError(f"`joint_mass` must be >= 0, got {joint_mass!r}")
+    if not clutch_stiffness >= 0:
+        raise ValueError(f"`clutch_stiffness` must be >= 0, got {clutch_stiffness!r}")
+    clutch = clutch_stiffness if clutch_stiffness > 0 else None
     leg = Section(E=E, G=G, rho=rho, **SECTION_LEG)
     plate = Section(E=E, G=G, rho=rho, **SECTION_PLATFORM)
     b = ModelBuilder("navaro", gravity=(0.0, 0.0, -gravity))
@@ -121,8 +128,8 @@ def build(E=74e9, G=28.9e9, rho=2800.0, elements_per_link=1, joint_mass=0.0, gra
         b.add_joint(f"B_{s}", "revolute", f"B2_{s}", f"B3_{s}")
         b.add_joint(f"C_{s}", "revolute", f"C3_{s}", f"C4_{s}")
         b.add_joint(f"D_{s}", "revolute", f"D1_{s}", f"D4_{s}")
-        b.add_actuator(f"q1_{s}", f"A1_{s}")
-        b.add_actuator(f"q2_{s}", f"A2_{s}")
+        b.add_actuator(f"q1_{s}", f"A1_{s}", stiffness=clutch)
+        b.add_actuator(f"q2_{s}", f"A2_{s}", stiffness=clutch)
         if joint_mass > 0:
             for body, point in ((f"link3_{s}", B), (f"link4_{s}", C), (f"link4_{s}", D), (f"link4_{s}", Ei)):
                 b.add_point_mass(body, joint_mass, position=point)

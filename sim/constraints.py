@@ -8,7 +8,8 @@ Every joint is a list of primitive rows between its markers i and j (table
 * ``ddot``:  ``a_i . (p_j - p_i)`` (point on a plane; also the slide of a prismatic pair);
 * ``angle``: ``atan2(x_j . y_i, x_j . x_i)``, the rotation of x_j about z_i (revolute drive).
 
-Actuator rows follow the joint rows: ``s(q) - s_target``.  ``gamma`` is the velocity-quadratic
+Actuator rows follow the joint rows: ``s(q) - s_target``, for the rigid actuators only (a
+compliant actuator is a spring, :mod:`sim.springs`).  ``gamma`` is the velocity-quadratic
 part of ``-C_ddot`` (``C_q q_ddot = gamma`` for constant targets); a driving law adds its
 second derivative ``s_target_ddot`` (see :func:`constraints`).
 Each primitive is evaluated for all its rows at once.
@@ -106,6 +107,11 @@ def constraints(model, q, v=None, targets=None, target_acc=None, ms=None):
         if gamma is not None and target_acc is not None:
             gamma = gamma.copy()
             gamma[nj:] += target_acc
+        compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+        if compliant.any():   # compliant drives are springs (sim.springs), not constraint rows
+            keep = np.concatenate([np.ones(nj, dtype=bool), ~compliant])
+            phi, J = phi[keep], J[keep]
+            gamma = None if gamma is None else gamma[keep]
     return (phi, J) if v is None else (phi, J, gamma)
 
 

@@ -34,8 +34,9 @@ integrals, quadratic velocity vector).
 """
 import numpy as np
 
-from .kinematics import body_frames
+from .kinematics import body_frames, markers
 from .rotations import skew
+from . import springs
 
 
 def _body_state(model, q, v=None):
@@ -86,20 +87,48 @@ def mass_matrix(model, q):
     return M
 
 
-def stiffness_matrix(model):
-    """Elastic stiffness ``K`` (n_v, n_v): the bodies' ``K_ff`` on their elastic coordinates."""
+def _has_lumped(model):
+    return bool(model.springs) or any(a.stiffness is not None for a in model.actuators)
+
+
+def stiffness_matrix(model, q=None):
+    """Elastic stiffness ``K`` (n_v, n_v).
+
+    The bodies' ``K_ff`` on their elastic coordinates; with ``q``, also the linearised lumped
+    springs and locked compliant actuators at that configuration (:mod:`sim.springs`).
+    """
     K = np.zeros((model.n_v, model.n_v))
     for b, body in enumerate(model.bodies):
         if body.n_f:
             i = model.q_index[b][1] + 6
             K[i:i + body.n_f, i:i + body.n_f] = body.stiffness_ff
+    if q is not None and _has_lumped(model):
+        from .constraints import actuator_values
+        ms = markers(model, q)
+        K += springs.spring_stiffness(model, ms) + springs.actuator_stiffness(model, actuator_values(model, q, ms)[1])
     return K
 
 
-def mass_and_forces(model, q, v):
+def damping_matrix(model, q):
+    """Linearised viscous damping of the lumped springs and compliant actuators (n_v, n_v)."""
+    if not _has_lumped(model):
+        return np.zeros((model.n_v, model.n_v))
+    from .constraints import actuator_values
+    ms = markers(model, q)
+    C = springs.spring_damping(model, ms)
+    mask = springs.compliant_mask(model)
+    if mask.any():
+        J = actuator_values(model, q, ms)[1][mask]
+        c = np.array([a.damping for a in model.actuators])[mask]
+        C += J.T @ (c[:, None] * J)
+    return C
+
+
+def mass_and_forces(model, q, v, targets=None):
     """``M(q)`` (n_v, n_v) and ``Q = Q_e + Q_v - K q`` (n_v,) in one pass over the bodies.
 
-    ``Q_e`` is gravity; other applied loads are added by the analyses.
+    ``Q_e`` is gravity plus the lumped springs; compliant actuators pull towards ``targets``
+    (n_a,) when given.  Other applied loads are added by the analyses.
     """
     M = np.zeros((model.n_v, model.n_v))
     Q = np.zeros(model.n_v)
@@ -124,6 +153,13 @@ def mass_and_forces(model, q, v):
             Qb[6:] = (Sf.T @ g_B - body.stiffness_ff @ qf
                       - np.einsum("kl,klf->f", W @ W, Tz[:, :, 1:]) - 2 * np.einsum("kl,klf->f", W, Tzd[:, :, 1:]))
         Q[sl] = Qb
+    if _has_lumped(model):
+        from .constraints import actuator_values
+        ms = markers(model, q)
+        Q += springs.spring_forces(model, ms, v)
+        if targets is not None:
+            s, J_s = actuator_values(model, q, ms)
+            Q += springs.actuator_spring_forces(model, s, J_s, v, targets)
     return M, Q
 
 
@@ -133,7 +169,7 @@ def forces(model, q, v):
 
 
 def energy(model, q, v):
-    """Kinetic, gravitational and elastic energy [J] at ``(q, v)``."""
+    """Kinetic, gravitational and elastic (bodies and lumped springs) energy [J] at ``(q, v)``."""
     M = mass_matrix(model, q)
     kinetic = 0.5 * v @ M @ v
     gravity = 0.0
@@ -142,4 +178,7 @@ def energy(model, q, v):
         s = body.first_moment @ np.concatenate([[1.0], qf])
         gravity -= model.gravity @ (body.mass * r + R @ s)
         elastic += 0.5 * qf @ body.stiffness_ff @ qf
+    if model.springs:
+        d, _ = springs.deflections(model, markers(model, q))
+        elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)
     return kinetic, gravity, elastic

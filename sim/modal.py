@@ -87,7 +87,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None):
     ModalResult
     """
     M = mass_matrix(model, q) if M is None else M
-    K = stiffness_matrix(model) if K is None else K
+    K = stiffness_matrix(model, q) if K is None else K
     N = constraint_null_space(model, q, locked)
     Kn = N.T @ K @ N
     Mn = N.T @ M @ N

@@ -110,9 +110,25 @@ class Joint:
 
 @dataclass(frozen=True)
 class Actuator:
+    """Drive of a joint coordinate; rigid (a driving constraint) unless ``stiffness`` is set,
+    in which case it is a spring [N m/rad or N/m] (and damper [N m s/rad or N s/m]) on it."""
+
     name: str
     joint: int
     kind: str  # "angle" [rad] or "slide" [m]
+    stiffness: float | None = None
+    damping: float = 0.0
+
+
+@dataclass(frozen=True)
+class Spring:
+    """Lumped 6x6 compliance between markers i and j (axes of i; see :mod:`sim.springs`)."""
+
+    name: str
+    marker_i: int
+    marker_j: int
+    stiffness: np.ndarray
+    damping: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -155,6 +171,8 @@ class Model:
     marker_R: np.ndarray         # (n_m, 3, 3)
     rows: dict                   # primitive tables, see sim.constraints
     row_names: tuple
+    springs: tuple = ()
+    spring_tables: dict = field(default_factory=dict)   # mi, mj, K, C, d_home (entity axis first)
     notes: str = ""
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
     home_ranks: tuple = ()       # see sim.assembly.regularity
@@ -285,6 +303,7 @@ class ModelBuilder:
         self._joints = []
         self._actuators = []
         self._sensors = []
+        self._springs = []
         self._problems = []
         self._ee = None
         self.notes = ""
@@ -413,8 +432,33 @@ class ModelBuilder:
                                   self._marker_index(marker_j, f"joint `{name}`")))
         return name
 
-    def add_actuator(self, name, joint):
-        """Actuator on the coordinate of ``joint`` (revolute: angle; prismatic/cylindrical: slide)."""
+    def add_spring(self, name, marker_i, marker_j, stiffness, damping=None):
+        """Lumped compliance between two markers (bearing, clutch, screw).
+
+        ``stiffness`` and ``damping``: (6, 6) in marker i axes, translations then rotations
+        [N/m, N/rad, N m/m, N m/rad]; the spring is unloaded at the home configuration.
+        """
+        K = np.asarray(stiffness, dtype=float)
+        C = np.zeros((6, 6)) if damping is None else np.asarray(damping, dtype=float)
+        for label, X in (("stiffness", K), ("damping", C)):
+            if X.shape != (6, 6) or not np.all(np.isfinite(X)):
+                self._problems.append(f"spring `{name}`: {label} must be a finite 6x6 matrix")
+            elif not np.allclose(X, X.T) or np.linalg.eigvalsh(0.5 * (X + X.T)).min() < -1e-9 * max(1.0, np.abs(X).max()):
+                self._problems.append(f"spring `{name}`: {label} must be symmetric positive semidefinite")
+        self._springs.append(Spring(name, self._marker_index(marker_i, f"spring `{name}`"),
+                                    self._marker_index(marker_j, f"spring `{name}`"), K, C))
+        return name
+
+    def add_actuator(self, name, joint, stiffness=None, damping=0.0):
+        """Actuator on the coordinate of ``joint`` (revolute: angle; prismatic/cylindrical: slide).
+
+        With ``stiffness`` [N m/rad or N/m] the drive is compliant (a spring on the joint
+        coordinate towards its target, e.g. a ball screw), with optional ``damping``.
+        """
+        if stiffness is not None and not (np.isfinite(stiffness) and stiffness > 0):
+            self._problems.append(f"actuator `{name}`: stiffness must be > 0, got {stiffness!r}")
+        if not (np.isfinite(damping) and damping >= 0):
+            self._problems.append(f"actuator `{name}`: damping must be >= 0, got {damping!r}")
         idx = [i for i, j in enumerate(self._joints) if j.name == joint]
         if not idx:
             self._problems.append(f"actuator `{name}`: unknown joint `{joint}`")
@@ -423,7 +467,8 @@ class ModelBuilder:
         if kind is None:
             self._problems.append(f"actuator `{name}`: joint `{joint}` of kind {self._joints[idx[0]].kind} has no drivable coordinate")
             return
-        self._actuators.append(Actuator(name, idx[0], kind))
+        self._actuators.append(Actuator(name, idx[0], kind, None if stiffness is None else float(stiffness),
+                                        float(damping)))
 
     def add_sensor(self, name, kind, markers, axis=1, units="m", description=""):
         """Declare a scalar output (see :func:`sim.kinematics.sensor_values`)."""
@@ -481,6 +526,9 @@ class ModelBuilder:
                 problems.append(f"joint `{j.name}` connects a marker to itself")
             elif j.marker_i >= 0 and j.marker_j >= 0 and self._markers[j.marker_i]["body"] == self._markers[j.marker_j]["body"]:
                 problems.append(f"joint `{j.name}` connects two markers of the same body")
+        for sp in self._springs:
+            if sp.marker_i >= 0 and sp.marker_i == sp.marker_j:
+                problems.append(f"spring `{sp.name}` connects a marker to itself")
         for s in self._sensors:
             for m in s.markers:
                 if not any(x["name"] == m for x in self._markers):
@@ -492,11 +540,22 @@ class ModelBuilder:
                         for s in self._sensors)
         model = _finalise(self.name, tuple(bodies), tuple(markers), tuple(self._joints), tuple(self._actuators),
                           sensors, self.gravity, frames, ee, self._ee[1], self._ee[2], self.notes)
+        if self._springs:
+            sp = self._springs
+            tables = dict(mi=np.array([s.marker_i for s in sp]), mj=np.array([s.marker_j for s in sp]),
+                          K=np.array([s.stiffness for s in sp]), C=np.array([s.damping for s in sp]),
+                          d_home=np.zeros((len(sp), 6)))
+            model = _replace(model, springs=tuple(sp), spring_tables=tables)
         if assemble:
             from .assembly import assemble, home_ranks
             from .kinematics import pose
             q = assemble(model, model.q_home, what="the home configuration")
             model = _replace(model, q_home=q, pose_home=pose(model, q))
+            if self._springs:
+                from .kinematics import markers
+                from .springs import deflections
+                tables = dict(model.spring_tables, d_home=deflections(model, markers(model, q))[0])
+                model = _replace(model, spring_tables=tables)
             model = _replace(model, home_ranks=home_ranks(model))
         return model
 
