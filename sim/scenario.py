@@ -63,7 +63,9 @@ SCHEMA = {
     "trajectory": {
         "kind": Key("str", ("circle", "cycloidal", "polynomial", "table"), REQUIRED, "",
                     "rigid end-effector motion law; the keys each kind uses are listed below"),
-        "center": Key("float[3]", None, None, "m", "circle centre"),
+        "center": Key("float[]", None, None, "m, rad",
+                      "circle centre: a full end-effector pose in the model's order; the "
+                      "circle runs on its first two coordinates"),
         "radius": Key("float", "positive", None, "m", "circle radius"),
         "omega": Key("float", None, None, "rad/s",
                      "angular rate along the circle; its sign sets the direction"),

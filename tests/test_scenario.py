@@ -125,7 +125,7 @@ def test_nan_rejected(write):
 
 def test_infinite_rejected(write):
     path = write(SCENARIO.replace("center = [0.0, 0.0, -0.7]", "center = [0.0, inf, -0.7]"))
-    assert "[trajectory] center must be a list of 3 finite numbers" in error(path)
+    assert "[trajectory] center must be a non-empty list of finite numbers" in error(path)
 
 
 def test_boolean_is_not_a_number(write):
