@@ -101,10 +101,10 @@ SCHEMA = {
                     "Baumgarte gain β in C̈ + 2αĊ + β²C = 0"),
         "rho_inf": Key("float", "unit_interval", 0.9, "1",
                        "spectral radius at infinite frequency (hht, generalized-alpha)"),
-        "newton_tol": Key("float", "positive", 1e-8, "",
-                          "Newton tolerance on the scaled residual norm"),
+        "newton_tol": Key("float", "positive", 1e-9, "m or rad",
+                          "Newton stops when the configuration correction β h² |δa| is below this"),
         "newton_max_iter": Key("int", "positive", 8, "", "Newton iterations per step"),
-        "drive": Key("str", ("prescribed", "torque"), "prescribed", "",
+        "drive": Key("str", ("prescribed", "torque", "free"), "prescribed", "",
                      "actuators follow the rigid inverse kinematics (prescribed) or apply the "
                      "rigid inverse-dynamics forces (torque, open loop plus PD)"),
         "kp": Key("float", "nonnegative", 0.0, "N m/rad or N/m",
@@ -115,6 +115,13 @@ SCHEMA = {
                         "simulated time (default: the trajectory's duration)"),
         "output_step": Key("float", "positive", None, "s",
                            "spacing of the written samples (default: step)"),
+        "drive_law": Key("table", None, None, "",
+                         "actuator law instead of a trajectory: {kind = \"constant_rate\" or "
+                         "\"spinup\", rate = rad/s or m/s (one or per actuator), ramp = s}"),
+        "initial_state": Key("table", None, None, "m, m/s",
+                             "initial elastic fields per flexible body: <body>.<axial|transverse_y|"
+                             "transverse_z>_<displacement|velocity> = {sine = [...], polynomial = "
+                             "[...]} along the body's chord, ξ = x/L"),
     },
     "ked": {
         "intervals": Key("int", "positive", 512, "",
@@ -511,7 +518,8 @@ def _check_cross_tables(data, origin):
         raise SimError(f"{origin.file}: no analysis to run; add one of {tables}")
     if "trajectory" not in data:
         for name in present:
-            if name in NEEDS_TRAJECTORY:
+            if name in NEEDS_TRAJECTORY and not (name == "transient"
+                                                 and data[name].get("drive_law") is not None):
                 raise SimError(f"{origin.file}: [{name}] needs a [trajectory] table")
 
 
@@ -572,3 +580,16 @@ def _default_doc(default):
     if isinstance(default, str):
         return f'`"{default}"`'
     return f"`{{}}`" if default == {} else f"`{_toml_repr(default)}`"
+
+
+def _update_readme(path="README.md"):
+    """Rewrite the scenario reference between the README's schema markers."""
+    text = Path(path).read_text()
+    start = text.index("<!-- schema:start")
+    start = text.index("\n", start) + 1
+    end = text.index("<!-- schema:end -->")
+    Path(path).write_text(text[:start] + schema_markdown() + "\n" + text[end:])
+
+
+if __name__ == "__main__":
+    _update_readme()
