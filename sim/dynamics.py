@@ -34,56 +34,68 @@ integrals, quadratic velocity vector).
 """
 import numpy as np
 
-from .kinematics import body_frames, markers
-from .rotations import skew
 from . import springs
+from .kinematics import markers
+from .rotations import cross, quat_to_matrix, skew
 
 
-def _body_state(model, q, v=None):
-    r, R = body_frames(model, q)
-    out = []
-    for b, body in enumerate(model.bodies):
-        sq, sv = model.q_index[b]
-        qf = q[sq + 7:sq + 7 + body.n_f]
-        if v is None:
-            out.append((body, R[b], r[b], qf, None, None, None))
-        else:
-            out.append((body, R[b], r[b], qf, v[sv:sv + 3], v[sv + 3:sv + 6], v[sv + 6:sv + 6 + body.n_f]))
-    return out
-
-
-def _mass_block(body, R, Tz, s, U):
-    n = body.n_f
-    Mb = np.empty((6 + n, 6 + n))
-    Mb[:3, :3] = body.mass * np.eye(3)
-    Mb[:3, 3:6] = -R @ skew(s)
-    Mb[3:6, :3] = Mb[:3, 3:6].T
-    Mb[3:6, 3:6] = np.trace(U) * np.eye(3) - U + body.rot_inertia
+def _group_terms(model, grp, q, v=None):
+    """Mass blocks (g, 6+n, 6+n) and, with ``v``, forces (g, 6+n) of one body group."""
+    n, g = grp.n_f, grp.index.size
+    qs = grp.q_start[:, None]
+    R = quat_to_matrix(q[qs + 3 + np.arange(4)])
+    qf = q[qs + 7 + np.arange(n)]
+    z = np.concatenate([np.ones((g, 1)), qf], axis=1)
+    Tz = np.einsum("gklab,gb->gkla", grp.second_moment, z)        # T_kl z
+    U = np.einsum("gkla,ga->gkl", Tz, z)                            # int rho u_k u_l
+    s = np.einsum("gka,ga->gk", grp.first_moment, z)                # int rho u
+    Mb = np.zeros((g, 6 + n, 6 + n))
+    Mb[:, :3, :3] = grp.mass[:, None, None] * np.eye(3)
+    Mb[:, :3, 3:6] = -R @ skew(s)
+    Mb[:, 3:6, :3] = np.swapaxes(Mb[:, :3, 3:6], 1, 2)
+    Mb[:, 3:6, 3:6] = np.trace(U, axis1=1, axis2=2)[:, None, None] * np.eye(3) - U + grp.rot_inertia
     if n:
-        Mb[:3, 6:] = R @ body.first_moment[:, 1:]
-        Mb[6:, :3] = Mb[:3, 6:].T
-        m_tf = np.stack([Tz[2, 1] - Tz[1, 2], Tz[0, 2] - Tz[2, 0], Tz[1, 0] - Tz[0, 1]])[:, 1:] + body.rot_coupling
-        Mb[3:6, 6:] = m_tf
-        Mb[6:, 3:6] = m_tf.T
-        Mb[6:, 6:] = body.mass_ff
-    return Mb
+        Mb[:, :3, 6:] = R @ grp.first_moment[:, :, 1:]
+        Mb[:, 6:, :3] = np.swapaxes(Mb[:, :3, 6:], 1, 2)
+        m_tf = np.stack([Tz[:, 2, 1] - Tz[:, 1, 2], Tz[:, 0, 2] - Tz[:, 2, 0], Tz[:, 1, 0] - Tz[:, 0, 1]], axis=1)
+        Mb[:, 3:6, 6:] = m_tf[:, :, 1:] + grp.rot_coupling
+        Mb[:, 6:, 3:6] = np.swapaxes(Mb[:, 3:6, 6:], 1, 2)
+        Mb[:, 6:, 6:] = grp.mass_ff
+    if v is None:
+        return Mb, None
+    vs = grp.v_start[:, None]
+    w = v[vs + 3 + np.arange(3)]
+    qfd = v[vs + 6 + np.arange(n)]
+    g_B = np.einsum("gji,j->gi", R, model.gravity)
+    W = skew(w)
+    Iw = np.einsum("gij,gj->gi", Mb[:, 3:6, 3:6], w)
+    Qb = np.empty((g, 6 + n))
+    Qb[:, :3] = grp.mass[:, None] * model.gravity - np.einsum("gij,gj->gi", R, cross(w, cross(w, s)))
+    Qb[:, 3:6] = cross(s, g_B) - cross(w, Iw)
+    if n:
+        Sf = grp.first_moment[:, :, 1:]
+        zd = np.concatenate([np.zeros((g, 1)), qfd], axis=1)
+        Tzd = np.einsum("gklab,gb->gkla", grp.second_moment, zd)
+        P = np.einsum("gkla,ga->gkl", Tzd, z)                       # int rho u_k (S B q_f_dot)_l
+        Qb[:, :3] -= 2 * np.einsum("gij,gj->gi", R, cross(w, np.einsum("gka,ga->gk", Sf, qfd)))
+        Qb[:, 3:6] -= (cross(w, np.einsum("gka,ga->gk", grp.rot_coupling, qfd))
+                       + 2 * (w * np.trace(P, axis1=1, axis2=2)[:, None] - np.einsum("glk,gl->gk", P, w)))
+        Qb[:, 6:] = (np.einsum("gka,gk->ga", Sf, g_B) - np.einsum("gab,gb->ga", grp.stiffness_ff, qf)
+                     - np.einsum("gkl,gklf->gf", W @ W, Tz[:, :, :, 1:])
+                     - 2 * np.einsum("gkl,gklf->gf", W, Tzd[:, :, :, 1:]))
+    return Mb, Qb
 
 
-def _invariants(body, qf):
-    z = np.concatenate([[1.0], qf])
-    Tz = body.second_moment @ z                    # (3, 3, n+1): T_kl z
-    U = Tz @ z                                      # int rho u_k u_l
-    s = body.first_moment @ z
-    return z, Tz, U, s
+def _scatter(model, grp, Mb, M):
+    idx = grp.v_start[:, None] + np.arange(6 + grp.n_f)
+    M[idx[:, :, None], idx[:, None, :]] = Mb
 
 
 def mass_matrix(model, q):
     """Mass matrix ``M(q)``, shape (n_v, n_v), symmetric positive definite."""
     M = np.zeros((model.n_v, model.n_v))
-    for b, (body, R, _, qf, *_rest) in enumerate(_body_state(model, q)):
-        _, Tz, U, s = _invariants(body, qf)
-        sl = model.v_slice(b)
-        M[sl, sl] = _mass_block(body, R, Tz, s, U)
+    for grp in model.body_groups:
+        _scatter(model, grp, _group_terms(model, grp, q)[0], M)
     return M
 
 
@@ -125,34 +137,17 @@ def damping_matrix(model, q):
 
 
 def mass_and_forces(model, q, v, targets=None):
-    """``M(q)`` (n_v, n_v) and ``Q = Q_e + Q_v - K q`` (n_v,) in one pass over the bodies.
+    """``M(q)`` (n_v, n_v) and ``Q = Q_e + Q_v - K q`` (n_v,), vectorised over body groups.
 
     ``Q_e`` is gravity plus the lumped springs; compliant actuators pull towards ``targets``
     (n_a,) when given.  Other applied loads are added by the analyses.
     """
     M = np.zeros((model.n_v, model.n_v))
     Q = np.zeros(model.n_v)
-    g = model.gravity
-    for b, (body, R, _, qf, _vr, w, qfd) in enumerate(_body_state(model, q, v)):
-        z, Tz, U, s = _invariants(body, qf)
-        sl = model.v_slice(b)
-        Mb = _mass_block(body, R, Tz, s, U)
-        M[sl, sl] = Mb
-        g_B = R.T @ g
-        W = skew(w)
-        Qb = np.empty(6 + body.n_f)
-        Qb[:3] = body.mass * g - R @ (W @ (W @ s))
-        Qb[3:6] = np.cross(s, g_B) - np.cross(w, Mb[3:6, 3:6] @ w)
-        if body.n_f:
-            Sf = body.first_moment[:, 1:]
-            zd = np.concatenate([[0.0], qfd])
-            Tzd = body.second_moment @ zd
-            P = Tzd @ z                              # P_kl = int rho u_k (S B q_f_dot)_l
-            Qb[:3] -= 2 * R @ np.cross(w, Sf @ qfd)
-            Qb[3:6] -= np.cross(w, body.rot_coupling @ qfd) + 2 * (w * np.trace(P) - P.T @ w)
-            Qb[6:] = (Sf.T @ g_B - body.stiffness_ff @ qf
-                      - np.einsum("kl,klf->f", W @ W, Tz[:, :, 1:]) - 2 * np.einsum("kl,klf->f", W, Tzd[:, :, 1:]))
-        Q[sl] = Qb
+    for grp in model.body_groups:
+        Mb, Qb = _group_terms(model, grp, q, v)
+        _scatter(model, grp, Mb, M)
+        Q[grp.v_start[:, None] + np.arange(6 + grp.n_f)] = Qb
     if _has_lumped(model):
         from .constraints import actuator_values
         ms = markers(model, q)
@@ -174,10 +169,15 @@ def energy(model, q, v):
     kinetic = 0.5 * v @ M @ v
     gravity = 0.0
     elastic = 0.0
-    for body, R, r, qf, *_rest in _body_state(model, q):
-        s = body.first_moment @ np.concatenate([[1.0], qf])
-        gravity -= model.gravity @ (body.mass * r + R @ s)
-        elastic += 0.5 * qf @ body.stiffness_ff @ qf
+    for grp in model.body_groups:
+        qs = grp.q_start[:, None]
+        r = q[qs + np.arange(3)]
+        R = quat_to_matrix(q[qs + 3 + np.arange(4)])
+        qf = q[qs + 7 + np.arange(grp.n_f)]
+        z = np.concatenate([np.ones((qf.shape[0], 1)), qf], axis=1)
+        s = np.einsum("gka,ga->gk", grp.first_moment, z)
+        gravity -= np.sum((grp.mass[:, None] * r + np.einsum("gij,gj->gi", R, s)) @ model.gravity)
+        elastic += 0.5 * np.einsum("ga,gab,gb->", qf, grp.stiffness_ff, qf)
     if model.springs:
         d, _ = springs.deflections(model, markers(model, q))
         elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rotations import quat_multiply, quat_from_rotvec, quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
+from .rotations import cross, quat_multiply, quat_from_rotvec, quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
 
 
 def _starts(model):
@@ -84,7 +84,7 @@ def markers(model, q, v=None):
     D, E, R_BM = model.marker_D, model.marker_E, model.marker_R
     u = model.marker_p0 + np.einsum("mkf,mf->mk", D, qf)
     th = np.einsum("mkf,mf->mk", E, qf)
-    Ap = R_BM + np.cross(th[:, :, None], R_BM, axis=1)          # a' = a_B + th x a_B
+    Ap = R_BM + skew(th) @ R_BM                                  # a' = a_B + th x a_B
     p = r + np.einsum("mij,mj->mi", R, u)
     A = R @ Ap
     nf = D.shape[2]
@@ -118,16 +118,16 @@ def markers(model, q, v=None):
     vr, w, qfd = v_ext[cols[:, :3]], v_ext[cols[:, 3:6]], v_ext[cols[:, 6:]]
     ud = np.einsum("mkf,mf->mk", D, qfd)
     thd = np.einsum("mkf,mf->mk", E, qfd)
-    wu = np.cross(w, u)
+    wu = cross(w, u)
     pd = vr + np.einsum("mij,mj->mi", R, wu + ud)
-    pq = np.einsum("mij,mj->mi", R, np.cross(w, wu + 2 * ud))
-    w3 = w[:, :, None]
-    ta = np.cross(thd[:, :, None], R_BM, axis=1)               # (E q_f_dot) x a_B, per axis column
-    wa = np.cross(w3, Ap, axis=1)
+    pq = np.einsum("mij,mj->mi", R, cross(w, wu + 2 * ud))
+    ta = skew(thd) @ R_BM                                        # (E q_f_dot) x a_B, per axis column
+    Wm = skew(w)
+    wa = Wm @ Ap
     Ad = R @ (wa + ta)
-    Aq = R @ np.cross(w3, wa + 2 * ta, axis=1)
+    Aq = R @ (Wm @ (wa + 2 * ta))
     w_W = np.einsum("mij,mj->mi", R, w + thd)
-    wq = np.einsum("mij,mj->mi", R, np.cross(w, thd))
+    wq = np.einsum("mij,mj->mi", R, cross(w, thd))
     return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, w_W, wq)
 
 

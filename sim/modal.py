@@ -6,9 +6,12 @@ The constrained motions are ``v = N x`` with ``N`` an orthonormal basis of the n
     (N^T K N) x = omega^2 (N^T M N) x
 
 gives the modes; ``N^T M N`` is positive definite.  Free motions of the mechanism (an
-unactuated joint left free) make ``N^T K N`` singular: their number is the dimension of its
-null space, and they are reported as rigid-body modes, apart from the elastic frequencies.
-With every actuator locked and a regular configuration there is none.
+unactuated joint left free) are the constrained motions that deform nothing: elastic
+coordinates, lumped springs and compliant drives all at rest.  They are found from the null
+space of those deformation rows (each of unit scale, so the decision does not depend on the
+stiffness values), reported as rigid-body modes, and the elastic modes are solved in their
+mass-orthogonal complement.  With every actuator locked and a regular configuration there is
+none.
 
 References
 ----------
@@ -19,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from . import springs
 from .constraints import actuator_values, constraints
 from .dynamics import mass_matrix, stiffness_matrix
 from .kinematics import markers
 
 NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
-RIGID_RTOL = 1e-10     # eigenvalues of N^T K N below this (relative) are free motions
+FREE_RTOL = 1e-9       # singular values of the deformation rows below this (relative): free motions
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,26 @@ def constraint_null_space(model, q, locked=True):
     return scipy.linalg.null_space(J, rcond=NULL_RTOL) if J.size else np.eye(model.n_v)
 
 
+def deformation_rows(model, q):
+    """Rows (n_d, n_v) whose null space is the motion without any deformation.
+
+    Elastic coordinates, the stiff directions of every lumped spring and the coordinates of
+    the compliant actuators, each row of unit scale, so that a rank decision on them does not
+    depend on the stiffness values.
+    """
+    rows = [np.eye(model.n_v)[model.v_elastic]]
+    if model.springs or any(a.stiffness is not None for a in model.actuators):
+        ms = markers(model, q)
+        _, Jd = springs.deflections(model, ms)
+        for K6, J in zip(model.spring_tables.get("K", []), Jd):
+            lam, U = np.linalg.eigh(0.5 * (K6 + K6.T))
+            rows.append(U[:, lam > 1e-12 * max(lam.max(), 1e-300)].T @ J)
+        mask = springs.compliant_mask(model)
+        if mask.any():
+            rows.append(actuator_values(model, q, ms)[1][mask])
+    return np.vstack(rows)
+
+
 def modes(model, q, count=None, locked=True, M=None, K=None):
     """Natural modes of the linearised model at ``q``.
 
@@ -89,18 +113,28 @@ def modes(model, q, count=None, locked=True, M=None, K=None):
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q) if K is None else K
     N = constraint_null_space(model, q, locked)
-    Kn = N.T @ K @ N
     Mn = N.T @ M @ N
-    Kn = 0.5 * (Kn + Kn.T)
     Mn = 0.5 * (Mn + Mn.T)
-    lam_k = np.linalg.eigvalsh(Kn) if Kn.size else np.zeros(0)
-    n_rigid = int(np.sum(lam_k <= RIGID_RTOL * max(lam_k.max(initial=0.0), 1e-300)))
-    n_el = N.shape[1] - n_rigid
+    # Free motions: constrained motions that deform nothing (structural, not a threshold on
+    # eigenvalues, which fails when stiffnesses span many decades).
+    D = deformation_rows(model, q) @ N
+    Z = scipy.linalg.null_space(D, rcond=FREE_RTOL) if D.size else np.eye(N.shape[1])
+    n_rigid = Z.shape[1]
+    # Elastic subspace: the mass-orthogonal complement of the free motions.
+    Y = scipy.linalg.null_space(Z.T @ Mn) if n_rigid else np.eye(N.shape[1])
+    Ke = Y.T @ N.T @ K @ N @ Y
+    Me = Y.T @ Mn @ Y
+    n_el = Y.shape[1]
     k = n_el if count is None else min(int(count), n_el)
-    lam, X = scipy.linalg.eigh(Kn, Mn, subset_by_index=[0, n_rigid + k - 1]) if n_rigid + k else (np.zeros(0), np.zeros((N.shape[1], 0)))
-    shapes = N @ X
-    rigid, elastic = shapes[:, :n_rigid], shapes[:, n_rigid:]
-    omega = np.sqrt(np.maximum(lam[n_rigid:], 0.0))
+    if k:
+        lam, X = scipy.linalg.eigh(0.5 * (Ke + Ke.T), 0.5 * (Me + Me.T), subset_by_index=[0, k - 1])
+    else:
+        lam, X = np.zeros(0), np.zeros((n_el, 0))
+    elastic = N @ Y @ X
+    rigid = N @ Z
+    if n_rigid:   # mass-normalise the free motions too
+        rigid = rigid @ np.linalg.inv(np.linalg.cholesky(rigid.T @ M @ rigid)).T
+    omega = np.sqrt(np.maximum(lam, 0.0))
     kin, strain = _body_energies(model, elastic, M, K)
     return ModalResult(frequencies_hz=omega / (2 * np.pi), omega=omega, shapes=elastic, rigid_count=n_rigid,
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)

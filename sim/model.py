@@ -84,6 +84,43 @@ class Body:
 
 
 @dataclass(frozen=True)
+class BodyGroup:
+    """Bodies with the same number of elastic coordinates ``n_f``, invariants stacked (g, ...).
+
+    Lets the dynamics kernels run over all bodies of a group at once.
+    """
+
+    index: np.ndarray          # (g,) body indices
+    q_start: np.ndarray        # (g,) start of each body's coordinates in q
+    v_start: np.ndarray        # (g,)
+    mass: np.ndarray           # (g,)
+    first_moment: np.ndarray   # (g, 3, n_f + 1)
+    second_moment: np.ndarray  # (g, 3, 3, n_f + 1, n_f + 1)
+    rot_inertia: np.ndarray    # (g, 3, 3)
+    rot_coupling: np.ndarray   # (g, 3, n_f)
+    mass_ff: np.ndarray        # (g, n_f, n_f)
+    stiffness_ff: np.ndarray   # (g, n_f, n_f)
+
+    @property
+    def n_f(self):
+        return self.mass_ff.shape[1]
+
+
+def _body_groups(bodies, q_index):
+    groups = []
+    for n_f in sorted({b.n_f for b in bodies}):
+        idx = np.array([i for i, b in enumerate(bodies) if b.n_f == n_f], dtype=int)
+        sel = [bodies[i] for i in idx]
+        groups.append(BodyGroup(index=idx, q_start=np.array([q_index[i][0] for i in idx]),
+                                v_start=np.array([q_index[i][1] for i in idx]),
+                                mass=np.array([b.mass for b in sel]),
+                                **{k: np.stack([getattr(b, k) for b in sel])
+                                   for k in ("first_moment", "second_moment", "rot_inertia", "rot_coupling",
+                                             "mass_ff", "stiffness_ff")}))
+    return tuple(groups)
+
+
+@dataclass(frozen=True)
 class Marker:
     """A frame on a body (``body = -1``: ground) moving with the node it sits on.
 
@@ -173,6 +210,7 @@ class Model:
     row_names: tuple
     springs: tuple = ()
     spring_tables: dict = field(default_factory=dict)   # mi, mj, K, C, d_home (entity axis first)
+    body_groups: tuple = ()      # BodyGroup per elastic size: invariants stacked, entity axis first
     notes: str = ""
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
     home_ranks: tuple = ()       # see sim.assembly.regularity
@@ -686,7 +724,7 @@ def _finalise(name, bodies, markers, joints, actuators, sensors, gravity, frames
                  marker_qf=marker_qf, marker_vcols=marker_vcols, marker_D=marker_D, marker_E=marker_E,
                  marker_p0=np.array([m.p_BM_B for m in markers]).reshape(-1, 3),
                  marker_R=np.array([m.R_BM for m in markers]).reshape(-1, 3, 3), rows=rows,
-                 row_names=row_names, notes=notes)
+                 row_names=row_names, notes=notes, body_groups=_body_groups(bodies, q_index))
 
 
 def _row_tables(joints, actuators):

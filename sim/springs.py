@@ -22,7 +22,7 @@ from .rotations import skew
 def deflections(model, ms):
     """Spring deflections ``d`` (n_s, 6) and Jacobians ``J_d`` (n_s, 6, n_v)."""
     t = model.spring_tables
-    if t["mi"].size == 0:
+    if not model.springs:
         return np.zeros((0, 6)), np.zeros((0, 6, model.n_v))
     mi, mj = t["mi"], t["mj"]
     Ai, Aj = ms.A[mi], ms.A[mj]
