@@ -6,11 +6,11 @@ planar loops modelled in 3D.  Poses are reached by continuation from the home po
 assembly mode (branch) of the home configuration is kept.
 """
 import numpy as np
-import scipy.linalg
 
 from .constraints import actuator_values, constraints
 from .errors import SimError
 from .kinematics import integrate, markers, pose_jacobian
+from .linalg import lstsq, svd
 
 NEWTON_MAX_ITER = 30
 TOLERANCE = 1e-11          # residual (m or rad) for convergence
@@ -59,7 +59,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     for _ in range(NEWTON_MAX_ITER):
         if norm < tol:
             return q
-        step = -scipy.linalg.lstsq(J, phi, cond=1e-10, lapack_driver="gelsd")[0]
+        step = -lstsq(J, phi, cond=1e-10)
         # Backtracking keeps Newton from jumping to another assembly branch.
         for _halving in range(12):
             dv[rigid] = step
@@ -78,7 +78,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
 
 
 def _min_ratio(J, rank):
-    s = np.linalg.svd(J, compute_uv=False)
+    s = svd(J, compute_uv=False)
     if rank == 0 or s.size == 0:
         return 1.0
     return s[rank - 1] / s[0] if rank <= s.size else 0.0
@@ -106,7 +106,7 @@ def home_ranks(model):
     out = []
     for targets, pose_target in ((None, pose_jacobian(model, q)[0]), (q_act, None)):
         _, J = _residual(model, q, targets, pose_target)
-        s = np.linalg.svd(J, compute_uv=False)
+        s = svd(J, compute_uv=False)
         out.append(int(np.sum(s > SINGULAR_RATIO * s[0])) if s.size else 0)
     return tuple(out)
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from . import springs
 from .kinematics import markers
+from .linalg import flush
 from .rotations import cross, quat_to_matrix, skew
 
 
@@ -96,7 +97,7 @@ def mass_matrix(model, q):
     M = np.zeros((model.n_v, model.n_v))
     for grp in model.body_groups:
         _scatter(model, grp, _group_terms(model, grp, q)[0], M)
-    return M
+    return flush(M)
 
 
 def _has_lumped(model):
@@ -155,7 +156,7 @@ def mass_and_forces(model, q, v, targets=None):
         if targets is not None:
             s, J_s = actuator_values(model, q, ms)
             Q += springs.actuator_spring_forces(model, s, J_s, v, targets)
-    return M, Q
+    return flush(M), Q
 
 
 def forces(model, q, v):

@@ -26,6 +26,7 @@ from . import springs
 from .constraints import actuator_values, constraints
 from .dynamics import mass_matrix, stiffness_matrix
 from .kinematics import markers
+from .linalg import null_space
 
 NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
 FREE_RTOL = 1e-9       # singular values of the deformation rows below this (relative): free motions
@@ -69,7 +70,7 @@ def constraint_null_space(model, q, locked=True):
     ms = markers(model, q)
     targets = actuator_values(model, q, ms)[0] if locked else None
     _, J = constraints(model, q, targets=targets, ms=ms)
-    return scipy.linalg.null_space(J, rcond=NULL_RTOL) if J.size else np.eye(model.n_v)
+    return null_space(J, NULL_RTOL)
 
 
 def deformation_rows(model, q):
@@ -118,10 +119,10 @@ def modes(model, q, count=None, locked=True, M=None, K=None):
     # Free motions: constrained motions that deform nothing (structural, not a threshold on
     # eigenvalues, which fails when stiffnesses span many decades).
     D = deformation_rows(model, q) @ N
-    Z = scipy.linalg.null_space(D, rcond=FREE_RTOL) if D.size else np.eye(N.shape[1])
+    Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
     n_rigid = Z.shape[1]
     # Elastic subspace: the mass-orthogonal complement of the free motions.
-    Y = scipy.linalg.null_space(Z.T @ Mn) if n_rigid else np.eye(N.shape[1])
+    Y = null_space(Z.T @ Mn, 1e-12) if n_rigid else np.eye(N.shape[1])
     Ke = Y.T @ N.T @ K @ N @ Y
     Me = Y.T @ Mn @ Y
     n_el = Y.shape[1]

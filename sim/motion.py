@@ -17,6 +17,7 @@ from .assembly import SINGULAR_RATIO, AssemblyError, assemble, solve_pose
 from .constraints import constraints
 from .errors import SimError
 from .kinematics import integrate, markers, pose_jacobian, pose_rates
+from .linalg import svd
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def rigid_state(model, q, x_dot, x_ddot):
     _, Jc = constraints(model, q, ms=ms)
     _, Jx = pose_jacobian(model, q, ms)
     A = np.vstack([Jc, Jx])[:, rigid]
-    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    U, s, Vt = svd(A)
     rank = model.home_ranks[0]
     cond = s[0] / s[rank - 1] if s[rank - 1] > 0 else np.inf
     inv = np.zeros_like(s)

@@ -1,4 +1,5 @@
-"""Figures of result files: deviation, frequencies vs time, frequency maps, mode frequencies.
+"""Figures of result files: deviation, frequencies vs time, frequency maps, mode frequencies,
+driving forces and joint forces of inverse dynamics.
 
 Each ``plot_*`` function draws on a given Axes and returns it, so panels can be combined;
 `plot_result` builds one figure with a panel for everything it recognises in a file.
@@ -124,6 +125,63 @@ def plot_mode_frequencies(ax, f):
     return ax
 
 
+def plot_actuator_forces(ax, time, forces, names, units=None):
+    """Driving moments (or forces) vs time, one line per actuator (paper 003 Figs. 12-14).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    time : ndarray, shape (n,)
+        s
+    forces : ndarray, shape (n, n_a)
+        N m for revolute drives, N for sliding drives.
+    names : sequence of str, length n_a
+    units : str or sequence of str, optional
+        Units per actuator.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    forces = np.asarray(forces).reshape(len(time), -1)
+    unit_list = [units] * forces.shape[1] if isinstance(units, str) or units is None else list(units)
+    for column, name, unit in zip(forces.T, names, unit_list):
+        ax.plot(time, column, label=f"{name} [{unit}]" if unit else name)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel(f"driving force [{_units_text(units)}]" if units else "driving force")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def plot_joint_forces(ax, time, reactions, names):
+    """Resultant joint reaction forces |F| vs time, one line per joint (paper 003 Figs. 15-17).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    time : ndarray, shape (n,)
+        s
+    reactions : sequence of ndarray, each shape (n, 6)
+        Force [N] then moment [N m] of each joint.
+    names : sequence of str
+        Joint names, one per entry of `reactions`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    for index, (wrench, name) in enumerate(zip(reactions, names)):
+        # Past the ten default colours, a new line style keeps the lines distinguishable.
+        ax.plot(time, np.linalg.norm(np.asarray(wrench)[:, :3], axis=1), label=name,
+                linestyle=("-", "--", ":")[(index // 10) % 3])
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("resultant joint force [N]")
+    ax.legend(loc="best", fontsize="x-small", ncol=max(1, len(names) // 5))
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
 def _panels(tree):
     """(title, draw) pairs for everything plottable in a result tree."""
     panels = []
@@ -144,6 +202,12 @@ def _panels(tree):
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"])))
+        if name == "inverse_dynamics" and "actuator_forces" in group:
+            panels.append(("inverse_dynamics: driving forces", lambda ax, g=group:
+                           _draw_actuators(ax, g)))
+            if "joint_reactions" in group:
+                panels.append(("inverse_dynamics: resultant joint forces", lambda ax, g=group:
+                               _draw_joint_forces(ax, g)))
     return panels
 
 
@@ -153,6 +217,21 @@ def _draw_deviation(ax, group):
     deviation = np.asarray(group["deviation"]["data"]).reshape(len(time), -1)
     names = group["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(deviation.shape[1])]
     return plot_deviation(ax, time, deviation, names, group["deviation"]["attrs"].get("units"))
+
+
+def _draw_actuators(ax, group):
+    """Driving-force panel; actuator names from the group's `actuator_names` attribute."""
+    time = group["time"]["data"]
+    forces = np.asarray(group["actuator_forces"]["data"]).reshape(len(time), -1)
+    names = group["attrs"].get("actuator_names") or [f"actuator {i + 1}" for i in range(forces.shape[1])]
+    return plot_actuator_forces(ax, time, forces, names, group["actuator_forces"]["attrs"].get("units"))
+
+
+def _draw_joint_forces(ax, group):
+    """Resultant-force panel over the joints, in the model's order (`joint_names` attribute)."""
+    reactions = group["joint_reactions"]
+    names = [n for n in group["attrs"].get("joint_names") or sorted(reactions) if n in reactions and n != "attrs"]
+    return plot_joint_forces(ax, group["time"]["data"], [reactions[n]["data"] for n in names], names)
 
 
 def _draw_map(ax, group):

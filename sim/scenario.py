@@ -141,9 +141,72 @@ SCHEMA = {
     "sweep": Key("table[sweep]", None, None, "",
                  "parameter or pose sweep: keys of numbers or lists"),
     "design": Key("table", None, None, "", "design study options (free-form table)"),
-    "frf": Key("table", None, None, "", "frequency response options (free-form table)"),
-    "identification": Key("table", None, None, "",
-                          "stiffness identification options (free-form table)"),
+    "frf": {
+        "inputs": Key("str[]", None, REQUIRED, "",
+                      "`force:<marker>:<x|y|z>`, `torque:<marker>:<x|y|z>` or `actuator:<name>`"),
+        "outputs": Key("str[]", None, REQUIRED, "",
+                       "`displacement:<marker>:<x|y|z>`, `rotation:<marker>:<x|y|z>`, "
+                       "`pose:<name>` or `actuator:<name>`"),
+        "pose": Key("float[]", None, None, "m, rad",
+                    "end-effector pose, in the model's order (default: home)"),
+        "f_min": Key("float", "positive", 0.5, "Hz", "lowest frequency"),
+        "f_max": Key("float", "positive", 100.0, "Hz", "highest frequency"),
+        "points": Key("int", "positive", 1000, "", "number of frequencies"),
+        "spacing": Key("str", ("linear", "log"), "linear", "", "frequency spacing"),
+        "eta": Key("float", "nonnegative", 0.0, "1", "structural loss factor: K (1 + i eta)"),
+        "rayleigh_alpha": Key("float", "nonnegative", 0.0, "1/s", "Rayleigh C = alpha M + beta K"),
+        "rayleigh_beta": Key("float", "nonnegative", 0.0, "s", "Rayleigh C = alpha M + beta K"),
+        "damping_ratio": Key("float", "damping", 0.0, "1", "modal damping ratio of every mode"),
+        "method": Key("str", ("auto", "modal", "state", "direct"), "auto", "",
+                      "modal superposition (proportional damping), complex-mode (state-space) "
+                      "superposition, or one solve per frequency"),
+        "count": Key("int", "positive", 10, "", "damped natural frequencies reported"),
+    },
+    "identification": {
+        "parameters": Key("str[]", None, REQUIRED, "",
+                          "model parameters to fit (positive: stiffnesses, masses)"),
+        "initial": Key("float[]", "positive_list", None, "model units",
+                       "starting values (default: the [model] parameters, else the defaults)"),
+        "lower": Key("float[]", "positive_list", None, "model units",
+                     "lower bounds (default: initial / 100)"),
+        "upper": Key("float[]", "positive_list", None, "model units",
+                     "upper bounds (default: initial * 100)"),
+        "max_evaluations": Key("int", "positive", 200, "", "residual evaluations allowed"),
+        "configuration_1": {
+            "parameters": Key("table[scalar]", None, {}, "",
+                              "model-parameter overrides for this configuration (e.g. x, y, z)"),
+            "pose": Key("float[]", None, None, "m, rad",
+                        "end-effector pose reached by inverse kinematics (default: home)"),
+            "measured_frequencies": Key("float[]", "positive_list", REQUIRED, "Hz",
+                                        "measured natural frequencies, ascending"),
+            "modes": Key("int[]", "positive_list", None, "",
+                         "1-based computed mode numbers paired with the measured ones "
+                         "(default: by sorted order)"),
+            "merge_repeated": Key("bool", None, False, "",
+                                  "pair by order with the distinct computed frequencies "
+                                  "(a repeated root of a symmetric robot counts once)"),
+            "use": Key("str", ("fit", "predict"), "fit", "",
+                       "fitted, or only predicted with the fitted parameters"),
+            "weight": Key("float", "positive", 1.0, "1", "weight of its residuals"),
+        },
+        "configuration_2": {
+            "parameters": Key("table[scalar]", None, {}, "",
+                              "model-parameter overrides for this configuration (e.g. x, y, z)"),
+            "pose": Key("float[]", None, None, "m, rad",
+                        "end-effector pose reached by inverse kinematics (default: home)"),
+            "measured_frequencies": Key("float[]", "positive_list", REQUIRED, "Hz",
+                                        "measured natural frequencies, ascending"),
+            "modes": Key("int[]", "positive_list", None, "",
+                         "1-based computed mode numbers paired with the measured ones "
+                         "(default: by sorted order)"),
+            "merge_repeated": Key("bool", None, False, "",
+                                  "pair by order with the distinct computed frequencies "
+                                  "(a repeated root of a symmetric robot counts once)"),
+            "use": Key("str", ("fit", "predict"), "predict", "",
+                       "fitted, or only predicted with the fitted parameters"),
+            "weight": Key("float", "positive", 1.0, "1", "weight of its residuals"),
+        },
+    },
 }
 
 # Trajectory keys used by each kind: (required, optional). Others are errors.
@@ -201,6 +264,10 @@ TYPES = {
     "float[]": _Type("a non-empty list of finite numbers", "list",
                      lambda v: isinstance(v, list) and bool(v) and all(map(_is_finite, v)),
                      lambda v: [float(x) for x in v], "list of numbers"),
+    "int[]": _Type("a non-empty list of integers", "list",
+                   lambda v: isinstance(v, list) and bool(v)
+                   and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
+                   lambda v: [int(x) for x in v], "list of integers"),
     "str[]": _Type("a non-empty list of strings", "list",
                    lambda v: isinstance(v, list) and bool(v)
                    and all(isinstance(x, str) for x in v),
@@ -230,6 +297,8 @@ CONSTRAINTS = {
     "positive": _Constraint(lambda v: v > 0, "a positive {noun}", "> 0"),
     "nonnegative": _Constraint(lambda v: v >= 0, "a non-negative {noun}", "≥ 0"),
     "unit_interval": _Constraint(lambda v: 0 <= v <= 1, "a {noun} in [0, 1]", "in [0, 1]"),
+    "positive_list": _Constraint(lambda v: all(x > 0 for x in v), "a {noun} of positive numbers",
+                                 "all > 0"),
     "damping": _Constraint(lambda v: 0 <= v < 1, "a {noun} in [0, 1)", "in [0, 1)"),
     "identifier": _Constraint(lambda v: _NAME_PATTERN.fullmatch(v) is not None,
                               "a {noun} of letters, digits, `_`, `-` and `.`",
@@ -244,6 +313,8 @@ TABLE_DOCS = {
     "ked": "kineto-elastodynamics: piecewise-constant modal superposition",
     "frequencies": "natural frequencies along the trajectory",
     "inverse_dynamics": "actuator forces and joint reactions of the rigid robot",
+    "frf": "frequency response functions at one configuration, actuators locked",
+    "identification": "fit of model parameters to measured natural frequencies",
 }
 
 

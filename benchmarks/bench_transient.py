@@ -1,0 +1,85 @@
+"""Wall time of the full FFR transient (issue 3 targets), beside a fixed reference workload.
+
+Usage: ``python benchmarks/bench_transient.py [--quick]``.  Prints, per case, the wall time,
+steps, Newton iterations, factorisations, time per step and per Newton iteration; and the
+time of a reference workload (200 LU factorisations + 2000 solves of a 200 x 200 matrix,
+single-threaded BLAS) so that figures from different machines can be compared.
+Targets: slider-crank 0.1 s at h = 5e-5 s with 8 rod elements < 1 s; 3-RRRU circle 5 s at
+h = 1e-3 s < 10 s.  ``--quick`` runs a tenth of each duration.
+"""
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.linalg
+
+from sim.loader import load_model
+from sim.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def reference_workload():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((200, 200)) + 200 * np.eye(200)
+    b = rng.standard_normal(200)
+    start = time.perf_counter()
+    for _ in range(200):
+        lu = scipy.linalg.lu_factor(A)
+    for _ in range(2000):
+        scipy.linalg.lu_solve(lu, b)
+    return time.perf_counter() - start
+
+
+class _Group:
+    """Stand-in for a result group: keeps attributes, discards datasets."""
+
+    def __init__(self):
+        self.attrs = {}
+
+    def put(self, *args, **kwargs):
+        return None
+
+    def set_status(self, *args):
+        return None
+
+
+class _Bar:
+    def update(self, n):
+        return None
+
+    def close(self):
+        return None
+
+
+def run(scenario_file, fraction):
+    from sim.analyses.transient import run as transient
+    scenario = load_scenario(ROOT / scenario_file)
+    table = scenario.data["transient"]
+    duration = table["duration"] or scenario.data["trajectory"]["duration"]
+    table["duration"] = duration * fraction
+    model = load_model(scenario.model_file, scenario.model_parameters)
+    group = _Group()
+    start = time.perf_counter()
+    summary = transient(model, scenario, group, lambda total, desc: _Bar())
+    total = time.perf_counter() - start
+    return total, group.attrs, summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    fraction = 0.1 if args.quick else 1.0
+    print(f"reference workload: {reference_workload():.3f} s")
+    for name, target in (("scenarios/slider_crank.toml", 1.0), ("scenarios/rrru3_circle.toml", 10.0)):
+        total, attrs, summary = run(name, fraction)
+        print(f"{name}: total {total:.2f} s (integration {attrs['wall_time_s']:.2f} s; target "
+              f"{target * fraction:g} s), steps {attrs['steps']}, Newton iterations {attrs['iterations']}, "
+              f"factorisations {attrs['factorizations']}, {1e3 * attrs['time_per_step_s']:.2f} ms/step, "
+              f"{1e3 * attrs['time_per_iteration_s']:.2f} ms/iteration")
+
+
+if __name__ == "__main__":
+    main()

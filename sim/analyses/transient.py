@@ -1,0 +1,297 @@
+"""Full FFR transient (SPEC §2.3 item 4): the flexible robot driven along the rigid motion.
+
+Table ``[transient]``.  The rigid reference comes from the same model with the elastic
+coordinates frozen: along the ``[trajectory]`` (:func:`sim.motion.rigid_motion`, sampled every
+``REFERENCE_STEP`` and interpolated by C2 cubic splines), or, with ``drive_law``, from the
+actuator law itself (direct kinematics of the rigid robot).  Drives:
+
+* ``prescribed``: driving constraints follow the rigid actuator motion;
+* ``torque``: the rigid inverse-dynamics actuator forces ``tau = -lam_s`` of
+  ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
+* ``free``: actuators neither driven nor loaded.
+
+``drive_law`` (instead of a trajectory): ``{kind = "constant_rate", rate = ...}``
+(``s = s_home + rate t``) or ``{kind = "spinup", rate = omega_s, ramp = T}`` (Simo–Vu-Quoc:
+``s = omega_s/T (t^2/2 + (T/2pi)^2 (cos(2 pi t/T) - 1))`` for ``t < T``, then
+``omega_s (t - T/2)``); ``rate`` is one number or one per actuator [rad/s or m/s].
+
+``initial_state``: per flexible body, elastic fields along its chord (``xi = x/L`` from its
+first to its last node, ``y`` its body y axis made normal to the chord):
+``axial_displacement``, ``transverse_y_displacement``, ``transverse_z_displacement`` and the
+same ``_velocity`` fields [m, m/s], each ``{sine = [b_1, ...], polynomial = [c_0, c_1, ...]}``
+meaning ``sum_k b_k sin(k pi xi) + sum_j c_j xi^j``.  The fields are mapped onto the mesh
+(nodal translations and slopes), their rigid part at the body's reference node is removed,
+the rigid coordinates are re-assembled and the rigid velocities made consistent with the
+constraints and the drive.
+"""
+
+import numpy as np
+import scipy.interpolate
+
+from sim.analyses import register
+from sim.errors import SimError
+
+REFERENCE_STEP = 0.01     # s, spacing of the rigid reference samples
+REFERENCE_ANGLE = 0.05    # rad or m, largest actuator motion between samples of a drive law
+FIELDS = ("axial", "transverse_y", "transverse_z")
+
+
+def _drive_law(spec, model, where):
+    """``law(t) -> (s, s_dot, s_ddot)`` (each (n_a,)) from a ``drive_law`` table."""
+    n_a = len(model.actuators)
+    kind = spec.get("kind")
+    unknown = set(spec) - {"kind", "rate", "ramp"}
+    if unknown:
+        raise SimError(f"{where} drive_law: unknown key `{sorted(unknown)[0]}` (kind, rate, ramp)")
+    rate = np.broadcast_to(np.asarray(spec.get("rate", 0.0), dtype=float), (n_a,)).copy() \
+        if np.size(spec.get("rate", 0.0)) in (1, n_a) else None
+    if rate is None or not np.all(np.isfinite(rate)):
+        raise SimError(f"{where} drive_law.rate must be a number or {n_a} numbers")
+    from sim.constraints import actuator_values
+    s0 = actuator_values(model, model.q_home)[0]
+    if kind == "constant_rate":
+        return lambda t: (s0 + rate * t, rate.copy(), np.zeros(n_a))
+    if kind == "spinup":
+        T = float(spec.get("ramp", 0.0))
+        if not T > 0:
+            raise SimError(f"{where} drive_law.ramp must be a positive duration [s], got {spec.get('ramp')!r}")
+
+        def law(t):
+            if t < T:
+                c = 2 * np.pi / T
+                return (s0 + rate / T * (t**2 / 2 + (np.cos(c * t) - 1) / c**2),
+                        rate / T * (t - np.sin(c * t) / c), rate / T * (1 - np.cos(c * t)))
+            return s0 + rate * (t - T / 2), rate.copy(), np.zeros(n_a)
+        return law
+    raise SimError(f"{where} drive_law.kind must be `constant_rate` or `spinup`, got {kind!r}")
+
+
+def _series(spec, xi, where):
+    """Field value and d/dxi at ``xi`` (n,) from ``{sine = [...], polynomial = [...]}``."""
+    if not isinstance(spec, dict) or set(spec) - {"sine", "polynomial"}:
+        raise SimError(f"{where} must be a table with keys `sine` and/or `polynomial`")
+    f, df = np.zeros_like(xi), np.zeros_like(xi)
+    for k, b in enumerate(spec.get("sine", []), start=1):
+        f += b * np.sin(k * np.pi * xi)
+        df += b * k * np.pi * np.cos(k * np.pi * xi)
+    for j, c in enumerate(spec.get("polynomial", [])):
+        f += c * xi**j
+        if j:
+            df += j * c * xi ** (j - 1)
+    return f, df
+
+
+def elastic_state(model, spec, where):
+    """Elastic coordinates and rates (n_q-shaped offsets on ``q_f`` and ``v``) from ``initial_state``.
+
+    Returns
+    -------
+    q_f : ndarray, shape (n_q,)
+        Zero except on the elastic coordinates.
+    v_f : ndarray, shape (n_v,)
+    """
+    q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
+    for name, fields in spec.items():
+        if name not in model.body_names or not model.bodies[model.body_names.index(name)].flexible:
+            raise SimError(f"{where} initial_state: `{name}` is not a flexible body of `{model.name}`")
+        b = model.body_names.index(name)
+        body = model.bodies[b]
+        allowed = {f"{f}_{kind}" for f in FIELDS for kind in ("displacement", "velocity")}
+        bad = set(fields) - allowed
+        if bad:
+            raise SimError(f"{where} initial_state.{name}: unknown field `{sorted(bad)[0]}` "
+                           f"(one of {', '.join(sorted(allowed))})")
+        nodes = body.nodes_B
+        first, last = nodes[body.elements[0, 0]], nodes[body.elements[-1, 1]]
+        L = np.linalg.norm(last - first)
+        e_x = (last - first) / L
+        e_y = np.array([0.0, 1.0, 0.0]) - e_x * e_x[1]
+        if np.linalg.norm(e_y) < 1e-9:
+            e_y = np.array([0.0, 0.0, 1.0]) - e_x * e_x[2]
+        e_y /= np.linalg.norm(e_y)
+        e_z = np.cross(e_x, e_y)
+        xi = (nodes - first) @ e_x / L
+        c = int(np.argmin(np.linalg.norm(nodes @ np.eye(3), axis=1)))   # reference node: body origin
+        for kind, target, sl in (("displacement", q_f, model.q_slice(b)), ("velocity", v_f, model.v_slice(b))):
+            u = np.zeros((len(nodes), 3))
+            th = np.zeros((len(nodes), 3))
+            for f, axis in zip(FIELDS, (e_x, e_y, e_z)):
+                key = f"{f}_{kind}"
+                if key not in fields:
+                    continue
+                val, dval = _series(fields[key], xi, f"{where} initial_state.{name}.{key}")
+                u += val[:, None] * axis
+                if f == "transverse_y":
+                    th += (dval / L)[:, None] * e_z
+                elif f == "transverse_z":
+                    th -= (dval / L)[:, None] * e_y
+            u = u - u[c] - np.cross(th[c], nodes - nodes[c])
+            th = th - th[c]
+            d = np.concatenate([u, th], axis=1).ravel()
+            target[sl.start + (7 if kind == "displacement" else 6):sl.stop] = \
+                np.linalg.lstsq(body.basis, d, rcond=None)[0]
+    return q_f, v_f
+
+
+def consistent_state(model, q_guess, v_elastic, targets, rates):
+    """Assemble the rigid coordinates (elastic ones kept) and solve the rigid velocities.
+
+    ``targets``/``rates`` (n_a,) or None (actuators free: rigid velocities of least norm).
+    """
+    from sim.assembly import assemble
+    from sim.constraints import constraints
+
+    q = assemble(model, q_guess, targets=targets, what="the initial state")
+    nj = model.rows["n_joint"]
+    n_a = len(model.actuators)
+    _, J = constraints(model, q, targets=np.zeros(n_a))
+    rhs = np.zeros(J.shape[0])
+    if rates is not None:
+        rhs[nj:] = rates
+    else:
+        J, rhs = J[:nj], rhs[:nj]
+    rigid = model.v_rigid
+    v = v_elastic.copy()
+    v[rigid] = np.linalg.lstsq(J[:, rigid], rhs - J @ v_elastic, rcond=None)[0]
+    return q, v
+
+
+def rigid_inverse_dynamics(model, q, v, a):
+    """Actuator forces (n_a,) [N m or N] of the rigid robot: ``-lam_s`` of ``M a + J^T lam = Q``."""
+    from sim.constraints import constraints
+    from sim.dynamics import mass_and_forces
+
+    M, Q = mass_and_forces(model, q, v)
+    rigid = model.v_rigid
+    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)))
+    lam = np.linalg.lstsq(J[:, rigid].T, (Q - M @ a)[rigid], rcond=None)[0]
+    return -lam[model.rows["n_joint"]:]
+
+
+def _spline_law(t, s):
+    spline = scipy.interpolate.CubicSpline(t, s, axis=0)
+    return lambda x: (spline(x), spline(x, 1), spline(x, 2))
+
+
+def reference(model, scenario, table, progress):
+    """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None)``."""
+    from sim.assembly import assemble
+    from sim.kinematics import pose
+    from sim.motion import rigid_motion
+    from sim.trajectory import from_scenario
+
+    where = f"{scenario.path}: [transient]"
+    traj = scenario.data.get("trajectory")
+    duration = table["duration"]
+    if table.get("drive_law") is not None:
+        law = _drive_law(table["drive_law"], model, where)
+        if duration is None:
+            raise SimError(f"{where} duration is required with drive_law")
+        # Sample finely enough that the actuators move at most REFERENCE_ANGLE per sample.
+        dt = min(REFERENCE_STEP, REFERENCE_ANGLE / max(np.abs(law(0.0)[1]).max(), np.abs(law(duration)[1]).max(), 1e-12))
+        times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / dt)) + 1))
+        q, qs, poses = model.q_home, [], []
+        for t in times:
+            q = assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s")
+            qs.append(q)
+            poses.append(pose(model, q))
+        qs = np.array(qs)
+        pose_spline = scipy.interpolate.CubicSpline(times, np.array(poses), axis=0)
+        s, sd, sdd = law(0.0)
+        v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
+        if table["drive"] == "torque":
+            raise SimError(f"{where} drive = \"torque\" needs a [trajectory] (rigid inverse dynamics)")
+        return law, pose_spline, qs[0], v0, None
+    if traj is None:
+        raise SimError(f"{where} needs a [trajectory] table or a drive_law")
+    trajectory = from_scenario(traj, model)
+    duration = trajectory.duration if duration is None else duration
+    times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / REFERENCE_STEP)) + 1))
+    bar = progress(len(times), "rigid reference")
+    motion = rigid_motion(model, trajectory, times, progress=bar)
+    bar.close()
+    law = _spline_law(times, motion.actuators)
+    torque = None
+    if table["drive"] == "torque":
+        tau = np.array([rigid_inverse_dynamics(model, *x) for x in zip(motion.q, motion.v, motion.a)])
+        torque = scipy.interpolate.CubicSpline(times, tau, axis=0)
+    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque
+
+
+@register("transient")
+def run(model, scenario, group, progress):
+    """Write group ``transient``; see the module docstring.
+
+    Returns
+    -------
+    dict
+        Peak deviation per axis, largest constraint violation, Newton work and timings.
+
+    Raises
+    ------
+    SimError
+        A bad table, or an integration that stops (after writing what was computed).
+    """
+    from sim.simulate import Drive, simulate
+
+    table = scenario.data["transient"]
+    where = f"{scenario.path}: [transient]"
+    law, pose_rigid, q0, v0, torque = reference(model, scenario, table, progress)
+    if table.get("initial_state") is not None:
+        q_f, v_f = elastic_state(model, table["initial_state"], where)
+        q_guess = q0.copy()
+        q_guess[model.q_elastic] = q_f[model.q_elastic]
+        s, sd, _ = law(0.0)
+        free = table["drive"] == "free"
+        q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)
+    kind = table["drive"]
+    drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
+    duration = table["duration"] or float(scenario.data["trajectory"]["duration"])
+    h = table["step"]
+    bar = progress(int(round(duration / h)), "transient")
+    result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
+                      output_step=table["output_step"], rho_inf=table["rho_inf"],
+                      baumgarte=(table["alpha"], table["beta"]), newton_tol=table["newton_tol"],
+                      newton_max_iter=table["newton_max_iter"], progress=bar)
+    bar.close()
+    summary = write(model, group, result, np.atleast_2d(np.array([pose_rigid(t) for t in result.t])
+                                                       ).reshape(len(result.t), -1))
+    if result.status != "complete":
+        group.set_status("incomplete", result.message)
+        raise SimError(f"{scenario.path}: transient stopped: {result.message}")
+    return summary
+
+
+def write(model, group, result, pose_rigid):
+    """Datasets of group ``transient`` (SPEC §3.3) and the summary dict."""
+    units = list(model.pose_units)
+    names = " ".join(model.pose_names)
+    deviation = result.pose - pose_rigid
+    group.put("time", result.t, "s", "output instants")
+    group.put("pose_rigid", pose_rigid, units, f"end-effector coordinates ({names}) of the rigid robot")
+    group.put("pose", result.pose, units, f"end-effector coordinates ({names}) of the flexible robot")
+    group.put("deviation", deviation, units, "pose - pose_rigid (flexible minus rigid)")
+    group.put("energy", result.energy.sum(axis=1), "J", "kinetic + gravitational + elastic energy")
+    group.put("energy_parts", result.energy, "J", "kinetic, gravitational, elastic energy (columns)")
+    group.put("constraint_violation", result.constraint_violation, "m, rad",
+              "norm of the joint and driving constraints C(q, t)")
+    group.put("newton_iterations", result.newton_iterations, "1",
+              "largest Newton iteration count of the steps since the previous sample")
+    for k, s in enumerate(model.sensors):
+        group.put(f"sensors/{s.name}", result.sensors[:, k], s.units, s.description or s.name)
+    group.attrs["pose_names"] = list(model.pose_names)
+    c = result.counters
+    for key, value in c.items():
+        group.attrs[key] = value
+    steps = max(c["steps"], 1)
+    group.attrs["time_per_step_s"] = c["wall_time_s"] / steps
+    group.attrs["time_per_iteration_s"] = c["wall_time_s"] / max(c["iterations"], 1)
+    peaks = np.abs(deviation).max(axis=0) if len(deviation) else np.zeros(len(units))
+    summary = {f"peak_deviation_{n}": float(p) for n, p in zip(model.pose_names, peaks)}
+    summary.update(max_constraint_violation=float(result.constraint_violation.max()),
+                   steps=int(c["steps"]), newton_iterations_per_step=c["iterations"] / steps,
+                   ms_per_step=1e3 * c["wall_time_s"] / steps,
+                   ms_per_newton_iteration=1e3 * c["wall_time_s"] / max(c["iterations"], 1))
+    for k, s in enumerate(model.sensors):
+        summary[f"{s.name}_final"] = float(result.sensors[-1, k])
+    return summary

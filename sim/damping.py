@@ -1,0 +1,260 @@
+r"""Damping models and complex modes of the constrained, linearised system (SPEC §2.3 item 7).
+
+At a configuration ``q`` with the actuators locked, the motions are ``v = N x`` (``N`` an
+orthonormal basis of the null space of ``C_q``, :func:`sim.modal.constraint_null_space`) and
+
+    M_n x'' + C_n x' + K_n (1 + i eta) x = N^T f,
+    M_n = N^T M N,  K_n = N^T K N,  C_n = N^T C N.
+
+Damping models, combinable:
+
+* structural (hysteretic): ``K (1 + i eta)`` (paper 004 eq. 33, eta = 0.096 for the Surgiscope);
+* Rayleigh: ``C = alpha M + beta K``;
+* modal damping ratios: ``C = M Phi diag(2 zeta_r omega_r) Phi^T M`` (``Phi`` mass-normalised);
+* the lumped dampers of springs and compliant actuators (:func:`sim.dynamics.damping_matrix`).
+
+The first three keep the undamped mode shapes (proportional damping).  Lumped dampers in
+general do not: :func:`complex_modes` then solves the state-space eigenproblem
+
+    A z = lambda z,   A = [[0, I], [-M^-1 K*, -M^-1 C]],   K* = K (1 + i eta),
+
+whose eigenvalues ``lambda_r = -zeta_r omega_r + i omega_r sqrt(1 - zeta_r^2)`` (viscous) give the
+damped natural frequencies ``|Im lambda_r| / 2 pi``.  For pure structural damping
+``lambda_r = i omega_r sqrt(1 + i eta)``, whose imaginary part is ``omega_r (1 + eta^2/8 + ...)``;
+the receptance peak of such a mode lies at ``omega_r`` itself.
+
+References
+----------
+D. J. Ewins, *Modal Testing*, 2nd ed., 2000, §2.3-2.6 (structural, proportional and
+non-proportional damping; complex modes).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .errors import SimError
+
+KINDS = ("none", "structural", "rayleigh", "modal")
+PROPORTIONAL_RTOL = 1e-8   # Caughey test: ||C M^-1 K - K M^-1 C|| relative to ||C M^-1 K||
+
+
+@dataclass(frozen=True)
+class Damping:
+    """A damping model.
+
+    Attributes
+    ----------
+    eta : float
+        Structural loss factor (``K (1 + i eta)``).
+    alpha, beta : float
+        Rayleigh coefficients [1/s, s].
+    zeta : float or ndarray, shape (k,)
+        Modal damping ratios (one for all modes, or per mode in ascending order; modes beyond
+        the list take its last value).
+    lumped : bool
+        Include the viscous dampers of the model's springs and compliant actuators.
+    """
+
+    eta: float = 0.0
+    alpha: float = 0.0
+    beta: float = 0.0
+    zeta: object = 0.0
+    lumped: bool = True
+
+    def __post_init__(self):
+        for name in ("eta", "alpha", "beta"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise SimError(f"damping `{name}` must be a finite number >= 0, got {value!r}")
+        z = np.atleast_1d(np.asarray(self.zeta, dtype=float))
+        if z.size == 0 or not np.all((z >= 0) & (z < 1)):
+            raise SimError(f"damping `zeta` must be in [0, 1), got {self.zeta!r}")
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """The constrained linear system at a configuration.
+
+    Attributes
+    ----------
+    N : ndarray, shape (n_v, n)
+        Orthonormal basis of the admissible motions.
+    M, K, C : ndarray, shape (n, n)
+        Reduced mass, stiffness and lumped viscous damping.
+    q : ndarray, shape (n_q,)
+    """
+
+    N: np.ndarray
+    M: np.ndarray
+    K: np.ndarray
+    C: np.ndarray
+    q: np.ndarray
+
+
+def reduce(model, q, locked=True):
+    """Reduced matrices ``N^T M N``, ``N^T K N``, ``N^T C N`` at ``q`` (actuators locked).
+
+    Parameters
+    ----------
+    model : Model
+    q : ndarray, shape (n_q,)
+    locked : bool
+
+    Returns
+    -------
+    Reduced
+    """
+    from .dynamics import damping_matrix, mass_matrix, stiffness_matrix
+    from .modal import constraint_null_space
+
+    N = constraint_null_space(model, q, locked)
+    free = N.shape == (model.n_v, model.n_v) and np.array_equal(N, np.eye(model.n_v))
+
+    def project(X):
+        X = X if free else N.T @ X @ N       # no constraint rows (springs only): N = 1
+        return 0.5 * (X + X.T)                 # round-off asymmetry of N^T X N
+
+    dampers = any(a.damping for a in model.actuators if a.stiffness is not None) or \
+        bool(model.springs and np.any(model.spring_tables["C"]))
+    C = project(damping_matrix(model, q)) if dampers else np.zeros((N.shape[1], N.shape[1]))
+    return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q)
+
+
+def rayleigh(M, K, alpha, beta):
+    """Rayleigh damping ``alpha M + beta K`` (n, n)."""
+    return alpha * M + beta * K
+
+
+def rayleigh_coefficients(f1, f2, zeta1, zeta2):
+    """Rayleigh ``(alpha, beta)`` giving ratios ``zeta1, zeta2`` at ``f1, f2`` [Hz].
+
+    ``zeta(omega) = alpha / (2 omega) + beta omega / 2``.
+    """
+    w1, w2 = 2 * np.pi * f1, 2 * np.pi * f2
+    A = np.array([[1 / (2 * w1), w1 / 2], [1 / (2 * w2), w2 / 2]])
+    alpha, beta = np.linalg.solve(A, [zeta1, zeta2])
+    return float(alpha), float(beta)
+
+
+def modal_ratios(damping, omega):
+    """Viscous ratios (k,) of the undamped modes ``omega`` (k,) [rad/s] under Rayleigh + modal.
+
+    Structural damping is not included (it is not viscous); its equivalent ratio at resonance
+    is ``eta / 2``.
+    """
+    omega = np.asarray(omega, dtype=float)
+    z = np.atleast_1d(np.asarray(damping.zeta, dtype=float))
+    zeta_modal = z[np.minimum(np.arange(omega.size), z.size - 1)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ray = np.where(omega > 0, damping.alpha / (2 * omega) + damping.beta * omega / 2, 0.0)
+    return zeta_modal + ray
+
+
+def modal_damping_matrix(M, shapes, omega, zeta):
+    """``M Phi diag(2 zeta omega) Phi^T M`` (n, n) for mass-normalised ``shapes`` (n, k)."""
+    MP = M @ shapes
+    return (MP * (2 * np.asarray(zeta) * np.asarray(omega))) @ MP.T
+
+
+def undamped_modes(red):
+    """Eigenpairs of ``(K_n, M_n)``: ``omega`` (n,) [rad/s] ascending, mass-normalised ``X`` (n, n)."""
+    lam, X = scipy.linalg.eigh(red.K, red.M)
+    return np.sqrt(np.maximum(lam, 0.0)), X
+
+
+def viscous_matrix(red, damping, omega=None, X=None):
+    """Total viscous damping ``C_n`` (n, n): lumped + Rayleigh + modal ratios."""
+    C = red.C.copy() if damping.lumped else np.zeros_like(red.M)
+    C += rayleigh(red.M, red.K, damping.alpha, damping.beta)
+    if np.any(np.asarray(damping.zeta) > 0):
+        if omega is None:
+            omega, X = undamped_modes(red)
+        z = np.atleast_1d(np.asarray(damping.zeta, dtype=float))
+        C += modal_damping_matrix(red.M, X, omega, z[np.minimum(np.arange(omega.size), z.size - 1)])
+    return C
+
+
+def is_proportional(M, C, K, rtol=PROPORTIONAL_RTOL):
+    """Caughey–O'Kelly test: ``C M^-1 K`` symmetric means the undamped modes diagonalise ``C``."""
+    if not np.any(C):
+        return True
+    A = C @ np.linalg.solve(M, K)
+    return np.linalg.norm(A - A.T) <= rtol * max(np.linalg.norm(A), 1e-300)
+
+
+@dataclass(frozen=True)
+class ComplexModes:
+    """Complex modes of ``M x'' + C x' + K (1 + i eta) x = 0``, one per conjugate pair.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray, shape (k,)
+        ``lambda_r`` with ``Im >= 0``, by increasing ``|Im|`` [rad/s].
+    frequencies_hz : ndarray, shape (k,)
+        Undamped-equivalent ``|lambda_r| / 2 pi``.
+    damped_hz : ndarray, shape (k,)
+        ``|Im lambda_r| / 2 pi``.
+    ratios : ndarray, shape (k,)
+        ``-Re lambda_r / |lambda_r|`` (viscous ratio; ~eta/2 for structural damping).
+    shapes : ndarray, shape (n, k)
+        Displacement part of the right eigenvectors, unit-norm, largest entry real.
+    """
+
+    eigenvalues: np.ndarray
+    frequencies_hz: np.ndarray
+    damped_hz: np.ndarray
+    ratios: np.ndarray
+    shapes: np.ndarray
+
+
+def state_space(M, C, K, eta=0.0):
+    """State matrix ``A`` (2n, 2n) (complex when ``eta > 0``) and input map ``[0; M^-1]`` (2n, n)."""
+    n = M.shape[0]
+    Minv = np.linalg.inv(M)
+    Kc = K * (1 + 1j * eta) if eta else K
+    A = np.block([[np.zeros((n, n)), np.eye(n)], [-Minv @ Kc, -Minv @ C]])
+    return A, np.vstack([np.zeros((n, n)), Minv])
+
+
+def complex_modes(M, C, K, eta=0.0):
+    """Complex modes by the state-space eigenproblem (``scipy.linalg.eig``).
+
+    Parameters
+    ----------
+    M, C, K : ndarray, shape (n, n)
+        Reduced mass, viscous damping and stiffness.
+    eta : float
+        Structural loss factor.
+
+    Returns
+    -------
+    ComplexModes
+    """
+    n = M.shape[0]
+    A, _ = state_space(M, C, K, eta)
+    lam, Z = scipy.linalg.eig(A)
+    return from_eigenpairs(lam, Z[:n])
+
+
+def from_eigenpairs(lam, Z):
+    """`ComplexModes` from eigenvalues (m,) and displacement parts of eigenvectors (n, m).
+
+    Keeps one eigenvalue of each conjugate pair (``Im > 0``), by increasing ``|Im|``.
+    """
+    lam = np.asarray(lam, dtype=complex)
+    # One of each pair: Im > 0 (overdamped or static roots, Im = 0, kept once each).
+    keep = np.where(lam.imag > 1e-9 * np.abs(lam).max(initial=1.0))[0]
+    order = keep[np.argsort(np.abs(lam[keep].imag))]
+    lam, shapes = lam[order], np.asarray(Z, dtype=complex)[:, order]
+    shapes = shapes / np.linalg.norm(shapes, axis=0)
+    big = shapes[np.argmax(np.abs(shapes), axis=0), np.arange(shapes.shape[1])]
+    shapes = shapes * (np.abs(big) / big)
+    mag = np.abs(lam)
+    return ComplexModes(eigenvalues=lam, frequencies_hz=mag / (2 * np.pi), damped_hz=np.abs(lam.imag) / (2 * np.pi),
+                        ratios=-lam.real / np.maximum(mag, 1e-300), shapes=shapes)
+
+
+def modes_of(red, damping):
+    """Complex modes of the reduced system under ``damping`` (structural, Rayleigh, modal, lumped)."""
+    return complex_modes(red.M, viscous_matrix(red, damping), red.K, damping.eta)

@@ -1,0 +1,296 @@
+r"""Implicit integrators of the constrained equations of motion at acceleration level.
+
+The problem is the index-1 form of :mod:`sim.dynamics` with Baumgarte stabilisation (paper 001
+eq. 60): at every instant the unknowns ``(a, lam)`` solve
+
+    M(q) a + J(q)^T lam = Q(t, q, v),        J a = gamma - 2 alpha C_dot - beta^2 C,
+
+and the Newmark family advances ``(q, v)`` from the accelerations.  The generalized-α method
+(Chung–Hulbert; Arnold–Brüls for multibody systems) solves the equations exactly at
+``t_{n+1}`` and integrates a pseudo-acceleration ``ahat``:
+
+    (1 - alpha_m) ahat_{n+1} + alpha_m ahat_n = (1 - alpha_f) a_{n+1} + alpha_f a_n
+    v_{n+1} = v_n + h ((1 - gamma) ahat_n + gamma ahat_{n+1})
+    q_{n+1} = q_n ⊕ (h v_n + h^2 ((1/2 - beta) ahat_n + beta ahat_{n+1}))
+
+``alpha_m = alpha_f = 0`` is Newmark-β (average acceleration for ``gamma = 1/2``,
+``beta = 1/4``: second order, no numerical damping).  With ``rho_inf`` (spectral radius at
+infinite frequency) generalized-α uses ``alpha_m = (2 rho - 1)/(rho + 1)``,
+``alpha_f = rho/(rho + 1)``; the HHT-α variant uses ``alpha_m = 0``,
+``alpha_f = (1 - rho)/(1 + rho)`` (``rho`` in [1/2, 1]); both take ``gamma = 1/2 + alpha_f -
+alpha_m``, ``beta = (gamma + 1/2)^2 / 4``, stay second order and damp the high frequencies
+(stiff axial beam modes) so that they do not force tiny steps.
+
+Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor ``a_{n+1} = a_n`` with
+the iteration matrix
+
+    [[M + gamma' h C_t + beta' h^2 K_t,  J^T],
+     [(1 + 2 alpha gamma' h + beta^2 beta' h^2) J,  0]]
+
+(``gamma' = gamma c``, ``beta' = beta c``, ``c = (1 - alpha_f)/(1 - alpha_m)``), whose LU
+factorisation (``scipy.linalg.lu_factor``) is kept across iterations and steps while Newton
+converges fast, and refreshed when it slows down.  Convergence: the configuration correction
+``beta' h^2 |delta a|_inf`` [m or rad] falls below ``newton_tol``.
+
+References
+----------
+N. M. Newmark, "A method of computation for structural dynamics", J. Eng. Mech. Div. 85 (1959).
+H. M. Hilber, T. J. R. Hughes, R. L. Taylor, Earthquake Eng. Struct. Dyn. 5 (1977) 283–292.
+J. Chung, G. M. Hulbert, J. Appl. Mech. 60 (1993) 371–375.
+M. Arnold, O. Brüls, "Convergence of the generalized-α scheme for constrained mechanical
+systems", Multibody Syst. Dyn. 18 (2007) 185–202.
+J. Baumgarte, Comput. Methods Appl. Mech. Eng. 1 (1972) 1–16.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+NEWTON_MAX_ITER = 8
+NEWTON_TOL = 1e-10          # m or rad: configuration correction at convergence
+SLOW_RATE = 0.25            # contraction rate above which the iteration matrix is refreshed
+DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
+
+
+def _validate_positive(name, value):
+    """Return `value` as a float if it is finite and > 0; raise ValueError otherwise."""
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"`{name}` must be positive and finite, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What an integrator sees: the equations, never bodies or joints.
+
+    Attributes
+    ----------
+    n_v : int
+    evaluate : callable
+        ``evaluate(t, q, v) -> (M (n_v, n_v), Q (n_v,), C (n_c,), J (n_c, n_v), gamma (n_c,),
+        C_dot (n_c,))``: mass matrix, forces, constraints, their Jacobian, the velocity-
+        quadratic (and driving) acceleration right-hand side and the constraint rate.
+    integrate : callable
+        ``integrate(q, dv) -> q ⊕ dv``.
+    tangent : callable
+        ``tangent(t, q, v) -> (K_t, C_t)`` (n_v, n_v) stiffness and damping tangents used in
+        the iteration matrix (``C_t`` may be None).
+    """
+
+    n_v: int
+    evaluate: object
+    integrate: object
+    tangent: object
+
+
+class Integrator:
+    """Base class: guards, status and counters; subclasses implement ``_step()``.
+
+    Parameters
+    ----------
+    problem : Problem
+    t0 : float
+        Initial time [s].
+    q0 : ndarray, shape (n_q,)
+    v0 : ndarray, shape (n_v,)
+    h : float
+        Step [s].
+    baumgarte : tuple of float
+        ``(alpha, beta)`` [1/s] of ``C_ddot + 2 alpha C_dot + beta^2 C = 0``.
+    newton_tol : float
+        Configuration correction at convergence [m or rad].
+    newton_max_iter : int
+        Newton iterations per step (with a fresh iteration matrix, the step is retried once).
+
+    Attributes
+    ----------
+    t, q, v, a, lam : the state after the last step
+    status : {"running", "failed"}
+    message : str
+    n_steps, n_iterations, n_evaluations, n_factorizations : int
+    last_iterations : int
+        Newton iterations of the last step.
+    """
+
+    order = 2
+
+    def __init__(self, problem, t0, q0, v0, h, baumgarte=(10.0, 10.0), newton_tol=NEWTON_TOL,
+                 newton_max_iter=NEWTON_MAX_ITER):
+        self.problem = problem
+        self.h = _validate_positive("h", h)
+        self.baumgarte = tuple(float(x) for x in baumgarte)
+        if len(self.baumgarte) != 2 or min(self.baumgarte) < 0:
+            raise ValueError(f"`baumgarte` must be two non-negative gains, got {baumgarte!r}")
+        self.newton_tol = _validate_positive("newton_tol", newton_tol)
+        self.newton_max_iter = int(newton_max_iter)
+        self.t, self.q, self.v = float(t0), np.array(q0, dtype=float), np.array(v0, dtype=float)
+        self.status, self.message = "running", ""
+        self.n_steps = self.n_iterations = self.n_evaluations = self.n_factorizations = 0
+        self.last_iterations = 0
+        self.residual = 0.0
+        self.a, self.lam = self._initial_acceleration()
+
+    def _baumgarte_rhs(self, gamma, C, C_dot):
+        alpha, beta = self.baumgarte
+        return gamma - 2 * alpha * C_dot - beta**2 * C
+
+    def _initial_acceleration(self):
+        """Consistent ``(a, lam)`` at the initial state (least squares: redundant rows allowed)."""
+        M, Q, C, J, gamma, C_dot = self.problem.evaluate(self.t, self.q, self.v)
+        self.n_evaluations += 1
+        n = self.problem.n_v
+        A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+        x = scipy.linalg.lstsq(A, np.concatenate([Q, self._baumgarte_rhs(gamma, C, C_dot)]))[0]
+        return x[:n], x[n:]
+
+    def step(self):
+        """Advance one step; returns the status message ('' while running).
+
+        Raises
+        ------
+        RuntimeError
+            When stepping a failed integrator (a programming error).
+        """
+        if self.status != "running":
+            raise RuntimeError(f"cannot step a {self.status} integrator")
+        ok, message = self._step()
+        self.n_steps += 1
+        self.status = "running" if ok else "failed"
+        self.message = message
+        return message
+
+    def _step(self):
+        raise NotImplementedError
+
+
+class GeneralizedAlpha(Integrator):
+    """Generalized-α (Arnold–Brüls form) with Newton iterations; see the module docstring.
+
+    Parameters
+    ----------
+    rho_inf : float
+        Spectral radius at infinite frequency, in [0, 1] (1: no numerical damping).
+    **options
+        As :class:`Integrator`.
+    """
+
+    def __init__(self, problem, t0, q0, v0, h, rho_inf=0.9, **options):
+        rho = float(rho_inf)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"`rho_inf` must be in [0, 1], got {rho_inf!r}")
+        self.alpha_m, self.alpha_f = self.coefficients(rho)
+        self.gamma = 0.5 + self.alpha_f - self.alpha_m
+        self.beta = 0.25 * (self.gamma + 0.5) ** 2
+        self._lu = None
+        super().__init__(problem, t0, q0, v0, h, **options)
+        self.a_hat = self.a.copy()
+
+    @staticmethod
+    def coefficients(rho):
+        """``(alpha_m, alpha_f)`` for spectral radius ``rho``."""
+        return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
+
+    def _factorize(self, t, q, v, M, J):
+        h = self.h
+        c = (1 - self.alpha_f) / (1 - self.alpha_m)
+        K_t, C_t = self.problem.tangent(t, q, v)
+        S = M + self.beta * c * h**2 * K_t
+        if C_t is not None:
+            S = S + self.gamma * c * h * C_t
+        alpha, beta = self.baumgarte
+        scale = 1 + 2 * alpha * self.gamma * c * h + beta**2 * self.beta * c * h**2
+        n_c = J.shape[0]
+        A = np.block([[S, J.T], [scale * J, np.zeros((n_c, n_c))]])
+        with np.errstate(all="ignore"):
+            lu = scipy.linalg.lu_factor(A, check_finite=False)
+        self.n_factorizations += 1
+        pivots = np.abs(np.diag(lu[0]))
+        if not np.all(np.isfinite(pivots)) or pivots.min() <= 1e-13 * pivots.max():
+            return None
+        return lu
+
+    def _newton(self, fresh):
+        h, g, b = self.h, self.gamma, self.beta
+        am, af = self.alpha_m, self.alpha_f
+        c = (1 - af) / (1 - am)
+        t1 = self.t + h
+        a, lam = self.a.copy(), self.lam.copy()
+        offset = (af * self.a - am * self.a_hat) / (1 - am)
+        v_base = self.v + h * (1 - g) * self.a_hat
+        dq_base = h * self.v + h**2 * (0.5 - b) * self.a_hat
+        n = self.problem.n_v
+        previous = np.inf
+        for iteration in range(1, self.newton_max_iter + 1):
+            a_hat = c * a + offset
+            v1 = v_base + h * g * a_hat
+            q1 = self.problem.integrate(self.q, dq_base + h**2 * b * a_hat)
+            M, Q, C, J, gamma, C_dot = self.problem.evaluate(t1, q1, v1)
+            self.n_evaluations += 1
+            if fresh and iteration == 1 or self._lu is None:
+                self._lu = self._factorize(t1, q1, v1, M, J)
+                if self._lu is None:
+                    return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
+            r = np.concatenate([M @ a + J.T @ lam - Q, J @ a - self._baumgarte_rhs(gamma, C, C_dot)])
+            dx = scipy.linalg.lu_solve(self._lu, -r, check_finite=False)
+            a += dx[:n]
+            lam += dx[n:]
+            err = b * c * h**2 * np.abs(dx[:n]).max()
+            self.residual = err
+            if not (np.isfinite(err) and np.abs(a).max() < DIVERGED and np.abs(lam).max(initial=0) < DIVERGED):
+                return False, iteration, err, "diverged"
+            rate = err / previous
+            if err <= self.newton_tol:
+                if rate > SLOW_RATE or iteration > 3:
+                    self._lu = None          # refresh the iteration matrix on the next step
+                a_hat = c * a + offset
+                self._accept(t1, a, lam, a_hat, v_base + h * g * a_hat,
+                             self.problem.integrate(self.q, dq_base + h**2 * b * a_hat))
+                return True, iteration, err, ""
+            if iteration > 2 and rate > 0.9:
+                return False, iteration, err, "Newton iterations do not contract"
+            previous = err
+        return False, self.newton_max_iter, err, "Newton did not converge"
+
+    def _accept(self, t1, a, lam, a_hat, v1, q1):
+        self.t, self.q, self.v, self.a, self.lam, self.a_hat = t1, q1, v1, a, lam, a_hat
+
+    def _step(self):
+        ok, iterations, err, why = self._newton(fresh=False)
+        if not ok:
+            self.n_iterations += iterations
+            ok, iterations, err, why = self._newton(fresh=True)
+        self.n_iterations += iterations
+        self.last_iterations = iterations
+        if ok:
+            return True, ""
+        return False, (f"{why} at t = {self.t + self.h:.6g} s (Newton correction {err:.3g} m or rad "
+                       f"after {iterations} iterations, step {self.h:.3g} s)")
+
+
+class Newmark(GeneralizedAlpha):
+    """Newmark-β, average acceleration (gamma = 1/2, beta = 1/4): energy conserving for
+    linear systems, second order, no numerical damping."""
+
+    def __init__(self, problem, t0, q0, v0, h, rho_inf=1.0, **options):
+        super().__init__(problem, t0, q0, v0, h, rho_inf=1.0, **options)
+
+    @staticmethod
+    def coefficients(rho):
+        return 0.0, 0.0
+
+
+class HHT(GeneralizedAlpha):
+    """HHT-α in the generalized-α form (alpha_m = 0, alpha_f = (1 - rho)/(1 + rho))."""
+
+    def __init__(self, problem, t0, q0, v0, h, rho_inf=0.9, **options):
+        if not 0.5 <= float(rho_inf) <= 1.0:
+            raise ValueError(f"`rho_inf` must be in [0.5, 1] for HHT, got {rho_inf!r}")
+        super().__init__(problem, t0, q0, v0, h, rho_inf=rho_inf, **options)
+
+    @staticmethod
+    def coefficients(rho):
+        return 0.0, (1 - rho) / (1 + rho)
+
+
+METHODS = {"newmark": Newmark, "hht": HHT, "generalized-alpha": GeneralizedAlpha}

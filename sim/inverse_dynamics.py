@@ -1,0 +1,229 @@
+r"""Inverse dynamics and kineto-statics of the rigid robot (SPEC §2.3 item 3, paper 003).
+
+Along a :class:`sim.motion.RigidMotion` the elastic coordinates are frozen, so only the
+reference coordinates ``r = model.v_rigid`` enter.  With all joint rows and the actuator rows
+stacked in ``J`` (:func:`sim.constraints.constraints`), the equations of motion
+(:mod:`sim.dynamics`) are solved for the multipliers at each instant::
+
+    J_r^T lam = Q_r - M_rr a_r.
+
+``J_r^T`` is square and regular for a robot with as many actuators as degrees of freedom and
+independent constraints.  Planar loops modelled in 3D (redundant constraints) or redundant
+actuation leave ``lam`` undetermined: this module then returns the **minimum-norm
+least-squares multipliers** (truncated SVD at the model's direct rank ``home_ranks[1]``),
+which give the correct actuator forces and joint reactions only up to the self-equilibrated
+part that rigid bodies cannot resolve.
+
+* Actuator force (N m for an angle, N for a slide): ``tau = -lam_actuator``, the generalized
+  force the drive applies along its joint coordinate ``s`` (``J_s^T tau`` in ``Q``).
+* Joint reaction: the generalized force of a joint's rows on the body of its marker j is
+  ``-J_rows^T lam_rows``; on that body's reference coordinates ``(v_WB_W, w_WB_B)`` it is the
+  force ``F`` (world) and the moment ``R_WB g_w`` about the body origin, moved to the joint
+  point (marker j origin): ``M_j = R_WB g_w - (p_j - r_WB) x F``.  Reported in world axes or
+  in the joint frame (marker i axes).  When marker j is on the ground the wrench is computed
+  on marker i's body and negated (the wrench on the ground side).  The drive torque of an
+  actuated joint is not part of its reaction; it is the actuator force.
+* Power ``sum_k tau_k s_dot_k`` equals ``d(T + V)/dt`` (constraint forces of ideal joints do
+  no work); kinetic and potential energy come from :func:`sim.dynamics.energy`.
+
+The SVD also gives the condition number of ``[C_q; J_s]`` on the reference coordinates, the
+direct (actuators-locked) Jacobian: a parallel singularity shows as a condition number above
+``1 / SINGULAR_RATIO``.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .assembly import SINGULAR_RATIO
+from .constraints import constraints
+from .dynamics import energy, mass_and_forces
+from .errors import SimError
+from .kinematics import body_frames, markers
+from .model import JOINT_ROWS
+
+FRAMES = ("world", "joint")
+
+
+@dataclass(frozen=True)
+class InverseDynamics:
+    """Kineto-statics along a rigid motion sampled at ``t`` (n,) [s].
+
+    ``actuator_forces`` (n, n_a) [N m or N]; ``joint_reactions`` (n, n_j, 6): force [N] then
+    moment [N m] of each joint on the body of its marker j, at marker j's origin, in
+    ``frame``; ``multipliers`` (n, n_c) over joint then actuator rows; ``kinetic_energy``,
+    ``potential_energy`` (gravity plus frozen elastic) [J], ``actuator_power`` [W],
+    ``condition`` (n,) of the direct Jacobian, ``residual`` (n,) [N or N m] of the
+    least-squares solve (zero unless the motion is not dynamically consistent).
+    """
+
+    t: np.ndarray
+    actuator_forces: np.ndarray
+    joint_reactions: np.ndarray
+    multipliers: np.ndarray
+    kinetic_energy: np.ndarray
+    potential_energy: np.ndarray
+    actuator_power: np.ndarray
+    condition: np.ndarray
+    residual: np.ndarray
+    frame: str = "world"
+
+    def first_singular(self):
+        """Index of the first sample whose direct Jacobian is singular, or ``None``."""
+        bad = np.flatnonzero(~(self.condition < 1 / SINGULAR_RATIO))
+        return int(bad[0]) if bad.size else None
+
+
+def joint_row_slices(model):
+    """Row slice of each joint in the constraint vector (tuple, one per joint)."""
+    out, r = [], 0
+    for joint in model.joints:
+        width = sum(3 if prim[0] == "point" else 1 for prim in JOINT_ROWS[joint.kind])
+        out.append(slice(r, r + width))
+        r += width
+    return tuple(out)
+
+
+def multipliers(model, q, v, a, ms=None):
+    """Minimum-norm least-squares multipliers of ``J_r^T lam = Q_r - M_rr a_r`` at one instant.
+
+    Parameters
+    ----------
+    q : ndarray, shape (n_q,)
+    v, a : ndarray, shape (n_v,)
+        Velocities and accelerations; only the reference components are used.
+
+    Returns
+    -------
+    lam : ndarray, shape (n_c,)
+        Over all joint rows, then the actuator rows.
+    J : ndarray, shape (n_c, n_v)
+        The constraint Jacobian (joint and actuator rows).
+    condition : float
+        ``sigma_1 / sigma_r`` of ``J_r`` at the direct rank ``r = model.home_ranks[1]``.
+    residual : float
+        Norm of ``J_r^T lam - (Q_r - M_rr a_r)``.
+    """
+    rigid = model.v_rigid
+    ms = markers(model, q) if ms is None else ms
+    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)), ms=ms)
+    M, Q = mass_and_forces(model, q, v)
+    rhs = Q[rigid] - M[np.ix_(rigid, rigid)] @ a[rigid]
+    # gesvd: the divide-and-conquer default (gesdd) is several times slower at these sizes.
+    U, s, Vt = scipy.linalg.svd(J[:, rigid], full_matrices=False, lapack_driver="gesvd")
+    rank = model.home_ranks[1]
+    condition = s[0] / s[rank - 1] if s[rank - 1] > 0 else np.inf
+    # J_r^T = V S U^T, so the minimum-norm solution is U S^-1 V^T rhs over the kept values.
+    lam = U[:, :rank] @ ((Vt[:rank] @ rhs) / s[:rank])
+    residual = float(np.linalg.norm(J[:, rigid].T @ lam - rhs))
+    return lam, J, condition, residual
+
+
+def joint_wrenches(model, q, lam, frame="world", ms=None):
+    """Reaction wrench of every joint from its rows' multipliers.
+
+    Parameters
+    ----------
+    q : ndarray, shape (n_q,)
+    lam : ndarray, shape (n_c,) or (n_joint_rows,)
+    frame : {"world", "joint"}
+        Axes of the result: world, or the joint frame (marker i axes).
+
+    Returns
+    -------
+    ndarray, shape (n_j, 6)
+        Force [N] and moment [N m] on the body of marker j, about marker j's origin.
+    """
+    if frame not in FRAMES:
+        raise ValueError(f"`frame` must be one of {FRAMES}, got {frame!r}")
+    ms = markers(model, q) if ms is None else ms
+    _, J = constraints(model, q, ms=ms)
+    r_WB, R_WB = body_frames(model, q)
+    out = np.zeros((len(model.joints), 6))
+    for k, (joint, rows) in enumerate(zip(model.joints, joint_row_slices(model))):
+        mi, mj = joint.marker_i, joint.marker_j
+        sign, m_body = (1.0, mj) if model.markers[mj].body >= 0 else (-1.0, mi)
+        b = model.markers[m_body].body
+        if b < 0:
+            continue
+        g = -(J[rows].T @ lam[rows])[model.v_slice(b)][:6]
+        force = g[:3]
+        moment = R_WB[b] @ g[3:6] - np.cross(ms.p[mj] - r_WB[b], force)
+        wrench = sign * np.concatenate([force, moment])
+        if frame == "joint":
+            A = ms.A[mi]
+            wrench = np.concatenate([A.T @ wrench[:3], A.T @ wrench[3:]])
+        out[k] = wrench
+    return out
+
+
+def inverse_dynamics(model, motion, frame="world", progress=None):
+    """Actuator forces, joint reactions, energies and power along a rigid motion.
+
+    Parameters
+    ----------
+    model : Model
+    motion : RigidMotion
+        From :func:`sim.motion.rigid_motion`.
+    frame : {"world", "joint"}
+        Axes of the joint reactions.
+    progress : tqdm-like, optional
+        Updated once per sample.
+
+    Returns
+    -------
+    InverseDynamics
+        Singular instants are not raised here: check ``condition`` (or
+        :meth:`InverseDynamics.first_singular`); their forces are the truncated-SVD values.
+    """
+    n = motion.t.size
+    nj = model.rows["n_joint"]
+    out = {k: [] for k in ("lam", "wrench", "T", "V", "cond", "res")}
+    for k in range(n):
+        q, v, a = motion.q[k], motion.v[k], motion.a[k]
+        ms = markers(model, q)
+        lam, _, cond, res = multipliers(model, q, v, a, ms=ms)
+        kinetic, gravity, elastic = energy(model, q, v)
+        out["lam"].append(lam)
+        out["wrench"].append(joint_wrenches(model, q, lam[:nj], frame, ms=ms))
+        out["T"].append(kinetic)
+        out["V"].append(gravity + elastic)
+        out["cond"].append(cond)
+        out["res"].append(res)
+        if progress is not None:
+            progress.update(1)
+    lam = np.array(out["lam"]).reshape(n, -1)
+    tau = -lam[:, nj:]
+    return InverseDynamics(t=motion.t, actuator_forces=tau,
+                           joint_reactions=np.array(out["wrench"]).reshape(n, len(model.joints), 6),
+                           multipliers=lam, kinetic_energy=np.array(out["T"]), potential_energy=np.array(out["V"]),
+                           actuator_power=np.sum(tau * motion.actuators_dot, axis=1),
+                           condition=np.array(out["cond"]), residual=np.array(out["res"]), frame=frame)
+
+
+def actuator_forces(model, motion):
+    """Actuator forces (n, n_a) [N m or N] that drive the rigid robot along ``motion``.
+
+    The open-loop input of a torque-driven transient; shares the kernel of
+    :func:`inverse_dynamics`.
+
+    Raises
+    ------
+    SimError
+        At the first instant where the direct (actuators-locked) Jacobian is singular,
+        naming the time and the condition number.
+    """
+    nj = model.rows["n_joint"]
+    tau = np.empty((motion.t.size, len(model.actuators)))
+    for k in range(motion.t.size):
+        lam, _, cond, _ = multipliers(model, motion.q[k], motion.v[k], motion.a[k])
+        check_regular(motion.t[k], cond)
+        tau[k] = -lam[nj:]
+    return tau
+
+
+def check_regular(t, condition):
+    """Raise SimError if the direct Jacobian at time ``t`` [s] is singular."""
+    if not condition < 1 / SINGULAR_RATIO:
+        raise SimError(f"parallel (actuators-locked) singular configuration at t = {t:.6g} s "
+                       f"(condition number {condition:.3g})")

@@ -1,0 +1,244 @@
+r"""The time loop of the full FFR transient: drives, problem assembly, output sampling.
+
+:func:`simulate` is the only time loop of the project (STYLE §8.2 rule 6).  It turns a model
+and a :class:`Drive` into the :class:`sim.integrators.Problem` of :mod:`sim.dynamics`
+
+    M(q) a + J^T lam = Q_e + Q_v - K q (+ J_s^T tau for torque drives),
+
+samples the state at output instants and returns a :class:`Result`; it writes nothing.
+
+Drives (actuators ``s(q)``, ``J_s = ds/dq``):
+
+* ``prescribed``: driving constraints ``s(q) - s_ref(t) = 0`` (rows after the joint rows);
+* ``torque``: actuator forces ``tau = tau_ff(t) + kp (s_ref - s) + kd (s_ref_dot - s_dot)``;
+* ``free``: actuators unconstrained and unloaded (the mechanism moves freely).
+
+The bodies are linear FFR bodies: no geometric (centrifugal) stiffening.  A beam spun
+faster than its first bending frequency therefore softens without bound (the spin-up beam).
+"""
+from dataclasses import dataclass, field
+import inspect
+import time
+
+import numpy as np
+
+from . import dynamics
+from .constraints import constraints
+from .integrators import METHODS, Problem
+from .kinematics import integrate, markers, sensor_values, pose
+
+
+@dataclass(frozen=True)
+class Drive:
+    """How the actuators act.
+
+    Attributes
+    ----------
+    kind : {"prescribed", "torque", "free"}
+    reference : callable or None
+        ``reference(t) -> (s, s_dot, s_ddot)``, each (n_a,) [rad or m and rates].
+    feedforward : callable or None
+        ``feedforward(t) -> tau`` (n_a,) [N m or N] (torque drives).
+    kp, kd : float
+        PD gains (torque drives).
+    """
+
+    kind: str
+    reference: object = None
+    feedforward: object = None
+    kp: float = 0.0
+    kd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """Sampled transient.
+
+    Attributes
+    ----------
+    t : ndarray, shape (n,)
+    q : ndarray, shape (n, n_q)
+    v : ndarray, shape (n, n_v)
+    pose : ndarray, shape (n, d)
+    sensors : ndarray, shape (n, n_s)
+    energy : ndarray, shape (n, 3)
+        Kinetic, gravitational and elastic energy [J].
+    constraint_violation : ndarray, shape (n,)
+        Norm of ``C`` (joint and driving rows) [m, rad].
+    newton_iterations : ndarray, shape (n,)
+        Newton iterations of the step ending at each sample (0 at t0).
+    status : {"complete", "failed"}
+    message : str
+    counters : dict
+        ``steps, iterations, evaluations, factorizations, wall_time_s``.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    pose: np.ndarray
+    sensors: np.ndarray
+    energy: np.ndarray
+    constraint_violation: np.ndarray
+    newton_iterations: np.ndarray
+    status: str
+    message: str
+    counters: dict = field(default_factory=dict)
+
+
+def stiffness(model, q):
+    """Elastic stiffness ``K`` (n_v, n_v) from :mod:`sim.dynamics` (with joint springs when the
+    engine provides them)."""
+    if len(inspect.signature(dynamics.stiffness_matrix).parameters) > 1:
+        return dynamics.stiffness_matrix(model, q)
+    return dynamics.stiffness_matrix(model)
+
+
+def make_problem(model, drive, damping=None):
+    """:class:`sim.integrators.Problem` of ``model`` under ``drive``.
+
+    Parameters
+    ----------
+    model : Model
+    drive : Drive
+    damping : ndarray, shape (n_v, n_v), optional
+        Linear damping matrix ``D`` (``Q -= D v``).
+    """
+    nj = model.rows["n_joint"]
+    n_a = len(model.actuators)
+    K0 = stiffness(model, model.q_home)
+    angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
+
+    def evaluate(t, q, v):
+        M, Q = dynamics.mass_and_forces(model, q, v)
+        ms = markers(model, q, v)
+        if drive.kind == "prescribed":
+            s, sd, sdd = drive.reference(t)
+            C, J, gamma = constraints(model, q, v, targets=s, target_acc=sdd, ms=ms)
+            C_dot = J @ v
+            C_dot[nj:] -= sd
+        else:
+            C_all, J_all, gamma_all = constraints(model, q, v, targets=np.zeros(n_a), ms=ms)
+            C, J, gamma = C_all[:nj], J_all[:nj], gamma_all[:nj]
+            C_dot = J @ v
+            if drive.kind == "torque":
+                s_ref, sd_ref, _ = drive.reference(t)
+                err = s_ref - C_all[nj:]
+                err[angle] = (err[angle] + np.pi) % (2 * np.pi) - np.pi
+                J_s = J_all[nj:]
+                tau = drive.feedforward(t) + drive.kp * err + drive.kd * (sd_ref - J_s @ v)
+                Q = Q + J_s.T @ tau
+        if damping is not None:
+            Q = Q - damping @ v
+        return M, Q, C, J, gamma, C_dot
+
+    def tangent(t, q, v):
+        K_t = K0
+        C_t = damping
+        if drive.kind == "torque" and (drive.kp or drive.kd):
+            _, J_all = constraints(model, q, targets=np.zeros(n_a))
+            J_s = J_all[nj:]
+            K_t = K_t + drive.kp * J_s.T @ J_s
+            C_t = (0 if C_t is None else C_t) + drive.kd * J_s.T @ J_s
+        return K_t, C_t
+
+    return Problem(model.n_v, evaluate, lambda q, dv: integrate(model, q, dv), tangent)
+
+
+
+def _energy(model, q, v, M):
+    """Kinetic, gravitational and elastic energy [J] reusing ``M(q)``."""
+    grav, elastic = _potential(model, q)
+    return 0.5 * v @ M @ v, grav, elastic
+
+
+def _potential(model, q):
+    """Gravitational and elastic potential energy [J]."""
+    from .kinematics import body_frames
+    r, R = body_frames(model, q)
+    grav = elastic = 0.0
+    for b, body in enumerate(model.bodies):
+        qf = q[model.q_index[b][0] + 7:model.q_index[b][0] + 7 + body.n_f]
+        s = body.first_moment @ np.concatenate([[1.0], qf])
+        grav -= model.gravity @ (body.mass * r[b] + R[b] @ s)
+        elastic += 0.5 * qf @ body.stiffness_ff @ qf
+    return grav, elastic
+
+
+def _sample(model, drive, t, q, v):
+    """Outputs at one instant: pose (d,), sensors (n_s,), energy (3,), constraint norm."""
+    ms = markers(model, q)
+    targets = drive.reference(t)[0] if drive.kind == "prescribed" else None
+    C = constraints(model, q, targets=targets, ms=ms)[0]
+    M = dynamics.mass_matrix(model, q)
+    return pose(model, q, ms), sensor_values(model, q, ms), np.array(_energy(model, q, v, M)), np.linalg.norm(C)
+
+
+def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None, t0=0.0, rho_inf=0.9,
+             baumgarte=(10.0, 10.0), newton_tol=None, newton_max_iter=None, damping=None, progress=None):
+    """Integrate the full FFR equations from ``(q0, v0)`` at ``t0`` to ``t_end``.
+
+    Parameters
+    ----------
+    model : Model
+    q0 : ndarray, shape (n_q,)
+    v0 : ndarray, shape (n_v,)
+    t_end, h : float
+        Final time and step [s].
+    drive : Drive
+    method : str
+        A key of :data:`sim.integrators.METHODS`.
+    output_step : float, optional
+        Spacing of the samples [s] (default: every step); rounded to a multiple of ``h``.
+    rho_inf, baumgarte, newton_tol, newton_max_iter
+        Integrator options (:class:`sim.integrators.Integrator`).
+    damping : ndarray, shape (n_v, n_v), optional
+    progress : tqdm-like, optional
+        Updated with the number of steps taken.
+
+    Returns
+    -------
+    Result
+        ``status = "failed"`` with a one-line ``message`` (time, residual) when the
+        integration stops early; the samples computed so far are kept.
+    """
+    start = time.perf_counter()
+    problem = make_problem(model, drive, damping=damping)
+    options = {"baumgarte": baumgarte}
+    if newton_tol is not None:
+        options["newton_tol"] = newton_tol
+    if newton_max_iter is not None:
+        options["newton_max_iter"] = newton_max_iter
+    if method != "newmark":
+        options["rho_inf"] = rho_inf
+    integrator = METHODS[method](problem, t0, q0, v0, h, **options)
+    n_steps = int(round((t_end - t0) / h))
+    every = max(1, int(round((output_step or h) / h)))
+    rows = {k: [] for k in ("t", "q", "v", "pose", "sensors", "energy", "violation", "iterations")}
+
+    def record(iterations):
+        x, s, e, c = _sample(model, drive, integrator.t, integrator.q, integrator.v)
+        for key, value in zip(rows, (integrator.t, integrator.q, integrator.v, x, s, e, c, iterations)):
+            rows[key].append(value)
+
+    record(0)
+    iterations = 0
+    for k in range(1, n_steps + 1):
+        integrator.step()
+        iterations = max(iterations, integrator.last_iterations)
+        if integrator.status != "running":
+            break
+        if k % every == 0 or k == n_steps:
+            record(iterations)
+            iterations = 0
+        if progress is not None:
+            progress.update(1)
+    n_s = len(model.sensors)
+    return Result(t=np.array(rows["t"]), q=np.array(rows["q"]), v=np.array(rows["v"]),
+                  pose=np.array(rows["pose"]), sensors=np.array(rows["sensors"]).reshape(len(rows["t"]), n_s),
+                  energy=np.array(rows["energy"]), constraint_violation=np.array(rows["violation"]),
+                  newton_iterations=np.array(rows["iterations"], dtype=int),
+                  status="complete" if integrator.status == "running" else "failed", message=integrator.message,
+                  counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
+                                evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
+                                wall_time_s=time.perf_counter() - start))

@@ -1,0 +1,113 @@
+"""The 12-dof beam element (sim.beam) and the clamped stiffness of a beam body."""
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from conftest import load
+from problems import bar_extension, cantilever_tip_deflection, consistent_mass, shaft_twist
+from sim import beam
+
+#: Element cases: (L, E, G, rho, A, Iy, Iz, J, Ip) with distinct values so that no two terms
+#: can be swapped unnoticed.
+ELEMENTS = {
+    "steel_flat": (0.25, 2.1e11, 8.1e10, 7800.0, 2e-4, 1.667e-9, 6.667e-9, 4.6e-9, 8.334e-9),
+    "navaro_leg": (0.21, 74e9, 28.9e9, 2800.0, 2.4e-4, 1.152e-8, 2.000e-9, 5.902e-9, 1.352e-8),
+    "long_alu": (3.0, 7e10, 2.6e10, 2700.0, 1e-3, 3e-7, 5e-8, 1e-7, 4e-7),
+}
+
+
+def element_matrices(case):
+    L, E, G, rho, A, Iy, Iz, J, Ip = ELEMENTS[case]
+    K = beam.stiffness([L], E, G, A, Iy, Iz, J)[0]
+    M = beam.mass([L], rho, A, Iy, Iz, Ip)[0]
+    return K, M
+
+
+def rigid_motions(L):
+    """(12, 6): translations x, y, z, then small rotations about x, y, z of the element about
+    node 1 (at the origin; node 2 at (L, 0, 0)): ``u = t + w x p``, ``theta = w``."""
+    p = (np.zeros(3), np.array([L, 0.0, 0.0]))
+    out = np.zeros((12, 6))
+    for k in range(6):
+        t = np.eye(3)[k] if k < 3 else np.zeros(3)
+        w = np.eye(3)[k - 3] if k >= 3 else np.zeros(3)
+        for node in range(2):
+            out[6 * node:6 * node + 3, k] = t + np.cross(w, p[node])
+            out[6 * node + 3:6 * node + 6, k] = w
+    return out
+
+
+@pytest.mark.parametrize("case", ELEMENTS)
+def test_stiffness_is_symmetric(case):
+    K, _ = element_matrices(case)
+    assert_allclose(K, K.T, rtol=0, atol=1e-14 * np.abs(K).max(), err_msg="element stiffness K - K^T")
+
+
+@pytest.mark.parametrize("case", ELEMENTS)
+def test_stiffness_has_six_zero_eigenvalues_and_is_psd(case):
+    K, _ = element_matrices(case)
+    lam = np.linalg.eigvalsh(K)
+    zero = np.abs(lam) < 1e-10 * lam.max()
+    assert zero.sum() == 6, f"element stiffness has {zero.sum()} zero eigenvalues: {lam}"
+    assert lam[~zero].min() > 0, f"element stiffness is not positive semidefinite: {lam}"
+
+
+@pytest.mark.parametrize("case", ELEMENTS)
+def test_stiffness_null_space_is_rigid_motion(case):
+    K, _ = element_matrices(case)
+    R = rigid_motions(ELEMENTS[case][0])
+    assert np.linalg.matrix_rank(R) == 6
+    # K R = 0 with six zero eigenvalues (test above): the null space is exactly span(R).
+    assert_allclose(K @ R, 0.0, atol=1e-12 * np.abs(K).max() * np.abs(R).max(),
+                    err_msg="element stiffness times the rigid-body motions")
+
+
+@pytest.mark.parametrize("case", ELEMENTS)
+def test_mass_matches_przemieniecki(case):
+    L, _E, _G, rho, A, Iy, Iz, _J, Ip = ELEMENTS[case]
+    _, M = element_matrices(case)
+    expected = consistent_mass(L, rho, A, Iy, Iz, Ip)
+    assert_allclose(M, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max(),
+                    err_msg="quadrature consistent mass vs Przemieniecki closed form")
+
+
+@pytest.mark.parametrize("case", ELEMENTS)
+def test_mass_translation_kinetic_energy(case):
+    L, _E, _G, rho, A, *_ = ELEMENTS[case]
+    _, M = element_matrices(case)
+    velocity = np.array([0.3, -1.2, 0.7])
+    v = rigid_motions(L)[:, :3] @ velocity
+    assert_allclose(0.5 * v @ M @ v, 0.5 * rho * A * L * velocity @ velocity, rtol=1e-13,
+                    err_msg="kinetic energy of a rigid translation")
+
+
+def tip_flexibility(model, node_dof):
+    """Tip response of the clamped beam body to a unit load on nodal dof ``node_dof`` of the tip."""
+    body = model.bodies[0]
+    n_nodes = len(body.nodes_B)
+    row = 6 * (n_nodes - 1) + node_dof
+    col = int(np.flatnonzero(body.basis[row])[0])
+    load_vector = np.zeros(body.n_f)
+    load_vector[col] = 1.0
+    return np.linalg.solve(body.stiffness_ff, load_vector)[col]
+
+
+LOADS = {
+    # dof of the tip node and the exact response to a unit load (E = 2.1e11, nu = 0.3)
+    "bending_xy": (1, lambda L, s: cantilever_tip_deflection(1.0, L, s["E"], s["Iz"])),
+    "bending_xz": (2, lambda L, s: cantilever_tip_deflection(1.0, L, s["E"], s["Iy"])),
+    "axial": (0, lambda L, s: bar_extension(1.0, L, s["E"], s["A"])),
+    "torsion": (3, lambda L, s: shaft_twist(1.0, L, s["G"], s["J"])),
+}
+
+
+@pytest.mark.parametrize("elements", [1, 8])
+@pytest.mark.parametrize("load_case", LOADS)
+def test_cantilever_static_tip_response(load_case, elements):
+    length, width, height = 1.3, 0.02, 0.01
+    model = load("beam", support="clamped-free", elements=elements, length=length, width=width, height=height)
+    section = beam.Section.rectangle(width, height, E=2.1e11, rho=7800.0, nu=0.3)
+    props = {k: getattr(section, k) for k in ("E", "G", "A", "Iy", "Iz", "J")}
+    dof, exact = LOADS[load_case]
+    assert_allclose(tip_flexibility(model, dof), exact(length, props), rtol=1e-10,
+                    err_msg=f"cantilever tip response ({load_case}) from the body stiffness K_ff")

@@ -1,0 +1,52 @@
+"""``sim modes`` as a user runs it: a subprocess from the repository root."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from problems import NAVARO_CAST3M_HZ
+
+
+def sim(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "sim", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def navaro_json():
+    run = sim("modes", "models/navaro.py", "--pose", "0", "0", "0", "--json")
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_modes_json_ascending(navaro_json):
+    f = navaro_json["frequencies_hz"]
+    assert len(f) > 0 and np.all(np.diff(f) >= 0), f"frequencies_hz not ascending: {f}"
+
+
+@pytest.mark.parametrize("target", NAVARO_CAST3M_HZ)
+def test_modes_json_contains_cast3m(navaro_json, target):
+    f = np.array(navaro_json["frequencies_hz"])
+    assert np.sum(np.abs(f / target - 1) < 5e-3) >= NAVARO_CAST3M_HZ[target], f"{target} Hz not in {f}"
+
+
+MALFORMED = "def build(:\n    pass\n"
+
+ERRORS = {
+    "unknown_parameter": (["modes", "models/navaro.py", "--param", "elements_per_lnk=2"], "elements_per_lnk"),
+    "pose_outside_workspace": (["modes", "models/navaro.py", "--pose", "0.5", "0", "0"], "workspace"),
+    "malformed_model": (["modes", "{tmp}/broken.py"], "broken.py"),
+}
+
+
+@pytest.mark.parametrize("case", ERRORS)
+def test_modes_user_error_is_one_line(tmp_path, case):
+    (tmp_path / "broken.py").write_text(MALFORMED)
+    args, fragment = ERRORS[case]
+    run = sim(*(a.format(tmp=tmp_path) for a in args))
+    lines = run.stderr.strip().splitlines()
+    assert (run.returncode, len(lines)) == (2, 1), f"exit {run.returncode}, stderr {run.stderr!r}"
+    assert "Traceback" not in run.stderr and fragment in lines[0], f"stderr {run.stderr!r}"

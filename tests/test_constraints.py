@@ -1,0 +1,85 @@
+"""Constraint Jacobian, gamma, pose Jacobian and assembly (sim.constraints, sim.assembly)."""
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from conftest import central_difference, fd_jacobian, load, random_state
+from sim.assembly import solve_pose
+from sim.constraints import actuator_values, constraints
+from sim.errors import SimError
+from sim.kinematics import integrate, pose, pose_jacobian
+
+SEEDS = [0, 1, 2]
+
+
+def residual(model, q, targets):
+    return constraints(model, q, targets=targets)[0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_constraint_jacobian_matches_finite_differences(robot, seed):
+    q, _ = random_state(robot, seed)
+    targets = actuator_values(robot, q)[0]
+    J = constraints(robot, q, targets=targets)[1]
+    J_fd = fd_jacobian(lambda x: residual(robot, x, targets), robot, q, eps=1e-6)
+    assert_allclose(J, J_fd, rtol=1e-6, atol=1e-8, err_msg="constraint Jacobian C_q vs central differences")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gamma_is_minus_jacobian_rate_times_v(robot, seed):
+    """gamma = -(d/dt C_q) v along q(t) = q ⊕ t v (v constant, so no C_q v_dot term)."""
+    q, v = random_state(robot, seed)
+    targets = actuator_values(robot, q)[0]
+    gamma = constraints(robot, q, v, targets=targets)[2]
+    rate = central_difference(lambda t: constraints(robot, integrate(robot, q, t * v), targets=targets)[1] @ v, 1e-6)
+    assert_allclose(-rate, gamma, rtol=1e-5, atol=1e-5 * np.abs(gamma).max(),
+                    err_msg="gamma vs -(d/dt C_q) v by central differences")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_pose_jacobian_matches_finite_differences(robot, seed):
+    q, _ = random_state(robot, seed)
+    J = pose_jacobian(robot, q)[1]
+    J_fd = fd_jacobian(lambda x: pose(robot, x), robot, q, eps=1e-6)
+    assert_allclose(J, J_fd, rtol=1e-6, atol=1e-8, err_msg="end-effector pose Jacobian vs central differences")
+
+
+ASSEMBLED = {
+    "navaro": ("navaro", {}),
+    "flexible_arm": ("flexible_arm", dict(elements=16)),
+    "beam_clamped_clamped": ("beam", dict(support="clamped-clamped")),
+    "beam_pinned_pinned": ("beam", dict(support="pinned-pinned")),
+}
+
+
+@pytest.mark.parametrize("case", ASSEMBLED)
+def test_home_configuration_is_assembled(case):
+    name, params = ASSEMBLED[case]
+    model = load(name, **params)
+    phi = constraints(model, model.q_home)[0]
+    assert_allclose(phi, 0.0, atol=1e-10, err_msg=f"joint constraint residual of {case} at home")
+
+
+@pytest.mark.parametrize("index", range(1, 9))
+def test_navaro_pose_is_assembled(navaro, navaro_module, index):
+    q = solve_pose(navaro, navaro_module.POSES[index])
+    phi = constraints(navaro, q)[0]
+    assert_allclose(phi, 0.0, atol=1e-10, err_msg=f"joint constraint residual at NaVARo pose {index}")
+
+
+@pytest.mark.parametrize("index", range(1, 9))
+def test_navaro_pose_is_reached(navaro, navaro_module, index):
+    target = np.array(navaro_module.POSES[index])
+    q = solve_pose(navaro, target)
+    assert_allclose(pose(navaro, q), target, rtol=0, atol=1e-10, err_msg=f"end-effector pose at NaVARo pose {index}")
+
+
+def test_unreachable_pose_raises(navaro):
+    with pytest.raises(SimError, match="outside the workspace"):
+        solve_pose(navaro, (0.5, 0.0, 0.0))
+
+
+@pytest.mark.parametrize("values", [(0.0, 0.0), (0.0, 0.0, 0.0, 0.0)])
+def test_wrong_number_of_pose_values_raises(navaro, values):
+    with pytest.raises(SimError, match="pose needs 3 values"):
+        solve_pose(navaro, values)

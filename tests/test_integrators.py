@@ -1,0 +1,88 @@
+"""Integrators of the constrained equations: order, period, energy (sim.integrators, sim.simulate)."""
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sim.integrators import METHODS
+from sim.kinematics import integrate
+from sim.model import ModelBuilder
+from sim.simulate import Drive, simulate
+
+G = 9.81
+
+
+def pendulum(theta0, length=0.5, mass=1.0, radius_of_gyration=0.05):
+    """Compound pendulum on a revolute about z at the origin, released from ``theta0`` at rest.
+
+    Small-amplitude closed form: ``theta = theta0 cos(omega t)``,
+    ``omega^2 = m g L / (m k^2 + m L^2)``.
+    """
+    b = ModelBuilder("pendulum", gravity=(0.0, -G, 0.0))
+    com = length * np.array([np.sin(theta0), -np.cos(theta0), 0.0])
+    b.add_rigid_body("bob", mass, com, mass * radius_of_gyration**2 * np.eye(3))
+    b.add_marker("pivot_ground", None, np.zeros(3))
+    b.add_marker("pivot", "bob", np.zeros(3))
+    b.add_marker("com", "bob", com)
+    b.add_joint("pivot", "revolute", "pivot_ground", "pivot")
+    b.set_end_effector("com", ("x", "y"))
+    omega = np.sqrt(G * length / (radius_of_gyration**2 + length**2))
+    return b.build(), omega, length
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_second_order_on_pendulum(method):
+    theta0 = 1e-3            # nonlinear period shift theta0^2/16 ~ 6e-8, far below the errors
+    model, omega, length = pendulum(theta0)
+    t_end = 0.5
+    hs = 1e-2 / 2.0 ** np.arange(4)
+    errors = []
+    for h in hs:
+        res = simulate(model, model.q_home, np.zeros(model.n_v), t_end, h, Drive("free"), method=method,
+                       output_step=t_end, rho_inf=0.8, newton_tol=1e-14)
+        x_exact = length * np.sin(theta0 * np.cos(omega * t_end))
+        errors.append(abs(res.pose[-1, 0] - x_exact))
+    order = np.polyfit(np.log(hs), np.log(errors), 1)[0]
+    assert abs(order - 2.0) < 0.2, f"{method}: observed order {order:.2f}, errors {errors}"
+    assert errors[-1] < 1e-6 * length * theta0 * 1e3, f"{method}: finest error {errors[-1]:.3g}"
+
+
+def pinned_beam(elements=4):
+    from sim.loader import load_model
+    return load_model("models/beam.py", {"support": "pinned-pinned", "elements": elements})
+
+
+def test_newmark_period_matches_modal_frequency():
+    """Small free vibration of a pinned-pinned beam in its first mode: the Newmark period is
+    the modal period lengthened by (omega h)^2 / 12 (average acceleration)."""
+    from sim.modal import modes
+    model = pinned_beam()
+    mr = modes(model, model.q_home, count=1)
+    omega = mr.omega[0]
+    shape = mr.shapes[:, 0]
+    q0 = integrate(model, model.q_home, 1e-6 * shape / np.abs(shape[model.v_elastic]).max())
+    T = 2 * np.pi / omega
+    h = T / 40
+    res = simulate(model, q0, np.zeros(model.n_v), 3 * T, h, Drive("free"), newton_tol=1e-16)
+    y = res.q[:, model.q_elastic] @ shape[model.v_elastic]
+    # Upward zero crossings, linearly interpolated.
+    k = np.nonzero((y[:-1] < 0) & (y[1:] >= 0))[0]
+    crossings = res.t[k] - y[k] * (res.t[k + 1] - res.t[k]) / (y[k + 1] - y[k])
+    period = np.mean(np.diff(crossings))
+    expected = T * (1 + (omega * h) ** 2 / 12)
+    assert_allclose(period, expected, rtol=2e-3, err_msg="Newmark period vs modal period (1 + (wh)^2/12)")
+
+
+def test_newmark_conserves_energy_of_free_flexible_beam():
+    """Pinned-pinned beam released from a deformed state: average acceleration keeps the total
+    energy (all elastic at t = 0) within 0.1 %."""
+    from sim.modal import modes
+    model = pinned_beam()
+    mr = modes(model, model.q_home, count=3)
+    shape = mr.shapes[:, 0] + 0.5 * mr.shapes[:, 2]
+    q0 = integrate(model, model.q_home, 1e-4 * shape / np.abs(shape[model.v_elastic]).max())
+    h = 0.05 / mr.omega[2]
+    res = simulate(model, q0, np.zeros(model.n_v), 300 * h, h, Drive("free"), output_step=10 * h, newton_tol=1e-14)
+    E = res.energy.sum(axis=1)
+    assert res.status == "complete", res.message
+    drift = np.abs(E - E[0]).max() / E[0]
+    assert drift < 1e-3, f"energy drift {drift:.3g}"

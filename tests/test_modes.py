@@ -1,0 +1,185 @@
+"""Natural modes (sim.modal): beam convergence, flexible arm, NaVARo against Cast3M."""
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from conftest import SLENDER_BEAM, load, slender_beam
+from problems import (BEAM_RIGID_MODES, BETA_L, FLEXIBLE_ARM_OMEGA, NAVARO_CAST3M_HZ,
+                      NAVARO_INDEPENDENT_COORDINATES, NAVARO_SYMMETRIC_POSES, bending_omega)
+from sim.assembly import solve_pose
+from sim.beam import Section
+from sim.dynamics import mass_matrix
+from sim.modal import constraint_null_space, modes
+
+SUPPORTS = tuple(BETA_L)
+#: Nodal dof families of a beam along x: bending in x–y (v, theta_z), in x–z (w, theta_y),
+#: axial (u), torsion (theta_x).
+FAMILIES = {"xy": [1, 5], "xz": [2, 4], "axial": [0], "torsion": [3]}
+#: Meshes of the convergence-order fits, per mode: coarser meshes are pre-asymptotic for the
+#: higher modes (the free-free third mode on 4 elements), finer ones bring the first mode to
+#: the round-off floor of the eigensolver (about 1e-8 with 32 elements, where the spread of
+#: the eigenvalues of the full 3D element reaches 1e10).
+ORDER_MESHES = {1: (4, 8, 16), 2: (8, 16, 32), 3: (8, 16, 32)}
+REFERENCE_MESH = 64
+
+
+def nodal_shapes(model, result):
+    """World nodal displacement/rotation of each mode of a one-body model, (k, n_nodes, 6)."""
+    body = model.bodies[0]
+    out = []
+    for shape in result.shapes.T:
+        v, w, qf = shape[:3], shape[3:6], shape[6:]
+        d = (body.basis @ qf).reshape(-1, 6)
+        d[:, :3] += v + np.cross(w, body.nodes_B)      # body frame = world at home
+        d[:, 3:] += w
+        out.append(d)
+    return np.array(out)
+
+
+@lru_cache(maxsize=None)
+def beam_bending_omega(support, elements, plane):
+    """The three lowest bending frequencies [rad/s] of the slender beam in one plane."""
+    model = slender_beam(support, elements)
+    result = modes(model, model.q_home)
+    d = nodal_shapes(model, result)
+    norms = np.stack([np.linalg.norm(d[:, :, dofs], axis=(1, 2)) for dofs in FAMILIES.values()], axis=1)
+    dominant = np.array(list(FAMILIES))[np.argmax(norms, axis=1)]
+    return result.omega[dominant == plane][:3]
+
+
+def euler_bernoulli_omega(support, plane):
+    section = Section.rectangle(SLENDER_BEAM["width"], SLENDER_BEAM["height"], E=SLENDER_BEAM["E"],
+                                rho=SLENDER_BEAM["rho"], nu=SLENDER_BEAM["nu"])
+    I = section.Iz if plane == "xy" else section.Iy
+    return bending_omega(BETA_L[support], SLENDER_BEAM["length"], section.E, I, section.rho, section.A)
+
+
+@pytest.mark.parametrize("plane", ["xy", "xz"])
+@pytest.mark.parametrize("support", SUPPORTS)
+def test_beam_bending_frequencies_16_elements(support, plane):
+    assert_allclose(beam_bending_omega(support, 16, plane), euler_bernoulli_omega(support, plane), rtol=5e-3,
+                    err_msg=f"first three {plane} bending frequencies, {support} beam, 16 elements vs Euler–Bernoulli")
+
+
+@pytest.mark.parametrize("mode", [1, 2, 3])
+@pytest.mark.parametrize("plane", ["xy", "xz"])
+@pytest.mark.parametrize("support", SUPPORTS)
+def test_beam_bending_convergence_order(support, plane, mode):
+    """Cubic Hermite elements: frequency error ~ h^4 (against a fine mesh of the same beam)."""
+    meshes = ORDER_MESHES[mode]
+    reference = beam_bending_omega(support, REFERENCE_MESH, plane)[mode - 1]
+    errors = [abs(beam_bending_omega(support, n, plane)[mode - 1] / reference - 1) for n in meshes]
+    order = -np.polyfit(np.log(meshes), np.log(errors), 1)[0]
+    assert order > 3.5, f"observed order {order:.2f} of mode {mode} ({plane}, {support}); errors {errors}"
+
+
+@pytest.mark.parametrize("support", SUPPORTS)
+def test_beam_rigid_mode_count(support):
+    model = slender_beam(support, 16)
+    assert modes(model, model.q_home).rigid_count == BEAM_RIGID_MODES[support]
+
+
+#: (model, parameters, free motions): the count must not depend on the mesh.
+MESH_CASES = {
+    "beam_clamped_free_16": ("beam", dict(support="clamped-free", elements=16, **SLENDER_BEAM), 0),
+    "beam_clamped_free_128": ("beam", dict(support="clamped-free", elements=128, **SLENDER_BEAM), 0),
+    "flexible_arm_16": ("flexible_arm", dict(elements=16), 1),
+    "flexible_arm_64": ("flexible_arm", dict(elements=64), 1),
+}
+
+
+@pytest.mark.parametrize("case", MESH_CASES)
+def test_rigid_mode_count_independent_of_mesh(case):
+    name, params, expected = MESH_CASES[case]
+    model = load(name, **params)
+    result = modes(model, model.q_home, count=2)
+    assert result.rigid_count == expected, (f"{result.rigid_count} rigid-body modes for {case} (expected {expected}); "
+                                            f"lowest elastic frequencies {result.omega} rad/s")
+
+
+# -- flexible arm ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def arm_modes(flexible_arm):
+    return modes(flexible_arm, flexible_arm.q_home)
+
+
+def test_flexible_arm_in_plane_frequencies(flexible_arm, arm_modes):
+    d = nodal_shapes(flexible_arm, arm_modes)
+    tip = d[:, -1, :3]
+    in_plane = np.abs(tip[:, 1]) > np.abs(tip[:, 2])
+    assert_allclose(arm_modes.omega[in_plane][:4], FLEXIBLE_ARM_OMEGA, rtol=5e-3,
+                    err_msg="in-plane elastic frequencies of the flexible arm (16 elements) vs exact")
+
+
+def test_flexible_arm_one_rigid_mode(arm_modes):
+    assert arm_modes.rigid_count == 1
+
+
+# -- NaVARo ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def navaro_home_modes(navaro):
+    return modes(navaro, navaro.q_home)
+
+
+@lru_cache(maxsize=None)
+def navaro_pose_frequencies(pose):
+    model = load("navaro")
+    return modes(model, solve_pose(model, pose)).frequencies_hz
+
+
+@pytest.mark.parametrize("target", NAVARO_CAST3M_HZ)
+def test_navaro_home_matches_cast3m(navaro_home_modes, target):
+    f = navaro_home_modes.frequencies_hz
+    close = f[np.abs(f / target - 1) < 5e-3]
+    assert close.size >= NAVARO_CAST3M_HZ[target], (
+        f"Cast3M {target} Hz (x{NAVARO_CAST3M_HZ[target]}): model frequencies within 0.5 % {close}; "
+        f"lowest {f[:8]}")
+
+
+def test_navaro_home_no_rigid_mode(navaro_home_modes):
+    assert navaro_home_modes.rigid_count == 0
+
+
+def test_navaro_independent_coordinates(navaro):
+    N = constraint_null_space(navaro, navaro.q_home)
+    assert N.shape[1] == NAVARO_INDEPENDENT_COORDINATES
+
+
+@pytest.mark.parametrize("group", NAVARO_SYMMETRIC_POSES, ids=lambda g: "-".join(map(str, g)))
+def test_navaro_symmetric_paper_poses(navaro_module, group):
+    """Paper poses related by the 120° symmetry (rounded to mm): lowest six modes within 0.1 %."""
+    f = [navaro_pose_frequencies(tuple(navaro_module.POSES[i]))[:6] for i in group]
+    assert_allclose(f[1:], [f[0]] * 2, rtol=1e-3, err_msg=f"lowest frequencies at NaVARo poses {group}")
+
+
+@pytest.mark.parametrize("radius", [0.135, 0.21])
+def test_navaro_exactly_symmetric_poses(radius):
+    """Poses rotated exactly by 120° (platform angle unchanged): identical spectra."""
+    angles = np.radians([30.0, 150.0, 270.0])
+    f = [navaro_pose_frequencies((radius * np.cos(a), radius * np.sin(a), -np.pi / 3))[:20] for a in angles]
+    assert_allclose(f[1:], [f[0]] * 2, rtol=1e-8, err_msg=f"frequencies at symmetric poses of radius {radius}")
+
+
+MODAL_CASES = {
+    "navaro": lambda: load("navaro"),
+    "flexible_arm": lambda: load("flexible_arm", elements=16),
+    "beam_free_free": lambda: slender_beam("free-free", 8),
+}
+
+
+@pytest.mark.parametrize("case", MODAL_CASES)
+def test_mode_shapes_mass_normalised(case):
+    model = MODAL_CASES[case]()
+    result = modes(model, model.q_home)
+    G = result.shapes.T @ mass_matrix(model, model.q_home) @ result.shapes
+    assert_allclose(G, np.eye(G.shape[0]), rtol=0, atol=1e-9, err_msg=f"shapes^T M shapes of {case}")
+
+
+@pytest.mark.parametrize("kind", ["body_energy", "body_strain_energy"])
+def test_navaro_body_energy_fractions_sum_to_one(navaro_home_modes, kind):
+    fractions = getattr(navaro_home_modes, kind)
+    assert_allclose(fractions.sum(axis=1), 1.0, rtol=1e-12, err_msg=f"{kind} fractions summed over bodies")

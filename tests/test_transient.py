@@ -1,0 +1,97 @@
+"""Full FFR transient: initial state, constraint drift, drives, incomplete results (sim.analyses.transient)."""
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sim.analyses.transient import consistent_state, elastic_state, rigid_inverse_dynamics
+from sim.loader import load_model
+from sim.simulate import Drive, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def slider_crank():
+    return load_model(ROOT / "models/slider_crank.py", {"elements": 4})
+
+
+def simeon_state(model):
+    spec = tomllib.loads((ROOT / "scenarios/slider_crank.toml").read_text())["transient"]["initial_state"]
+    q_f, v_f = elastic_state(model, spec, "test")
+    q = model.q_home.copy()
+    q[model.q_elastic] = q_f[model.q_elastic]
+    return consistent_state(model, q, v_f, np.array([0.0]), np.array([150.0]))
+
+
+def test_simeon_initial_state_gives_published_rod_rate(slider_crank):
+    """Simeon's initial fields with the crank at 150 rad/s: chord rate -74.99577 rad/s, slider at rest."""
+    from sim.kinematics import markers
+    q0, v0 = simeon_state(slider_crank)
+    names = [m.name for m in slider_crank.markers]
+    ms = markers(slider_crank, q0, v0)
+    B, C = names.index("B_rod"), names.index("C_rod")
+    chord = ms.p[C] - ms.p[B]
+    rate = np.cross(chord, ms.pd[C] - ms.pd[B])[2] / (chord @ chord)
+    assert_allclose(rate, -74.99577, atol=1e-5, err_msg="rod chord angular rate")
+    assert_allclose(ms.pd[names.index("C_slider")], 0.0, atol=1e-9, err_msg="slider velocity")
+    assert_allclose(np.linalg.norm(chord), 0.3 + 1.6933e-5, rtol=1e-9, err_msg="rod chord length")
+
+
+def test_slider_crank_constraints_stay_satisfied(slider_crank):
+    q0, v0 = simeon_state(slider_crank)
+    drive = Drive("prescribed", reference=lambda t: (np.array([150.0 * t]), np.array([150.0]), np.zeros(1)))
+    res = simulate(slider_crank, q0, v0, 0.005, 1e-4, drive, output_step=5e-4, baumgarte=(200.0, 200.0))
+    assert res.status == "complete", res.message
+    assert res.constraint_violation.max() < 1e-5, f"constraint violation {res.constraint_violation.max():.3g}"
+    assert res.counters["iterations"] <= 6 * res.counters["steps"], res.counters
+
+
+def test_torque_drive_reproduces_rigid_motion_of_a_stiff_robot():
+    """Open-loop rigid inverse-dynamics torques on a very stiff slider-crank follow the rigid
+    motion: actuator force sign convention force = -lam."""
+    model = load_model(ROOT / "models/slider_crank.py", {"elements": 2, "E": 2e14})
+    rate = 20.0
+    law = lambda t: (np.array([rate * t]), np.array([rate]), np.zeros(1))  # noqa: E731
+    q0, v0 = consistent_state(model, model.q_home, np.zeros(model.n_v), np.zeros(1), np.array([rate]))
+    prescribed = simulate(model, q0, v0, 0.02, 1e-4, Drive("prescribed", reference=law), output_step=1e-3)
+    samples = [(q, v) for q, v in zip(prescribed.q, prescribed.v)]
+    from sim.simulate import make_problem
+    problem = make_problem(model, Drive("prescribed", reference=law))
+    taus = []
+    for (q, v), t in zip(samples, prescribed.t):
+        M, Q, C, J, gamma, C_dot = problem.evaluate(t, q, v)
+        import scipy.linalg
+        n = model.n_v
+        A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+        a = scipy.linalg.lstsq(A, np.concatenate([Q, gamma]))[0][:n]
+        taus.append(rigid_inverse_dynamics(model, q, v, a)[0])
+    import scipy.interpolate
+    tau = scipy.interpolate.CubicSpline(prescribed.t, np.array(taus)[:, None], axis=0)
+    torque = simulate(model, q0, v0, 0.02, 1e-4, Drive("torque", reference=law, feedforward=tau, kp=0.0, kd=0.0),
+                      output_step=1e-3)
+    assert torque.status == "complete", torque.message
+    # Open loop, torques splined from 1 ms samples: a slow drift of ~1e-4 m over 20 ms.
+    assert_allclose(torque.pose[:, 0], prescribed.pose[:, 0], atol=3e-4,
+                    err_msg="slider position, torque vs prescribed drive")
+
+
+def test_absurd_step_writes_incomplete_file(tmp_path):
+    out = tmp_path / "sc.h5"
+    proc = subprocess.run([sys.executable, "-m", "sim", "run", str(ROOT / "scenarios/slider_crank.toml"),
+                           "--out", str(out), "--set", "transient.step=0.02", "--set", "transient.duration=0.1",
+                           "--set", "transient.output_step=0.02", "--set", "model.parameters.elements=2"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode != 0, proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "t = " in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    with h5py.File(out) as f:
+        g = f["transient"]
+        assert g.attrs["status"] == "incomplete"
+        assert "t = " in g.attrs["message"]
+        assert g["time"].shape[0] >= 1 and g["deviation"].shape[0] == g["time"].shape[0]
