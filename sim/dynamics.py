@@ -24,7 +24,15 @@ The quadratic-velocity vector (d'Alembert forces of the velocity-dependent accel
 
 and gravity ``Q_R = m g``, ``Q_θ = s x R^T g``, ``Q_f = S_f^T R^T g``.  The section rotary
 inertia enters with constant coefficients (linear FFR theory), hence only through the
-gyroscopic term.  The mass matrix is block diagonal over bodies; bodies couple only through
+gyroscopic term.
+
+Geometric stiffening (beam bodies built with ``stiffening=True``): each element's axial strain
+is ``u' + (v'^2 + w'^2)/2``, so its axial energy is ``k/2 (du + g/2)^2`` with ``k = EA/L``,
+elongation ``du = A_e q_f`` and ``g = q_f^T G_e q_f = int (v'^2 + w'^2) dx``.  Beyond the
+linear ``k du^2 / 2`` already in ``K_ff`` this adds the potential ``k du g / 2 + k g^2 / 8``,
+the force ``-(k g A_e / 2 + N G_e q_f)`` with the axial force ``N = k (du + g/2)``, and the
+tangent stiffness ``N G_e + k (A_e + G_e q_f)(A_e + G_e q_f)^T - k A_e A_e^T``: an axial
+(e.g. centrifugal) tension stiffens bending, and the spin-up beam stays bounded.  The mass matrix is block diagonal over bodies; bodies couple only through
 the constraints.
 
 References
@@ -87,6 +95,26 @@ def _group_terms(model, grp, q, v=None):
     return Mb, Qb
 
 
+def _stretch_bodies(model):
+    return [b for b, body in enumerate(model.bodies) if body.stretch_k.size]
+
+
+def stretch_terms(model, q, b):
+    """Geometric-stiffening force (n_f,), tangent stiffness (n_f, n_f) and extra potential [J]
+    of body ``b`` (see the module docstring)."""
+    body = model.bodies[b]
+    s = model.q_index[b][0] + 7
+    qf = q[s:s + body.n_f]
+    A, k = body.stretch_rows, body.stretch_k
+    Gq = np.einsum("eab,b->ea", body.stretch_slopes, qf)
+    du, g = A @ qf, Gq @ qf
+    N = k * (du + 0.5 * g)
+    force = -(0.5 * k * g) @ A - N @ Gq
+    AG = A + Gq
+    tangent = np.einsum("e,eab->ab", N, body.stretch_slopes) + AG.T @ (k[:, None] * AG) - A.T @ (k[:, None] * A)
+    return force, tangent, float(np.sum(0.5 * k * du * g + 0.125 * k * g**2))
+
+
 def _scatter(model, grp, Mb, M):
     idx = grp.v_start[:, None] + np.arange(6 + grp.n_f)
     M[idx[:, :, None], idx[:, None, :]] = Mb
@@ -108,7 +136,8 @@ def stiffness_matrix(model, q=None):
     """Elastic stiffness ``K`` (n_v, n_v).
 
     The bodies' ``K_ff`` on their elastic coordinates; with ``q``, also the linearised lumped
-    springs and locked compliant actuators at that configuration (:mod:`sim.springs`).
+    springs and locked compliant actuators at that configuration (:mod:`sim.springs`) and the
+    tangent of the geometric stiffening (the geometric stiffness of the current axial forces).
     """
     K = np.zeros((model.n_v, model.n_v))
     for b, body in enumerate(model.bodies):
@@ -119,6 +148,11 @@ def stiffness_matrix(model, q=None):
         from .constraints import actuator_values
         ms = markers(model, q)
         K += springs.spring_stiffness(model, ms) + springs.actuator_stiffness(model, actuator_values(model, q, ms)[1])
+    if q is not None:
+        for b in _stretch_bodies(model):
+            i = model.q_index[b][1] + 6
+            n = model.bodies[b].n_f
+            K[i:i + n, i:i + n] += stretch_terms(model, q, b)[1]
     return K
 
 
@@ -149,6 +183,9 @@ def mass_and_forces(model, q, v, targets=None):
         Mb, Qb = _group_terms(model, grp, q, v)
         _scatter(model, grp, Mb, M)
         Q[grp.v_start[:, None] + np.arange(6 + grp.n_f)] = Qb
+    for b in _stretch_bodies(model):
+        i = model.q_index[b][1] + 6
+        Q[i:i + model.bodies[b].n_f] += stretch_terms(model, q, b)[0]
     if _has_lumped(model):
         from .constraints import actuator_values
         ms = markers(model, q)
@@ -179,6 +216,8 @@ def energy(model, q, v):
         s = np.einsum("gka,ga->gk", grp.first_moment, z)
         gravity -= np.sum((grp.mass[:, None] * r + np.einsum("gij,gj->gi", R, s)) @ model.gravity)
         elastic += 0.5 * np.einsum("ga,gab,gb->", qf, grp.stiffness_ff, qf)
+    for b in _stretch_bodies(model):
+        elastic += stretch_terms(model, q, b)[2]
     if model.springs:
         d, _ = springs.deflections(model, markers(model, q))
         elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)

@@ -73,6 +73,11 @@ class Body:
     elements: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
     basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     substructure: str = ""
+    # Geometric stiffening (see sim.dynamics): per element, axial stiffness EA/L (n_el,),
+    # elongation rows (n_el, n_f) and slope matrices (n_el, n_f, n_f); empty when off.
+    stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    stretch_slopes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
 
     @property
     def n_f(self):
@@ -313,8 +318,27 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
         np.add.at(Grot[k], dofs, Gr_e[:, k])
         for l in range(3):
             np.add.at(I[k, l], (ii, jj), I_e[k, l])
+    # Second-order axial strain u' + (v'^2 + w'^2)/2: elongation rows and slope matrices
+    # int (v'^2 + w'^2) dx = q_loc^T G q_loc (the unit geometric stiffness of each element).
+    a_loc = np.zeros(12)
+    a_loc[0], a_loc[6] = -1.0, 1.0
+    l = L[:, None, None]
+    one = np.ones_like(l)
+    g = np.block([[36 * one, 3 * l, -36 * one, 3 * l], [3 * l, 4 * l**2, -3 * l, -l**2],
+                  [-36 * one, -3 * l, 36 * one, -3 * l], [3 * l, -l**2, -3 * l, 4 * l**2]]) / (30 * l)
+    flip = np.array([1.0, -1.0, 1.0, -1.0])
+    G_loc = np.zeros((len(L), 12, 12))
+    ixy, ixz = np.ix_([1, 5, 7, 11], [1, 5, 7, 11]), np.ix_([2, 4, 8, 10], [2, 4, 8, 10])
+    G_loc[:, ixy[0], ixy[1]] = g
+    G_loc[:, ixz[0], ixz[1]] = g * np.outer(flip, flip)
+    stretch_rows = np.zeros((len(L), n))
+    stretch_G = np.zeros((len(L), n, n))
+    e = np.arange(len(L))[:, None]
+    stretch_rows[e, dofs] = T @ a_loc
+    stretch_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = T @ G_loc @ np.transpose(T, (0, 2, 1))
     return dict(K=K, S=S, I=I, Jrot=np.einsum("e,eab->ab", L, Jsec_B), Grot=Grot, Mrot=Mrot,
-                R_BE=R_BE, L=L, mass=float(np.sum(prop["rho"] * prop["A"] * L)))
+                R_BE=R_BE, L=L, mass=float(np.sum(prop["rho"] * prop["A"] * L)),
+                stretch_k=prop["E"] * prop["A"] / L, stretch_rows=stretch_rows, stretch_G=stretch_G)
 
 
 GW = beam.GAUSS_W
@@ -375,7 +399,7 @@ class ModelBuilder:
                                  inertia_B=R.T @ I_W @ R, substructure=substructure or name, points=[]))
 
     def add_beam_body(self, name, nodes, elements, section, z_ref=(0, 0, 1), clamp=0, orientation=None,
-                      modes=None, substructure=None):
+                      modes=None, substructure=None, stiffening=False):
         """Flexible body made of 3D Euler–Bernoulli beam elements (floating frame of reference).
 
         Parameters
@@ -393,6 +417,9 @@ class ModelBuilder:
             Body axes in world at home; world-aligned by default.
         modes : int, optional
             Keep only this many clamped-body modes as elastic coordinates (default: all nodal dofs).
+        stiffening : bool
+            Geometric stiffening: axial strain ``u' + (v'^2 + w'^2)/2`` per element, so that
+            axial (e.g. centrifugal) forces stiffen bending (:mod:`sim.dynamics`).
         """
         self._new_body(name)
         nodes = np.asarray(nodes, dtype=float)
@@ -413,7 +440,8 @@ class ModelBuilder:
         R = np.eye(3) if orientation is None else np.asarray(orientation, dtype=float)
         self._bodies.append(dict(name=name, kind="beam", R_WB=R, r_WB=nodes[clamp] if 0 <= clamp < len(nodes) else nodes[0],
                                  nodes_W=nodes, elements=elements, sections=sections, z_ref_W=z_ref, clamp=clamp,
-                                 modes=modes, substructure=substructure or name, points=[]))
+                                 modes=modes, substructure=substructure or name, points=[],
+                                 stiffening=bool(stiffening)))
 
     def add_point_mass(self, body, mass, inertia=None, node=None, position=None):
         """Attach a mass (and an inertia about its centre, world axes at home) to a body.
@@ -668,6 +696,9 @@ def _make_body(spec):
                 mass_ff=np.einsum("kkab->ab", second[:, :, 1:, 1:]) + B.T @ mats["Mrot"] @ B,
                 stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
                 substructure=spec["substructure"])
+    if spec["stiffening"]:
+        body = _replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
+                        stretch_slopes=B.T @ mats["stretch_G"] @ B)
     return body, (r_WB, R_WB)
 
 

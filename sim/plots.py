@@ -182,6 +182,98 @@ def plot_joint_forces(ax, time, reactions, names):
     return ax
 
 
+def plot_frf(ax, frequency, H, labels, damped=None, phase_ax=None):
+    """Bode-style plot: |H| (log scale) on ``ax``, phase on ``phase_ax`` if given.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    frequency : ndarray, shape (n_f,)
+        Hz
+    H : ndarray, complex, shape (n_f, n_out, n_in)
+    labels : list of list of str
+        ``labels[i][j]``: name of the output/input pair (with units).
+    damped : ndarray, optional
+        Damped natural frequencies [Hz], drawn as vertical lines.
+    phase_ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    H = np.asarray(H)
+    for i in range(H.shape[1]):
+        for j in range(H.shape[2]):
+            ax.semilogy(frequency, np.abs(H[:, i, j]), label=labels[i][j])
+            if phase_ax is not None:
+                phase_ax.plot(frequency, np.degrees(np.angle(H[:, i, j])), label=labels[i][j])
+    for target in [ax] + ([phase_ax] if phase_ax is not None else []):
+        for f in () if damped is None else np.asarray(damped).ravel():
+            if frequency[0] <= f <= frequency[-1]:
+                target.axvline(f, color="0.6", lw=0.6, ls=":")
+        target.set_xlabel("frequency [Hz]")
+        target.grid(True, alpha=0.3)
+        target.legend(loc="best", fontsize="small")
+    ax.set_ylabel("|H|")
+    if phase_ax is not None:
+        phase_ax.set_ylabel("phase [deg]")
+    return ax
+
+
+def _frf_parts(group):
+    """Frequency, complex H and pair labels of an `frf` group."""
+    H = np.asarray(group["H_real"]["data"]) + 1j * np.asarray(group["H_imag"]["data"])
+    units = group["H_real"]["attrs"].get("units")
+    ins, outs = group["attrs"].get("inputs", []), group["attrs"].get("outputs", [])
+    flat = [units] * H.shape[1] * H.shape[2] if isinstance(units, str) else list(units)
+    labels = [[f"{outs[i]} / {ins[j]} [{flat[i * H.shape[2] + j]}]" for j in range(H.shape[2])]
+              for i in range(H.shape[1])]
+    return group["frequency"]["data"], H, labels
+
+
+def _draw_frf(ax, group, phase=False):
+    """Magnitude (or, with ``phase``, phase) panel of an `frf` group."""
+    f, H, labels = _frf_parts(group)
+    damped = group["damped_frequencies"]["data"] if "damped_frequencies" in group else None
+    if phase:
+        for i in range(H.shape[1]):
+            for j in range(H.shape[2]):
+                ax.plot(f, np.degrees(np.angle(H[:, i, j])), label=labels[i][j])
+        ax.set_xlabel("frequency [Hz]")
+        ax.set_ylabel("phase [deg]")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        return ax
+    plot_frf(ax, f, H, labels, damped)
+    eta = group["attrs"].get("eta")
+    if eta:
+        ax.text(0.01, 0.02, f"structural damping eta = {eta:g}; dotted: damped natural frequencies",
+                transform=ax.transAxes, fontsize="small")
+    return ax
+
+
+def plot_identification(ax, group):
+    """Measured versus computed frequencies of every configuration of an `identification` group."""
+    names = [k for k in group if k.startswith("configuration_")]
+    width = 0.8 / max(2 * len(names), 1)
+    k = 0
+    for name in sorted(names):
+        c = group[name]
+        meas, comp = np.asarray(c["measured_frequencies"]["data"]), np.asarray(c["frequencies"]["data"])
+        modes = np.arange(1, meas.size + 1)
+        tag = c["frequencies"]["attrs"].get("description", "")
+        role = "fitted" if "fitted" in tag else "predicted"
+        ax.bar(modes + (k - len(names) + 0.5) * width, meas, width, label=f"{name} measured", alpha=0.6)
+        bars = ax.bar(modes + (k + 1 - len(names) + 0.5) * width, comp, width, label=f"{name} {role}")
+        errors = 100 * (comp - meas) / meas
+        ax.bar_label(bars, labels=[f"{e:+.1f}%" for e in errors], fontsize="x-small")
+        k += 2
+    ax.set_xlabel("measured mode")
+    ax.set_ylabel("frequency [Hz]")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
 def _panels(tree):
     """(title, draw) pairs for everything plottable in a result tree."""
     panels = []
@@ -202,6 +294,12 @@ def _panels(tree):
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"])))
+        if name == "frf" and "H_real" in group and "frequency" in group:
+            panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
+            panels.append(("frf: phase", lambda ax, g=group: _draw_frf(ax, g, phase=True)))
+        if name == "identification" and "parameters" in group:
+            panels.append(("identification: measured vs computed frequencies", lambda ax, g=group:
+                           plot_identification(ax, g)))
         if name == "inverse_dynamics" and "actuator_forces" in group:
             panels.append(("inverse_dynamics: driving forces", lambda ax, g=group:
                            _draw_actuators(ax, g)))

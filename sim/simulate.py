@@ -13,11 +13,11 @@ Drives (actuators ``s(q)``, ``J_s = ds/dq``):
 * ``torque``: actuator forces ``tau = tau_ff(t) + kp (s_ref - s) + kd (s_ref_dot - s_dot)``;
 * ``free``: actuators unconstrained and unloaded (the mechanism moves freely).
 
-The bodies are linear FFR bodies: no geometric (centrifugal) stiffening.  A beam spun
-faster than its first bending frequency therefore softens without bound (the spin-up beam).
+Bodies built with geometric stiffening (:mod:`sim.dynamics`) get their stiffening forces in
+``Q`` and its tangent in the iteration matrix; without it, a linear FFR beam spun faster than
+its first bending frequency softens without bound (the spin-up beam).
 """
 from dataclasses import dataclass, field
-import inspect
 import time
 
 import numpy as np
@@ -86,14 +86,6 @@ class Result:
     counters: dict = field(default_factory=dict)
 
 
-def stiffness(model, q):
-    """Elastic stiffness ``K`` (n_v, n_v) from :mod:`sim.dynamics` (with joint springs when the
-    engine provides them)."""
-    if len(inspect.signature(dynamics.stiffness_matrix).parameters) > 1:
-        return dynamics.stiffness_matrix(model, q)
-    return dynamics.stiffness_matrix(model)
-
-
 def make_problem(model, drive, damping=None):
     """:class:`sim.integrators.Problem` of ``model`` under ``drive``.
 
@@ -106,18 +98,19 @@ def make_problem(model, drive, damping=None):
     """
     nj = model.rows["n_joint"]
     n_a = len(model.actuators)
-    K0 = stiffness(model, model.q_home)
     angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
+    compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
 
     def evaluate(t, q, v):
-        M, Q = dynamics.mass_and_forces(model, q, v)
         ms = markers(model, q, v)
         if drive.kind == "prescribed":
             s, sd, sdd = drive.reference(t)
+            M, Q = dynamics.mass_and_forces(model, q, v, targets=s)
             C, J, gamma = constraints(model, q, v, targets=s, target_acc=sdd, ms=ms)
             C_dot = J @ v
-            C_dot[nj:] -= sd
+            C_dot[nj:] -= sd[~compliant]
         else:
+            M, Q = dynamics.mass_and_forces(model, q, v)
             C_all, J_all, gamma_all = constraints(model, q, v, targets=np.zeros(n_a), ms=ms)
             C, J, gamma = C_all[:nj], J_all[:nj], gamma_all[:nj]
             C_dot = J @ v
@@ -133,7 +126,7 @@ def make_problem(model, drive, damping=None):
         return M, Q, C, J, gamma, C_dot
 
     def tangent(t, q, v):
-        K_t = K0
+        K_t = dynamics.stiffness_matrix(model, q)
         C_t = damping
         if drive.kind == "torque" and (drive.kp or drive.kd):
             _, J_all = constraints(model, q, targets=np.zeros(n_a))
@@ -146,32 +139,13 @@ def make_problem(model, drive, damping=None):
 
 
 
-def _energy(model, q, v, M):
-    """Kinetic, gravitational and elastic energy [J] reusing ``M(q)``."""
-    grav, elastic = _potential(model, q)
-    return 0.5 * v @ M @ v, grav, elastic
-
-
-def _potential(model, q):
-    """Gravitational and elastic potential energy [J]."""
-    from .kinematics import body_frames
-    r, R = body_frames(model, q)
-    grav = elastic = 0.0
-    for b, body in enumerate(model.bodies):
-        qf = q[model.q_index[b][0] + 7:model.q_index[b][0] + 7 + body.n_f]
-        s = body.first_moment @ np.concatenate([[1.0], qf])
-        grav -= model.gravity @ (body.mass * r[b] + R[b] @ s)
-        elastic += 0.5 * qf @ body.stiffness_ff @ qf
-    return grav, elastic
-
-
 def _sample(model, drive, t, q, v):
     """Outputs at one instant: pose (d,), sensors (n_s,), energy (3,), constraint norm."""
     ms = markers(model, q)
     targets = drive.reference(t)[0] if drive.kind == "prescribed" else None
     C = constraints(model, q, targets=targets, ms=ms)[0]
-    M = dynamics.mass_matrix(model, q)
-    return pose(model, q, ms), sensor_values(model, q, ms), np.array(_energy(model, q, v, M)), np.linalg.norm(C)
+    return (pose(model, q, ms), sensor_values(model, q, ms), np.array(dynamics.energy(model, q, v)),
+            np.linalg.norm(C))
 
 
 def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None, t0=0.0, rho_inf=0.9,

@@ -51,3 +51,39 @@ def pair_modes(mac_matrix):
     """
     rows, cols = scipy.optimize.linear_sum_assignment(-np.asarray(mac_matrix))
     return sorted(zip(rows.tolist(), cols.tolist()))
+
+
+def track_modes(shapes, masses):
+    """Follow modes through crossings along a sequence of configurations.
+
+    The shapes of instant ``k`` are paired with the (already ordered) shapes of instant
+    ``k - 1`` by maximising the total mass-weighted MAC with ``M`` of instant ``k`` (one
+    metric for both sets: the shapes live in the same velocity coordinates and change little
+    between neighbouring instants, while the plain MAC would weigh metres against radians).
+
+    Parameters
+    ----------
+    shapes : sequence of ndarray, each shape (n, k)
+        Mode shapes of each instant, in ascending frequency.
+    masses : sequence of ndarray, each shape (n, n)
+        Mass matrix of each instant.
+
+    Returns
+    -------
+    order : ndarray of int, shape (m, k)
+        ``order[i, j]``: column of instant ``i`` that continues track ``j`` (row 0 = identity).
+    macs : ndarray, shape (m, k, k)
+        MAC between the ordered shapes of instants ``i - 1`` (rows) and ``i`` (columns,
+        original order); ``macs[0]`` is the identity.
+    """
+    m, k = len(shapes), shapes[0].shape[1]
+    order = np.zeros((m, k), dtype=int)
+    order[0] = np.arange(k)
+    macs = np.zeros((m, k, k))
+    macs[0] = np.eye(k)
+    for i in range(1, m):
+        previous = shapes[i - 1][:, order[i - 1]]
+        macs[i] = mac(previous, shapes[i], masses[i])
+        for track, column in pair_modes(macs[i]):
+            order[i, track] = column
+    return order, macs

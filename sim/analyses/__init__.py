@@ -32,3 +32,7 @@ from sim.analyses import frf  # noqa: E402,F401
 from sim.analyses import identification  # noqa: E402,F401
 from sim.analyses import inverse_dynamics  # noqa: E402,F401
 from sim.analyses import transient  # noqa: E402,F401
+from sim.analyses import ked  # noqa: E402,F401
+from sim.analyses import frequencies  # noqa: E402,F401
+from sim.analyses import sweep  # noqa: E402,F401
+from sim.analyses import design  # noqa: E402,F401

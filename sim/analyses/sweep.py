@@ -1,0 +1,136 @@
+"""Frequency map over a grid of end-effector poses (SPEC §2.3 item 6): group ``sweep``.
+
+Table ``[sweep]``::
+
+    axes = ["x", "y"]          # two end-effector coordinates spanning the grid
+    x = [-0.2, 0.2, 50]        # per axis: [min, max, number of points]
+    y = [-0.2, 0.2, 50]
+    pose = [...]               # the other coordinates (default: home)
+    count = 4                  # frequencies per pose
+    workers = 2                # processes (default: min(2, cores)); 1 runs in this process
+
+The grid is walked row by row in snake order, each pose reached by Newton from the
+neighbouring solved pose (one or two iterations), so the map costs about one modal analysis
+per pose.  A pose that cannot be reached or is singular gets NaN frequencies and
+``mask = False``; it does not stop the map.  Rows are shared among processes
+(:func:`sim.sweep.run_cases`), each process rebuilding the model from its file.
+"""
+import os
+
+import numpy as np
+
+from sim.analyses import register
+from sim.errors import SimError
+
+KEYS = ("axes", "pose", "count", "workers")
+
+
+def _grid(table, model, where):
+    axes = table.get("axes")
+    if not (isinstance(axes, list) and len(axes) == 2 and all(isinstance(a, str) for a in axes)):
+        raise SimError(f"{where} `axes` must name two end-effector coordinates, e.g. [\"x\", \"y\"]")
+    names = list(model.pose_names)
+    for a in axes:
+        if a not in names:
+            raise SimError(f"{where} `axes`: unknown coordinate `{a}` (the model has {', '.join(names)})")
+    unknown = set(table) - set(KEYS) - set(axes)
+    if unknown:
+        raise SimError(f"{where} unknown key `{sorted(unknown)[0]}` (keys: {', '.join(KEYS)}, and one per axis)")
+    values = []
+    for a in axes:
+        spec = table.get(a)
+        if not (isinstance(spec, list) and len(spec) == 3 and all(isinstance(v, (int, float)) for v in spec)
+                and spec[2] == int(spec[2]) and spec[2] >= 1):
+            raise SimError(f"{where} `{a}` must be [min, max, number of points]")
+        values.append(np.linspace(float(spec[0]), float(spec[1]), int(spec[2])))
+    base = table.get("pose")
+    base = np.asarray(model.pose_home if base is None else base, dtype=float)
+    if base.shape != (len(names),):
+        raise SimError(f"{where} `pose` needs {len(names)} values ({', '.join(names)})")
+    count = table.get("count", 4)
+    if not (isinstance(count, int) and count >= 1):
+        raise SimError(f"{where} `count` must be a positive integer")
+    workers = table.get("workers", min(2, os.cpu_count() or 1))
+    if not (isinstance(workers, int) and workers >= 1):
+        raise SimError(f"{where} `workers` must be a positive integer")
+    return [names.index(a) for a in axes], values, base, count, workers
+
+
+def rows_frequencies(model_file, parameters, index, values, base, rows, count):
+    """Frequencies of grid rows ``rows`` (snake order, continuation). One process's work.
+
+    Returns
+    -------
+    ndarray, shape (len(rows), n_1, count)
+        NaN where the pose is unreachable or singular.
+    """
+    from sim.assembly import SINGULAR_RATIO, assemble, regularity, solve_pose
+    from sim.dynamics import mass_matrix, stiffness_matrix
+    from sim.ked import has_free_motions, lowest_modes
+    from sim.loader import load_model
+
+    model = load_model(model_file, parameters)
+    free = has_free_motions(model, model.q_home)
+    out = np.full((len(rows), values[1].size, count), np.nan)
+    q_prev = None
+    for r, i in enumerate(rows):
+        columns = range(values[1].size) if r % 2 == 0 else range(values[1].size - 1, -1, -1)
+        for j in columns:
+            pose = base.copy()
+            pose[index[0]], pose[index[1]] = values[0][i], values[1][j]
+            try:
+                try:
+                    if q_prev is None:
+                        raise SimError("no neighbour")
+                    q = assemble(model, q_prev, pose_target=pose)
+                except SimError:
+                    q = solve_pose(model, pose, q_start=q_prev, check=False)
+                if min(regularity(model, q)) < SINGULAR_RATIO:
+                    continue
+            except SimError:
+                continue
+            q_prev = q
+            omega, _ = lowest_modes(model, q, count, mass_matrix(model, q), stiffness_matrix(model, q), free=free)
+            out[r, j, :omega.size] = omega / (2 * np.pi)
+    return out
+
+
+@register("sweep")
+def run(model, scenario, group, progress):
+    """Write group ``sweep``: the grid axes, frequencies (n_0, n_1, count) and mask (n_0, n_1).
+
+    Returns
+    -------
+    dict
+        Frequency range of the lowest mode over the reachable poses, and their number.
+    """
+    from sim.sweep import run_cases
+
+    where = f"{scenario.path}: [sweep]"
+    index, values, base, count, workers = _grid(scenario.data["sweep"], model, where)
+    n0 = values[0].size
+    blocks = [b for b in np.array_split(np.arange(n0), min(workers, n0)) if b.size]
+    cases = [(str(scenario.model_file), scenario.model_parameters, index, values, base, b.tolist(), count)
+             for b in blocks]
+    with progress(len(cases), "sweep: grid rows") as bar:
+        results = run_cases(rows_frequencies, cases, scheduler="serial" if workers == 1 else None,
+                            workers=workers, progress=bar)
+    failed = [r.error for r in results if not r.ok]
+    if failed:
+        raise SimError(f"{where} the map failed: {failed[0]}")
+    freqs = np.concatenate([r.value for r in results], axis=0)
+    mask = np.all(np.isfinite(freqs), axis=2)
+    names = [model.pose_names[i] for i in index]
+    for name, i, v in zip(names, index, values):
+        group.put(name, v, model.pose_units[i], f"grid values of end-effector coordinate {name}")
+    group.put("frequencies", freqs, "Hz",
+              f"lowest {count} elastic frequencies at each grid pose ({names[0]} index, {names[1]} index, mode); "
+              "NaN outside the workspace or at singular poses")
+    group.put("mask", mask, "1", "True where the pose was reached and regular")
+    group.put("pose", base, list(model.pose_units), "fixed coordinates of the grid poses")
+    group.attrs["axes"] = names
+    group.attrs["pose_names"] = list(model.pose_names)
+    if not mask.any():
+        return {"reachable_poses": 0}
+    f1 = freqs[..., 0][mask]
+    return {"frequency_range_hz": (float(f1.min()), float(f1.max())), "reachable_poses": int(mask.sum())}

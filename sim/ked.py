@@ -1,0 +1,330 @@
+r"""Kineto-elastodynamics (KED): piecewise-constant modal superposition (SPEC §2.3 item 5).
+
+The motion is the rigid robot's motion plus a small elastic displacement ``u`` (n_v,) that
+stays in the null space of the constraint Jacobian with the actuators locked (the elastic
+motion of the instantaneous structure, paper 002 §3).  Linearising the equations of
+:mod:`sim.dynamics` about the rigid state ``(q_r, v_r, a_r)``,
+
+    M u_ddot + K u = F,        F = Q(q_r, v_r) - M a_r,
+
+where ``Q`` holds gravity, the lumped springs and the quadratic-velocity (centrifugal and
+Coriolis) forces of the rigid motion, so ``F`` is the whole d'Alembert load of the rigid motion
+*including* its velocity-quadratic part (the coordinates ``v`` are not inertial, so ``-M a_r``
+alone would miss, e.g., the centrifugal load on a rotating link).  External forces enter
+through ``Q`` when a model declares them.  The constraint and rigid-actuator reactions do no
+work on ``u`` and drop out of the projection; a compliant actuator (a spring) carries its
+share of the load, so its drive deflects by the force it transmits.
+
+The trajectory is cut into ``n`` intervals ``[t_i, t_{i+1}]``.  On interval ``i``, ``M`` and
+``K`` are frozen at the configuration ``q_r(t_i)`` and the lowest ``r`` modes (``Phi``,
+``omega``; ``Phi^T M Phi = 1``) are kept with modal damping ``zeta``; the modal load
+``N = Phi^T F`` is linear in time between its values at the two ends, and each modal
+coordinate is advanced exactly (Duhamel integral in closed form, paper 002 eq. 72-76,
+:func:`ramp_response`).  At ``t_{i+1}`` the physical state ``u = Phi eta``,
+``u_dot = Phi eta_dot`` is passed to the next interval's modes by mass projection,
+``eta = Phi'^T M' u`` (paper 002 eq. 77).  The end-effector deviation is the linearised
+``J_x(q_r) u`` (:func:`sim.kinematics.pose_jacobian`).
+
+References
+----------
+Y. Zhao, "Kineto-elastodynamic characteristics of the six-degree-of-freedom parallel structure
+seismic simulator", J. Robotics 2011 (paper 002), §3-4.4.
+A. K. Chopra, *Dynamics of Structures*, 2nd ed., §5.2 (exact recurrence for piecewise-linear
+excitation).
+"""
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .constraints import actuator_values, constraints
+from .dynamics import mass_and_forces, stiffness_matrix
+from .kinematics import markers, pose_jacobian
+from .modal import NULL_RTOL, deformation_rows, modes
+
+
+def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
+    r"""Exact state at ``dt`` of ``eta_ddot + 2 zeta omega eta_dot + omega^2 eta = N(t)``.
+
+    ``N`` is linear from ``load_start`` (t = 0) to ``load_end`` (t = dt).  The solution is the
+    particular response to the ramp, ``c0 + c1 t`` with ``c1 = b / omega^2``,
+    ``c0 = (a - 2 zeta omega c1) / omega^2``, plus the free damped response fitted to the
+    initial state -- the closed form of the Duhamel integral of paper 002 eq. 75-76.
+    Vectorised over modes (all arguments broadcast).
+
+    Parameters
+    ----------
+    omega : ndarray, shape (r,)
+        Undamped circular frequencies [rad/s], > 0.
+    zeta : float or ndarray, shape (r,)
+        Damping ratios in [0, 1).
+    dt : float
+        Interval length [s].
+    eta, eta_dot : ndarray, shape (r,)
+        Modal coordinates and rates at the start.
+    load_start, load_end : ndarray, shape (r,)
+        Modal loads at the two ends.
+
+    Returns
+    -------
+    eta, eta_dot : ndarray, shape (r,)
+        At the end of the interval.
+
+    Notes
+    -----
+    The particular part divides by ``omega^2`` and ``omega^3``; relative round-off grows like
+    ``eps / (omega dt)^2``, harmless for ``omega dt > 1e-3`` (one interval is then a
+    thousandth of a period or more).
+    """
+    omega = np.asarray(omega, dtype=float)
+    zeta = np.asarray(zeta, dtype=float)
+    a = np.asarray(load_start, dtype=float)
+    b = (np.asarray(load_end, dtype=float) - a) / dt
+    c1 = b / omega**2
+    c0 = (a - 2 * zeta * omega * c1) / omega**2
+    wd = omega * np.sqrt(1 - zeta**2)
+    sigma = zeta * omega
+    A = eta - c0
+    B = (eta_dot - c1 + sigma * A) / wd
+    decay = np.exp(-sigma * dt)
+    co, si = np.cos(wd * dt), np.sin(wd * dt)
+    eta_end = decay * (A * co + B * si) + c0 + c1 * dt
+    eta_dot_end = decay * ((wd * B - sigma * A) * co - (sigma * B + wd * A) * si) + c1
+    return eta_end, eta_dot_end
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The frozen structure of one instant of the rigid motion.
+
+    Attributes
+    ----------
+    M : ndarray, shape (n_v, n_v)
+        Mass matrix at the rigid configuration.
+    load : ndarray, shape (n_v,)
+        ``F = Q - M a_r`` (see the module docstring) [N, N m].
+    omega : ndarray, shape (r,)
+        Lowest elastic circular frequencies [rad/s].
+    shapes : ndarray, shape (n_v, r)
+        Their mass-normalised shapes (constrained subspace, actuators locked).
+    pose_jacobian : ndarray, shape (d, n_v)
+        End-effector coordinates' Jacobian, for the linearised deviation.
+    """
+
+    M: np.ndarray
+    load: np.ndarray
+    omega: np.ndarray
+    shapes: np.ndarray
+    pose_jacobian: np.ndarray
+
+
+def locked_null_space(model, q, ms=None):
+    """Orthonormal basis (n_v, n_v - rank) of the null space of ``C_q``, actuators locked.
+
+    Same subspace as :func:`sim.modal.constraint_null_space`, from a column-pivoted QR of
+    ``C_q^T`` (about half the cost of the SVD for the tall matrices here); the rank is decided
+    on the diagonal of ``R`` with the same relative threshold.
+    """
+    ms = markers(model, q) if ms is None else ms
+    _, J = constraints(model, q, targets=actuator_values(model, q, ms)[0], ms=ms)
+    if not J.size:
+        return np.eye(model.n_v)
+    Qr, R, _ = scipy.linalg.qr(J.T, pivoting=True, mode="full", check_finite=False)
+    d = np.abs(np.diag(R))
+    rank = int(np.sum(d > NULL_RTOL * d[0])) if d.size and d[0] > 0 else 0
+    return Qr[:, rank:]
+
+
+def lowest_modes(model, q, count, M, K, ms=None, free=None):
+    """Lowest ``count`` elastic modes at ``q`` from given ``M``, ``K`` (actuators locked).
+
+    The subspace and eigenproblem of :func:`sim.modal.modes`, without the energy tables.
+
+    Parameters
+    ----------
+    free : bool, optional
+        Whether the model has free motions (a strut spinning about its axis between two
+        spherical joints); ``None`` finds out (cost: one SVD).  With none, the elastic
+        subspace is the whole constrained null space.
+
+    Returns
+    -------
+    omega : ndarray, shape (count,)
+        [rad/s]
+    shapes : ndarray, shape (n_v, count)
+        Mass-normalised.
+    """
+    N = locked_null_space(model, q, ms)
+    Mn = N.T @ M @ N
+    Kn = N.T @ K @ N
+    if free is None or free:
+        D = deformation_rows(model, q) @ N
+        Z = scipy.linalg.null_space(D, rcond=1e-9) if D.size else np.eye(N.shape[1])
+        if Z.shape[1]:
+            Y = scipy.linalg.null_space(Z.T @ Mn)
+            N, Mn, Kn = N @ Y, Y.T @ Mn @ Y, Y.T @ Kn @ Y
+    k = min(int(count), N.shape[1])
+    lam, X = scipy.linalg.eigh(0.5 * (Kn + Kn.T), 0.5 * (Mn + Mn.T), subset_by_index=[0, k - 1],
+                               check_finite=False)
+    return np.sqrt(np.maximum(lam, 0.0)), N @ X
+
+
+def frame(model, q, v, a, count, free=None):
+    """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes."""
+    M, Q = mass_and_forces(model, q, v)
+    ms = markers(model, q)
+    omega, shapes = lowest_modes(model, q, count, M, stiffness_matrix(model, q), ms, free)
+    return Frame(M=M, load=Q - M @ a, omega=omega, shapes=shapes, pose_jacobian=pose_jacobian(model, q, ms)[1])
+
+
+def has_free_motions(model, q):
+    """True when the model at ``q`` has free (rigid-body) motions with the actuators locked."""
+    return modes(model, q, count=1).rigid_count > 0
+
+
+def frames_along(model, motion, count, progress=None):
+    """Frames at every sample of a :class:`sim.motion.RigidMotion` (list, length n)."""
+    free = has_free_motions(model, motion.q[0])
+    out = []
+    for q, v, a in zip(motion.q, motion.v, motion.a):
+        out.append(frame(model, q, v, a, count, free))
+        if progress is not None:
+            progress.update(1)
+    return out
+
+
+class ModalStepper:
+    """Piecewise-constant modal superposition, one interval per :meth:`step`.
+
+    The state is the physical elastic displacement and velocity ``u``, ``u_dot`` (n_v,); each
+    step projects it on the interval's modes, advances the modal coordinates exactly and maps
+    them back.
+
+    Parameters
+    ----------
+    damping_ratio : float or ndarray, shape (r,)
+        Modal damping ratio(s) zeta in [0, 1).
+    u, u_dot : ndarray, shape (n_v,)
+        Initial elastic state (zero: the robot starts undeformed and at rest, paper 002
+        eq. 63 with ``U(0) = 0``, as the full transient does).
+    """
+
+    def __init__(self, damping_ratio, u, u_dot):
+        self.zeta = np.asarray(damping_ratio, dtype=float)
+        self.u = np.asarray(u, dtype=float).copy()
+        self.u_dot = np.asarray(u_dot, dtype=float).copy()
+        self.steps = 0
+
+    def project(self, fr):
+        """Modal coordinates and rates (r,) of the current state on the modes of ``fr``."""
+        P = fr.shapes.T @ fr.M
+        return P @ self.u, P @ self.u_dot
+
+    def step(self, fr, load_end, dt):
+        """Advance over one interval frozen at ``fr``; the load ends at ``load_end`` (n_v,).
+
+        Returns
+        -------
+        eta, eta_dot : ndarray, shape (r,)
+            Modal coordinates at the end of the interval (modes of ``fr``).
+        """
+        eta, eta_dot = self.project(fr)
+        Phi = fr.shapes
+        eta, eta_dot = ramp_response(fr.omega, self.zeta, dt, eta, eta_dot, Phi.T @ fr.load, Phi.T @ load_end)
+        self.u = Phi @ eta
+        self.u_dot = Phi @ eta_dot
+        self.steps += 1
+        return eta, eta_dot
+
+
+@dataclass(frozen=True)
+class KedResult:
+    """KED response at the interval ends ``time`` (n + 1,).
+
+    ``pose_rigid``, ``pose``, ``deviation`` (n + 1, d) [m, rad]; ``frequencies`` (n + 1, r)
+    [Hz] of the frozen structure at each instant; ``modal_coordinates`` and
+    ``modal_velocities`` (n + 1, r): row 0 on the first interval's modes, row ``i + 1`` at the
+    end of interval ``i`` on its modes; ``displacement`` (n + 1, n_v) the elastic state ``u``.
+    """
+
+    time: np.ndarray
+    pose_rigid: np.ndarray
+    pose: np.ndarray
+    deviation: np.ndarray
+    frequencies: np.ndarray
+    modal_coordinates: np.ndarray
+    modal_velocities: np.ndarray
+    displacement: np.ndarray
+
+
+def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None):
+    """Run the piecewise-constant modal superposition over precomputed frames.
+
+    Parameters
+    ----------
+    time : ndarray, shape (n + 1,)
+        Interval ends [s], increasing.
+    frames : sequence of Frame, length n + 1
+        Frame ``i`` freezes interval ``i``; the last one gives the final load and Jacobian.
+    pose_rigid : ndarray, shape (n + 1, d)
+    damping_ratio : float or ndarray, shape (r,)
+    u0, u_dot0 : ndarray, shape (n_v,), optional
+        Initial elastic state (default zero).
+
+    Returns
+    -------
+    KedResult
+    """
+    n_v = frames[0].M.shape[0]
+    stepper = ModalStepper(damping_ratio, np.zeros(n_v) if u0 is None else u0,
+                           np.zeros(n_v) if u_dot0 is None else u_dot0)
+    r = frames[0].omega.size
+    eta = np.zeros((len(time), r))
+    eta_dot = np.zeros((len(time), r))
+    U = np.zeros((len(time), n_v))
+    U[0] = stepper.u
+    eta[0], eta_dot[0] = stepper.project(frames[0])
+    for i in range(len(time) - 1):
+        eta[i + 1], eta_dot[i + 1] = stepper.step(frames[i], frames[i + 1].load, time[i + 1] - time[i])
+        U[i + 1] = stepper.u
+    deviation = np.einsum("kdv,kv->kd", np.array([f.pose_jacobian for f in frames]), U)
+    freqs = np.array([f.omega for f in frames]) / (2 * np.pi)
+    return KedResult(time=np.asarray(time, dtype=float), pose_rigid=pose_rigid, pose=pose_rigid + deviation,
+                     deviation=deviation, frequencies=freqs, modal_coordinates=eta, modal_velocities=eta_dot,
+                     displacement=U)
+
+
+def rigid_twin(model):
+    """``model`` with every actuator rigid (same coordinates, bodies, joints).
+
+    The rigid robot's motion does not depend on drive compliance; this twin lets
+    :func:`sim.motion.rigid_motion`, which reads the actuator values through the driving
+    constraint rows, run for models with compliant drives.
+    """
+    if not any(a.stiffness is not None for a in model.actuators):
+        return model
+    return dataclasses.replace(model, actuators=tuple(dataclasses.replace(a, stiffness=None, damping=0.0)
+                                                      for a in model.actuators))
+
+
+def rigid_motion(model, trajectory, times, progress=None):
+    """:func:`sim.motion.rigid_motion` for any drive (see :func:`rigid_twin`)."""
+    from .motion import rigid_motion as motion
+    return motion(rigid_twin(model), trajectory, times, progress=progress)
+
+
+def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None):
+    """KED response of ``model`` along ``trajectory`` (:class:`sim.trajectory.Trajectory`).
+
+    The rigid motion is sampled only at the ``intervals + 1`` interval ends.
+
+    Returns
+    -------
+    KedResult
+    """
+    T = trajectory.duration if duration is None else float(duration)
+    time = np.linspace(0.0, T, int(intervals) + 1)
+    motion = rigid_motion(model, trajectory, time, progress=progress)
+    frames = frames_along(model, motion, count)
+    return integrate_frames(time, frames, motion.pose, damping_ratio)
