@@ -10,9 +10,11 @@ Sources: ``rho A = 2.82 kg/m``, ``sqrt(E I / rho A) = 5.974 m^2/s``, ``L = 3.372
 (hinged–mass-loaded beam).  The hinge is free, so the rigid rotation about z is a free motion,
 reported as a rigid-body mode and not among the elastic frequencies.
 
-*Assumed* (not in the source, chosen so that only the in-plane bending data matter): steel
-``E = 2.1e11 Pa``; a flat section whose in-plane width follows from ``E I`` and ``rho A`` and
-whose out-of-plane height makes the out-of-plane bending more than ten times stiffer;
+*Assumed* (not in the source, which is planar): steel ``E = 2.1e11 Pa``; a flat section whose
+in-plane width follows from ``E I`` and ``rho A`` and whose out-of-plane height makes the
+out-of-plane bending 500 times stiffer.  The hinge clamps the out-of-plane bending, so an
+out-of-plane mode (the tip mass on a clamped strip, 8.77 rad/s) sits between the in-plane
+ones in the full list of frequencies; the in-plane modes are the source's;
 ``nu = 0.3``; no gravity (the source's frequencies are those of the unloaded arm).
 End-effector coordinates: tip ``x y``.
 """

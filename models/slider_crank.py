@@ -42,7 +42,7 @@ CRANK_INERTIA = 0.002727     # about the axis through O [kg m^2]
 SLIDER_MASS = 0.075552
 
 
-def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008):
+def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008, stiffening=False):
     """Slider-crank at crank angle 0.
 
     Parameters
@@ -53,6 +53,8 @@ def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008):
         Rod material [Pa, kg/m^3, -].
     width, height : float
         Rod section (in-plane y, out-of-plane z) [m].
+    stiffening : bool
+        Geometric stiffening of the rod by its axial force (second-order axial strain).
     """
     n = int(elements)
     if n != elements or n < 2 or n % 2:
@@ -67,7 +69,8 @@ def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008):
     b.add_rigid_body("crank", CRANK_MASS, 0.5 * B, np.diag([1e-3 * Jc, Jc, Jc]), position=O)
     nodes = np.linspace(B, C, n + 1)
     b.add_beam_body("rod", nodes, np.column_stack([np.arange(n), np.arange(1, n + 1)]),
-                    Section.rectangle(width, height, E=E, rho=rho, nu=nu), z_ref=(0, 0, 1), clamp=0)
+                    Section.rectangle(width, height, E=E, rho=rho, nu=nu), z_ref=(0, 0, 1), clamp=0,
+                    stiffening=stiffening)
     b.add_rigid_body("slider", SLIDER_MASS, C, 1e-6 * np.eye(3), position=C)
     z_axis = np.eye(3)                                     # marker axes = world axes (z normal to plane)
     x_along = np.array([[0, 0, 1], [0, 1, 0], [-1, 0, 0]], dtype=float)   # z along +x

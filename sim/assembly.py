@@ -132,6 +132,9 @@ def solve_pose(model, pose, q_start=None, check=True):
     """
     pose = np.asarray(pose, dtype=float).ravel()
     names = ", ".join(model.pose_names)
+    if model.home_ranks and model.home_ranks[0] < model.v_rigid.size:
+        raise SimError(f"`{model.name}`: its joints do not determine the configuration from the end-effector "
+                       f"pose (e.g. compliant joints only); set the pose through the model's parameters")
     if pose.size != len(model.pose_names):
         raise SimError(f"pose needs {len(model.pose_names)} values ({names}), got {pose.size}")
     if not np.all(np.isfinite(pose)):

@@ -20,7 +20,8 @@ Statistics at the solution, with ``J = d residual / d theta`` (m, n):
 * identifiability: a parameter whose Jacobian column is (near) zero (norm below
   ``ZERO_RTOL`` of the largest), or (near) parallel to another one (|cos| > ``CORRELATION``), or
   carries a singular direction of the column-normalised ``J`` (``s_min / s_max <
-  SINGULAR_RTOL``), is reported as not identifiable, with the reason.
+  SINGULAR_RTOL``), is reported as not identifiable, with the reason; an identifiable one whose
+  relative standard deviation exceeds ``POORLY_DETERMINED`` is reported as poorly determined.
 """
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from .errors import SimError
 ZERO_RTOL = 1e-3
 CORRELATION = 0.99
 SINGULAR_RTOL = 1e-3
+POORLY_DETERMINED = 0.25   # relative standard deviation above which a fitted value is reported as weak
 MERGE_RTOL = 1e-4      # model frequencies closer than this (relative) are one repeated mode
 
 
@@ -316,7 +318,6 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     theta = fit.x
     values = np.exp(theta)
     J = fit.jac
-    r = fit.fun
     dof = m - n
     sigma2 = 2 * fit.cost / dof if dof > 0 else np.nan
     cov = sigma2 * np.linalg.pinv(J.T @ J) if dof > 0 else np.full((n, n), np.nan)
@@ -324,6 +325,9 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = cov / np.outer(std, std)
     identifiable, sv = _diagnose(names, J, messages)
+    for j in np.where(identifiable & (std > POORLY_DETERMINED))[0]:
+        messages.append(f"`{names[j]}` is poorly determined by these data (relative standard deviation "
+                        f"{100 * std[j]:.0f} %)")
     active = (np.abs(theta - np.log(lo)) < 1e-6) | (np.abs(theta - np.log(hi)) < 1e-6)
     for j in np.where(active)[0]:
         messages.append(f"`{names[j]}` stopped at a bound ({values[j]:.4g})")
@@ -339,4 +343,4 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
         rms_error=float(np.sqrt(np.mean(fitted_errors**2))), covariance=cov, std=std, correlation=corr,
         sensitivity=J * scale[:, None], singular_values=sv, identifiable=identifiable, messages=messages,
         configurations=results, evaluations=problem.evaluations, wall_time_s=time.perf_counter() - start,
-        success=bool(fit.success) and r.size == m)
+        success=bool(fit.success))

@@ -262,7 +262,7 @@ def plot_identification(ax, group):
         meas, comp = np.asarray(c["measured_frequencies"]["data"]), np.asarray(c["frequencies"]["data"])
         modes = np.arange(1, meas.size + 1)
         tag = c["frequencies"]["attrs"].get("description", "")
-        role = "fitted" if "fitted" in tag else "predicted"
+        role = "predicted" if "predicted" in tag else "fitted"
         ax.bar(modes + (k - len(names) + 0.5) * width, meas, width, label=f"{name} measured", alpha=0.6)
         bars = ax.bar(modes + (k + 1 - len(names) + 0.5) * width, comp, width, label=f"{name} {role}")
         errors = 100 * (comp - meas) / meas

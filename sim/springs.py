@@ -67,7 +67,8 @@ def spring_stiffness(model, ms):
     if not model.springs:
         return np.zeros((model.n_v, model.n_v))
     _, Jd = deflections(model, ms)
-    return np.einsum("niv,nij,njw->vw", Jd, model.spring_tables["K"], Jd)
+    KJ = model.spring_tables["K"] @ Jd                       # (n_s, 6, n_v)
+    return Jd.reshape(-1, model.n_v).T @ KJ.reshape(-1, model.n_v)
 
 
 def spring_damping(model, ms):
@@ -75,7 +76,8 @@ def spring_damping(model, ms):
     if not model.springs:
         return np.zeros((model.n_v, model.n_v))
     _, Jd = deflections(model, ms)
-    return np.einsum("niv,nij,njw->vw", Jd, model.spring_tables["C"], Jd)
+    CJ = model.spring_tables["C"] @ Jd
+    return Jd.reshape(-1, model.n_v).T @ CJ.reshape(-1, model.n_v)
 
 
 def compliant_mask(model):

@@ -71,7 +71,10 @@ def test_bad_override(capsys, scenario):
     assert_one_line_error(code, err, "--set modes.count", "positive integer, got -2")
 
 
-def test_unavailable_analysis_writes_nothing(capsys, scenario, tmp_path):
+def test_unavailable_analysis_writes_nothing(capsys, scenario, tmp_path, monkeypatch):
+    # every shipped analysis is registered: hide one to exercise the guard
+    from sim.analyses import ANALYSES
+    monkeypatch.delitem(ANALYSES, "design", raising=False)
     text = SCENARIO + "[design]\nparameter = 'radius'\n"
     code, _, err = run_cli(capsys, "run", scenario(text), "--out", tmp_path / "out.h5")
     assert_one_line_error(code, err, "`[design]` analysis is not available in this version")
