@@ -37,7 +37,7 @@ position; gravity 9.81 m/s^2 along -z; the platform's centre of mass at its geom
 End-effector coordinates ``x y z rx ry rz`` of the platform centre (Z-Y-X Tait-Bryan angles,
 i.e. the paper's roll-pitch-yaw about fixed axes, R = Rz Ry Rx).  Each strut spins freely
 about its own axis between its two spherical joints: six free motions, reported as
-rigid-body modes by :func:`sim.modal.modes`.  Substructures: ``platform``, ``sliders``,
+rigid-body modes by :func:`sim.modal.modes` (``slider_joint = "universal"`` locks them).  Substructures: ``platform``, ``sliders``,
 ``struts``.
 """
 import numpy as np
@@ -106,7 +106,7 @@ def _axes(z, x_hint):
 
 def build(strut_radius=0.025, screw_radius=0.024977, E=206e9, G=79.38e9, rho=7800.0, E_screw=206e9,
           platform_mass=200.0, slider_mass=15.0, nut_stiffness=4e8, bearing_stiffness=1e9,
-          elements_per_strut=3, compliant_drives=True, z0=Z0, gravity=9.81):
+          elements_per_strut=3, compliant_drives=True, slider_joint="spherical", z0=Z0, gravity=9.81):
     """6-PSS seismic simulator at its home pose (platform centre at (0, 0, z0), level).
 
     Parameters
@@ -127,6 +127,10 @@ def build(strut_radius=0.025, screw_radius=0.024977, E=206e9, G=79.38e9, rho=780
         Beam elements per strut.
     compliant_drives : bool
         Ball-screw drives as springs of stiffness ``k_c`` (True) or rigid driving constraints.
+    slider_joint : str
+        ``"spherical"`` (paper 002: S-S struts, each free to spin about its axis) or
+        ``"universal"`` (first axis normal to the strut and the screw at home, second axis
+        normal to the strut; locks the spin, the platform's kinematics are unchanged).
     z0 : float
         Home height of the platform centre [m].
     gravity : float
@@ -141,6 +145,8 @@ def build(strut_radius=0.025, screw_radius=0.024977, E=206e9, G=79.38e9, rho=780
                         ("bearing_stiffness", bearing_stiffness)):
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"`{name}` must be positive, got {value!r}")
+    if slider_joint not in ("spherical", "universal"):
+        raise ValueError(f"`slider_joint` must be spherical or universal, got {slider_joint!r}")
     strut = Section.circle(strut_radius, E=E, rho=rho, G=G)
     b = ModelBuilder("pss6", gravity=(0.0, 0.0, -gravity))
     centre = np.array([0.0, 0.0, z0])
@@ -161,12 +167,16 @@ def build(strut_radius=0.025, screw_radius=0.024977, E=206e9, G=79.38e9, rho=780
         screw = _axes(e, along if abs(along @ e) < 0.99 else np.cross(e, [0.0, 0.0, 1.0]) + [1e-3, 0, 0])
         b.add_marker(f"rail_{i}", None, C, screw)
         b.add_marker(f"slide_{i}", f"slider_{i}", C, screw)
-        b.add_marker(f"ball_C_{i}", f"slider_{i}", C)
-        b.add_marker(f"socket_C_{i}", f"strut_{i}", C)
+        # Universal variant: axis 1 (z of the slider marker) normal to the strut, axis 2 (z of
+        # the strut marker) normal to the strut and to axis 1.
+        u1 = np.cross(along, e) if abs(along @ e) < 0.99 else np.cross(along, [0.0, 0.0, 1.0])
+        u1 /= np.linalg.norm(u1)
+        b.add_marker(f"ball_C_{i}", f"slider_{i}", C, _axes(u1, along))
+        b.add_marker(f"socket_C_{i}", f"strut_{i}", C, _axes(np.cross(along, u1), along))
         b.add_marker(f"socket_A_{i}", f"strut_{i}", A)
         b.add_marker(f"ball_A_{i}", "platform", A)
         b.add_joint(f"P_{i}", "prismatic", f"rail_{i}", f"slide_{i}")
-        b.add_joint(f"S_C_{i}", "spherical", f"ball_C_{i}", f"socket_C_{i}")
+        b.add_joint(f"S_C_{i}", slider_joint, f"ball_C_{i}", f"socket_C_{i}")
         b.add_joint(f"S_A_{i}", "spherical", f"socket_A_{i}", f"ball_A_{i}")
         k_c = drive_stiffness(screw_radius, E_screw, ch["L1"], ch["L2"], nut_stiffness, bearing_stiffness)
         b.add_actuator(f"screw_{i}", f"P_{i}", stiffness=k_c if compliant_drives else None)

@@ -21,8 +21,8 @@ infinite frequency) generalized-α uses ``alpha_m = (2 rho - 1)/(rho + 1)``,
 alpha_m``, ``beta = (gamma + 1/2)^2 / 4``, stay second order and damp the high frequencies
 (stiff axial beam modes) so that they do not force tiny steps.
 
-Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor ``a_{n+1} = a_n`` with
-the iteration matrix
+Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor
+``a_{n+1} = 2 a_n - a_{n-1}`` (``a_n`` on the first step) with the iteration matrix
 
     [[M + gamma' h C_t + beta' h^2 K_t,  J^T],
      [(1 + 2 alpha gamma' h + beta^2 beta' h^2) J,  0]]
@@ -183,6 +183,7 @@ class GeneralizedAlpha(Integrator):
         self.gamma = 0.5 + self.alpha_f - self.alpha_m
         self.beta = 0.25 * (self.gamma + 0.5) ** 2
         self._lu = None
+        self._previous = None
         super().__init__(problem, t0, q0, v0, h, **options)
         self.a_hat = self.a.copy()
 
@@ -215,7 +216,12 @@ class GeneralizedAlpha(Integrator):
         am, af = self.alpha_m, self.alpha_f
         c = (1 - af) / (1 - am)
         t1 = self.t + h
-        a, lam = self.a.copy(), self.lam.copy()
+        # Predictor: linear extrapolation of the accelerations (and multipliers) of the last
+        # two steps; it halves the first Newton correction on smooth motions.
+        if self._previous is None:
+            a, lam = self.a.copy(), self.lam.copy()
+        else:
+            a, lam = 2 * self.a - self._previous[0], 2 * self.lam - self._previous[1]
         offset = (af * self.a - am * self.a_hat) / (1 - am)
         v_base = self.v + h * (1 - g) * self.a_hat
         dq_base = h * self.v + h**2 * (0.5 - b) * self.a_hat
@@ -253,6 +259,7 @@ class GeneralizedAlpha(Integrator):
         return False, self.newton_max_iter, err, "Newton did not converge"
 
     def _accept(self, t1, a, lam, a_hat, v1, q1):
+        self._previous = (self.a, self.lam)
         self.t, self.q, self.v, self.a, self.lam, self.a_hat = t1, q1, v1, a, lam, a_hat
 
     def _step(self):

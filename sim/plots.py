@@ -300,6 +300,12 @@ def _panels(tree):
         if name == "identification" and "parameters" in group:
             panels.append(("identification: measured vs computed frequencies", lambda ax, g=group:
                            plot_identification(ax, g)))
+        if name == "design" and "energy_ratios_kinetic" in group:
+            panels.append(("design: energy ratios per substructure (kinetic | elastic)",
+                           lambda ax, g=group: _draw_energy_ratios(ax, g)))
+            if "sensitivities" in group:
+                panels.append(("design: frequency sensitivities", lambda ax, g=group:
+                               _draw_sensitivities(ax, g)))
         if name == "inverse_dynamics" and "actuator_forces" in group:
             panels.append(("inverse_dynamics: driving forces", lambda ax, g=group:
                            _draw_actuators(ax, g)))
@@ -330,6 +336,41 @@ def _draw_joint_forces(ax, group):
     reactions = group["joint_reactions"]
     names = [n for n in group["attrs"].get("joint_names") or sorted(reactions) if n in reactions and n != "attrs"]
     return plot_joint_forces(ax, group["time"]["data"], [reactions[n]["data"] for n in names], names)
+
+
+def _draw_energy_ratios(ax, group):
+    """Stacked bars per mode: kinetic (left bar) and elastic (right bar) shares of each substructure."""
+    kin = np.atleast_2d(group["energy_ratios_kinetic"]["data"])
+    ela = np.atleast_2d(group["energy_ratios_elastic"]["data"])
+    names = group["attrs"].get("substructures") or [f"part {i + 1}" for i in range(kin.shape[1])]
+    modes = np.arange(1, kin.shape[0] + 1)
+    for offset, ratios, hatch in ((-0.2, kin, None), (0.2, ela, "//")):
+        bottom = np.zeros(len(modes))
+        for j, name in enumerate(names):
+            ax.bar(modes + offset, ratios[:, j], 0.38, bottom=bottom, color=f"C{j}", hatch=hatch,
+                   label=name if hatch is None else None)
+            bottom += ratios[:, j]
+    ax.set_xticks(modes)
+    ax.set_xlabel("mode")
+    ax.set_ylabel("energy ratio")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _draw_sensitivities(ax, group):
+    """Grouped bars of d f_r / d p per mode, one colour per parameter."""
+    S = np.atleast_2d(group["sensitivities"]["data"])
+    names = group["attrs"].get("parameters") or [f"p{j + 1}" for j in range(S.shape[1])]
+    modes = np.arange(1, S.shape[0] + 1)
+    width = 0.8 / S.shape[1]
+    for j, name in enumerate(names):
+        ax.bar(modes - 0.4 + (j + 0.5) * width, S[:, j], width, label=name)
+    ax.set_xticks(modes)
+    ax.set_xlabel("mode")
+    ax.set_ylabel("d f / d p [Hz per unit]")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
 
 
 def _draw_map(ax, group):

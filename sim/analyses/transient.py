@@ -156,18 +156,6 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
     return q, v
 
 
-def rigid_inverse_dynamics(model, q, v, a):
-    """Actuator forces (n_a,) [N m or N] of the rigid robot: ``-lam_s`` of ``M a + J^T lam = Q``."""
-    from sim.constraints import constraints
-    from sim.dynamics import mass_and_forces
-
-    M, Q = mass_and_forces(model, q, v)
-    rigid = model.v_rigid
-    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)))
-    lam = np.linalg.lstsq(J[:, rigid].T, (Q - M @ a)[rigid], rcond=None)[0]
-    return -lam[model.rows["n_joint"]:]
-
-
 def _spline_law(t, s):
     spline = scipy.interpolate.CubicSpline(t, s, axis=0)
     return lambda x: (spline(x), spline(x, 1), spline(x, 2))
@@ -213,8 +201,8 @@ def reference(model, scenario, table, progress):
     law = _spline_law(times, motion.actuators)
     torque = None
     if table["drive"] == "torque":
-        tau = np.array([rigid_inverse_dynamics(model, *x) for x in zip(motion.q, motion.v, motion.a)])
-        torque = scipy.interpolate.CubicSpline(times, tau, axis=0)
+        from sim.inverse_dynamics import actuator_forces
+        torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque
 
 

@@ -1,0 +1,56 @@
+"""Speed of KED, frequencies along a trajectory and the 6-PSS frequency map (issue 4 targets).
+
+Targets: 3-RRRU KED, 512 intervals, 6 modes < 1 s; frequencies at 200 instants < 1 s;
+50 x 50 frequency map of the 6-PSS < 10 s on 2 cores.  Prints wall and CPU time per stage.
+
+Run: ``python benchmarks/bench_ked.py``
+"""
+import sim  # noqa: F401  (single-threaded BLAS, set before numpy is imported)
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sim.dynamics import mass_matrix, stiffness_matrix
+from sim.ked import frames_along, integrate_frames, lowest_modes, rigid_motion
+from sim.loader import load_model
+from sim.sweep import run_cases
+from sim.analyses.sweep import rows_frequencies
+from sim.trajectory import circle
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(label, fn):
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    print(f"{label:45s} wall {time.perf_counter() - w:7.3f} s   cpu {time.process_time() - c:7.3f} s")
+    return out
+
+
+def main():
+    rrru3 = load_model(ROOT / "models/rrru3.py", {"elements_per_link": 4})
+    trajectory = circle([0.0, 0.0, -0.7], 0.1, 2.0, 5.0)
+    t = np.linspace(0.0, 5.0, 513)
+    motion = timed("3-RRRU rigid motion, 513 samples", lambda: rigid_motion(rrru3, trajectory, t))
+    frames = timed("3-RRRU frames (M, load, 6 modes), 513", lambda: frames_along(rrru3, motion, 6))
+    timed("3-RRRU modal stepping, 512 intervals", lambda: integrate_frames(t, frames, motion.pose, 0.001))
+    t200 = np.linspace(0.0, 5.0, 200)
+    m200 = timed("3-RRRU rigid motion, 200 samples", lambda: rigid_motion(rrru3, trajectory, t200))
+    timed("3-RRRU 8 modes at 200 instants", lambda: [lowest_modes(rrru3, q, 8, mass_matrix(rrru3, q),
+                                                                  stiffness_matrix(rrru3, q), free=False)
+                                                     for q in m200.q])
+    pss6 = ROOT / "models/pss6.py"
+    params = {"slider_joint": "universal"}
+    home = load_model(pss6, params).pose_home
+    values = [np.linspace(-0.2, 0.2, 50), np.linspace(-0.2, 0.2, 50)]
+    for workers in (1, 2):
+        blocks = np.array_split(np.arange(50), workers)
+        cases = [(str(pss6), params, [0, 1], values, home, b.tolist(), 4) for b in blocks]
+        timed(f"6-PSS 50 x 50 map, {workers} process(es)",
+              lambda: run_cases(rows_frequencies, cases, scheduler="serial" if workers == 1 else None,
+                                workers=workers))
+
+
+if __name__ == "__main__":
+    main()

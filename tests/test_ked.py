@@ -1,0 +1,95 @@
+"""KED: exact interval step (closed form vs matrix exponential) and convergence in the intervals."""
+import sim  # noqa: F401  (single-threaded BLAS before numpy)
+import numpy as np
+import pytest
+import scipy.linalg
+
+from sim.ked import ModalStepper, Frame, integrate_frames, ked, ramp_response
+from sim.loader import load_model
+from sim.trajectory import circle
+
+from conftest import MODELS
+
+
+def expm_ramp(omega, zeta, dt, eta, eta_dot, a, b):
+    """Independent formula: the SDOF with the ramp load as augmented linear state, by expm."""
+    A = np.zeros((4, 4))
+    A[0, 1] = 1.0
+    A[1, :3] = -omega**2, -2 * zeta * omega, 1.0
+    A[2, 3] = (b - a) / dt
+    x = scipy.linalg.expm(A * dt) @ np.array([eta, eta_dot, a, 1.0])
+    return x[0], x[1]
+
+
+@pytest.mark.parametrize("zeta", [0.0, 0.001, 0.05, 0.5])
+def test_ramp_response_matches_matrix_exponential(zeta):
+    rng = np.random.default_rng(4)
+    omega = np.array([0.5, 7.0, 60.0, 900.0])
+    dt = 0.013
+    eta, eta_dot, a, b = rng.normal(size=(4, 4))
+    e1, ed1 = ramp_response(omega, zeta, dt, eta, eta_dot, a, b)
+    for r in range(4):
+        ref, ref_dot = expm_ramp(omega[r], zeta, dt, eta[r], eta_dot[r], a[r], b[r])
+        assert abs(e1[r] - ref) < 1e-10 * max(1.0, abs(ref))
+        assert abs(ed1[r] - ref_dot) < 1e-10 * max(1.0, abs(ref_dot))
+
+
+def test_one_interval_reproduces_constant_system():
+    """Constant M, K, linear load: one KED interval = the closed-form MDOF response."""
+    rng = np.random.default_rng(7)
+    n = 5
+    L = rng.normal(size=(n, n))
+    M = L @ L.T + n * np.eye(n)
+    G = rng.normal(size=(n, n))
+    K = 100 * (G @ G.T + n * np.eye(n))
+    lam, Phi = scipy.linalg.eigh(K, M)
+    omega = np.sqrt(lam)
+    F0, F1 = rng.normal(size=(2, n))
+    u0, ud0 = 1e-3 * rng.normal(size=(2, n))
+    dt, zeta = 0.02, 0.0
+    # Reference: the physical first-order system with the ramp, by expm (zeta = 0: no damping).
+    A = np.zeros((2 * n + 2, 2 * n + 2))
+    A[:n, n:2 * n] = np.eye(n)
+    Minv = np.linalg.inv(M)
+    A[n:2 * n, :n] = -Minv @ K
+    A[n:2 * n, 2 * n] = Minv @ F0
+    A[n:2 * n, 2 * n + 1] = Minv @ (F1 - F0) / dt
+    A[2 * n, 2 * n] = 0.0
+    A[2 * n + 1, 2 * n] = 0.0
+    # State (u, u_dot, 1, t): d(1)/dt = 0, dt/dt = 1.
+    A[2 * n + 1, 2 * n] = 1.0
+    x = scipy.linalg.expm(A * dt) @ np.concatenate([u0, ud0, [1.0, 0.0]])
+    stepper = ModalStepper(zeta, u0, ud0)
+    fr = Frame(M=M, load=F0, omega=omega, shapes=Phi, pose_jacobian=np.eye(n))
+    stepper.step(fr, F1, dt)
+    assert np.abs(stepper.u - x[:n]).max() < 1e-10 * np.abs(x[:n]).max()
+    assert np.abs(stepper.u_dot - x[n:2 * n]).max() < 1e-10 * np.abs(x[n:2 * n]).max()
+
+
+def test_constant_frames_split_is_exact():
+    """Cutting one interval into many with the same frozen modes changes nothing (linear load)."""
+    n = 3
+    M, K = np.diag([1.0, 2.0, 3.0]), np.diag([400.0, 900.0, 2500.0])
+    lam, Phi = scipy.linalg.eigh(K, M)
+    F = lambda t: np.array([1.0, -2.0, 0.5]) * (1 + 3 * t)  # noqa: E731
+    results = []
+    for parts in (1, 8):
+        t = np.linspace(0, 0.1, parts + 1)
+        frames = [Frame(M, F(ti), np.sqrt(lam), Phi, np.eye(n)) for ti in t]
+        results.append(integrate_frames(t, frames, np.zeros((parts + 1, n)), 0.02).displacement[-1])
+    assert np.abs(results[0] - results[1]).max() < 1e-12
+
+
+def test_ked_converges_with_intervals():
+    """Time-varying system (3-RRRU, short arc): successive refinements' differences shrink."""
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
+    trajectory = circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4)
+    peaks = []
+    finals = []
+    for n in (10, 20, 40, 80):
+        res = ked(model, trajectory, n, 3, 0.01)
+        finals.append(res.deviation[-1])
+        peaks.append(np.abs(res.deviation).max())
+    d = [np.abs(finals[i + 1] - finals[i]).max() for i in range(3)]
+    assert d[2] < 0.5 * d[1] < 0.25 * d[0]
+    assert peaks[-1] > 0
