@@ -10,6 +10,10 @@ import os
 # synchronisation cost, and ruins timings when two processes share the two cores.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# ... and when numpy was imported first, the environment is too late: limit the loaded pools.
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(limits=1, user_api="blas")
 
 from .assembly import assemble, solve_pose  # noqa: E402
 from .beam import Section  # noqa: E402

@@ -10,7 +10,7 @@ import numpy as np
 from .constraints import actuator_values, constraints
 from .errors import SimError
 from .kinematics import integrate, markers, pose_jacobian
-from .linalg import lstsq, svd
+from .linalg import lstsq, null_space, svd
 
 NEWTON_MAX_ITER = 30
 TOLERANCE = 1e-11          # residual (m or rad) for convergence
@@ -99,6 +99,23 @@ def regularity(model, q):
     return _min_ratio(J_inv, ranks[0]), _min_ratio(J_dir, ranks[1])
 
 
+def pose_determined(model):
+    """Whether the joints fix the configuration once the end effector is placed.
+
+    The motions left free by the joints and the end-effector coordinates (reference
+    coordinates only) must deform nothing: a strut spinning about its axis between two
+    spherical joints is a genuine free motion, whereas a body held only by lumped springs
+    would need a static equilibrium, not inverse kinematics, to be placed.
+    """
+    from .modal import deformation_rows
+    _, J = _residual(model, model.q_home, None, pose_jacobian(model, model.q_home)[0])
+    N = null_space(J, SINGULAR_RATIO)
+    if N.shape[1] == 0:
+        return True
+    D = deformation_rows(model, model.q_home)[:, model.v_rigid] @ N
+    return not (D.size and np.abs(D).max() > 1e-9)
+
+
 def home_ranks(model):
     """Ranks of the two regularity Jacobians at the home configuration (built once per model)."""
     q = model.q_home
@@ -132,9 +149,9 @@ def solve_pose(model, pose, q_start=None, check=True):
     """
     pose = np.asarray(pose, dtype=float).ravel()
     names = ", ".join(model.pose_names)
-    if model.home_ranks and model.home_ranks[0] < model.v_rigid.size:
+    if not model.pose_determined:
         raise SimError(f"`{model.name}`: its joints do not determine the configuration from the end-effector "
-                       f"pose (e.g. compliant joints only); set the pose through the model's parameters")
+                       f"pose (bodies held by springs only); set the pose through the model's parameters")
     if pose.size != len(model.pose_names):
         raise SimError(f"pose needs {len(model.pose_names)} values ({names}), got {pose.size}")
     if not np.all(np.isfinite(pose)):

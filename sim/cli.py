@@ -100,6 +100,10 @@ def cmd_run(args):
     from sim.results import ResultFile, check_target
 
     scenario = _load(args)
+    if args.scheduler:
+        if "sweep" not in scenario.data:
+            raise SimError(f"--scheduler: {scenario.path} has no [sweep] table to distribute")
+        scenario = _with_scheduler(scenario, args.scheduler)
     out = Path(args.out) if args.out else Path("results") / f"{scenario.name}.h5"
     # Refuse an existing output before the possibly slow model build.
     check_target(out, args.force)
@@ -118,6 +122,15 @@ def cmd_run(args):
         print(f"{name}: {items}" if items else name)
     print(f"wrote {out}")
     return 0
+
+
+def _with_scheduler(scenario, address):
+    """The scenario with ``[sweep] scheduler = address``, recorded as an override."""
+    from dataclasses import replace
+
+    data = dict(scenario.data, sweep=dict(scenario.data["sweep"], scheduler=address))
+    return replace(scenario, data=data,
+                   overrides=scenario.overrides + (f"sweep.scheduler={address}",))
 
 
 def cmd_validate(args):
@@ -195,6 +208,8 @@ def build_parser():
     run.add_argument("--out", metavar="PATH",
                      help="result file (default: results/<scenario name>.h5)")
     run.add_argument("--force", action="store_true", help="replace an existing result file")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="run the [sweep] cases on this Dask scheduler (tcp://host:port)")
     scenario_command("validate", "check a scenario and build its model", cmd_validate)
 
     modes = commands.add_parser("modes", help="natural frequencies of a model at a pose")

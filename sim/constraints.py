@@ -115,9 +115,11 @@ def constraints(model, q, v=None, targets=None, target_acc=None, ms=None):
     return (phi, J) if v is None else (phi, J, gamma)
 
 
-def actuator_values(model, q, ms=None):
-    """Actuator coordinates (n_a,) [rad or m] and their Jacobian (n_a, n_v)."""
-    ms = markers(model, q) if ms is None else ms
-    phi, J, _ = _eval(model, ms, False)
+def actuator_values(model, q, ms=None, v=None):
+    """Actuator coordinates (n_a,) [rad or m] and their Jacobian (n_a, n_v) -- of every
+    actuator, rigid or compliant.  With ``v``, also ``gamma_s`` (n_a,): ``s_ddot = J_s a -
+    gamma_s``."""
+    ms = (markers(model, q) if v is None else markers(model, q, v)) if ms is None else ms
+    phi, J, gamma = _eval(model, ms, v is not None)
     nj = model.rows["n_joint"]
-    return phi[nj:], J[nj:]
+    return (phi[nj:], J[nj:]) if v is None else (phi[nj:], J[nj:], gamma[nj:])

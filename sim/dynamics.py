@@ -204,7 +204,11 @@ def forces(model, q, v):
 def energy(model, q, v):
     """Kinetic, gravitational and elastic (bodies and lumped springs) energy [J] at ``(q, v)``."""
     M = mass_matrix(model, q)
-    kinetic = 0.5 * v @ M @ v
+    return (0.5 * v @ M @ v, *potential(model, q))
+
+
+def potential(model, q):
+    """Gravitational and elastic (bodies, stiffening, lumped springs) potential energy [J]."""
     gravity = 0.0
     elastic = 0.0
     for grp in model.body_groups:
@@ -221,4 +225,4 @@ def energy(model, q, v):
     if model.springs:
         d, _ = springs.deflections(model, markers(model, q))
         elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)
-    return kinetic, gravity, elastic
+    return gravity, elastic

@@ -22,15 +22,20 @@ alpha_m``, ``beta = (gamma + 1/2)^2 / 4``, stay second order and damp the high f
 (stiff axial beam modes) so that they do not force tiny steps.
 
 Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor
-``a_{n+1} = 2 a_n - a_{n-1}`` (``a_n`` on the first step) with the iteration matrix
+``a_{n+1} = 2 a_n - a_{n-1}`` (``a_n`` on the first step) on the step residual
 
-    [[M + gamma' h C_t + beta' h^2 K_t,  J^T],
-     [(1 + 2 alpha gamma' h + beta^2 beta' h^2) J,  0]]
+    r(a, lam) = [M a + J^T lam - Q ;  J a - gamma + 2 alpha C_dot + beta^2 C]
 
-(``gamma' = gamma c``, ``beta' = beta c``, ``c = (1 - alpha_f)/(1 - alpha_m)``), whose LU
+evaluated at ``q_{n+1}(a), v_{n+1}(a)``.  The iteration matrix is the Jacobian of ``r``
+itself, by forward differences (one evaluation per unknown): it holds every term --
+``M`` and ``J``, the stiffness ``-dQ/dq``, the gyroscopic and Coriolis ``-dQ/dv``,
+``d(J^T lam)/dq``, ``dgamma/dv`` and the position and velocity terms of the Baumgarte rows --
+through the Newmark maps ``dq/da = beta' h^2``, ``dv/da = gamma' h``.  Leaving any of them out
+slows Newton to linear convergence on fast mechanisms with light bodies.  Its LU
 factorisation (``scipy.linalg.lu_factor``) is kept across iterations and steps while Newton
-converges fast, and refreshed when it slows down.  Convergence: the configuration correction
-``beta' h^2 |delta a|_inf`` [m or rad] falls below ``newton_tol``.
+contracts fast, and refreshed when it slows down.  Convergence: the configuration correction
+``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the contraction
+rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
 
 References
 ----------
@@ -46,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-NEWTON_MAX_ITER = 8
+NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-10          # m or rad: configuration correction at convergence
 SLOW_RATE = 0.25            # contraction rate above which the iteration matrix is refreshed
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
@@ -73,15 +78,11 @@ class Problem:
         quadratic (and driving) acceleration right-hand side and the constraint rate.
     integrate : callable
         ``integrate(q, dv) -> q ⊕ dv``.
-    tangent : callable
-        ``tangent(t, q, v) -> (K_t, C_t)`` (n_v, n_v) stiffness and damping tangents used in
-        the iteration matrix (``C_t`` may be None).
     """
 
     n_v: int
     evaluate: object
     integrate: object
-    tangent: object
 
 
 class Integrator:
@@ -192,17 +193,30 @@ class GeneralizedAlpha(Integrator):
         """``(alpha_m, alpha_f)`` for spectral radius ``rho``."""
         return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
 
-    def _factorize(self, t, q, v, M, J):
-        h = self.h
-        c = (1 - self.alpha_f) / (1 - self.alpha_m)
-        K_t, C_t = self.problem.tangent(t, q, v)
-        S = M + self.beta * c * h**2 * K_t
-        if C_t is not None:
-            S = S + self.gamma * c * h * C_t
-        alpha, beta = self.baumgarte
-        scale = 1 + 2 * alpha * self.gamma * c * h + beta**2 * self.beta * c * h**2
-        n_c = J.shape[0]
-        A = np.block([[S, J.T], [scale * J, np.zeros((n_c, n_c))]])
+    def _residual(self, a, lam, base):
+        """Step residual (n_v + n_c,) at ``a_{n+1} = a`` and the state it implies."""
+        h, g, b = self.h, self.gamma, self.beta
+        t1, offset, v_base, dq_base, c = base
+        a_hat = c * a + offset
+        v1 = v_base + h * g * a_hat
+        q1 = self.problem.integrate(self.q, dq_base + h**2 * b * a_hat)
+        M, Q, C, J, gamma, C_dot = self.problem.evaluate(t1, q1, v1)
+        self.n_evaluations += 1
+        r = np.concatenate([M @ a + J.T @ lam - Q, J @ a - self._baumgarte_rhs(gamma, C, C_dot)])
+        return r, a_hat, v1, q1
+
+    def _factorize(self, a, lam, r, base):
+        """LU of the forward-difference Jacobian of the step residual, or None if singular."""
+        n = self.problem.n_v
+        x = np.concatenate([a, lam])
+        A = np.empty((r.size, r.size))
+        # The residual is linear in lam and nearly linear in a (through beta' h^2 << 1):
+        # steps of order 1 in SI units resolve the position terms far above round-off.
+        step = np.maximum(1e-6 * np.abs(x), 1.0)
+        for k in range(r.size):
+            xk = x.copy()
+            xk[k] += step[k]
+            A[:, k] = (self._residual(xk[:n], xk[n:], base)[0] - r) / step[k]
         with np.errstate(all="ignore"):
             lu = scipy.linalg.lu_factor(A, check_finite=False)
         self.n_factorizations += 1
@@ -212,7 +226,7 @@ class GeneralizedAlpha(Integrator):
         return lu
 
     def _newton(self, fresh):
-        h, g, b = self.h, self.gamma, self.beta
+        h, b = self.h, self.beta
         am, af = self.alpha_m, self.alpha_f
         c = (1 - af) / (1 - am)
         t1 = self.t + h
@@ -222,22 +236,17 @@ class GeneralizedAlpha(Integrator):
             a, lam = self.a.copy(), self.lam.copy()
         else:
             a, lam = 2 * self.a - self._previous[0], 2 * self.lam - self._previous[1]
-        offset = (af * self.a - am * self.a_hat) / (1 - am)
-        v_base = self.v + h * (1 - g) * self.a_hat
-        dq_base = h * self.v + h**2 * (0.5 - b) * self.a_hat
+        base = (t1, (af * self.a - am * self.a_hat) / (1 - am), self.v + h * (1 - self.gamma) * self.a_hat,
+                h * self.v + h**2 * (0.5 - b) * self.a_hat, c)
         n = self.problem.n_v
         previous = np.inf
+        err = np.inf
         for iteration in range(1, self.newton_max_iter + 1):
-            a_hat = c * a + offset
-            v1 = v_base + h * g * a_hat
-            q1 = self.problem.integrate(self.q, dq_base + h**2 * b * a_hat)
-            M, Q, C, J, gamma, C_dot = self.problem.evaluate(t1, q1, v1)
-            self.n_evaluations += 1
-            if fresh and iteration == 1 or self._lu is None:
-                self._lu = self._factorize(t1, q1, v1, M, J)
+            r, a_hat, v1, q1 = self._residual(a, lam, base)
+            if self._lu is None or (fresh and iteration == 1) or r.size != self._lu[0].shape[0]:
+                self._lu = self._factorize(a, lam, r, base)
                 if self._lu is None:
                     return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
-            r = np.concatenate([M @ a + J.T @ lam - Q, J @ a - self._baumgarte_rhs(gamma, C, C_dot)])
             dx = scipy.linalg.lu_solve(self._lu, -r, check_finite=False)
             a += dx[:n]
             lam += dx[n:]
@@ -246,12 +255,14 @@ class GeneralizedAlpha(Integrator):
             if not (np.isfinite(err) and np.abs(a).max() < DIVERGED and np.abs(lam).max(initial=0) < DIVERGED):
                 return False, iteration, err, "diverged"
             rate = err / previous
-            if err <= self.newton_tol:
-                if rate > SLOW_RATE or iteration > 3:
+            # Stop when the correction, or the error left after it as estimated from the
+            # contraction rate (Hairer & Wanner, Solving ODEs II, §IV.8), is below tolerance.
+            if err <= self.newton_tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= self.newton_tol):
+                if rate > SLOW_RATE:
                     self._lu = None          # refresh the iteration matrix on the next step
-                a_hat = c * a + offset
-                self._accept(t1, a, lam, a_hat, v_base + h * g * a_hat,
-                             self.problem.integrate(self.q, dq_base + h**2 * b * a_hat))
+                a_hat = c * a + base[1]
+                self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
+                             self.problem.integrate(self.q, base[3] + h**2 * b * a_hat))
                 return True, iteration, err, ""
             if iteration > 2 and rate > 0.9:
                 return False, iteration, err, "Newton iterations do not contract"

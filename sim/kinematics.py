@@ -132,9 +132,15 @@ def markers(model, q, v=None):
 
 
 def pose(model, q, ms=None):
-    """End-effector coordinates (d,) in the model's declared order (m, rad)."""
+    """End-effector coordinates (d,) in the model's declared order (m, rad).
+
+    ``ms`` needs only marker origins ``p`` and axes ``A`` (any object with those arrays).
+    """
     ms = markers(model, q) if ms is None else ms
-    return _pose_and_jacobian(model, ms)[0]
+    e = model.ee_marker
+    angles = tait_bryan_zyx(ms.A[e])
+    return np.array([ms.p[e, "xyz".index(k)] if k in "xyz" else angles[("rx", "ry", "rz").index(k)]
+                     for k in model.pose_kinds])
 
 
 def pose_jacobian(model, q, ms=None):

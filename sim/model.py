@@ -219,6 +219,7 @@ class Model:
     notes: str = ""
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
     home_ranks: tuple = ()       # see sim.assembly.regularity
+    pose_determined: bool = True  # see sim.assembly.pose_determined
 
     @property
     def body_names(self):
@@ -623,6 +624,8 @@ class ModelBuilder:
                 tables = dict(model.spring_tables, d_home=deflections(model, markers(model, q))[0])
                 model = _replace(model, spring_tables=tables)
             model = _replace(model, home_ranks=home_ranks(model))
+            from .assembly import pose_determined
+            model = _replace(model, pose_determined=pose_determined(model))
         return model
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .assembly import SINGULAR_RATIO, AssemblyError, assemble, solve_pose
-from .constraints import constraints
+from .constraints import actuator_values, constraints
 from .errors import SimError
 from .kinematics import integrate, markers, pose_jacobian, pose_rates
 from .linalg import svd
@@ -89,7 +89,6 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None):
         raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
     out = {k: [] for k in ("q", "v", "a", "act", "act_d", "act_dd", "cond")}
     v = a = np.zeros(model.n_v)
-    nj = model.rows["n_joint"]
     for k, t in enumerate(times):
         if k:
             dt = t - times[k - 1]
@@ -102,15 +101,13 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None):
         v, a, cond = rigid_state(model, q, xd[k], xdd[k])
         if not cond < 1 / SINGULAR_RATIO:
             raise SimError(f"singular configuration at t = {t:.6g} s (condition number {cond:.3g})")
-        ms = markers(model, q, v)
-        s_all, J_all, g_all = constraints(model, q, v, targets=np.zeros(len(model.actuators)), ms=ms)
-        s = s_all[nj:]
+        s, J_s, g_s = actuator_values(model, q, v=v)
         out["q"].append(q)
         out["v"].append(v)
         out["a"].append(a)
         out["act"].append(s)
-        out["act_d"].append(J_all[nj:] @ v)
-        out["act_dd"].append(J_all[nj:] @ a - g_all[nj:])
+        out["act_d"].append(J_s @ v)
+        out["act_dd"].append(J_s @ a - g_s)
         out["cond"].append(cond)
         if progress is not None:
             progress.update(1)

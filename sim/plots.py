@@ -291,6 +291,9 @@ def _panels(tree):
                 and np.ndim(group["frequencies"]["data"]) in (2, 3):
             panels.append(("sweep: first natural frequency", lambda ax, g=group:
                            _draw_map(ax, g)))
+        if name == "sweep" and group["attrs"].get("kind") == "parameters":
+            panels.append((f"sweep: {group['attrs'].get('analysis')} per case",
+                           lambda ax, g=group: _draw_parameter_sweep(ax, g)))
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"])))
@@ -371,6 +374,62 @@ def _draw_sensitivities(ax, group):
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
     return ax
+
+
+def plot_parameter_sweep(ax, x, y, xlabel, ylabel, labels=None, failed=None):
+    """Result columns of a parameter sweep against one parameter, failed cases marked.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    x : ndarray, shape (n,)
+        The swept parameter of each case.
+    y : ndarray, shape (n,) or (n, k)
+        Result of each case (NaN where it failed), one line per column.
+    xlabel, ylabel : str
+        Axis labels with units.
+    labels : sequence of str, optional
+        One per column of `y`.
+    failed : ndarray of bool, shape (n,), optional
+        Cases drawn as red crosses on the x axis.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    x = np.asarray(x)
+    y = np.asarray(y, dtype=float).reshape(x.size, -1)
+    order = np.argsort(x, kind="stable")
+    for j in range(y.shape[1]):
+        ax.plot(x[order], y[order, j], "o-", ms=3,
+                label=labels[j] if labels is not None else None)
+    if failed is not None and np.any(failed):
+        ax.plot(x[np.asarray(failed)], np.zeros(int(np.sum(failed))), "rx", label="failed")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if labels is not None or (failed is not None and np.any(failed)):
+        ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def _draw_parameter_sweep(ax, group):
+    """First numeric result of a parameter sweep against its first parameter."""
+    attrs = group["attrs"]
+    parameter = attrs["parameters"][0]
+    x = group[parameter]["data"]
+    numeric = [k for k in attrs.get("results", [])
+               if k in group and np.asarray(group[k]["data"]).dtype.kind == "f"]
+    # Prefer a headline dataset (e.g. modes.frequencies) to a summary range.
+    key = next((k for k in numeric if "range" not in k), numeric[0] if numeric else None)
+    failed = ~np.asarray(group["ok"]["data"], dtype=bool)
+    if key is None:
+        return plot_parameter_sweep(ax, x, np.zeros(np.size(x)), parameter, "case ran",
+                                    failed=failed)
+    y = np.asarray(group[key]["data"], dtype=float).reshape(np.size(x), -1)
+    labels = [f"{key}[{j + 1}]" for j in range(y.shape[1])] if y.shape[1] > 1 else [key]
+    units = _units_text(group[key]["attrs"].get("units", ""))
+    return plot_parameter_sweep(ax, x, y, parameter, f"{key} [{units}]", labels, failed)
 
 
 def _draw_map(ax, group):

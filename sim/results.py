@@ -167,8 +167,8 @@ class ResultFile:
 
     Notes
     -----
-    On an exception (including KeyboardInterrupt) inside the ``with`` block: if a group was
-    created, unfinished groups are marked incomplete with the error's one-line message and
+    On an exception (including KeyboardInterrupt) inside the ``with`` block: if a dataset was
+    written, unfinished groups are marked incomplete with the error's one-line message and
     the file is kept; otherwise the partial file is removed. The exception propagates.
 
     Examples
@@ -223,7 +223,8 @@ class ResultFile:
             os.replace(self.partial, self.path)
             return False
         message = "interrupted" if isinstance(exc, KeyboardInterrupt) else one_line(exc)
-        if not self.groups:
+        # A file without any dataset would hold nothing but the failure: leave no file.
+        if not any(len(writer._group) for writer in self.groups.values()):
             self._file.close()
             self.partial.unlink(missing_ok=True)
             return False

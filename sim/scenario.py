@@ -46,6 +46,9 @@ class Key(NamedTuple):
 ANALYSIS_TABLES = ("modes", "inverse_dynamics", "frequencies", "ked", "transient",
                    "sweep", "design", "frf", "identification")
 
+# Name of the schema entry that stands for keys chosen by the file (the `[sweep]` grid axes).
+AXIS_KEY = "<axis>"
+
 # Analyses that follow the rigid trajectory and therefore need a [trajectory] table.
 NEEDS_TRAJECTORY = ("inverse_dynamics", "frequencies", "ked", "transient")
 
@@ -101,9 +104,11 @@ SCHEMA = {
                     "Baumgarte gain β in C̈ + 2αĊ + β²C = 0"),
         "rho_inf": Key("float", "unit_interval", 0.9, "1",
                        "spectral radius at infinite frequency (hht, generalized-alpha)"),
-        "newton_tol": Key("float", "positive", 1e-9, "m or rad",
-                          "Newton stops when the configuration correction β h² |δa| is below this"),
-        "newton_max_iter": Key("int", "positive", 8, "", "Newton iterations per step"),
+        "newton_tol": Key("float", "positive", 1e-10, "m or rad",
+                          "Newton stops when the configuration correction β h² |δa|, or the error "
+                          "it leaves (estimated from the contraction rate), is below this; the "
+                          "error is systematic, so keep it well below the deflections of interest"),
+        "newton_max_iter": Key("int", "positive", 12, "", "Newton iterations per step"),
         "drive": Key("str", ("prescribed", "torque", "free"), "prescribed", "",
                      "actuators follow the rigid inverse kinematics (prescribed) or apply the "
                      "rigid inverse-dynamics forces (torque, open loop plus PD)"),
@@ -138,8 +143,28 @@ SCHEMA = {
         "frame": Key("str", ("joint", "world"), "world", "",
                      "frame of the joint reaction forces and moments"),
     },
-    "sweep": Key("table[sweep]", None, None, "",
-                 "parameter or pose sweep: keys of numbers or lists"),
+    "sweep": {
+        "axes": Key("str[]", None, None, "",
+                    "pose grid: the two end-effector coordinates spanning the grid"),
+        AXIS_KEY: Key("float[]", None, None, "m or rad",
+                      "pose grid, one key per coordinate named in `axes`: [min, max, number "
+                      "of points]"),
+        "pose": Key("float[]", None, None, "m, rad",
+                    "pose grid: the other coordinates of the grid poses (default: home)"),
+        "count": Key("int", "positive", None, "",
+                     "pose grid: frequencies per pose (default 4)"),
+        "analysis": Key("str", tuple(a for a in ANALYSIS_TABLES if a != "sweep"), None, "",
+                        "parameter grid: the analysis run for each case, with the options of "
+                        "its table in this scenario (else its defaults)"),
+        "parameters": Key("table[grid]", None, None, "model units",
+                          "parameter grid: model parameter = list of values; the cases are "
+                          "the Cartesian product, first parameter slowest"),
+        "workers": Key("int", "positive", None, "",
+                       "local processes (default: min(2, cores)); 1 runs in this process"),
+        "scheduler": Key("str", None, None, "",
+                         "Dask scheduler address `tcp://host:port` (or `sim run --scheduler`); "
+                         "default: the local process pool"),
+    },
     "design": Key("table", None, None, "", "design study options (free-form table)"),
     "frf": {
         "inputs": Key("str[]", None, REQUIRED, "",
@@ -217,6 +242,10 @@ KIND_KEYS = {
     "table": (("file",), ()),
 }
 
+# Tables whose absent optional keys stay absent instead of holding None: the `[sweep]` keys
+# depend on the kind of sweep (pose grid or parameter grid), and its analysis reads them so.
+SPARSE_TABLES = ("sweep",)
+
 # Keys holding paths that are resolved against the scenario's directory, then the cwd.
 PATH_KEYS = (("model", "file"), ("trajectory", "file"))
 
@@ -235,11 +264,12 @@ def _is_scalar(value):
     return isinstance(value, (bool, str)) or _is_finite(value)
 
 
-def _is_sweep_value(value):
-    if isinstance(value, list):
-        return bool(value) and (all(_is_finite(v) for v in value)
-                                or all(isinstance(v, str) for v in value))
-    return _is_finite(value)
+def _is_grid_values(value):
+    """A non-empty list of finite numbers, of booleans or of strings (one parameter's values)."""
+    if not (isinstance(value, list) and value):
+        return False
+    return (all(_is_finite(v) and not isinstance(v, bool) for v in value)
+            or all(isinstance(v, bool) for v in value) or all(isinstance(v, str) for v in value))
 
 
 class _Type(NamedTuple):
@@ -276,14 +306,14 @@ TYPES = {
                    "table (any keys)"),
     "table[scalar]": _Type("a table", "table", lambda v: isinstance(v, dict),
                            dict, "table of numbers, booleans, strings", entry=_is_scalar),
-    "table[sweep]": _Type("a table", "table", lambda v: isinstance(v, dict), copy.deepcopy,
-                          "table of numbers or lists", entry=_is_sweep_value),
+    "table[grid]": _Type("a table", "table", lambda v: isinstance(v, dict) and bool(v),
+                         copy.deepcopy, "table of lists", entry=_is_grid_values),
 }
 
 # Phrases of table entries that fail `_Type.entry`, by type name.
 ENTRY_PHRASES = {
     "table[scalar]": "a finite number, a boolean or a string",
-    "table[sweep]": "a finite number or a non-empty list of numbers or of strings",
+    "table[grid]": "a non-empty list of finite numbers, of booleans or of strings",
 }
 
 
@@ -315,6 +345,9 @@ TABLE_DOCS = {
     "inverse_dynamics": "actuator forces and joint reactions of the rigid robot",
     "frf": "frequency response functions at one configuration, actuators locked",
     "identification": "fit of model parameters to measured natural frequencies",
+    "sweep": "a pose grid (frequency map: `axes`, one key per axis, `pose`, `count`) or a "
+             "parameter grid (`analysis`, `parameters`), run on a local process pool or a "
+             "Dask cluster; failed cases are recorded",
 }
 
 
@@ -507,18 +540,26 @@ def _validate(raw, origin, schema=SCHEMA, prefix=()):
     -------
     dict
     """
+    axes = _axis_keys(raw, schema)
     for key in raw:
-        if key not in schema:
+        if key not in schema and key not in axes:
             keys = prefix + (key,)
-            hint = difflib.get_close_matches(key, list(schema), n=1)
+            known = [k for k in schema if k != AXIS_KEY] + axes
+            hint = difflib.get_close_matches(key, known, n=1)
             tip = f"; did you mean `{'.'.join(prefix + (hint[0],))}`?" if hint else ""
             raise SimError(f"{origin.of(keys)}: unknown key `{'.'.join(keys)}`{tip}")
     resolved = {}
     for key, spec in schema.items():
         keys = prefix + (key,)
+        if key == AXIS_KEY:
+            for axis in axes:
+                resolved[axis] = _check(spec, raw[axis], prefix + (axis,), origin)
+            continue
         if key not in raw:
             if isinstance(spec, Key) and spec.default is REQUIRED:
                 raise SimError(f"{origin.file}: missing required key `{'.'.join(keys)}`")
+            if len(prefix) == 1 and prefix[0] in SPARSE_TABLES:
+                continue
             if prefix == () and key == "model":
                 raise SimError(f"{origin.file}: missing required table [model]")
             if isinstance(spec, Key) and not (spec.type.startswith("table")
@@ -536,7 +577,68 @@ def _validate(raw, origin, schema=SCHEMA, prefix=()):
         _check_cross_tables(resolved, origin)
     elif prefix == ("trajectory",):
         _check_trajectory(raw, origin)
+    elif prefix == ("sweep",):
+        _check_sweep(raw, origin)
     return resolved
+
+
+def _axis_keys(raw, schema):
+    """Keys of `raw` that stand for the schema's `AXIS_KEY`: the names listed in ``axes``."""
+    if AXIS_KEY not in schema or not isinstance(raw.get("axes"), list):
+        return []
+    return [a for a in raw["axes"] if isinstance(a, str) and a in raw and a not in schema]
+
+
+def _check_sweep(raw, origin):
+    """A sweep is either a pose grid or a parameter grid, with the keys of its kind."""
+    def where(key):
+        return f"{origin.of(('sweep', key))}: [sweep]"
+    if "axes" in raw and "parameters" in raw:
+        raise SimError(f"{where('parameters')} has both `axes` (pose grid) and `parameters` "
+                       f"(parameter grid); a sweep is one or the other")
+    if "parameters" in raw:
+        for key in ("pose", "count"):
+            if key in raw:
+                raise SimError(f"{where(key)} {key} is not used by a parameter grid (it uses: "
+                               f"analysis, parameters, workers, scheduler)")
+        if "analysis" not in raw:
+            raise SimError(f"{where('parameters')} a parameter grid needs `analysis`, the "
+                           f"analysis run for each case (e.g. analysis = \"modes\")")
+        return
+    if "analysis" in raw:
+        raise SimError(f"{where('analysis')} `analysis` needs `parameters` (the parameter grid)")
+    if "axes" not in raw:
+        raise SimError(f"{origin.file}: [sweep] needs `axes` (pose grid) or `parameters` "
+                       f"(parameter grid)")
+    for axis in raw["axes"]:
+        if axis not in raw:
+            raise SimError(f"{origin.file}: missing key `sweep.{axis}` ([min, max, number of "
+                           f"points] of the grid axis named in `axes`)")
+
+
+def table_defaults(name, where):
+    """The resolved table `name` of an absent scenario table: its defaults.
+
+    Parameters
+    ----------
+    name : str
+        An analysis table (``"modes"``).
+    where : str
+        Who needs it, for the message (``"a.toml: [sweep] analysis"``).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    SimError
+        The table has required keys.
+    """
+    try:
+        return _validate({}, _Origin(where, set()), SCHEMA[name], (name,))
+    except SimError as exc:
+        raise SimError(f"{exc} (add a [{name}] table with it)") from None
 
 
 def _check(spec, value, keys, origin):
@@ -592,6 +694,12 @@ def _check_cross_tables(data, origin):
             if name in NEEDS_TRAJECTORY and not (name == "transient"
                                                  and data[name].get("drive_law") is not None):
                 raise SimError(f"{origin.file}: [{name}] needs a [trajectory] table")
+    case = data.get("sweep", {}).get("analysis")
+    if case is not None and case not in data:
+        table_defaults(case, f"{origin.file}: [sweep] analysis = \"{case}\"")
+    if case in NEEDS_TRAJECTORY and "trajectory" not in data and not (
+            case == "transient" and (data.get("transient") or {}).get("drive_law") is not None):
+        raise SimError(f"{origin.file}: [sweep] analysis `{case}` needs a [trajectory] table")
 
 
 def _resolve_file(value, scenario_dir, keys, origin):
@@ -623,6 +731,8 @@ def schema_markdown():
                 lines.append(f"| **`[{dotted}]`** | table | | | {TABLE_DOCS.get(dotted, '')} |")
                 rows(spec, prefix + (key,))
                 continue
+            if key == AXIS_KEY:
+                dotted = ".".join(prefix) + "." + key
             lines.append(f"| `{dotted}` | {_type_doc(spec)} | {spec.unit} | "
                          f"{_default_doc(spec.default)} | {spec.description} |")
 

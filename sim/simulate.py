@@ -14,16 +14,18 @@ Drives (actuators ``s(q)``, ``J_s = ds/dq``):
 * ``free``: actuators unconstrained and unloaded (the mechanism moves freely).
 
 Bodies built with geometric stiffening (:mod:`sim.dynamics`) get their stiffening forces in
-``Q`` and its tangent in the iteration matrix; without it, a linear FFR beam spun faster than
+``Q`` (and, through the residual Jacobian, in the iteration matrix); without it, a linear FFR beam spun faster than
 its first bending frequency softens without bound (the spin-up beam).
 """
 from dataclasses import dataclass, field
+from typing import NamedTuple
 import time
 
 import numpy as np
 
 from . import dynamics
-from .constraints import constraints
+from .constraints import actuator_values, constraints
+from .fast import Evaluator
 from .integrators import METHODS, Problem
 from .kinematics import integrate, markers, sensor_values, pose
 
@@ -101,50 +103,42 @@ def make_problem(model, drive, damping=None):
     angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
     compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
 
+    fast = Evaluator(model)
+
     def evaluate(t, q, v):
-        ms = markers(model, q, v)
         if drive.kind == "prescribed":
             s, sd, sdd = drive.reference(t)
-            M, Q = dynamics.mass_and_forces(model, q, v, targets=s)
-            C, J, gamma = constraints(model, q, v, targets=s, target_acc=sdd, ms=ms)
+            M, Q, C, J, gamma, _, _ = fast.evaluate(q, v, targets=s, target_acc=sdd)
             C_dot = J @ v
             C_dot[nj:] -= sd[~compliant]
         else:
-            M, Q = dynamics.mass_and_forces(model, q, v)
-            C_all, J_all, gamma_all = constraints(model, q, v, targets=np.zeros(n_a), ms=ms)
-            C, J, gamma = C_all[:nj], J_all[:nj], gamma_all[:nj]
+            M, Q, C, J, gamma, s, J_s = fast.evaluate(q, v)
             C_dot = J @ v
             if drive.kind == "torque":
                 s_ref, sd_ref, _ = drive.reference(t)
-                err = s_ref - C_all[nj:]
+                err = s_ref - s
                 err[angle] = (err[angle] + np.pi) % (2 * np.pi) - np.pi
-                J_s = J_all[nj:]
                 tau = drive.feedforward(t) + drive.kp * err + drive.kd * (sd_ref - J_s @ v)
                 Q = Q + J_s.T @ tau
         if damping is not None:
             Q = Q - damping @ v
         return M, Q, C, J, gamma, C_dot
 
-    def tangent(t, q, v):
-        K_t = dynamics.stiffness_matrix(model, q)
-        C_t = damping
-        if drive.kind == "torque" and (drive.kp or drive.kd):
-            _, J_all = constraints(model, q, targets=np.zeros(n_a))
-            J_s = J_all[nj:]
-            K_t = K_t + drive.kp * J_s.T @ J_s
-            C_t = (0 if C_t is None else C_t) + drive.kd * J_s.T @ J_s
-        return K_t, C_t
-
-    return Problem(model.n_v, evaluate, lambda q, dv: integrate(model, q, dv), tangent)
+    return Problem(model.n_v, evaluate, fast.integrate)
 
 
 
-def _sample(model, drive, t, q, v):
+class _Markers(NamedTuple):
+    p: np.ndarray
+    A: np.ndarray
+
+
+def _sample(model, fast, drive, t, q, v):
     """Outputs at one instant: pose (d,), sensors (n_s,), energy (3,), constraint norm."""
-    ms = markers(model, q)
     targets = drive.reference(t)[0] if drive.kind == "prescribed" else None
-    C = constraints(model, q, targets=targets, ms=ms)[0]
-    return (pose(model, q, ms), sensor_values(model, q, ms), np.array(dynamics.energy(model, q, v)),
+    M, _, C, *_ = fast.evaluate(q, v, targets=targets)
+    ms = _Markers(fast.work["p"], fast.work["A"])
+    return (pose(model, q, ms), sensor_values(model, q, ms), np.array([0.5 * v @ M @ v, *dynamics.potential(model, q)]),
             np.linalg.norm(C))
 
 
@@ -190,8 +184,10 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     every = max(1, int(round((output_step or h) / h)))
     rows = {k: [] for k in ("t", "q", "v", "pose", "sensors", "energy", "violation", "iterations")}
 
+    fast = Evaluator(model)
+
     def record(iterations):
-        x, s, e, c = _sample(model, drive, integrator.t, integrator.q, integrator.v)
+        x, s, e, c = _sample(model, fast, drive, integrator.t, integrator.q, integrator.v)
         for key, value in zip(rows, (integrator.t, integrator.q, integrator.v, x, s, e, c, iterations)):
             rows[key].append(value)
 

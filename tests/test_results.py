@@ -101,9 +101,35 @@ def test_keyboard_interrupt_marks_incomplete(tmp_path):
     path = tmp_path / "a.h5"
     with pytest.raises(KeyboardInterrupt):
         with result_file(path) as rf:
-            rf.group("transient")
+            rf.group("transient").put("time", np.arange(3.0), "s", "output instants")
             raise KeyboardInterrupt
     assert read_result(path)["transient"]["attrs"]["message"] == "interrupted"
+
+
+def test_failure_before_any_dataset_leaves_no_file(tmp_path):
+    # e.g. an unreachable [modes] pose: the group exists but holds nothing worth keeping
+    path = tmp_path / "a.h5"
+    with pytest.raises(SimError):
+        with result_file(path) as rf:
+            rf.group("modes")
+            raise SimError("a.toml: [modes] pose (x, y, theta) = [0.5, 0, 0] is outside the workspace")
+    assert list(tmp_path.iterdir()) == [], "no result and no partial file"
+
+
+def test_readable_with_xarray(tmp_path):
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    path = tmp_path / "a.h5"
+    with result_file(path) as rf:
+        write_modes(rf)
+        rf.group("transient").put("deviation", np.arange(6.0).reshape(3, 2), ["m", "rad"],
+                                  "pose - pose_rigid")
+    with xr.open_dataset(path, group="modes", engine="h5netcdf", phony_dims="sort") as ds:
+        np.testing.assert_array_equal(ds["frequencies"].values, read_result(path)["modes"]
+                                      ["frequencies"]["data"])
+        assert ds["frequencies"].attrs["units"] == "Hz" and ds.attrs["status"] == "complete"
+    with xr.open_dataset(path, group="transient", engine="h5netcdf", phony_dims="sort") as ds:
+        assert ds["deviation"].shape == (3, 2) and list(ds["deviation"].attrs["units"]) == ["m", "rad"]
 
 
 def test_explicit_status_kept(tmp_path):

@@ -179,9 +179,16 @@ def test_free_form_table_accepts_any_keys(write):
     assert scenario.data["design"] == {"anything": {"nested": 1}}
 
 
-def test_sweep_values_must_be_numbers_or_lists(write):
-    path = write(SCENARIO + "[sweep]\nx = [0.0, 0.1]\ny = { a = 1 }\n")
-    assert "[sweep] y must be a finite number or a non-empty list" in error(path)
+def test_sweep_grid_values_must_be_lists(write):
+    path = write(SCENARIO + "[sweep]\nanalysis = 'ked'\nparameters = { a = [1.0], b = 2 }\n")
+    assert "[sweep.parameters] b must be a non-empty list of finite numbers" in error(path)
+
+
+def test_sweep_axis_keys_follow_axes(write):
+    path = write(SCENARIO + "[sweep]\naxes = ['x', 'y']\nx = [0.0, 0.1, 3]\nz = [0.0, 0.1, 3]\n")
+    assert "unknown key `sweep.z`" in error(path)
+    path = write(SCENARIO + "[sweep]\naxes = ['x', 'y']\nx = [0.0, 0.1, 3]\n")
+    assert "missing key `sweep.y`" in error(path)
 
 
 def test_malformed_toml_reports_line(write):

@@ -35,7 +35,10 @@ def configuration(model, pose, where):
         raise SimError(f"{where}: expected {len(names)} values ({' '.join(names)}), "
                        f"got {pose.size}")
     from sim.assembly import solve_pose
-    return pose, solve_pose(model, pose)
+    try:
+        return pose, solve_pose(model, pose)
+    except SimError as exc:
+        raise SimError(f"{where}: {exc}") from None
 
 
 @register("modes")

@@ -22,7 +22,7 @@ import numpy as np
 from sim.analyses import register
 from sim.errors import SimError
 
-KEYS = ("axes", "pose", "count", "workers")
+KEYS = ("axes", "pose", "count", "workers", "scheduler")
 
 
 def _grid(table, model, where):
@@ -106,6 +106,10 @@ def run(model, scenario, group, progress):
     """
     from sim.sweep import run_cases
 
+    if "parameters" in scenario.data["sweep"]:
+        # The other kind of sweep: any analysis over a grid of model parameters.
+        from sim.analyses.parameter_sweep import run_parameter_grid
+        return run_parameter_grid(model, scenario, group, progress)
     where = f"{scenario.path}: [sweep]"
     index, values, base, count, workers = _grid(scenario.data["sweep"], model, where)
     n0 = values[0].size
@@ -113,8 +117,8 @@ def run(model, scenario, group, progress):
     cases = [(str(scenario.model_file), scenario.model_parameters, index, values, base, b.tolist(), count)
              for b in blocks]
     with progress(len(cases), "sweep: grid rows") as bar:
-        results = run_cases(rows_frequencies, cases, scheduler="serial" if workers == 1 else None,
-                            workers=workers, progress=bar)
+        scheduler = scenario.data["sweep"].get("scheduler") or ("serial" if workers == 1 else None)
+        results = run_cases(rows_frequencies, cases, scheduler=scheduler, workers=workers, progress=bar)
     failed = [r.error for r in results if not r.ok]
     if failed:
         raise SimError(f"{where} the map failed: {failed[0]}")

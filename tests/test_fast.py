@@ -1,0 +1,66 @@
+"""The compiled evaluator (sim.fast) reproduces the reference kernels to round-off."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sim.constraints import actuator_values, constraints
+from sim.dynamics import mass_and_forces
+from sim.fast import Evaluator
+from sim.kinematics import integrate
+from sim.loader import load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = {
+    "navaro": ("models/navaro.py", {}),
+    "navaro_compliant": ("models/navaro.py", {"clutch_stiffness": 2000.0, "joint_mass": 0.3}),
+    "rrru3": ("models/rrru3.py", {"elements_per_link": 2}),
+    "slider_crank": ("models/slider_crank.py", {"elements": 4, "stiffening": True}),
+    "flexible_arm": ("models/flexible_arm.py", {"elements": 4}),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def state(request):
+    path, params = CASES[request.param]
+    model = load_model(ROOT / path, params)
+    rng = np.random.default_rng(7)
+    dv = 1e-2 * rng.standard_normal(model.n_v)
+    dv[model.v_elastic] *= 1e-2
+    q = integrate(model, model.q_home, dv)
+    v = rng.standard_normal(model.n_v)
+    s = actuator_values(model, q)[0] + 0.01
+    return request.param, model, q, v, s, 0.3 * rng.standard_normal(len(model.actuators))
+
+
+def test_mass_and_forces_match_reference(state):
+    name, model, q, v, s, _ = state
+    M, Q, *_ = Evaluator(model).evaluate(q, v, targets=s)
+    M_ref, Q_ref = mass_and_forces(model, q, v, targets=s)
+    assert_allclose(M, M_ref, rtol=1e-12, atol=1e-12 * np.abs(M_ref).max(), err_msg=f"{name}: M")
+    assert_allclose(Q, Q_ref, rtol=1e-10, atol=1e-10 * np.abs(Q_ref).max(), err_msg=f"{name}: Q")
+
+
+def test_constraints_match_reference(state):
+    name, model, q, v, s, sdd = state
+    _, _, C, J, gamma, s_all, J_s = Evaluator(model).evaluate(q, v, targets=s, target_acc=sdd)
+    C_ref, J_ref, g_ref = constraints(model, q, v, targets=s, target_acc=sdd)
+    assert_allclose(C, C_ref, atol=1e-13, err_msg=f"{name}: C")
+    assert_allclose(J, J_ref, atol=1e-12 * np.abs(J_ref).max(), err_msg=f"{name}: J")
+    assert_allclose(gamma, g_ref, rtol=1e-10, atol=1e-10 * np.abs(g_ref).max(), err_msg=f"{name}: gamma")
+    s_ref, J_s_ref = actuator_values(model, q)
+    assert_allclose(s_all, s_ref, atol=1e-13, err_msg=f"{name}: actuator values")
+    assert_allclose(J_s, J_s_ref, atol=1e-12 * np.abs(J_s_ref).max(initial=1.0), err_msg=f"{name}: actuator Jacobian")
+
+
+def test_free_actuators_leave_joint_rows_only(state):
+    name, model, q, v, _, _ = state
+    _, _, C, J, gamma, _, _ = Evaluator(model).evaluate(q, v)
+    assert C.shape == (model.rows["n_joint"],) and J.shape == (model.rows["n_joint"], model.n_v), name
+
+
+def test_integrate_matches_reference(state):
+    name, model, q, v, _, _ = state
+    dv = 0.3 * v
+    assert_allclose(Evaluator(model).integrate(q, dv), integrate(model, q, dv), atol=1e-14, err_msg=f"{name}: q ⊕ dv")
