@@ -104,7 +104,8 @@ def cmd_run(args):
         if "sweep" not in scenario.data:
             raise SimError(f"--scheduler: {scenario.path} has no [sweep] table to distribute")
         scenario = _with_scheduler(scenario, args.scheduler)
-    out = Path(args.out) if args.out else Path("results") / f"{scenario.name}.h5"
+    out = Path(args.out) if args.out else _free_name(Path("results") / f"{scenario.name}.h5",
+                                                      args.force)
     # Refuse an existing output before the possibly slow model build.
     check_target(out, args.force)
     model = _load_model(scenario.model_file, scenario.model_parameters)
@@ -122,6 +123,17 @@ def cmd_run(args):
         print(f"{name}: {items}" if items else name)
     print(f"wrote {out}")
     return 0
+
+
+def _free_name(path, force):
+    """`path`, or ``<stem>-2.h5``, ``-3``, ... when it exists: a default output never
+    overwrites an earlier run (an explicit ``--out`` is refused instead, unless ``--force``)."""
+    if force or not path.exists():
+        return path
+    number = 2
+    while path.with_name(f"{path.stem}-{number}{path.suffix}").exists():
+        number += 1
+    return path.with_name(f"{path.stem}-{number}{path.suffix}")
 
 
 def _with_scheduler(scenario, address):

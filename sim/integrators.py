@@ -26,13 +26,13 @@ Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor
 
     r(a, lam) = [M a + J^T lam - Q ;  J a - gamma + 2 alpha C_dot + beta^2 C]
 
-evaluated at ``q_{n+1}(a), v_{n+1}(a)``.  The iteration matrix is the Jacobian of ``r``
-itself, by forward differences (one evaluation per unknown): it holds every term --
-``M`` and ``J``, the stiffness ``-dQ/dq``, the gyroscopic and Coriolis ``-dQ/dv``,
-``d(J^T lam)/dq``, ``dgamma/dv`` and the position and velocity terms of the Baumgarte rows --
-through the Newmark maps ``dq/da = beta' h^2``, ``dv/da = gamma' h``.  Leaving any of them out
-slows Newton to linear convergence on fast mechanisms with light bodies.  Its LU
-factorisation (``scipy.linalg.lu_factor``) is kept across iterations and steps while Newton
+evaluated at ``q_{n+1}(a), v_{n+1}(a)``.  The iteration matrix is the Jacobian of ``r``,
+split as ``[[M, J^T], [J, 0]] + Delta``.  The saddle part is taken from the evaluation at the
+step's predictor, so it follows the configuration every step; ``Delta`` -- the stiffness
+``-dQ/dq``, the gyroscopic and Coriolis ``-dQ/dv``, ``d(J^T lam)/dq``, ``dgamma/dv`` and the
+position and velocity terms of the Baumgarte rows, through the Newmark maps
+``dq/da = beta' h^2``, ``dv/da = gamma' h`` -- comes from a forward-difference Jacobian of
+``r`` (one evaluation per unknown) and varies slowly: it is kept while Newton
 contracts fast, and refreshed when it slows down.  Convergence: the configuration correction
 ``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the contraction
 rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
@@ -45,6 +45,8 @@ J. Chung, G. M. Hulbert, J. Appl. Mech. 60 (1993) 371–375.
 M. Arnold, O. Brüls, "Convergence of the generalized-α scheme for constrained mechanical
 systems", Multibody Syst. Dyn. 18 (2007) 185–202.
 J. Baumgarte, Comput. Methods Appl. Mech. Eng. 1 (1972) 1–16.
+E. Hairer, G. Wanner, *Solving Ordinary Differential Equations II*, 2nd ed., Springer, 1996,
+§IV.8 (stopping criterion of simplified Newton iterations).
 """
 from dataclasses import dataclass
 
@@ -52,7 +54,7 @@ import numpy as np
 import scipy.linalg
 
 NEWTON_MAX_ITER = 12
-NEWTON_TOL = 1e-10          # m or rad: configuration correction at convergence
+NEWTON_TOL = 1e-12          # m or rad: configuration correction at convergence
 SLOW_RATE = 0.25            # contraction rate above which the iteration matrix is refreshed
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
 
@@ -127,7 +129,7 @@ class Integrator:
         self.newton_max_iter = int(newton_max_iter)
         self.t, self.q, self.v = float(t0), np.array(q0, dtype=float), np.array(v0, dtype=float)
         self.status, self.message = "running", ""
-        self.n_steps = self.n_iterations = self.n_evaluations = self.n_factorizations = 0
+        self.n_steps = self.n_iterations = self.n_evaluations = self.n_factorizations = self.n_jacobians = 0
         self.last_iterations = 0
         self.residual = 0.0
         self.a, self.lam = self._initial_acceleration()
@@ -183,7 +185,7 @@ class GeneralizedAlpha(Integrator):
         self.alpha_m, self.alpha_f = self.coefficients(rho)
         self.gamma = 0.5 + self.alpha_f - self.alpha_m
         self.beta = 0.25 * (self.gamma + 0.5) ** 2
-        self._lu = None
+        self._delta = None
         self._previous = None
         super().__init__(problem, t0, q0, v0, h, **options)
         self.a_hat = self.a.copy()
@@ -194,7 +196,7 @@ class GeneralizedAlpha(Integrator):
         return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
 
     def _residual(self, a, lam, base):
-        """Step residual (n_v + n_c,) at ``a_{n+1} = a`` and the state it implies."""
+        """Step residual (n_v + n_c,) at ``a_{n+1} = a``, the state it implies, and ``(M, J)``."""
         h, g, b = self.h, self.gamma, self.beta
         t1, offset, v_base, dq_base, c = base
         a_hat = c * a + offset
@@ -203,10 +205,15 @@ class GeneralizedAlpha(Integrator):
         M, Q, C, J, gamma, C_dot = self.problem.evaluate(t1, q1, v1)
         self.n_evaluations += 1
         r = np.concatenate([M @ a + J.T @ lam - Q, J @ a - self._baumgarte_rhs(gamma, C, C_dot)])
-        return r, a_hat, v1, q1
+        return r, a_hat, v1, q1, M, J
 
-    def _factorize(self, a, lam, r, base):
-        """LU of the forward-difference Jacobian of the step residual, or None if singular."""
+    @staticmethod
+    def _saddle(M, J):
+        n_c = J.shape[0]
+        return np.block([[M, J.T], [J, np.zeros((n_c, n_c))]])
+
+    def _jacobian_correction(self, a, lam, r, M, J, base):
+        """``Delta``: forward-difference Jacobian of the residual minus ``[[M, J^T], [J, 0]]``."""
         n = self.problem.n_v
         x = np.concatenate([a, lam])
         A = np.empty((r.size, r.size))
@@ -217,8 +224,13 @@ class GeneralizedAlpha(Integrator):
             xk = x.copy()
             xk[k] += step[k]
             A[:, k] = (self._residual(xk[:n], xk[n:], base)[0] - r) / step[k]
+        self.n_jacobians += 1
+        return A - self._saddle(M, J)
+
+    def _factorize(self, M, J):
+        """LU of ``[[M, J^T], [J, 0]] + Delta`` at the current state, or None if singular."""
         with np.errstate(all="ignore"):
-            lu = scipy.linalg.lu_factor(A, check_finite=False)
+            lu = scipy.linalg.lu_factor(self._saddle(M, J) + self._delta, check_finite=False)
         self.n_factorizations += 1
         pivots = np.abs(np.diag(lu[0]))
         if not np.all(np.isfinite(pivots)) or pivots.min() <= 1e-13 * pivots.max():
@@ -242,12 +254,15 @@ class GeneralizedAlpha(Integrator):
         previous = np.inf
         err = np.inf
         for iteration in range(1, self.newton_max_iter + 1):
-            r, a_hat, v1, q1 = self._residual(a, lam, base)
-            if self._lu is None or (fresh and iteration == 1) or r.size != self._lu[0].shape[0]:
-                self._lu = self._factorize(a, lam, r, base)
-                if self._lu is None:
+            r, a_hat, v1, q1, M, J = self._residual(a, lam, base)
+            if iteration == 1:
+                if self._delta is None or fresh or self._delta.shape[0] != r.size:
+                    self._delta = self._jacobian_correction(a, lam, r, M, J, base)
+                # The saddle part follows the configuration every step; Delta varies slowly.
+                lu = self._factorize(M, J)
+                if lu is None:
                     return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
-            dx = scipy.linalg.lu_solve(self._lu, -r, check_finite=False)
+            dx = scipy.linalg.lu_solve(lu, -r, check_finite=False)
             a += dx[:n]
             lam += dx[n:]
             err = b * c * h**2 * np.abs(dx[:n]).max()
@@ -259,7 +274,7 @@ class GeneralizedAlpha(Integrator):
             # contraction rate (Hairer & Wanner, Solving ODEs II, §IV.8), is below tolerance.
             if err <= self.newton_tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= self.newton_tol):
                 if rate > SLOW_RATE:
-                    self._lu = None          # refresh the iteration matrix on the next step
+                    self._delta = None       # refresh the Jacobian correction on the next step
                 a_hat = c * a + base[1]
                 self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
                              self.problem.integrate(self.q, base[3] + h**2 * b * a_hat))

@@ -211,4 +211,5 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
                   status="complete" if integrator.status == "running" else "failed", message=integrator.message,
                   counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
+                                jacobians=integrator.n_jacobians,
                                 wall_time_s=time.perf_counter() - start))

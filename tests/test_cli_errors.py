@@ -86,9 +86,20 @@ def test_existing_output_refused(capsys, scenario, tmp_path):
     out = tmp_path / "results" / "demo.h5"
     out.parent.mkdir()
     out.write_bytes(b"keep")
-    code, _, err = run_cli(capsys, "run", scenario())
+    code, _, err = run_cli(capsys, "run", scenario(), "--out", out)
     assert_one_line_error(code, err, "demo.h5 exists; use --force or --out")
     assert out.read_bytes() == b"keep"
+
+
+def test_default_output_takes_a_new_name(capsys, scenario, fake_engine, tmp_path):
+    # re-running a scenario (e.g. the README's first command) keeps the earlier result
+    fake_engine(fake_modes)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "demo.h5").write_bytes(b"keep")
+    code, out, _ = run_cli(capsys, "run", scenario())
+    assert code == 0 and "wrote results/demo-2.h5" in out
+    assert (tmp_path / "results" / "demo.h5").read_bytes() == b"keep"
+    assert read_result(tmp_path / "results" / "demo-2.h5")["modes"]["attrs"]["status"] == "complete"
 
 
 def test_missing_model_file_for_modes(capsys, tmp_path):

@@ -104,7 +104,7 @@ def test_dask_scheduler_gives_identical_table(capsys, scenario, local, tmp_path)
     _, path = local
     out = tmp_path / "dask.h5"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         code, _, err = run(capsys, "run", scenario, "--out", out,
                            "--scheduler", cluster.scheduler_address)

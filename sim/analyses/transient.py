@@ -31,7 +31,7 @@ import scipy.interpolate
 from sim.analyses import register
 from sim.errors import SimError
 
-REFERENCE_STEP = 0.01     # s, spacing of the rigid reference samples
+REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (C2 spline: ~1e-9 rad on 2 rad/s motions)
 REFERENCE_ANGLE = 0.05    # rad or m, largest actuator motion between samples of a drive law
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
