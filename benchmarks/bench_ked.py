@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from sim.dynamics import mass_matrix, stiffness_matrix
-from sim.ked import frames_along, integrate_frames, lowest_modes, rigid_motion
+from sim.ked import frames_along, integrate_frames
+from sim.modal import modes
+from sim.motion import rigid_motion
 from sim.loader import load_model
 from sim.sweep import run_cases
 from sim.analyses.sweep import rows_frequencies
@@ -37,8 +39,7 @@ def main():
     timed("3-RRRU modal stepping, 512 intervals", lambda: integrate_frames(t, frames, motion.pose, 0.001))
     t200 = np.linspace(0.0, 5.0, 200)
     m200 = timed("3-RRRU rigid motion, 200 samples", lambda: rigid_motion(rrru3, trajectory, t200))
-    timed("3-RRRU 8 modes at 200 instants", lambda: [lowest_modes(rrru3, q, 8, mass_matrix(rrru3, q),
-                                                                  stiffness_matrix(rrru3, q), free=False)
+    timed("3-RRRU 8 modes at 200 instants", lambda: [modes(rrru3, q, 8, free=False, energies=False)
                                                      for q in m200.q])
     pss6 = ROOT / "models/pss6.py"
     params = {"slider_joint": "universal"}

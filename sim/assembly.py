@@ -15,7 +15,9 @@ from .linalg import lstsq, null_space, svd
 NEWTON_MAX_ITER = 30
 TOLERANCE = 1e-11          # residual (m or rad) for convergence
 CONTINUATION_STEP = 0.1    # m or rad per continuation step (halved where Newton fails)
-SINGULAR_RATIO = 1e-7      # sigma_min / sigma_max below which a Jacobian is singular
+SINGULAR_RATIO = 1e-5      # sigma_min / sigma_max below which a Jacobian is singular (Newton reaches
+#                            only ~sqrt(tol) at a stretch singularity, where the ratio bottoms near 1e-6)
+RANK_RTOL = 1e-7           # relative singular value below which a direction is not in the rank
 
 
 class AssemblyError(SimError):
@@ -109,7 +111,7 @@ def pose_determined(model):
     """
     from .modal import deformation_rows
     _, J = _residual(model, model.q_home, None, pose_jacobian(model, model.q_home)[0])
-    N = null_space(J, SINGULAR_RATIO)
+    N = null_space(J, RANK_RTOL)
     if N.shape[1] == 0:
         return True
     D = deformation_rows(model, model.q_home)[:, model.v_rigid] @ N
@@ -124,7 +126,7 @@ def home_ranks(model):
     for targets, pose_target in ((None, pose_jacobian(model, q)[0]), (q_act, None)):
         _, J = _residual(model, q, targets, pose_target)
         s = svd(J, compute_uv=False)
-        out.append(int(np.sum(s > SINGULAR_RATIO * s[0])) if s.size else 0)
+        out.append(int(np.sum(s > RANK_RTOL * s[0])) if s.size else 0)
     return tuple(out)
 
 

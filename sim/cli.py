@@ -116,7 +116,13 @@ def cmd_run(args):
                     overrides=scenario.overrides) as result:
         for name in scenario.analyses:
             group = result.group(name)
-            summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
+            try:
+                summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
+            except SimError as exc:
+                # Name the file and table once, whatever depth the error came from.
+                text = str(exc)
+                raise SimError(text if text.startswith(str(scenario.path)) else
+                               f"{scenario.path}: [{name}] {text}") from None
             group.finish()
     for name, summary in summaries.items():
         items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())

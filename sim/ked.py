@@ -32,16 +32,14 @@ seismic simulator", J. Robotics 2011 (paper 002), §3-4.4.
 A. K. Chopra, *Dynamics of Structures*, 2nd ed., §5.2 (exact recurrence for piecewise-linear
 excitation).
 """
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
-from .constraints import actuator_values, constraints
-from .dynamics import mass_and_forces, stiffness_matrix
-from .kinematics import markers, pose_jacobian
-from .modal import NULL_RTOL, deformation_rows, modes
+from .dynamics import mass_and_forces
+from .kinematics import pose_jacobian
+from .modal import modes
+from .motion import rigid_motion
 
 
 def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
@@ -119,63 +117,11 @@ class Frame:
     pose_jacobian: np.ndarray
 
 
-def locked_null_space(model, q, ms=None):
-    """Orthonormal basis (n_v, n_v - rank) of the null space of ``C_q``, actuators locked.
-
-    Same subspace as :func:`sim.modal.constraint_null_space`, from a column-pivoted QR of
-    ``C_q^T`` (about half the cost of the SVD for the tall matrices here); the rank is decided
-    on the diagonal of ``R`` with the same relative threshold.
-    """
-    ms = markers(model, q) if ms is None else ms
-    _, J = constraints(model, q, targets=actuator_values(model, q, ms)[0], ms=ms)
-    if not J.size:
-        return np.eye(model.n_v)
-    Qr, R, _ = scipy.linalg.qr(J.T, pivoting=True, mode="full", check_finite=False)
-    d = np.abs(np.diag(R))
-    rank = int(np.sum(d > NULL_RTOL * d[0])) if d.size and d[0] > 0 else 0
-    return Qr[:, rank:]
-
-
-def lowest_modes(model, q, count, M, K, ms=None, free=None):
-    """Lowest ``count`` elastic modes at ``q`` from given ``M``, ``K`` (actuators locked).
-
-    The subspace and eigenproblem of :func:`sim.modal.modes`, without the energy tables.
-
-    Parameters
-    ----------
-    free : bool, optional
-        Whether the model has free motions (a strut spinning about its axis between two
-        spherical joints); ``None`` finds out (cost: one SVD).  With none, the elastic
-        subspace is the whole constrained null space.
-
-    Returns
-    -------
-    omega : ndarray, shape (count,)
-        [rad/s]
-    shapes : ndarray, shape (n_v, count)
-        Mass-normalised.
-    """
-    N = locked_null_space(model, q, ms)
-    Mn = N.T @ M @ N
-    Kn = N.T @ K @ N
-    if free is None or free:
-        D = deformation_rows(model, q) @ N
-        Z = scipy.linalg.null_space(D, rcond=1e-9) if D.size else np.eye(N.shape[1])
-        if Z.shape[1]:
-            Y = scipy.linalg.null_space(Z.T @ Mn)
-            N, Mn, Kn = N @ Y, Y.T @ Mn @ Y, Y.T @ Kn @ Y
-    k = min(int(count), N.shape[1])
-    lam, X = scipy.linalg.eigh(0.5 * (Kn + Kn.T), 0.5 * (Mn + Mn.T), subset_by_index=[0, k - 1],
-                               check_finite=False)
-    return np.sqrt(np.maximum(lam, 0.0)), N @ X
-
-
 def frame(model, q, v, a, count, free=None):
     """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes."""
     M, Q = mass_and_forces(model, q, v)
-    ms = markers(model, q)
-    omega, shapes = lowest_modes(model, q, count, M, stiffness_matrix(model, q), ms, free)
-    return Frame(M=M, load=Q - M @ a, omega=omega, shapes=shapes, pose_jacobian=pose_jacobian(model, q, ms)[1])
+    r = modes(model, q, count, M=M, free=free, energies=False)
+    return Frame(M=M, load=Q - M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=pose_jacobian(model, q)[1])
 
 
 def has_free_motions(model, q):
@@ -293,25 +239,6 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     return KedResult(time=np.asarray(time, dtype=float), pose_rigid=pose_rigid, pose=pose_rigid + deviation,
                      deviation=deviation, frequencies=freqs, modal_coordinates=eta, modal_velocities=eta_dot,
                      displacement=U)
-
-
-def rigid_twin(model):
-    """``model`` with every actuator rigid (same coordinates, bodies, joints).
-
-    The rigid robot's motion does not depend on drive compliance; this twin lets
-    :func:`sim.motion.rigid_motion`, which reads the actuator values through the driving
-    constraint rows, run for models with compliant drives.
-    """
-    if not any(a.stiffness is not None for a in model.actuators):
-        return model
-    return dataclasses.replace(model, actuators=tuple(dataclasses.replace(a, stiffness=None, damping=0.0)
-                                                      for a in model.actuators))
-
-
-def rigid_motion(model, trajectory, times, progress=None):
-    """:func:`sim.motion.rigid_motion` for any drive (see :func:`rigid_twin`)."""
-    from .motion import rigid_motion as motion
-    return motion(rigid_twin(model), trajectory, times, progress=progress)
 
 
 def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None):

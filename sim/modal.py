@@ -65,12 +65,17 @@ class ModalResult:
     q: np.ndarray
 
 
-def constraint_null_space(model, q, locked=True):
-    """Orthonormal basis (n_v, n_v - rank) of the null space of the constraint Jacobian."""
-    ms = markers(model, q)
-    targets = actuator_values(model, q, ms)[0] if locked else None
-    _, J = constraints(model, q, targets=targets, ms=ms)
-    return null_space(J, NULL_RTOL)
+def constraint_null_space(model, q, locked=True, ms=None):
+    """Orthonormal basis (n_v, n_v - rank) of the null space of the constraint Jacobian.
+
+    With ``locked``, the rigid actuators' rows are included (their targets are the current
+    values, so one evaluation of the primitives serves both).
+    """
+    ms = markers(model, q) if ms is None else ms
+    nj = model.rows["n_joint"]
+    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)), ms=ms) if locked else \
+        constraints(model, q, ms=ms)
+    return null_space(J, NULL_RTOL) if J.shape[0] > nj or not locked else null_space(J[:nj], NULL_RTOL)
 
 
 def deformation_rows(model, q):
@@ -93,7 +98,7 @@ def deformation_rows(model, q):
     return np.vstack(rows)
 
 
-def modes(model, q, count=None, locked=True, M=None, K=None):
+def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True):
     """Natural modes of the linearised model at ``q``.
 
     Parameters
@@ -106,37 +111,50 @@ def modes(model, q, count=None, locked=True, M=None, K=None):
         Lock the actuators (default) or leave them free.
     M, K : ndarray, shape (n_v, n_v), optional
         Mass and stiffness to use instead of the model's (design studies).
+    free : bool, optional
+        Whether free motions exist; ``None`` (default) finds out.  ``False`` skips the search
+        (the caller knows, e.g. from the first of many configurations along a path).
+    energies : bool
+        Compute the per-body energy shares (default); ``False`` leaves them empty.
 
     Returns
     -------
     ModalResult
     """
+    ms = markers(model, q)
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q) if K is None else K
-    N = constraint_null_space(model, q, locked)
+    N = constraint_null_space(model, q, locked, ms)
     Mn = N.T @ M @ N
     Mn = 0.5 * (Mn + Mn.T)
-    # Free motions: constrained motions that deform nothing (structural, not a threshold on
-    # eigenvalues, which fails when stiffnesses span many decades).
-    D = deformation_rows(model, q) @ N
-    Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
+    Z = np.zeros((N.shape[1], 0))
+    if free is None or free:
+        # Free motions: constrained motions that deform nothing (structural, not a threshold
+        # on eigenvalues, which fails when stiffnesses span many decades).
+        D = deformation_rows(model, q) @ N
+        Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
     n_rigid = Z.shape[1]
     # Elastic subspace: the mass-orthogonal complement of the free motions.
-    Y = null_space(Z.T @ Mn, 1e-12) if n_rigid else np.eye(N.shape[1])
-    Ke = Y.T @ N.T @ K @ N @ Y
-    Me = Y.T @ Mn @ Y
-    n_el = Y.shape[1]
+    Y = null_space(Z.T @ Mn, 1e-12) if n_rigid else None
+    NY = N if Y is None else N @ Y
+    Ke = NY.T @ K @ NY
+    Me = Mn if Y is None else Y.T @ Mn @ Y
+    n_el = NY.shape[1]
     k = n_el if count is None else min(int(count), n_el)
     if k:
-        lam, X = scipy.linalg.eigh(0.5 * (Ke + Ke.T), 0.5 * (Me + Me.T), subset_by_index=[0, k - 1])
+        lam, X = scipy.linalg.eigh(0.5 * (Ke + Ke.T), 0.5 * (Me + Me.T), subset_by_index=[0, k - 1],
+                                   check_finite=False)
     else:
         lam, X = np.zeros(0), np.zeros((n_el, 0))
-    elastic = N @ Y @ X
+    elastic = NY @ X
     rigid = N @ Z
     if n_rigid:   # mass-normalise the free motions too
         rigid = rigid @ np.linalg.inv(np.linalg.cholesky(rigid.T @ M @ rigid)).T
     omega = np.sqrt(np.maximum(lam, 0.0))
-    kin, strain = _body_energies(model, elastic, M, K)
+    if energies:
+        kin, strain = _body_energies(model, elastic, M, K)
+    else:
+        kin = strain = np.zeros((k, 0))
     return ModalResult(frequencies_hz=omega / (2 * np.pi), omega=omega, shapes=elastic, rigid_count=n_rigid,
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
 

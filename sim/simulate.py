@@ -69,7 +69,7 @@ class Result:
         Norm of ``C`` (joint and driving rows) [m, rad].
     newton_iterations : ndarray, shape (n,)
         Newton iterations of the step ending at each sample (0 at t0).
-    status : {"complete", "failed"}
+    status : {"complete", "failed", "interrupted"}
     message : str
     counters : dict
         ``steps, iterations, evaluations, factorizations, wall_time_s``.
@@ -193,22 +193,30 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
 
     record(0)
     iterations = 0
-    for k in range(1, n_steps + 1):
-        integrator.step()
-        iterations = max(iterations, integrator.last_iterations)
-        if integrator.status != "running":
-            break
-        if k % every == 0 or k == n_steps:
-            record(iterations)
-            iterations = 0
-        if progress is not None:
-            progress.update(1)
+    status = "complete"
+    try:
+        for k in range(1, n_steps + 1):
+            integrator.step()
+            iterations = max(iterations, integrator.last_iterations)
+            if integrator.status != "running":
+                status = "failed"
+                break
+            if k % every == 0 or k == n_steps:
+                record(iterations)
+                iterations = 0
+            if progress is not None:
+                progress.update(1)
+    except KeyboardInterrupt:
+        # Ctrl-C: keep the samples computed so far; the caller writes them and stops.
+        status = "interrupted"
+    message = integrator.message if status == "failed" else (
+        f"interrupted at t = {integrator.t:.6g} s" if status == "interrupted" else "")
     n_s = len(model.sensors)
     return Result(t=np.array(rows["t"]), q=np.array(rows["q"]), v=np.array(rows["v"]),
                   pose=np.array(rows["pose"]), sensors=np.array(rows["sensors"]).reshape(len(rows["t"]), n_s),
                   energy=np.array(rows["energy"]), constraint_violation=np.array(rows["violation"]),
                   newton_iterations=np.array(rows["iterations"], dtype=int),
-                  status="complete" if integrator.status == "running" else "failed", message=integrator.message,
+                  status=status, message=message,
                   counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
                                 jacobians=integrator.n_jacobians,

@@ -21,9 +21,10 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
-    from sim.dynamics import mass_matrix, stiffness_matrix
-    from sim.ked import has_free_motions, lowest_modes
-    from sim.ked import rigid_motion
+    from sim.dynamics import mass_matrix
+    from sim.ked import has_free_motions
+    from sim.modal import modes
+    from sim.motion import rigid_motion
     from sim.tracking import track_modes
     from sim.trajectory import from_scenario
 
@@ -38,9 +39,9 @@ def run(model, scenario, group, progress):
     with progress(m, "frequencies: modes") as bar:
         for q in motion.q:
             M = mass_matrix(model, q)
-            omega, Phi = lowest_modes(model, q, k + EXTRA_MODES, M, stiffness_matrix(model, q), free=free)
-            omegas.append(omega)
-            shapes.append(Phi)
+            r = modes(model, q, k + EXTRA_MODES, M=M, free=free, energies=False)
+            omegas.append(r.omega)
+            shapes.append(r.shapes)
             masses.append(M)
             bar.update(1)
     order, macs = track_modes(shapes, masses)

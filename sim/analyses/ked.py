@@ -19,7 +19,7 @@ def run(model, scenario, group, progress):
         Peak deviation per coordinate and the frequency range [Hz].
     """
     from sim.ked import frames_along, integrate_frames
-    from sim.ked import rigid_motion
+    from sim.motion import rigid_motion
     from sim.trajectory import from_scenario
 
     table = scenario.data["ked"]

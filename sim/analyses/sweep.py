@@ -65,8 +65,8 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
         NaN where the pose is unreachable or singular.
     """
     from sim.assembly import SINGULAR_RATIO, assemble, regularity, solve_pose
-    from sim.dynamics import mass_matrix, stiffness_matrix
-    from sim.ked import has_free_motions, lowest_modes
+    from sim.ked import has_free_motions
+    from sim.modal import modes
     from sim.loader import load_model
 
     model = load_model(model_file, parameters)
@@ -90,7 +90,7 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
             except SimError:
                 continue
             q_prev = q
-            omega, _ = lowest_modes(model, q, count, mass_matrix(model, q), stiffness_matrix(model, q), free=free)
+            omega = modes(model, q, count, free=free, energies=False).omega
             out[r, j, :omega.size] = omega / (2 * np.pi)
     return out
 

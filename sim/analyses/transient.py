@@ -244,6 +244,9 @@ def run(model, scenario, group, progress):
     bar.close()
     summary = write(model, group, result, np.atleast_2d(np.array([pose_rigid(t) for t in result.t])
                                                        ).reshape(len(result.t), -1))
+    if result.status == "interrupted":
+        group.set_status("incomplete", result.message)
+        raise KeyboardInterrupt
     if result.status != "complete":
         group.set_status("incomplete", result.message)
         raise SimError(f"{scenario.path}: transient stopped: {result.message}")
