@@ -42,7 +42,7 @@ CRANK_INERTIA = 0.002727     # about the axis through O [kg m^2]
 SLIDER_MASS = 0.075552
 
 
-def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008, stiffening=False):
+def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008, stiffening=False, modes=0):
     """Slider-crank at crank angle 0.
 
     Parameters
@@ -55,6 +55,11 @@ def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008, sti
         Rod section (in-plane y, out-of-plane z) [m].
     stiffening : bool
         Geometric stiffening of the rod by its axial force (second-order axial strain).
+    modes : int
+        0 (default): all nodal coordinates of the rod, clamped at B.  ``r > 0``: Simeon's
+        kind of rod -- a chord (pinned-pinned) frame and its ``r`` lowest simply-supported
+        modes (sine shapes; with the square section they come in in-plane/out-of-plane pairs,
+        so ``modes = 4`` holds his two in-plane modes, the rod then being rigid axially).
     """
     n = int(elements)
     if n != elements or n < 2 or n % 2:
@@ -70,7 +75,7 @@ def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008, sti
     nodes = np.linspace(B, C, n + 1)
     b.add_beam_body("rod", nodes, np.column_stack([np.arange(n), np.arange(1, n + 1)]),
                     Section.rectangle(width, height, E=E, rho=rho, nu=nu), z_ref=(0, 0, 1), clamp=0,
-                    stiffening=stiffening)
+                    stiffening=stiffening, pinned=n if modes else None, modes=int(modes) or None)
     b.add_rigid_body("slider", SLIDER_MASS, C, 1e-6 * np.eye(3), position=C)
     z_axis = np.eye(3)                                     # marker axes = world axes (z normal to plane)
     x_along = np.array([[0, 0, 1], [0, 1, 0], [-1, 0, 0]], dtype=float)   # z along +x

@@ -400,7 +400,7 @@ class ModelBuilder:
                                  inertia_B=R.T @ I_W @ R, substructure=substructure or name, points=[]))
 
     def add_beam_body(self, name, nodes, elements, section, z_ref=(0, 0, 1), clamp=0, orientation=None,
-                      modes=None, substructure=None, stiffening=False):
+                      modes=None, substructure=None, stiffening=False, pinned=None):
         """Flexible body made of 3D Euler–Bernoulli beam elements (floating frame of reference).
 
         Parameters
@@ -421,6 +421,11 @@ class ModelBuilder:
         stiffening : bool
             Geometric stiffening: axial strain ``u' + (v'^2 + w'^2)/2`` per element, so that
             axial (e.g. centrifugal) forces stiffen bending (:mod:`sim.dynamics`).
+        pinned : int, optional
+            Pinned (chord-frame) reference condition instead of the clamp: node ``clamp``
+            keeps zero displacement and twist but rotates freely about the transverse axes,
+            node ``pinned`` moves only along the chord between them.  With ``modes``, the
+            basis is then the simply-supported modes (e.g. a sine-mode Ritz rod).
         """
         self._new_body(name)
         nodes = np.asarray(nodes, dtype=float)
@@ -437,12 +442,14 @@ class ModelBuilder:
             self._problems.append(f"body `{name}`: zero-length element")
         if not 0 <= clamp < len(nodes):
             self._problems.append(f"body `{name}`: clamp node {clamp} does not exist")
+        if pinned is not None and not (0 <= pinned < len(nodes) and pinned != clamp):
+            self._problems.append(f"body `{name}`: pinned node {pinned} must be another existing node")
         z_ref = np.broadcast_to(np.asarray(z_ref, dtype=float), (n_el, 3))
         R = np.eye(3) if orientation is None else np.asarray(orientation, dtype=float)
         self._bodies.append(dict(name=name, kind="beam", R_WB=R, r_WB=nodes[clamp] if 0 <= clamp < len(nodes) else nodes[0],
                                  nodes_W=nodes, elements=elements, sections=sections, z_ref_W=z_ref, clamp=clamp,
                                  modes=modes, substructure=substructure or name, points=[],
-                                 stiffening=bool(stiffening)))
+                                 stiffening=bool(stiffening), pinned=pinned))
 
     def add_point_mass(self, body, mass, inertia=None, node=None, position=None):
         """Attach a mass (and an inertia about its centre, world axes at home) to a body.
@@ -673,6 +680,22 @@ def _make_body(spec):
         mass += pm["mass"]
     keep = np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6))
     B = np.eye(n)[:, keep]
+    selection = spec["pinned"] is None
+    if not selection:
+        # Pinned (chord) frame: the reference node keeps its rotations about the transverse
+        # axes, the far node slides along the chord; B spans the nodal vectors that satisfy it.
+        a, b = spec["clamp"], spec["pinned"]
+        e = nodes_B[b] - nodes_B[a]
+        e = e / np.linalg.norm(e)
+        t1 = np.cross(e, [1.0, 0, 0] if abs(e[0]) < 0.9 else [0, 1.0, 0])
+        t1 /= np.linalg.norm(t1)
+        t2 = np.cross(e, t1)
+        G = np.zeros((6, n))
+        G[:3, 6 * a:6 * a + 3] = np.eye(3)
+        G[3, 6 * a + 3:6 * a + 6] = e
+        G[4, 6 * b:6 * b + 3] = t1
+        G[5, 6 * b:6 * b + 3] = t2
+        B = scipy.linalg.null_space(G)
     if spec["modes"] is not None:
         M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"]
         Kc, Mc = B.T @ mats["K"] @ B, B.T @ M_full @ B
@@ -684,7 +707,7 @@ def _make_body(spec):
     x0 = np.zeros(n)
     x0.reshape(-1, 6)[:, :3] = nodes_B
     Bz = np.column_stack([x0, B])
-    if spec["modes"] is None:
+    if spec["modes"] is None and selection:
         # B selects columns: project by indexing, O(n^2) instead of O(n^3).
         I = mats["I"]
         second = np.empty((3, 3, len(keep) + 1, len(keep) + 1))

@@ -29,10 +29,11 @@ import numpy as np
 import scipy.interpolate
 
 from sim.analyses import register
+from sim.rotations import skew
 from sim.errors import SimError
 
 REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (C2 spline: ~1e-9 rad on 2 rad/s motions)
-REFERENCE_ANGLE = 0.05    # rad or m, largest actuator motion between samples of a drive law
+REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (C2 spline)
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
 
@@ -125,11 +126,15 @@ def elastic_state(model, spec, where):
                     th += (dval / L)[:, None] * e_z
                 elif f == "transverse_z":
                     th -= (dval / L)[:, None] * e_y
-            u = u - u[c] - np.cross(th[c], nodes - nodes[c])
-            th = th - th[c]
+            # Split the nodal field into the body's elastic basis and a rigid motion about the
+            # reference node (the frame's own motion), whatever the reference condition.
+            rigid = np.zeros((len(nodes), 6, 6))
+            rigid[:, :3, :3] = np.eye(3)
+            rigid[:, :3, 3:] = -skew(nodes - nodes[c])
+            rigid[:, 3:, 3:] = np.eye(3)
             d = np.concatenate([u, th], axis=1).ravel()
-            target[sl.start + (7 if kind == "displacement" else 6):sl.stop] = \
-                np.linalg.lstsq(body.basis, d, rcond=None)[0]
+            x = np.linalg.lstsq(np.hstack([body.basis, rigid.reshape(-1, 6)]), d, rcond=None)[0]
+            target[sl.start + (7 if kind == "displacement" else 6):sl.stop] = x[:body.n_f]
     return q_f, v_f
 
 
