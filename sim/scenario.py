@@ -52,6 +52,27 @@ AXIS_KEY = "<axis>"
 # Analyses that follow the rigid trajectory and therefore need a [trajectory] table.
 NEEDS_TRAJECTORY = ("inverse_dynamics", "frequencies", "ked", "transient")
 
+def _configuration(use):
+    """Schema of one identification configuration (default role ``use``: fit or predict)."""
+    return {
+        "parameters": Key("table[scalar]", None, {}, "",
+                          "model-parameter overrides for this configuration (e.g. x, y, z)"),
+        "pose": Key("float[]", None, None, "m, rad",
+                    "end-effector pose reached by inverse kinematics (default: home)"),
+        "measured_frequencies": Key("float[]", "positive_list", REQUIRED, "Hz",
+                                    "measured natural frequencies, ascending"),
+        "modes": Key("int[]", "positive_list", None, "",
+                     "1-based computed mode numbers paired with the measured ones "
+                     "(default: by sorted order)"),
+        "merge_repeated": Key("bool", None, False, "",
+                              "pair by order with the distinct computed frequencies "
+                              "(a repeated root of a symmetric robot counts once)"),
+        "use": Key("str", ("fit", "predict"), use, "",
+                   "fitted, or only predicted with the fitted parameters"),
+        "weight": Key("float", "positive", 1.0, "1", "weight of its residuals"),
+    }
+
+
 SCHEMA = {
     "name": Key("str", "identifier", None, "",
                 "run name; the default output is `results/<name>.h5` "
@@ -197,40 +218,8 @@ SCHEMA = {
         "upper": Key("float[]", "positive_list", None, "model units",
                      "upper bounds (default: initial * 100)"),
         "max_evaluations": Key("int", "positive", 200, "", "residual evaluations allowed"),
-        "configuration_1": {
-            "parameters": Key("table[scalar]", None, {}, "",
-                              "model-parameter overrides for this configuration (e.g. x, y, z)"),
-            "pose": Key("float[]", None, None, "m, rad",
-                        "end-effector pose reached by inverse kinematics (default: home)"),
-            "measured_frequencies": Key("float[]", "positive_list", REQUIRED, "Hz",
-                                        "measured natural frequencies, ascending"),
-            "modes": Key("int[]", "positive_list", None, "",
-                         "1-based computed mode numbers paired with the measured ones "
-                         "(default: by sorted order)"),
-            "merge_repeated": Key("bool", None, False, "",
-                                  "pair by order with the distinct computed frequencies "
-                                  "(a repeated root of a symmetric robot counts once)"),
-            "use": Key("str", ("fit", "predict"), "fit", "",
-                       "fitted, or only predicted with the fitted parameters"),
-            "weight": Key("float", "positive", 1.0, "1", "weight of its residuals"),
-        },
-        "configuration_2": {
-            "parameters": Key("table[scalar]", None, {}, "",
-                              "model-parameter overrides for this configuration (e.g. x, y, z)"),
-            "pose": Key("float[]", None, None, "m, rad",
-                        "end-effector pose reached by inverse kinematics (default: home)"),
-            "measured_frequencies": Key("float[]", "positive_list", REQUIRED, "Hz",
-                                        "measured natural frequencies, ascending"),
-            "modes": Key("int[]", "positive_list", None, "",
-                         "1-based computed mode numbers paired with the measured ones "
-                         "(default: by sorted order)"),
-            "merge_repeated": Key("bool", None, False, "",
-                                  "pair by order with the distinct computed frequencies "
-                                  "(a repeated root of a symmetric robot counts once)"),
-            "use": Key("str", ("fit", "predict"), "predict", "",
-                       "fitted, or only predicted with the fitted parameters"),
-            "weight": Key("float", "positive", 1.0, "1", "weight of its residuals"),
-        },
+        "configuration_1": _configuration("fit"),
+        "configuration_2": _configuration("predict"),
     },
 }
 

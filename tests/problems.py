@@ -106,3 +106,36 @@ NAVARO_INDEPENDENT_COORDINATES = 90
 #: Pose indices of ``models.navaro.POSES`` that are images of each other under the robot's
 #: 120° symmetry (paper 000 Fig. 4).
 NAVARO_SYMMETRIC_POSES = ((3, 5, 7), (4, 6, 8))
+
+
+# A rigid planar slider-crank modelled in 3D (redundant constraints), driven at the slider; its
+# end effector is the crank angle, so angle 0 (dead centre) is a parallel singularity.  Model
+# source text, written to a file by the tests that load it by path.
+SLIDER_CRANK = '''\
+"""Rigid planar slider-crank in 3D (redundant constraints), driven at the slider (test model)."""
+import numpy as np
+from sim.model import ModelBuilder
+
+def build(angle=0.6):
+    b = ModelBuilder("slider_crank_rigid", gravity=(0.0, -9.81, 0.0))
+    l1, l2 = 0.1, 0.3
+    B = l1 * np.array([np.cos(angle), np.sin(angle), 0.0])
+    C = np.array([B[0] + np.sqrt(l2**2 - B[1]**2), 0.0, 0.0])
+    c, s = np.cos(angle), np.sin(angle)
+    frame = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])         # rz = crank angle
+    slide = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # z along world x
+    b.add_rigid_body("crank", 0.5, B / 2, 0.5 * l1**2 / 12 * np.eye(3))
+    b.add_rigid_body("rod", 0.8, (B + C) / 2, 0.8 * l2**2 / 12 * np.eye(3), position=B)
+    b.add_rigid_body("slider", 0.3, C, 1e-4 * np.eye(3), position=C)
+    b.add_marker("O0", None, np.zeros(3)); b.add_marker("O1", "crank", np.zeros(3), frame)
+    b.add_marker("B1", "crank", B); b.add_marker("B2", "rod", B)
+    b.add_marker("C2", "rod", C); b.add_marker("C3", "slider", C)
+    b.add_marker("S0", None, C, slide); b.add_marker("S3", "slider", C, slide)
+    b.add_joint("O", "revolute", "O0", "O1")
+    b.add_joint("B", "revolute", "B1", "B2")
+    b.add_joint("C", "revolute", "C2", "C3")
+    b.add_joint("S", "prismatic", "S0", "S3")
+    b.add_actuator("s", "S")
+    b.set_end_effector("O1", ("rz",), ("theta",))
+    return b.build()
+'''

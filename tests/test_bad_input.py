@@ -15,6 +15,7 @@ from pathlib import Path
 import h5py
 import pytest
 
+import problems
 from sim.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,33 +53,7 @@ samples = 20
 
 # A rigid slider-crank driven at the slider, its end effector the crank angle: at angle 0 (dead
 # centre) the slider cannot move the crank, a parallel singularity of the direct Jacobian.
-SLIDER_CRANK = '''\
-import numpy as np
-from sim.model import ModelBuilder
-
-def build(angle=0.6):
-    b = ModelBuilder("slider_crank_rigid", gravity=(0.0, -9.81, 0.0))
-    l1, l2 = 0.1, 0.3
-    B = l1 * np.array([np.cos(angle), np.sin(angle), 0.0])
-    C = np.array([B[0] + np.sqrt(l2**2 - B[1]**2), 0.0, 0.0])
-    c, s = np.cos(angle), np.sin(angle)
-    frame = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-    slide = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-    b.add_rigid_body("crank", 0.5, B / 2, 0.5 * l1**2 / 12 * np.eye(3))
-    b.add_rigid_body("rod", 0.8, (B + C) / 2, 0.8 * l2**2 / 12 * np.eye(3), position=B)
-    b.add_rigid_body("slider", 0.3, C, 1e-4 * np.eye(3), position=C)
-    b.add_marker("O0", None, np.zeros(3)); b.add_marker("O1", "crank", np.zeros(3), frame)
-    b.add_marker("B1", "crank", B); b.add_marker("B2", "rod", B)
-    b.add_marker("C2", "rod", C); b.add_marker("C3", "slider", C)
-    b.add_marker("S0", None, C, slide); b.add_marker("S3", "slider", C, slide)
-    b.add_joint("O", "revolute", "O0", "O1")
-    b.add_joint("B", "revolute", "B1", "B2")
-    b.add_joint("C", "revolute", "C2", "C3")
-    b.add_joint("S", "prismatic", "S0", "S3")
-    b.add_actuator("s", "S")
-    b.set_end_effector("O1", ("rz",), ("theta",))
-    return b.build()
-'''
+SLIDER_CRANK = problems.SLIDER_CRANK
 
 
 def check_outcome(code, err, out, *fragments, exit_code=2):
