@@ -24,11 +24,14 @@ class AssemblyError(SimError):
     """The configuration cannot be reached (outside the workspace, or singular)."""
 
 
-def _residual(model, q, targets, pose_target):
-    ms = markers(model, q)
-    phi, J = constraints(model, q, targets=targets, ms=ms)
+def _residual(model, q, targets, pose_target, ev=None):
+    if ev is None:
+        ms = markers(model, q)
+        phi, J = constraints(model, q, targets=targets, ms=ms)
+    else:   # the compiled evaluator (sim.fast): same quantities, for long sequences of poses
+        _, _, phi, J, *_ = ev.evaluate(q, np.zeros(model.n_v), targets=targets)
     if pose_target is not None:
-        x, Jx = pose_jacobian(model, q, ms)
+        x, Jx = pose_jacobian(model, q, ms) if ev is None else ev.pose()
         res = x - pose_target
         rot = np.array([k.startswith("r") for k in model.pose_kinds])
         res[rot] = (res[rot] + np.pi) % (2 * np.pi) - np.pi
@@ -36,7 +39,7 @@ def _residual(model, q, targets, pose_target):
     return phi, J[:, model.v_rigid]
 
 
-def assemble(model, q0, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE):
+def assemble(model, q0, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE, ev=None):
     """Configuration near ``q0`` satisfying the joint constraints (and targets/pose if given).
 
     Parameters
@@ -47,6 +50,8 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         Actuator values [rad or m] to impose.
     pose_target : ndarray, shape (d,), optional
         End-effector coordinates to impose.
+    ev : sim.fast.Evaluator, optional
+        Evaluate with the compiled kernels (many poses in a row).
 
     Raises
     ------
@@ -56,7 +61,8 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     q = q0.copy()
     dv = np.zeros(model.n_v)
     rigid = model.v_rigid
-    phi, J = _residual(model, q, targets, pose_target)
+    step_to = integrate if ev is None else (lambda model_, q_, dv_: ev.integrate(q_, dv_))
+    phi, J = _residual(model, q, targets, pose_target, ev)
     norm = np.abs(phi).max(initial=0.0)
     for _ in range(NEWTON_MAX_ITER):
         if norm < tol:
@@ -65,8 +71,8 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         # Backtracking keeps Newton from jumping to another assembly branch.
         for _halving in range(12):
             dv[rigid] = step
-            q_try = integrate(model, q, dv)
-            phi_try, J_try = _residual(model, q_try, targets, pose_target)
+            q_try = step_to(model, q, dv)
+            phi_try, J_try = _residual(model, q_try, targets, pose_target, ev)
             norm_try = np.abs(phi_try).max(initial=0.0)
             if norm_try < norm or norm_try < tol:
                 break
@@ -86,18 +92,29 @@ def _min_ratio(J, rank):
     return s[rank - 1] / s[0] if rank <= s.size else 0.0
 
 
-def regularity(model, q):
+def regularity(model, q, ev=None):
     """Conditioning of the rigid robot at ``q``: ``(inverse, direct)`` ratios sigma_r / sigma_1.
 
     ``inverse`` is for the constraints plus end-effector coordinates (legs' inverse
     kinematics), ``direct`` for the constraints plus locked actuators (parallel/type-2
     singularities); ``r`` is the number of reference coordinates minus the free motions of
-    the home configuration.
+    the home configuration.  ``ev``: evaluate with the compiled kernels (:mod:`sim.fast`).
     """
+    if ev is None:
+        q_act, _ = actuator_values(model, q)
+        x = pose_jacobian(model, q)[0]
+    else:
+        q_act = ev.evaluate(q, np.zeros(model.n_v)).s
+        x = ev.pose()[0]
+    _, J_inv = _residual(model, q, None, x, ev)
+    _, J_dir = _residual(model, q, q_act, None, ev)
+    return conditioning(model, J_inv, J_dir)
+
+
+def conditioning(model, J_inv, J_dir):
+    """``(inverse, direct)`` ratios of :func:`regularity` from the two Jacobians over the
+    reference coordinates: ``[C_q; J_x]`` and ``[C_q; J_act]``."""
     ranks = model.home_ranks
-    q_act, _ = actuator_values(model, q)
-    _, J_inv = _residual(model, q, None, pose_jacobian(model, q)[0])
-    _, J_dir = _residual(model, q, q_act, None)
     return _min_ratio(J_inv, ranks[0]), _min_ratio(J_dir, ranks[1])
 
 

@@ -132,22 +132,24 @@ def _has_lumped(model):
     return bool(model.springs) or any(a.stiffness is not None for a in model.actuators)
 
 
-def stiffness_matrix(model, q=None):
+def stiffness_matrix(model, q=None, J_s=None):
     """Elastic stiffness ``K`` (n_v, n_v).
 
     The bodies' ``K_ff`` on their elastic coordinates; with ``q``, also the linearised lumped
     springs and locked compliant actuators at that configuration (:mod:`sim.springs`) and the
     tangent of the geometric stiffening (the geometric stiffness of the current axial forces).
+    ``J_s`` (n_a, n_v): the actuator Jacobian at ``q``, if at hand.
     """
     K = np.zeros((model.n_v, model.n_v))
     for b, body in enumerate(model.bodies):
         if body.n_f:
             i = model.q_index[b][1] + 6
             K[i:i + body.n_f, i:i + body.n_f] = body.stiffness_ff
-    if q is not None and _has_lumped(model):
+    if q is not None and model.springs:
+        K += springs.spring_stiffness(model, markers(model, q))
+    if q is not None and springs.compliant_mask(model).any():
         from .constraints import actuator_values
-        ms = markers(model, q)
-        K += springs.spring_stiffness(model, ms) + springs.actuator_stiffness(model, actuator_values(model, q, ms)[1])
+        K += springs.actuator_stiffness(model, actuator_values(model, q)[1] if J_s is None else J_s)
     if q is not None:
         for b in _stretch_bodies(model):
             i = model.q_index[b][1] + 6

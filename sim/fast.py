@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from . import dynamics, springs
+from .kinematics import pose_terms
 from .linalg import FLUSH_RTOL
 
 # --- small 3-vector helpers -----------------------------------------------------------------
@@ -235,7 +236,7 @@ def _group_terms(q, v, gravity, q_start, v_start, mass, S, T, Jrot, Grot, Mff, K
 
 
 @njit(cache=True)
-def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq):
+def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq):
     """Marker kinematics with local Jacobians (columns: v_r, w, q_f_dot of the marker's body)."""
     n_m = body.size
     nf = D.shape[2]
@@ -246,6 +247,7 @@ def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, J
                 p[m, i] = p0[m, i]
                 pd[m, i] = 0.0
                 pq[m, i] = 0.0
+                wq[m, i] = 0.0
                 for k in range(3):
                     A[m, i, k] = R_BM[m, i, k]
                     Ad[m, i, k] = 0.0
@@ -279,10 +281,12 @@ def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, J
         mRu = -_mm(R, _skew(u))
         RD = _mm(R, D[m])
         RE = _mm(R, E[m])
+        wquad = _mv(R, _cross(w, thd))
         for i in range(3):
             p[m, i] = pos[i]
             pd[m, i] = pdot[i]
             pq[m, i] = pquad[i]
+            wq[m, i] = wquad[i]
             for k in range(3):
                 A[m, i, k] = RA[i, k]
                 Ad[m, i, k] = Adot[i, k]
@@ -379,6 +383,7 @@ class Evaluation(NamedTuple):
     gamma: np.ndarray
     s: np.ndarray
     J_s: np.ndarray
+    gamma_s: np.ndarray
 
 
 class Evaluator:
@@ -412,7 +417,8 @@ class Evaluator:
         self.marker_body = model.marker_body.astype(np.int64)
         self.work = dict(p=np.zeros((n_m, 3)), A=np.zeros((n_m, 3, 3)), Jp=np.zeros((n_m, 3, 6 + nf)),
                          Ja=np.zeros((n_m, 3, 3, 6 + nf)), Jw=np.zeros((n_m, 3, 6 + nf)), pd=np.zeros((n_m, 3)),
-                         Ad=np.zeros((n_m, 3, 3)), pq=np.zeros((n_m, 3)), Aq=np.zeros((n_m, 3, 3)))
+                         Ad=np.zeros((n_m, 3, 3)), pq=np.zeros((n_m, 3)), Aq=np.zeros((n_m, 3, 3)),
+                         wq=np.zeros((n_m, 3)))
         self.tables = []
         for k, name in enumerate(KINDS):
             t = model.rows[name]
@@ -426,6 +432,21 @@ class Evaluator:
         self.stretch = dynamics._stretch_bodies(model)
         self._nq, self._nv = nq, nv
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
+
+    def pose(self, v=None):
+        """End-effector terms of the last :meth:`evaluate` (:func:`sim.kinematics.pose_terms`):
+        ``x, J`` and, with the velocity ``v`` of that evaluation, ``x_q``."""
+        e = self.model.ee_marker
+        w = self.work
+        Jp = np.zeros((3, self._nv))
+        Jw = np.zeros((3, self._nv))
+        cols = self.cols[e]
+        ok = cols >= 0
+        Jp[:, cols[ok]] = w["Jp"][e][:, ok]
+        Jw[:, cols[ok]] = w["Jw"][e][:, ok]
+        if v is None:
+            return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw)
+        return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw, v, w["pq"][e], w["wq"][e])
 
     def integrate(self, q, dv):
         """``q ⊕ dv`` (n_q,), as :func:`sim.kinematics.integrate`."""
@@ -457,7 +478,7 @@ class Evaluator:
         w = self.work
         _markers(q, v, self.marker_body, self.body_q, self.body_v, self.qf_idx, model.marker_D, model.marker_E,
                  model.marker_p0, model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"],
-                 w["Aq"])
+                 w["Aq"], w["wq"])
         phi = np.zeros(self.n_rows)
         J = np.zeros((self.n_rows, self._nv))
         gamma = np.zeros(self.n_rows)
@@ -465,16 +486,16 @@ class Evaluator:
             _rows(kind, row, mi, mj, ai, aj, self.cols, w["p"], w["A"], w["Jp"], w["Ja"], w["pd"], w["Ad"], w["pq"],
                   w["Aq"], phi, J, gamma)
         if self.lumped:
-            from .kinematics import markers
-            ms = markers(model, q)
-            Q += springs.spring_forces(model, ms, v)
+            if model.springs:
+                from .kinematics import markers
+                Q += springs.spring_forces(model, markers(model, q), v)
             if targets is not None:
                 Q += springs.actuator_spring_forces(model, phi[self.n_joint:], J[self.n_joint:], v, targets)
         nj = self.n_joint
-        s, J_s = phi[nj:].copy(), J[nj:].copy()
+        s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()
         if targets is None:
             _flush(M, FLUSH_RTOL)
-            return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s)
+            return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s)
         res = phi[nj:] - targets
         res[self.angle] = (res[self.angle] + np.pi) % (2 * np.pi) - np.pi
         phi[nj:] = res
@@ -482,4 +503,4 @@ class Evaluator:
             gamma[nj:] += target_acc
         keep = np.concatenate([np.ones(nj, dtype=bool), ~self.compliant])
         _flush(M, FLUSH_RTOL)
-        return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s)
+        return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dynamics import mass_and_forces
+from .fast import Evaluator
 from .kinematics import pose_jacobian
 from .modal import modes
 from .motion import rigid_motion
@@ -117,11 +118,20 @@ class Frame:
     pose_jacobian: np.ndarray
 
 
-def frame(model, q, v, a, count, free=None):
-    """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes."""
-    M, Q = mass_and_forces(model, q, v)
-    r = modes(model, q, count, M=M, free=free, energies=False)
-    return Frame(M=M, load=Q - M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=pose_jacobian(model, q)[1])
+def frame(model, q, v, a, count, free=None, ev=None):
+    """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes.
+
+    ``ev`` (:class:`sim.fast.Evaluator`) evaluates ``M``, ``Q``, ``C_q`` and the end-effector
+    Jacobian in one compiled pass; without it the reference kernels are used.
+    """
+    if ev is None:
+        M, Q = mass_and_forces(model, q, v)
+        r = modes(model, q, count, M=M, free=free, energies=False)
+        return Frame(M=M, load=Q - M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=pose_jacobian(model, q)[1])
+    s = ev.evaluate(q, v).s                          # lock the actuators where they are
+    E = ev.evaluate(q, v, targets=s)
+    r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
+    return Frame(M=E.M, load=E.Q - E.M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=ev.pose()[1])
 
 
 def has_free_motions(model, q):
@@ -132,9 +142,10 @@ def has_free_motions(model, q):
 def frames_along(model, motion, count, progress=None):
     """Frames at every sample of a :class:`sim.motion.RigidMotion` (list, length n)."""
     free = has_free_motions(model, motion.q[0])
+    ev = Evaluator(model)
     out = []
     for q, v, a in zip(motion.q, motion.v, motion.a):
-        out.append(frame(model, q, v, a, count, free))
+        out.append(frame(model, q, v, a, count, free, ev))
         if progress is not None:
             progress.update(1)
     return out

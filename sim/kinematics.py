@@ -146,45 +146,62 @@ def pose(model, q, ms=None):
 def pose_jacobian(model, q, ms=None):
     """End-effector coordinates (d,) and their Jacobian (d, n_v)."""
     ms = markers(model, q) if ms is None else ms
-    return _pose_and_jacobian(model, ms)
+    e = model.ee_marker
+    return pose_terms(model.pose_kinds, ms.p[e], ms.A[e], ms.Jp[e], ms.Jw[e])[:2]
 
 
 def pose_rates(model, q, v, ms=None):
     """End-effector coordinates (d,), Jacobian (d, n_v), rates (d,) and the velocity-quadratic
     part ``x_q`` (d,) of their second derivative: ``x_ddot = J a + x_q``."""
     ms = markers(model, q, v) if ms is None else ms
-    x, J = _pose_and_jacobian(model, ms)
     e = model.ee_marker
-    angles = tait_bryan_zyx(ms.A[e])
+    x, J, xq = pose_terms(model.pose_kinds, ms.p[e], ms.A[e], ms.Jp[e], ms.Jw[e], v, ms.pq[e], ms.wq[e])
+    return x, J, J @ v, xq
+
+
+def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):
+    """End-effector coordinates from the end-effector marker's kinematics.
+
+    Parameters
+    ----------
+    kinds : tuple of str
+        Coordinates, from x, y, z (origin) and rx, ry, rz (Z-Y-X Tait–Bryan angles of the axes).
+    p : ndarray, shape (3,)
+    A : ndarray, shape (3, 3)
+        Marker origin and axes (columns) in world.
+    Jp, Jw : ndarray, shape (3, n_v)
+        Jacobians of the origin and of the world angular velocity.
+    v : ndarray, shape (n_v,), optional
+    pq, wq : ndarray, shape (3,), optional
+        Velocity-quadratic accelerations of the origin and of the angular velocity.
+
+    Returns
+    -------
+    x : ndarray, shape (d,)
+    J : ndarray, shape (d, n_v)
+    x_q : ndarray, shape (d,), only with ``v``: ``x_ddot = J a + x_q``
+    """
+    idx = [("xyz".index(k), True) if k in "xyz" else (("rx", "ry", "rz").index(k), False) for k in kinds]
+    if all(pos for _, pos in idx):            # translations only: no angle algebra
+        rows = [i for i, _ in idx]
+        return (p[rows], Jp[rows]) if v is None else (p[rows], Jp[rows], pq[rows])
+    angles = tait_bryan_zyx(A)
     E = tait_bryan_rate_matrix(angles)
-    rates = np.linalg.solve(E, ms.w[e])
+    # Angle rates from the world angular velocity: (a, b, c)_dot = E^-1 w_W.
+    rates_J = np.linalg.solve(E, Jw)
+    x = np.array([p[i] if pos else angles[i] for i, pos in idx])
+    J = np.array([Jp[i] if pos else rates_J[i] for i, pos in idx]).reshape(len(kinds), Jp.shape[1])
+    if v is None:
+        return x, J
+    rates = rates_J @ v
     _, b, c = angles
     cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
     dE_db = np.array([[-cc * sb, 0, 0], [-sc * sb, 0, 0], [-cb, 0, 0]])
     dE_dc = np.array([[-sc * cb, -cc, 0], [cc * cb, -sc, 0], [0, 0, 0]])
     # d/dt (E^-1 w) = E^-1 (w_dot - E_dot angles_dot)
-    ang_q = np.linalg.solve(E, ms.wq[e] - (dE_db * rates[1] + dE_dc * rates[2]) @ rates)
-    xq = np.array([ms.pq[e, "xyz".index(k)] if k in "xyz" else ang_q[("rx", "ry", "rz").index(k)]
-                   for k in model.pose_kinds])
-    return x, J, J @ v, xq
-
-
-def _pose_and_jacobian(model, ms):
-    e = model.ee_marker
-    angles = tait_bryan_zyx(ms.A[e])
-    # Angle rates from the world angular velocity: (a, b, c)_dot = E^-1 w_W.
-    rates = np.linalg.solve(tait_bryan_rate_matrix(angles), ms.Jw[e])
-    values, rows = [], []
-    for kind in model.pose_kinds:
-        if kind in "xyz":
-            i = "xyz".index(kind)
-            values.append(ms.p[e, i])
-            rows.append(ms.Jp[e, i])
-        else:
-            i = ("rx", "ry", "rz").index(kind)
-            values.append(angles[i])
-            rows.append(rates[i])
-    return np.array(values), np.array(rows).reshape(len(values), model.n_v)
+    ang_q = np.linalg.solve(E, wq - (dE_db * rates[1] + dE_dc * rates[2]) @ rates)
+    xq = np.array([pq[i] if pos else ang_q[i] for i, pos in idx])
+    return x, J, xq
 
 
 def sensor_values(model, q, ms=None):

@@ -78,27 +78,26 @@ def constraint_null_space(model, q, locked=True, ms=None):
     return null_space(J, NULL_RTOL) if J.shape[0] > nj or not locked else null_space(J[:nj], NULL_RTOL)
 
 
-def deformation_rows(model, q):
+def deformation_rows(model, q, J_s=None):
     """Rows (n_d, n_v) whose null space is the motion without any deformation.
 
     Elastic coordinates, the stiff directions of every lumped spring and the coordinates of
     the compliant actuators, each row of unit scale, so that a rank decision on them does not
-    depend on the stiffness values.
+    depend on the stiffness values.  ``J_s`` (n_a, n_v): the actuator Jacobian, if at hand.
     """
     rows = [np.eye(model.n_v)[model.v_elastic]]
-    if model.springs or any(a.stiffness is not None for a in model.actuators):
-        ms = markers(model, q)
-        _, Jd = springs.deflections(model, ms)
-        for K6, J in zip(model.spring_tables.get("K", []), Jd):
+    if model.springs:
+        _, Jd = springs.deflections(model, markers(model, q))
+        for K6, J in zip(model.spring_tables["K"], Jd):
             lam, U = np.linalg.eigh(0.5 * (K6 + K6.T))
             rows.append(U[:, lam > 1e-12 * max(lam.max(), 1e-300)].T @ J)
-        mask = springs.compliant_mask(model)
-        if mask.any():
-            rows.append(actuator_values(model, q, ms)[1][mask])
+    mask = springs.compliant_mask(model)
+    if mask.any():
+        rows.append((actuator_values(model, q)[1] if J_s is None else J_s)[mask])
     return np.vstack(rows)
 
 
-def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True):
+def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True, J=None, J_s=None):
     """Natural modes of the linearised model at ``q``.
 
     Parameters
@@ -116,22 +115,24 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
         (the caller knows, e.g. from the first of many configurations along a path).
     energies : bool
         Compute the per-body energy shares (default); ``False`` leaves them empty.
+    J, J_s : ndarray, optional
+        Constraint Jacobian at ``q`` (joint rows, plus the rigid actuators' rows when
+        ``locked``) and actuator Jacobian (all actuators), when the caller has them already.
 
     Returns
     -------
     ModalResult
     """
-    ms = markers(model, q)
     M = mass_matrix(model, q) if M is None else M
-    K = stiffness_matrix(model, q) if K is None else K
-    N = constraint_null_space(model, q, locked, ms)
+    K = stiffness_matrix(model, q, J_s) if K is None else K
+    N = constraint_null_space(model, q, locked) if J is None else null_space(J, NULL_RTOL)
     Mn = N.T @ M @ N
     Mn = 0.5 * (Mn + Mn.T)
     Z = np.zeros((N.shape[1], 0))
     if free is None or free:
         # Free motions: constrained motions that deform nothing (structural, not a threshold
         # on eigenvalues, which fails when stiffnesses span many decades).
-        D = deformation_rows(model, q) @ N
+        D = deformation_rows(model, q, J_s) @ N
         Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
     n_rigid = Z.shape[1]
     # Elastic subspace: the mass-orthogonal complement of the free motions.

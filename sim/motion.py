@@ -7,17 +7,19 @@ over the reference coordinates,
     [C_q; J_x] v = [0; x_dot],        [C_q; J_x] a = [gamma; x_ddot - x_q],
 
 solved with one SVD per instant (minimum-norm, robust to redundant constraints).  The
-singular values also give the conditioning; a singular instant stops with its time.
+singular values also give the conditioning; a singular instant stops with its time.  Long
+samplings run on the compiled kernels (:mod:`sim.fast`).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
 from .assembly import SINGULAR_RATIO, AssemblyError, assemble, solve_pose
-from .constraints import actuator_values, constraints
+from .constraints import constraints
 from .errors import SimError
-from .kinematics import integrate, markers, pose_jacobian, pose_rates
-from .linalg import svd
+from .fast import Evaluator
+from .kinematics import markers, pose_jacobian, pose_rates
+from .linalg import flush
 
 
 @dataclass(frozen=True)
@@ -42,33 +44,44 @@ class RigidMotion:
     condition: np.ndarray
 
 
-def rigid_state(model, q, x_dot, x_ddot):
+def rigid_state(model, q, x_dot, x_ddot, ev=None):
     """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
 
-    Returns ``v, a, condition`` (condition number over the expected rank).
+    Returns ``v, a, cond`` (condition number over the expected rank); with the compiled
+    evaluator ``ev`` (:class:`sim.fast.Evaluator`), also its evaluation at ``(q, v)``.
     """
     rigid = model.v_rigid
-    ms = markers(model, q)
-    _, Jc = constraints(model, q, ms=ms)
-    _, Jx = pose_jacobian(model, q, ms)
-    A = np.vstack([Jc, Jx])[:, rigid]
-    U, s, Vt = svd(A)
+    zero = np.zeros(model.n_v)
+    if ev is None:
+        ms = markers(model, q)
+        _, Jc = constraints(model, q, ms=ms)
+        _, Jx = pose_jacobian(model, q, ms)
+    else:
+        Jc = ev.evaluate(q, zero).J
+        Jx = ev.pose()[1]
+    A = flush(np.vstack([Jc, Jx])[:, rigid])
+    # Minimum-norm least squares at the known rank r from the eigenpairs of A^T A (the
+    # squared singular values and right singular vectors): a third of an SVD's cost on these
+    # tall matrices, and accurate here since condition numbers beyond 1e5 are refused anyway.
+    lam, V = np.linalg.eigh(A.T @ A)
     rank = model.home_ranks[0]
-    cond = s[0] / s[rank - 1] if s[rank - 1] > 0 else np.inf
-    inv = np.zeros_like(s)
-    inv[:rank] = 1.0 / s[:rank]
+    lam, V = lam[::-1][:rank], V[:, ::-1][:, :rank]
+    cond = np.sqrt(lam[0] / lam[-1]) if lam[-1] > 0 else np.inf
 
     def solve(rhs):
         out = np.zeros(model.n_v)
-        out[rigid] = Vt.T @ (inv * (U.T @ rhs))
+        out[rigid] = V @ ((V.T @ (A.T @ rhs)) / lam)
         return out
 
     v = solve(np.concatenate([np.zeros(Jc.shape[0]), x_dot]))
-    ms = markers(model, q, v)
-    _, _, gamma = constraints(model, q, v, ms=ms)
-    _, _, _, xq = pose_rates(model, q, v, ms)
-    a = solve(np.concatenate([gamma, x_ddot - xq]))
-    return v, a, cond
+    if ev is None:
+        ms = markers(model, q, v)
+        _, _, gamma = constraints(model, q, v, ms=ms)
+        _, _, _, xq = pose_rates(model, q, v, ms)
+        return v, solve(np.concatenate([gamma, x_ddot - xq])), cond
+    E = ev.evaluate(q, v)
+    xq = ev.pose(v)[2]
+    return v, solve(np.concatenate([E.gamma, x_ddot - xq])), cond, E
 
 
 def rigid_motion(model, trajectory, times, q_start=None, progress=None):
@@ -88,20 +101,21 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None):
     except SimError as exc:
         raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
     out = {k: [] for k in ("q", "v", "a", "act", "act_d", "act_dd", "cond")}
+    ev = Evaluator(model)
     v = a = np.zeros(model.n_v)
     for k, t in enumerate(times):
         if k:
             dt = t - times[k - 1]
-            q = integrate(model, q, dt * v + 0.5 * dt**2 * a)
+            q = ev.integrate(q, dt * v + 0.5 * dt**2 * a)
             try:
-                q = assemble(model, q, pose_target=x[k], what=f"the pose at t = {t:.6g} s")
+                q = assemble(model, q, pose_target=x[k], what=f"the pose at t = {t:.6g} s", ev=ev)
             except AssemblyError as exc:
                 raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
                                f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
-        v, a, cond = rigid_state(model, q, xd[k], xdd[k])
+        v, a, cond, E = rigid_state(model, q, xd[k], xdd[k], ev)
         if not cond < 1 / SINGULAR_RATIO:
             raise SimError(f"singular configuration at t = {t:.6g} s (condition number {cond:.3g})")
-        s, J_s, g_s = actuator_values(model, q, v=v)
+        s, J_s, g_s = E.s, E.J_s, E.gamma_s
         out["q"].append(q)
         out["v"].append(v)
         out["a"].append(a)

@@ -108,11 +108,11 @@ def make_problem(model, drive, damping=None):
     def evaluate(t, q, v):
         if drive.kind == "prescribed":
             s, sd, sdd = drive.reference(t)
-            M, Q, C, J, gamma, _, _ = fast.evaluate(q, v, targets=s, target_acc=sdd)
+            M, Q, C, J, gamma, *_ = fast.evaluate(q, v, targets=s, target_acc=sdd)
             C_dot = J @ v
             C_dot[nj:] -= sd[~compliant]
         else:
-            M, Q, C, J, gamma, s, J_s = fast.evaluate(q, v)
+            M, Q, C, J, gamma, s, J_s, _ = fast.evaluate(q, v)
             C_dot = J @ v
             if drive.kind == "torque":
                 s_ref, sd_ref, _ = drive.reference(t)

@@ -44,7 +44,7 @@ def test_mass_and_forces_match_reference(state):
 
 def test_constraints_match_reference(state):
     name, model, q, v, s, sdd = state
-    _, _, C, J, gamma, s_all, J_s = Evaluator(model).evaluate(q, v, targets=s, target_acc=sdd)
+    _, _, C, J, gamma, s_all, J_s, _ = Evaluator(model).evaluate(q, v, targets=s, target_acc=sdd)
     C_ref, J_ref, g_ref = constraints(model, q, v, targets=s, target_acc=sdd)
     assert_allclose(C, C_ref, atol=1e-13, err_msg=f"{name}: C")
     assert_allclose(J, J_ref, atol=1e-12 * np.abs(J_ref).max(), err_msg=f"{name}: J")
@@ -56,7 +56,7 @@ def test_constraints_match_reference(state):
 
 def test_free_actuators_leave_joint_rows_only(state):
     name, model, q, v, _, _ = state
-    _, _, C, J, gamma, _, _ = Evaluator(model).evaluate(q, v)
+    _, _, C, J, gamma, *_ = Evaluator(model).evaluate(q, v)
     assert C.shape == (model.rows["n_joint"],) and J.shape == (model.rows["n_joint"], model.n_v), name
 
 
@@ -64,3 +64,22 @@ def test_integrate_matches_reference(state):
     name, model, q, v, _, _ = state
     dv = 0.3 * v
     assert_allclose(Evaluator(model).integrate(q, dv), integrate(model, q, dv), atol=1e-14, err_msg=f"{name}: q ⊕ dv")
+
+
+def test_pose_terms_match_reference(state):
+    from sim.kinematics import pose_rates
+    name, model, q, v, _, _ = state
+    ev = Evaluator(model)
+    ev.evaluate(q, v)
+    x, J, xq = ev.pose(v)
+    x_ref, J_ref, _, xq_ref = pose_rates(model, q, v)
+    assert_allclose(x, x_ref, atol=1e-13, err_msg=f"{name}: pose")
+    assert_allclose(J, J_ref, atol=1e-12, err_msg=f"{name}: pose Jacobian")
+    assert_allclose(xq, xq_ref, rtol=1e-10, atol=1e-10, err_msg=f"{name}: pose x_q")
+
+
+def test_actuator_gamma_matches_reference(state):
+    name, model, q, v, _, _ = state
+    *_, s, J_s, gamma_s = Evaluator(model).evaluate(q, v)
+    s_ref, J_ref, g_ref = actuator_values(model, q, v=v)
+    assert_allclose(gamma_s, g_ref, rtol=1e-10, atol=1e-10, err_msg=f"{name}: actuator gamma")

@@ -64,13 +64,17 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     ndarray, shape (len(rows), n_1, count)
         NaN where the pose is unreachable or singular.
     """
-    from sim.assembly import SINGULAR_RATIO, assemble, regularity, solve_pose
+    from sim.assembly import SINGULAR_RATIO, assemble, conditioning, solve_pose
+    from sim.fast import Evaluator
     from sim.ked import has_free_motions
     from sim.modal import modes
     from sim.loader import load_model
 
     model = load_model(model_file, parameters)
     free = has_free_motions(model, model.q_home)
+    ev = Evaluator(model)
+    zero = np.zeros(model.n_v)
+    rigid = model.v_rigid
     out = np.full((len(rows), values[1].size, count), np.nan)
     q_prev = None
     for r, i in enumerate(rows):
@@ -82,15 +86,18 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
                 try:
                     if q_prev is None:
                         raise SimError("no neighbour")
-                    q = assemble(model, q_prev, pose_target=pose)
+                    q = assemble(model, q_prev, pose_target=pose, ev=ev)
                 except SimError:
                     q = solve_pose(model, pose, q_start=q_prev, check=False)
-                if min(regularity(model, q)) < SINGULAR_RATIO:
+                free_act = ev.evaluate(q, zero)
+                J_inv = np.vstack([free_act.J, ev.pose()[1]])[:, rigid]
+                E = ev.evaluate(q, zero, targets=free_act.s)         # actuators locked where they are
+                if min(conditioning(model, J_inv, E.J[:, rigid])) < SINGULAR_RATIO:
                     continue
             except SimError:
                 continue
             q_prev = q
-            omega = modes(model, q, count, free=free, energies=False).omega
+            omega = modes(model, q, count, M=E.M, J=E.J, J_s=E.J_s, free=free, energies=False).omega
             out[r, j, :omega.size] = omega / (2 * np.pi)
     return out
 
