@@ -118,17 +118,18 @@ class Frame:
     pose_jacobian: np.ndarray
 
 
-def frame(model, q, v, a, count, free=None, ev=None):
+def frame(model, q, v, a, count, free=None, ev=None, s=None):
     """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes.
 
     ``ev`` (:class:`sim.fast.Evaluator`) evaluates ``M``, ``Q``, ``C_q`` and the end-effector
-    Jacobian in one compiled pass; without it the reference kernels are used.
+    Jacobian in one compiled pass; without it the reference kernels are used.  ``s`` (n_a,):
+    the actuator values at ``q`` (where they are locked), if known.
     """
     if ev is None:
         M, Q = mass_and_forces(model, q, v)
         r = modes(model, q, count, M=M, free=free, energies=False)
         return Frame(M=M, load=Q - M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=pose_jacobian(model, q)[1])
-    s = ev.evaluate(q, v).s                          # lock the actuators where they are
+    s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
     E = ev.evaluate(q, v, targets=s)
     r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
     return Frame(M=E.M, load=E.Q - E.M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=ev.pose()[1])
@@ -144,8 +145,8 @@ def frames_along(model, motion, count, progress=None):
     free = has_free_motions(model, motion.q[0])
     ev = Evaluator(model)
     out = []
-    for q, v, a in zip(motion.q, motion.v, motion.a):
-        out.append(frame(model, q, v, a, count, free, ev))
+    for q, v, a, s in zip(motion.q, motion.v, motion.a, motion.actuators):
+        out.append(frame(model, q, v, a, count, free, ev, s))
         if progress is not None:
             progress.update(1)
     return out
