@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.dynamics import mass_matrix, stiffness_matrix
 from sim.ked import frames_along, integrate_frames
 from sim.modal import modes
 from sim.motion import rigid_motion

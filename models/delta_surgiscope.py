@@ -148,7 +148,6 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
     arm = tube(0.060, 0.004, ALUMINIUM)
     bar = tube(0.025, 0.002, ALUMINIUM)
     short = tube(0.030, 0.003, STEEL)
-    zero = np.zeros(3)
     b = ModelBuilder("delta_surgiscope", gravity=(0.0, 0.0, -gravity))
     kt = k_joint_translation
 

@@ -138,7 +138,6 @@ def build(cross_mass=1e-3, platform_mass=PLATFORM_MASS, gravity=9.81):
     if not platform_mass > 0:
         raise ValueError(f"`platform_mass` must be > 0, got {platform_mass!r}")
     b = ModelBuilder("rrrt3", gravity=(0.0, 0.0, -gravity))
-    z = np.array([0.0, 0.0, 1.0])
     centre = np.array([0.0, 0.0, HEIGHT])
     R_disc, h_disc = PLATFORM_RADIUS, PLATFORM_THICKNESS
     I_disc = platform_mass * np.diag([(3 * R_disc**2 + h_disc**2) / 12] * 2 + [R_disc**2 / 2])

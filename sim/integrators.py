@@ -48,6 +48,7 @@ J. Baumgarte, Comput. Methods Appl. Mech. Eng. 1 (1972) 1–16.
 E. Hairer, G. Wanner, *Solving Ordinary Differential Equations II*, 2nd ed., Springer, 1996,
 §IV.8 (stopping criterion of simplified Newton iterations).
 """
+import abc
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +88,7 @@ class Problem:
     integrate: object
 
 
-class Integrator:
+class Integrator(abc.ABC):
     """Base class: guards, status and counters; subclasses implement ``_step()``.
 
     Parameters
@@ -163,8 +164,9 @@ class Integrator:
         self.message = message
         return message
 
+    @abc.abstractmethod
     def _step(self):
-        raise NotImplementedError
+        """Advance one step; return ``(ok, message)``."""
 
 
 class GeneralizedAlpha(Integrator):

@@ -749,7 +749,7 @@ def _default_doc(default):
         return "—"
     if isinstance(default, str):
         return f'`"{default}"`'
-    return f"`{{}}`" if default == {} else f"`{_toml_repr(default)}`"
+    return "`{}`" if default == {} else f"`{_toml_repr(default)}`"
 
 
 def _update_readme(path="README.md"):

@@ -24,10 +24,9 @@ import time
 import numpy as np
 
 from . import dynamics
-from .constraints import actuator_values, constraints
 from .fast import Evaluator
 from .integrators import METHODS, Problem
-from .kinematics import integrate, markers, sensor_values, pose
+from .kinematics import sensor_values, pose
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,6 @@ def make_problem(model, drive, damping=None):
         Linear damping matrix ``D`` (``Q -= D v``).
     """
     nj = model.rows["n_joint"]
-    n_a = len(model.actuators)
     angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
     compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
 

@@ -27,7 +27,7 @@ def deflections(model, ms):
     mi, mj = t["mi"], t["mj"]
     Ai, Aj = ms.A[mi], ms.A[mj]
     x = ms.p[mj] - ms.p[mi]
-    xi, yi, zi = Ai[:, :, 0], Ai[:, :, 1], Ai[:, :, 2]
+    xi, yi = Ai[:, :, 0], Ai[:, :, 1]
     xj, zj = Aj[:, :, 0], Aj[:, :, 2]
     n = mi.size
     d = np.empty((n, 6))
