@@ -114,7 +114,8 @@ def test_home_posture_is_regular(rrrt3):
     constraint couples n_i = t_i x b_i are independent (orthogonal: condition number 1)."""
     assert rrrt3.home_ranks == (78, 78)
     inverse, direct = regularity(rrrt3, rrrt3.q_home)
-    assert 1 / inverse < 200 and 1 / direct < 200, (1 / inverse, 1 / direct)
+    conditions = (1 / inverse, 1 / direct)
+    assert max(conditions) < 200, f"condition numbers {conditions}"
     couples = np.array([np.cross(_leg_frame(i)[1], _leg_frame(i)[2]) for i in range(3)])
     assert np.linalg.matrix_rank(couples) == 3
     np.testing.assert_allclose(np.linalg.cond(couples), 1.0, rtol=1e-12, err_msg="couple conditioning")
