@@ -125,6 +125,28 @@ def plot_mode_frequencies(ax, f):
     return ax
 
 
+def plot_sensor(ax, time, values, name, units):
+    """A model's sensor (e.g. a rod's mid-span deflection) vs time.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    time : ndarray, shape (n,)
+        s
+    values : ndarray, shape (n,)
+    name, units : str
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    ax.plot(time, values, lw=1.2)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel(f"{name} [{units}]" if units else name)
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
 def plot_actuator_forces(ax, time, forces, names, units=None):
     """Driving moments (or forces) vs time, one line per actuator (paper 003 Figs. 12-14).
 
@@ -283,6 +305,11 @@ def _panels(tree):
         if "deviation" in group and "time" in group:
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
+        if "sensors" in group and "time" in group:
+            for sensor, data in group["sensors"].items():
+                if sensor != "attrs" and np.ndim(data["data"]) == 1:
+                    panels.append((f"{name}: sensor {sensor}", lambda ax, g=group, d=data, s=sensor:
+                                   plot_sensor(ax, g["time"]["data"], d["data"], s, d["attrs"].get("units", ""))))
         if "frequencies" in group and "frequency_time" in group:
             panels.append((f"{name}: natural frequencies", lambda ax, g=group:
                            plot_frequencies(ax, g["frequency_time"]["data"],
