@@ -33,7 +33,9 @@ step's predictor, so it follows the configuration every step; ``Delta`` -- the s
 position and velocity terms of the Baumgarte rows, through the Newmark maps
 ``dq/da = beta' h^2``, ``dv/da = gamma' h`` -- comes from a forward-difference Jacobian of
 ``r`` (one evaluation per unknown) and varies slowly: it is kept while Newton
-contracts fast, and refreshed when it slows down.  Convergence: the configuration correction
+contracts fast, and refreshed when it slows down.  The LU factorisation of the whole matrix
+is likewise kept from step to step while Newton contracts strongly (rate below
+``KEEP_RATE``), and redone from the current saddle part otherwise.  Convergence: the configuration correction
 ``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the contraction
 rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
 
@@ -56,7 +58,8 @@ import scipy.linalg
 
 NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-12          # m or rad: configuration correction at convergence
-SLOW_RATE = 0.25            # contraction rate above which the iteration matrix is refreshed
+SLOW_RATE = 0.25            # contraction rate above which the Jacobian correction is refreshed
+KEEP_RATE = 0.01            # contraction rate below which the last factorisation is kept
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
 
 
@@ -188,6 +191,8 @@ class GeneralizedAlpha(Integrator):
         self.gamma = 0.5 + self.alpha_f - self.alpha_m
         self.beta = 0.25 * (self.gamma + 0.5) ** 2
         self._delta = None
+        self._delta_new = False
+        self._lu = None
         self._previous = None
         super().__init__(problem, t0, q0, v0, h, **options)
         self.a_hat = self.a.copy()
@@ -260,10 +265,15 @@ class GeneralizedAlpha(Integrator):
             if iteration == 1:
                 if self._delta is None or fresh or self._delta.shape[0] != r.size:
                     self._delta = self._jacobian_correction(a, lam, r, M, J, base)
-                # The saddle part follows the configuration every step; Delta varies slowly.
-                lu = self._factorize(M, J)
-                if lu is None:
-                    return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
+                    self._delta_new = True
+                # The saddle part follows the configuration; Delta varies slowly.  While Newton
+                # contracts strongly the last factorisation is kept (refactorised otherwise).
+                if self._lu is None or fresh or self._delta_new or self._lu[0].shape[0] != r.size:
+                    self._lu = self._factorize(M, J)
+                    self._delta_new = False
+                    if self._lu is None:
+                        return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
+                lu = self._lu
             dx = scipy.linalg.lu_solve(lu, -r, check_finite=False)
             a += dx[:n]
             lam += dx[n:]
@@ -277,6 +287,8 @@ class GeneralizedAlpha(Integrator):
             if err <= self.newton_tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= self.newton_tol):
                 if rate > SLOW_RATE:
                     self._delta = None       # refresh the Jacobian correction on the next step
+                if rate > KEEP_RATE or iteration > 3:
+                    self._lu = None          # refactorise the saddle part on the next step
                 a_hat = c * a + base[1]
                 self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
                              self.problem.integrate(self.q, base[3] + h**2 * b * a_hat))
