@@ -225,3 +225,47 @@ def sensor_values(model, q, ms=None):
             i, j = s.markers
             out.append(np.arctan2(ms.A[j][:, 0] @ ms.A[i][:, 1], ms.A[j][:, 0] @ ms.A[i][:, 0]))
     return np.array(out)
+
+
+def skeleton(model, q):
+    """Points and segments that draw the robot, with the points' Jacobian.
+
+    Points: every node of the flexible bodies, the markers of the rigid bodies and of the
+    ground.  Segments: the beam elements, and on each rigid body its markers joined to the
+    first one (joints need none: their two markers coincide).
+
+    Returns
+    -------
+    p : ndarray, shape (n_p, 3)
+        World positions [m].
+    segments : ndarray of int, shape (n_s, 2)
+    J : ndarray, shape (n_p, 3, n_v)
+        ``dp = J @ dv``; a mode shape ``phi`` (n_v,) moves the points by ``J @ phi``.
+    """
+    ms = markers(model, q)
+    r_b, R_b = body_frames(model, q)
+    points, jac, segments = [], [], []
+    for b, body in enumerate(model.bodies):
+        start = len(points)
+        if body.flexible:
+            sq, sv = model.q_index[b]
+            x = body.basis @ q[sq + 7:sq + 7 + body.n_f]
+            for node, p0 in enumerate(body.nodes_B):
+                u = p0 + x[6 * node:6 * node + 3]
+                Jn = np.zeros((3, model.n_v))
+                Jn[:, sv:sv + 3] = np.eye(3)
+                Jn[:, sv + 3:sv + 6] = -R_b[b] @ skew(u)
+                Jn[:, sv + 6:sv + 6 + body.n_f] = R_b[b] @ body.basis[6 * node:6 * node + 3]
+                points.append(r_b[b] + R_b[b] @ u)
+                jac.append(Jn)
+            segments += [(start + i, start + j) for i, j in body.elements]
+        else:
+            idx = np.flatnonzero(model.marker_body == b)
+            for m in idx:
+                points.append(ms.p[m])
+                jac.append(ms.Jp[m])
+            segments += [(start, start + k) for k in range(1, idx.size)]
+    for m in np.flatnonzero(model.marker_body < 0):
+        points.append(ms.p[m])
+        jac.append(np.zeros((3, model.n_v)))
+    return np.array(points), np.array(segments, dtype=int).reshape(-1, 2), np.array(jac)

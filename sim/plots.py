@@ -125,6 +125,81 @@ def plot_mode_frequencies(ax, f):
     return ax
 
 
+def _nice(x):
+    """The largest of 1, 2, 5 x 10^n not above ``x`` (a readable magnification)."""
+    e = 10.0 ** np.floor(np.log10(x))
+    return max(m * e for m in (1, 2, 5) if m * e <= x)
+
+
+def plot_path(ax, pose_rigid, pose, names):
+    """End-effector path of the rigid and of the flexible robot in its first two coordinates,
+    the deviation magnified to about 5 % of the path's size.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    pose_rigid, pose : ndarray, shape (n, d)
+        m (and rad); only the first two columns are drawn.
+    names : sequence of str
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    rigid, flexible = np.asarray(pose_rigid)[:, :2], np.asarray(pose)[:, :2]
+    deviation = flexible - rigid
+    size = np.ptp(rigid, axis=0).max()
+    peak = np.abs(deviation).max()
+    scale = _nice(0.05 * size / peak) if peak > 0 and size > 0 else 1.0
+    ax.plot(rigid[:, 0], rigid[:, 1], "k-", lw=1.0, label="rigid")
+    ax.plot(*(rigid + scale * deviation).T, lw=1.0, label=f"flexible (deviation x{scale:g})")
+    ax.set_xlabel(f"{names[0]} [m]")
+    ax.set_ylabel(f"{names[1]} [m]")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def plot_mode_shape(ax, points, segments, displacement):
+    """A mode shape drawn on the robot: undeformed (grey) and displaced (scaled to 10 % of the
+    robot's size), projected on the plane of its two largest world extents, or on the plane of
+    its largest extent and of the motion when the mode moves mostly out of that plane.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    points : ndarray, shape (n_p, 3)
+        [m]
+    segments : ndarray of int, shape (n_s, 2)
+    displacement : ndarray, shape (n_p, 3)
+        Point displacements in the mode (any scale).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    points, displacement = np.asarray(points), np.asarray(displacement)
+    extent = np.ptp(points, axis=0)
+    i, j = np.sort(np.argsort(extent)[-2:])
+    motion = np.sqrt(np.sum(displacement**2, axis=0))          # per world axis
+    if motion[[i, j]].sum() < 0.3 * motion.sum():
+        # The mode moves out of the robot's main plane: show that motion instead.
+        i, j = np.sort([int(np.argmax(extent)), int(np.argmax(motion))])
+    size = np.ptp(points, axis=0).max()
+    peak = np.abs(displacement).max()
+    moved = points + (0.1 * size / peak) * displacement if peak > 0 else points
+    for a, b in segments:
+        ax.plot(points[[a, b], i], points[[a, b], j], color="0.75", lw=1.0)
+        ax.plot(moved[[a, b], i], moved[[a, b], j], color="C0", lw=1.5)
+    axis = "xyz"
+    ax.set_xlabel(f"{axis[i]} [m]")
+    ax.set_ylabel(f"{axis[j]} [m]")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
 def plot_sensor(ax, time, values, name, units):
     """A model's sensor (e.g. a rod's mid-span deflection) vs time.
 
@@ -305,6 +380,18 @@ def _panels(tree):
         if "deviation" in group and "time" in group:
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
+        if "pose" in group and "pose_rigid" in group and np.ndim(group["pose"]["data"]) == 2 \
+                and np.shape(group["pose"]["data"])[1] >= 2:
+            panels.append((f"{name}: end-effector path, rigid and flexible", lambda ax, g=group:
+                           plot_path(ax, g["pose_rigid"]["data"], g["pose"]["data"],
+                                     g["attrs"].get("pose_names", ("x", "y")))))
+        if name == "modes" and "skeleton" in group:
+            shapes = group["skeleton"]["mode_displacements"]["data"]
+            for k in range(min(4, shapes.shape[0])):
+                panels.append((f"modes: mode {k + 1}, {group['frequencies']['data'][k]:.2f} Hz",
+                               lambda ax, g=group, k=k: plot_mode_shape(
+                                   ax, g["skeleton"]["points"]["data"], g["skeleton"]["segments"]["data"],
+                                   g["skeleton"]["mode_displacements"]["data"][k])))
         if "sensors" in group and "time" in group:
             for sensor, data in group["sensors"].items():
                 if sensor != "attrs" and np.ndim(data["data"]) == 1:

@@ -83,3 +83,20 @@ def test_unreachable_pose_raises(navaro):
 def test_wrong_number_of_pose_values_raises(navaro, values):
     with pytest.raises(SimError, match="pose needs 3 values"):
         solve_pose(navaro, values)
+
+
+@pytest.mark.parametrize("name", ["navaro", "flexible_arm"])
+def test_skeleton_jacobian_matches_finite_differences(name, request):
+    from sim.kinematics import integrate, skeleton
+    model = request.getfixturevalue(name)
+    rng = np.random.default_rng(3)
+    dv = 1e-2 * rng.standard_normal(model.n_v)
+    dv[model.v_elastic] *= 1e-2
+    q = integrate(model, model.q_home, dv)
+    p, segments, J = skeleton(model, q)
+    direction = rng.standard_normal(model.n_v)
+    h = 1e-6
+    dp = (skeleton(model, integrate(model, q, h * direction))[0]
+          - skeleton(model, integrate(model, q, -h * direction))[0]) / (2 * h)
+    np.testing.assert_allclose(J @ direction, dp, rtol=1e-6, atol=1e-9, err_msg=f"{name}: skeleton Jacobian")
+    assert segments.min() >= 0 and segments.max() < len(p), "segments index the points"

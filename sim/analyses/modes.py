@@ -59,6 +59,7 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lowest, highest)}``.
     """
+    from sim.kinematics import skeleton
     from sim.modal import modes
 
     table = scenario.data["modes"]
@@ -77,6 +78,12 @@ def run(model, scenario, group, progress):
               "in each mode (rows)")
     group.put("body_strain_energy", result.body_strain_energy, "1",
               "strain-energy fraction of each body (columns) in each mode (rows)")
+    points, segments, J = skeleton(model, q)
+    group.put("skeleton/points", points, "m", "points drawing the robot at this pose (flexible-body "
+              "nodes, rigid-body and ground markers), world frame")
+    group.put("skeleton/segments", segments, "1", "pairs of point indices joined by a line")
+    group.put("skeleton/mode_displacements", np.einsum("piv,vk->kpi", J, result.shapes), "m kg^-1/2",
+              "displacement of each point (axis 1) in each mass-normalised mode (axis 0), world frame")
     group.attrs["body_names"] = list(model.body_names)
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["rigid_modes"] = int(result.rigid_count)
