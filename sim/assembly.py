@@ -7,7 +7,7 @@ assembly mode (branch) of the home configuration is kept.
 """
 import numpy as np
 
-from .constraints import actuator_values, constraints
+from .constraints import actuator_values, constraints, drive_residual
 from .errors import SimError
 from .kinematics import integrate, markers, pose_jacobian
 from .linalg import lstsq, null_space, svd
@@ -25,11 +25,15 @@ class AssemblyError(SimError):
 
 
 def _residual(model, q, targets, pose_target, ev=None):
+    # The rigid robot: every actuator with a target is a driving constraint, compliant or not.
     if ev is None:
         ms = markers(model, q)
-        phi, J = constraints(model, q, targets=targets, ms=ms)
+        phi, J = constraints(model, q, targets=targets, ms=ms, all_drives=True)
     else:   # the compiled evaluator (sim.fast): same quantities, for long sequences of poses
-        _, _, phi, J, *_ = ev.evaluate(q, np.zeros(model.n_v), targets=targets)
+        E = ev.evaluate(q, np.zeros(model.n_v))
+        phi, J = E.C, E.J
+        if targets is not None:
+            phi, J = np.concatenate([phi, drive_residual(model, E.s, targets)]), np.vstack([J, E.J_s])
     if pose_target is not None:
         x, Jx = pose_jacobian(model, q, ms) if ev is None else ev.pose()
         res = x - pose_target

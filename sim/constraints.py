@@ -74,7 +74,15 @@ def _eval(model, ms, with_rates):
     return phi, J, gamma
 
 
-def constraints(model, q, v=None, targets=None, target_acc=None, ms=None):
+def drive_residual(model, s, targets):
+    """``s - targets`` (n_a,), angles wrapped to (-pi, pi]."""
+    res = np.asarray(s, dtype=float) - np.asarray(targets, dtype=float)
+    ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
+    res[ang] = (res[ang] + np.pi) % (2 * np.pi) - np.pi
+    return res
+
+
+def constraints(model, q, v=None, targets=None, target_acc=None, ms=None, all_drives=False):
     """Joint and actuator constraints at ``q``.
 
     Parameters
@@ -86,6 +94,9 @@ def constraints(model, q, v=None, targets=None, target_acc=None, ms=None):
         Actuator targets [rad or m]; ``None`` leaves the actuator rows out (actuators free).
     target_acc : ndarray, shape (n_a,), optional
         Second time derivative of the targets, added to the actuator rows of ``gamma``.
+    all_drives : bool
+        Keep the rows of the compliant actuators too (the rigid robot: assembly, inverse
+        kinematics and dynamics); by default they are springs, not constraints.
 
     Returns
     -------
@@ -100,15 +111,12 @@ def constraints(model, q, v=None, targets=None, target_acc=None, ms=None):
         phi, J = phi[:nj], J[:nj]
         gamma = None if gamma is None else gamma[:nj]
     else:
-        res = phi[nj:] - np.asarray(targets, dtype=float)
-        ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
-        res[ang] = (res[ang] + np.pi) % (2 * np.pi) - np.pi
-        phi = np.concatenate([phi[:nj], res])
+        phi = np.concatenate([phi[:nj], drive_residual(model, phi[nj:], targets)])
         if gamma is not None and target_acc is not None:
             gamma = gamma.copy()
             gamma[nj:] += target_acc
         compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
-        if compliant.any():   # compliant drives are springs (sim.springs), not constraint rows
+        if compliant.any() and not all_drives:   # compliant drives are springs (sim.springs), not constraint rows
             keep = np.concatenate([np.ones(nj, dtype=bool), ~compliant])
             phi, J = phi[keep], J[keep]
             gamma = None if gamma is None else gamma[keep]

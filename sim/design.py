@@ -24,12 +24,9 @@ a compliant actuator to the body its joint drives.
 """
 import numpy as np
 
-from . import springs
-from .constraints import actuator_values
 from .dynamics import mass_matrix, stiffness_matrix
 from .errors import SimError
-from .kinematics import markers
-from .modal import modes
+from .modal import body_energies, modes
 
 DEGENERATE_RTOL = 1e-6   # frequencies closer than this (relative) form one repeated root
 
@@ -137,46 +134,6 @@ def sensitivities(build, parameters, names, pose=None, count=4, rel_step=1e-4):
         dM, dK = matrix_derivatives(build, parameters, name, pose, q, rel_step)
         S[:, j] = frequency_sensitivities(res.omega, res.shapes, dM, dK)
     return res.frequencies_hz, S
-
-
-def _lumped_owner(model, marker_i, marker_j):
-    b = model.markers[marker_j].body
-    return b if b >= 0 else model.markers[marker_i].body
-
-
-def body_energies(model, q, shapes, M=None):
-    """Kinetic and elastic energy of each body in each mode (per unit ``omega^2`` / 2 for the
-    kinetic part: ``phi_b^T M_bb phi_b``; elastic ``phi^T K_b phi`` including lumped springs).
-
-    Returns
-    -------
-    kinetic, elastic : ndarray, shape (r, n_b)
-        Unnormalised; each row of ``elastic`` sums to ``phi^T K phi``.
-    """
-    M = mass_matrix(model, q) if M is None else M
-    n_b, r = len(model.bodies), shapes.shape[1]
-    kin = np.zeros((r, n_b))
-    ela = np.zeros((r, n_b))
-    for b, body in enumerate(model.bodies):
-        sl = model.v_slice(b)
-        kin[:, b] = np.einsum("ik,ij,jk->k", shapes[sl], M[sl, sl], shapes[sl])
-        if body.n_f:
-            f = shapes[sl][6:]
-            ela[:, b] = np.einsum("ik,ij,jk->k", f, body.stiffness_ff, f)
-    ms = markers(model, q)
-    if model.springs:
-        _, Jd = springs.deflections(model, ms)
-        for s, (spring, K6) in enumerate(zip(model.springs, model.spring_tables["K"])):
-            d = Jd[s] @ shapes
-            ela[:, _lumped_owner(model, spring.marker_i, spring.marker_j)] += np.einsum("ik,ij,jk->k", d, K6, d)
-    mask = springs.compliant_mask(model)
-    if mask.any():
-        J_s = actuator_values(model, q, ms)[1]
-        for a, act in enumerate(model.actuators):
-            if mask[a]:
-                joint = model.joints[act.joint]
-                ela[:, _lumped_owner(model, joint.marker_i, joint.marker_j)] += act.stiffness * (J_s[a] @ shapes) ** 2
-    return kin, ela
 
 
 def energy_ratios(model, q, shapes, M=None):

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from . import dynamics, springs
+from .constraints import drive_residual
 from .kinematics import pose_terms
 from .linalg import FLUSH_RTOL
 
@@ -496,9 +497,7 @@ class Evaluator:
         if targets is None:
             _flush(M, FLUSH_RTOL)
             return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s)
-        res = phi[nj:] - targets
-        res[self.angle] = (res[self.angle] + np.pi) % (2 * np.pi) - np.pi
-        phi[nj:] = res
+        phi[nj:] = drive_residual(model, phi[nj:], targets)
         if target_acc is not None:
             gamma[nj:] += target_acc
         keep = np.concatenate([np.ones(nj, dtype=bool), ~self.compliant])

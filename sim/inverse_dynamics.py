@@ -106,7 +106,8 @@ def multipliers(model, q, v, a, ms=None):
     """
     rigid = model.v_rigid
     ms = markers(model, q) if ms is None else ms
-    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)), ms=ms)
+    # every actuator drives the rigid robot, compliant drives included
+    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)), ms=ms, all_drives=True)
     M, Q = mass_and_forces(model, q, v)
     rhs = Q[rigid] - M[np.ix_(rigid, rigid)] @ a[rigid]
     # gesvd: the divide-and-conquer default (gesdd) is several times slower at these sizes.

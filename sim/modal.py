@@ -153,22 +153,51 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
         rigid = rigid @ np.linalg.inv(np.linalg.cholesky(rigid.T @ M @ rigid)).T
     omega = np.sqrt(np.maximum(lam, 0.0))
     if energies:
-        kin, strain = _body_energies(model, elastic, M, K)
+        kin, strain = body_energies(model, q, elastic, M)
+        kin /= np.maximum(kin.sum(axis=1, keepdims=True), 1e-300)
+        strain /= np.maximum(strain.sum(axis=1, keepdims=True), 1e-300)
     else:
         kin = strain = np.zeros((k, 0))
     return ModalResult(frequencies_hz=omega / (2 * np.pi), omega=omega, shapes=elastic, rigid_count=n_rigid,
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
 
 
-def _body_energies(model, shapes, M, K):
-    n_b, k = len(model.bodies), shapes.shape[1]
-    kin = np.zeros((k, n_b))
-    strain = np.zeros((k, n_b))
-    for b in range(n_b):
+def _lumped_owner(model, marker_i, marker_j):
+    """The body a lumped spring's energy is booked to: that of marker j (or i on the ground)."""
+    b = model.markers[marker_j].body
+    return b if b >= 0 else model.markers[marker_i].body
+
+
+def body_energies(model, q, shapes, M=None):
+    """Kinetic and elastic energy of each body in each mode (per unit ``omega^2`` / 2 for the
+    kinetic part: ``phi_b^T M_bb phi_b``; elastic ``phi^T K_b phi`` including lumped springs).
+
+    Returns
+    -------
+    kinetic, elastic : ndarray, shape (r, n_b)
+        Unnormalised; each row of ``elastic`` sums to ``phi^T K phi``.
+    """
+    M = mass_matrix(model, q) if M is None else M
+    n_b, r = len(model.bodies), shapes.shape[1]
+    kin = np.zeros((r, n_b))
+    ela = np.zeros((r, n_b))
+    for b, body in enumerate(model.bodies):
         sl = model.v_slice(b)
-        phi = shapes[sl]
-        kin[:, b] = np.einsum("ik,ij,jk->k", phi, M[sl, sl], phi)
-        strain[:, b] = np.einsum("ik,ij,jk->k", phi, K[sl, sl], phi)
-    kin /= np.maximum(kin.sum(axis=1, keepdims=True), 1e-300)
-    strain /= np.maximum(strain.sum(axis=1, keepdims=True), 1e-300)
-    return kin, strain
+        kin[:, b] = np.einsum("ik,ij,jk->k", shapes[sl], M[sl, sl], shapes[sl])
+        if body.n_f:
+            f = shapes[sl][6:]
+            ela[:, b] = np.einsum("ik,ij,jk->k", f, body.stiffness_ff, f)
+    ms = markers(model, q)
+    if model.springs:
+        _, Jd = springs.deflections(model, ms)
+        for s, (spring, K6) in enumerate(zip(model.springs, model.spring_tables["K"])):
+            d = Jd[s] @ shapes
+            ela[:, _lumped_owner(model, spring.marker_i, spring.marker_j)] += np.einsum("ik,ij,jk->k", d, K6, d)
+    mask = springs.compliant_mask(model)
+    if mask.any():
+        J_s = actuator_values(model, q, ms)[1]
+        for a, act in enumerate(model.actuators):
+            if mask[a]:
+                joint = model.joints[act.joint]
+                ela[:, _lumped_owner(model, joint.marker_i, joint.marker_j)] += act.stiffness * (J_s[a] @ shapes) ** 2
+    return kin, ela

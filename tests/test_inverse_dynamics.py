@@ -82,7 +82,8 @@ def _newton_euler(model, q, v, a):
         m = body.mass
         c = body.first_moment[:, 0] / m
         U = body.second_moment[:, :, 0, 0]
-        I_C = np.trace(U) * np.eye(3) - U - m * (c @ c * np.eye(3) - np.outer(c, c))
+        # rot_inertia: the beam sections' rotary inertia (zero for rigid bodies)
+        I_C = np.trace(U) * np.eye(3) - U - m * (c @ c * np.eye(3) - np.outer(c, c)) + body.rot_inertia
         w, alpha = v[sv + 3:sv + 6], a[sv + 3:sv + 6]
         a_c = a[sv:sv + 3] + R @ (np.cross(alpha, c) + np.cross(w, np.cross(w, c)))
         F = m * (a_c - model.gravity)
@@ -232,3 +233,20 @@ def test_cli_reports_singularity(slider_crank, tmp_path, capsys):
         assert group.attrs["status"] == "incomplete"
         assert group["actuator_forces"].shape == (2, 1)
         assert list(group["actuator_forces"].attrs["units"]) == ["N"]
+
+
+def test_compliant_drives_act_as_rigid_drives_of_the_rigid_robot():
+    """6-PSS with compliant ball-screw drives (the default): inverse dynamics gives one force
+    per actuator, equal to the virtual-work forces (Newton-Euler, passive null space)."""
+    from sim.trajectory import cycloidal
+    model = load_model(ROOT / "models/pss6.py")
+    assert all(a.stiffness is not None for a in model.actuators), "the 6-PSS drives are compliant"
+    law = cycloidal(model.pose_home, [0, 1, 2], 0.02, 0.4)
+    motion = rigid_motion(model, law, np.linspace(0.0, 0.4, 9))
+    result = inverse_dynamics(model, motion)
+    assert result.actuator_forces.shape == (9, 6)
+    for k in range(0, 9, 2):
+        tau = _virtual_work_forces(model, motion.q[k], motion.v[k], motion.a[k])
+        np.testing.assert_allclose(result.actuator_forces[k], tau, rtol=0,
+                                   atol=1e-8 * np.abs(result.actuator_forces).max(),
+                                   err_msg=f"6-PSS actuator forces at t = {motion.t[k]:.3g} s")

@@ -183,3 +183,16 @@ def test_mode_shapes_mass_normalised(case):
 def test_navaro_body_energy_fractions_sum_to_one(navaro_home_modes, kind):
     fractions = getattr(navaro_home_modes, kind)
     assert_allclose(fractions.sum(axis=1), 1.0, rtol=1e-12, err_msg=f"{kind} fractions summed over bodies")
+
+
+def test_body_strain_energies_add_up_with_lumped_springs():
+    """Each spring's energy is booked to one body: the per-body strain energies of a
+    mass-normalised mode add up to omega^2 (a spring-jointed Delta robot)."""
+    from pathlib import Path
+
+    from sim.loader import load_model
+    from sim.modal import body_energies, modes
+    model = load_model(Path(__file__).resolve().parent.parent / "models/delta_surgiscope.py")
+    r = modes(model, model.q_home, count=4)
+    _, elastic = body_energies(model, model.q_home, r.shapes)
+    np.testing.assert_allclose(elastic.sum(axis=1), r.omega**2, rtol=1e-8, err_msg="sum of body strain energies")

@@ -31,6 +31,7 @@ import scipy.interpolate
 from sim.analyses import register
 from sim.rotations import skew
 from sim.errors import SimError
+from sim.linalg import lstsq
 
 REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (C2 spline: ~1e-9 rad on 2 rad/s motions)
 REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (C2 spline)
@@ -149,7 +150,7 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
     q = assemble(model, q_guess, targets=targets, what="the initial state")
     nj = model.rows["n_joint"]
     n_a = len(model.actuators)
-    _, J = constraints(model, q, targets=np.zeros(n_a))
+    _, J = constraints(model, q, targets=np.zeros(n_a), all_drives=True)
     rhs = np.zeros(J.shape[0])
     if rates is not None:
         rhs[nj:] = rates
@@ -157,7 +158,7 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
         J, rhs = J[:nj], rhs[:nj]
     rigid = model.v_rigid
     v = v_elastic.copy()
-    v[rigid] = np.linalg.lstsq(J[:, rigid], rhs - J @ v_elastic, rcond=None)[0]
+    v[rigid] = lstsq(J[:, rigid], rhs - J @ v_elastic, cond=1e-10)
     return q, v
 
 
