@@ -154,7 +154,12 @@ def build(strut_radius=0.025, screw_radius=0.024977, E=206e9, G=79.38e9, rho=780
                      position=centre, substructure="platform")
     b.add_marker("platform_centre", "platform", centre)
     I_slider = slider_mass * SLIDER_SIZE**2 / 6.0 * np.eye(3)
-    for i, ch in enumerate(chain_geometry(z0), start=1):
+    geometry = chain_geometry(z0)
+    outside = [i for i, ch in enumerate(geometry, start=1) if not (ch["L1"] > 0 and ch["L2"] > 0)]
+    if outside:
+        raise ValueError(f"`z0` = {z0!r} puts the slider of chain {outside[0]} outside its screw bearings "
+                         f"(vertical bearings at {VERTICAL_BEARINGS[0]} and {VERTICAL_BEARINGS[1]} m)")
+    for i, ch in enumerate(geometry, start=1):
         A, C, e = ch["A"], ch["C"], ch["e"]
         along = (A - C) / np.linalg.norm(A - C)
         b.add_rigid_body(f"slider_{i}", slider_mass, C, I_slider, position=C, substructure="sliders")

@@ -137,20 +137,6 @@ def rayleigh_coefficients(f1, f2, zeta1, zeta2):
     return float(alpha), float(beta)
 
 
-def modal_ratios(damping, omega):
-    """Viscous ratios (k,) of the undamped modes ``omega`` (k,) [rad/s] under Rayleigh + modal.
-
-    Structural damping is not included (it is not viscous); its equivalent ratio at resonance
-    is ``eta / 2``.
-    """
-    omega = np.asarray(omega, dtype=float)
-    z = np.atleast_1d(np.asarray(damping.zeta, dtype=float))
-    zeta_modal = z[np.minimum(np.arange(omega.size), z.size - 1)]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ray = np.where(omega > 0, damping.alpha / (2 * omega) + damping.beta * omega / 2, 0.0)
-    return zeta_modal + ray
-
-
 def modal_damping_matrix(M, shapes, omega, zeta):
     """``M Phi diag(2 zeta omega) Phi^T M`` (n, n) for mass-normalised ``shapes`` (n, k)."""
     MP = M @ shapes
@@ -240,10 +226,11 @@ def complex_modes(M, C, K, eta=0.0):
 def from_eigenpairs(lam, Z):
     """`ComplexModes` from eigenvalues (m,) and displacement parts of eigenvectors (n, m).
 
-    Keeps one eigenvalue of each conjugate pair (``Im > 0``), by increasing ``|Im|``.
+    Keeps one eigenvalue of each conjugate pair (``Im > 0``), by increasing ``|Im|``; real roots
+    (overdamped or free motions) are not vibration modes and are left out.
     """
     lam = np.asarray(lam, dtype=complex)
-    # One of each pair: Im > 0 (overdamped or static roots, Im = 0, kept once each).
+    # One of each conjugate pair: Im > 0.
     keep = np.where(lam.imag > 1e-9 * np.abs(lam).max(initial=1.0))[0]
     order = keep[np.argsort(np.abs(lam[keep].imag))]
     lam, shapes = lam[order], np.asarray(Z, dtype=complex)[:, order]
@@ -253,8 +240,3 @@ def from_eigenpairs(lam, Z):
     mag = np.abs(lam)
     return ComplexModes(eigenvalues=lam, frequencies_hz=mag / (2 * np.pi), damped_hz=np.abs(lam.imag) / (2 * np.pi),
                         ratios=-lam.real / np.maximum(mag, 1e-300), shapes=shapes)
-
-
-def modes_of(red, damping):
-    """Complex modes of the reduced system under ``damping`` (structural, Rayleigh, modal, lumped)."""
-    return complex_modes(red.M, viscous_matrix(red, damping), red.K, damping.eta)

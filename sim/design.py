@@ -116,6 +116,9 @@ def frequency_sensitivities(omega, shapes, dM, dK):
     return out / (2 * np.pi)
 
 
+EXTRA_MODES = 6   # modes computed beyond the requested count (repeated roots at the cut)
+
+
 def sensitivities(build, parameters, names, pose=None, count=4, rel_step=1e-4):
     """Sensitivities of the lowest ``count`` frequencies to each named parameter.
 
@@ -128,12 +131,15 @@ def sensitivities(build, parameters, names, pose=None, count=4, rel_step=1e-4):
     """
     model = build(dict(parameters))
     q, M, K = matrices_at(model, pose)
-    res = modes(model, q, count=count, M=M, K=K)
-    S = np.zeros((res.omega.size, len(names)))
+    # A few modes beyond ``count`` so that a repeated frequency at the cut is seen whole
+    # (its sensitivities need the whole eigenspace).
+    res = modes(model, q, count=count + EXTRA_MODES, M=M, K=K)
+    k = min(count, res.omega.size)
+    S = np.zeros((k, len(names)))
     for j, name in enumerate(names):
         dM, dK = matrix_derivatives(build, parameters, name, pose, q, rel_step)
-        S[:, j] = frequency_sensitivities(res.omega, res.shapes, dM, dK)
-    return res.frequencies_hz, S
+        S[:, j] = frequency_sensitivities(res.omega, res.shapes, dM, dK)[:k]
+    return res.frequencies_hz[:k], S
 
 
 def energy_ratios(model, q, shapes, M=None):

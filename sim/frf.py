@@ -26,6 +26,7 @@ from . import damping as dmp
 from .errors import SimError
 
 AXES = {"x": 0, "y": 1, "z": 2}
+FREE_RTOL = 1e-6   # natural frequencies below this fraction of the highest are free motions
 METHODS = ("auto", "modal", "state", "direct")
 
 
@@ -85,7 +86,7 @@ def _actuator(model, name, spec):
     return list(model.actuator_names).index(name)
 
 
-def _rows(model, q, specs, what):
+def _rows(model, q, specs, what, locked=True):
     """Rows (len(specs), n_v) mapping velocities to the named quantities, and their units."""
     from .constraints import actuator_values
     from .kinematics import markers, pose_jacobian
@@ -110,6 +111,10 @@ def _rows(model, q, specs, what):
             if len(parts) != 2:
                 raise SimError(f"FRF {what} `{spec}`: expected `actuator:<name>`")
             a = _actuator(model, parts[1], spec)
+            if locked and model.actuators[a].stiffness is None:
+                # A locked rigid actuator is a constraint: it neither moves nor takes a load.
+                raise SimError(f"FRF {what} `{spec}`: actuator `{parts[1]}` is rigid and locked; only "
+                               f"compliant actuators (or free ones, locked = false) can be inputs or outputs")
             rows.append(actuator_values(model, q, ms)[1][a])
             angle = model.actuators[a].kind == "angle"
             units.append(("N m" if angle else "N") if what == "input" else ("rad" if angle else "m"))
@@ -208,18 +213,22 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
         raise SimError("FRF needs at least one input and one output")
     damping = dmp.Damping() if damping is None else damping
     red = dmp.reduce(model, q, locked)
-    Bv, in_units = _rows(model, q, inputs, "input")
-    Cv, out_units = _rows(model, q, outputs, "output")
+    Bv, in_units = _rows(model, q, inputs, "input", locked)
+    Cv, out_units = _rows(model, q, outputs, "output", locked)
     H, omega, cm, used = frf_reduced(red, red.N.T @ Bv.T, Cv @ red.N, frequencies_hz, damping, method)
     natural = omega / (2 * np.pi)
+    # Free motions (a strut spinning between spherical joints) are not modes of vibration:
+    # their zero roots, and the round-off roots next to them, are left out of the report.
+    floor = FREE_RTOL * max(natural.max(initial=0.0), 1e-300)
+    keep = cm.damped_hz > floor
     return FRF(frequencies_hz=np.asarray(frequencies_hz, dtype=float), H=H, inputs=inputs, outputs=outputs,
-               input_units=in_units, output_units=out_units, natural_hz=natural, damped_hz=cm.damped_hz,
-               ratios=cm.ratios, method=used)
+               input_units=in_units, output_units=out_units, natural_hz=natural[natural > floor],
+               damped_hz=cm.damped_hz[keep], ratios=cm.ratios[keep], method=used)
 
 
 def static_compliance(model, q, inputs, outputs, locked=True):
     """Static compliance ``C_out N K_n^-1 N^T B`` (n_out, n_in) (requires no free motion)."""
     red = dmp.reduce(model, q, locked)
-    Bv, _ = _rows(model, q, inputs, "input")
-    Cv, _ = _rows(model, q, outputs, "output")
+    Bv, _ = _rows(model, q, inputs, "input", locked)
+    Cv, _ = _rows(model, q, outputs, "output", locked)
     return Cv @ red.N @ np.linalg.solve(red.K, red.N.T @ Bv.T)

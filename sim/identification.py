@@ -187,11 +187,9 @@ class Problem:
 
     def evaluate(self, configuration, values):
         """Paired computed frequencies (k,), mode numbers (k,) and MAC (k,) or None."""
-        import scipy.linalg
-
         from .assembly import solve_pose
-        from .damping import reduce
         from .loader import load_model
+        from .modal import modes
 
         c = configuration
         params = {**self.base, **c.parameters, **dict(zip(self.names, map(float, values)))}
@@ -201,19 +199,16 @@ class Problem:
         need = k if c.modes is None else max(c.modes)
         if c.merge_repeated or c.shapes is not None:
             need = 3 * need + 6
-        red = reduce(model, q)
-        need = min(need, red.M.shape[0])
-        lam, X = scipy.linalg.eigh(red.K, red.M, subset_by_index=[0, need - 1])
-        if lam[0] <= 1e-10 * lam[-1]:
-            raise SimError(f"identification {c.name}: the model has a free motion (zero frequency) at "
-                           f"{dict(zip(self.names, np.round(values, 6).tolist()))}")
-        f = np.sqrt(lam) / (2 * np.pi)
+        # The elastic modes of the structure; free motions (a strut spinning between spherical
+        # joints) are found and set apart by sim.modal, not mistaken for zero frequencies.
+        result = modes(model, q, count=need, energies=False)
+        f = result.frequencies_hz
         self.evaluations += 1
         if c.shapes is not None:
             from .frf import _rows
             from .tracking import mac, pair_modes
             rows, _ = _rows(model, q, c.shape_outputs, "output")
-            table = mac(np.asarray(c.shapes), rows @ red.N @ X)
+            table = mac(np.asarray(c.shapes), rows @ result.shapes)
             pairs = pair_modes(table)
             index = np.array([j for _, j in pairs])
             return f[index], index + 1, np.array([table[i, j] for i, j in pairs])

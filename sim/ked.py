@@ -172,7 +172,6 @@ class ModalStepper:
         self.zeta = np.asarray(damping_ratio, dtype=float)
         self.u = np.asarray(u, dtype=float).copy()
         self.u_dot = np.asarray(u_dot, dtype=float).copy()
-        self.steps = 0
 
     def project(self, fr):
         """Modal coordinates and rates (r,) of the current state on the modes of ``fr``."""
@@ -192,7 +191,6 @@ class ModalStepper:
         eta, eta_dot = ramp_response(fr.omega, self.zeta, dt, eta, eta_dot, Phi.T @ fr.load, Phi.T @ load_end)
         self.u = Phi @ eta
         self.u_dot = Phi @ eta_dot
-        self.steps += 1
         return eta, eta_dot
 
 

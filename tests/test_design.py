@@ -39,3 +39,21 @@ def test_energy_ratios_sum_to_one_and_partition_energies():
     # Mass-normalised shapes: phi^T M phi = 1 and phi^T K phi = omega^2 (lumped drives included).
     assert np.allclose(k_abs.sum(axis=1), 1.0, rtol=1e-9)
     assert np.allclose(e_abs.sum(axis=1), res.omega**2, rtol=1e-8)
+
+
+def test_sensitivities_do_not_depend_on_count_at_a_repeated_frequency():
+    """The square slider-crank rod has pairs of equal frequencies; cutting a pair with `count`
+    must not change the sensitivities of the modes kept."""
+    from pathlib import Path
+
+    from sim.design import sensitivities
+    from sim.loader import load_model
+    path = Path(__file__).resolve().parent.parent / "models/slider_crank.py"
+
+    def build(p):
+        return load_model(path, p)
+
+    base = {"elements": 4, "width": 0.008}
+    _, S3 = sensitivities(build, base, ["width"], count=3)
+    _, S4 = sensitivities(build, base, ["width"], count=4)
+    np.testing.assert_allclose(S3, S4[:3], rtol=1e-6, atol=1e-6 * np.abs(S4).max(), err_msg="df/dwidth")

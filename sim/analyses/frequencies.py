@@ -7,6 +7,8 @@ pairing uses the mass-weighted MAC with ``M`` of the later instant
 """
 import numpy as np
 
+from sim.errors import SimError
+
 from sim.analyses import register
 
 EXTRA_MODES = 2   # modes computed beyond `count`, so that crossings at the top are followed
@@ -44,6 +46,10 @@ def run(model, scenario, group, progress):
             shapes.append(r.shapes)
             masses.append(M)
             bar.update(1)
+    available = min(o.size for o in omegas)
+    if available < k:
+        raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
+                       f"of `{model.name}`")
     order, macs = track_modes(shapes, masses)
     omegas = np.array(omegas)
     tracked = np.take_along_axis(omegas, order, axis=1)[:, :k] / (2 * np.pi)

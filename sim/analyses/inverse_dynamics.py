@@ -3,6 +3,7 @@
 import numpy as np
 
 from sim.analyses import register
+from sim.assembly import SINGULAR_RATIO
 from sim.errors import SimError
 
 REACTION_UNITS = ["N", "N", "N", "N m", "N m", "N m"]
@@ -86,10 +87,10 @@ def _write(model, group, result, motion, n):
               "sum of actuator force times actuator velocity (= d(T + V)/dt)")
     group.put("condition", result.condition[:n], "1",
               "condition number of the constraint plus locked-actuator Jacobian (parallel "
-              "singularity when above 1e7)")
+              f"singularity when above {1 / SINGULAR_RATIO:.0e})")
     group.put("condition_inverse", motion.condition[:n], "1",
               "condition number of the constraint plus end-effector Jacobian (serial "
-              "singularity when above 1e7)")
+              f"singularity when above {1 / SINGULAR_RATIO:.0e})")
     group.attrs["actuator_names"] = list(model.actuator_names)
     group.attrs["joint_names"] = [j.name for j in model.joints]
     group.attrs["pose_names"] = list(model.pose_names)

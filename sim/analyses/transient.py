@@ -45,16 +45,23 @@ def _drive_law(spec, model, where):
     unknown = set(spec) - {"kind", "rate", "ramp"}
     if unknown:
         raise SimError(f"{where} drive_law: unknown key `{sorted(unknown)[0]}` (kind, rate, ramp)")
-    rate = np.broadcast_to(np.asarray(spec.get("rate", 0.0), dtype=float), (n_a,)).copy() \
-        if np.size(spec.get("rate", 0.0)) in (1, n_a) else None
+    try:
+        rate = np.broadcast_to(np.asarray(spec.get("rate", 0.0), dtype=float), (n_a,)).copy() \
+            if np.size(spec.get("rate", 0.0)) in (1, n_a) else None
+    except (TypeError, ValueError):
+        rate = None
     if rate is None or not np.all(np.isfinite(rate)):
-        raise SimError(f"{where} drive_law.rate must be a number or {n_a} numbers")
+        raise SimError(f"{where} drive_law.rate must be a number or {n_a} numbers [rad/s or m/s], "
+                       f"got {spec.get('rate')!r}")
     from sim.constraints import actuator_values
     s0 = actuator_values(model, model.q_home)[0]
     if kind == "constant_rate":
         return lambda t: (s0 + rate * t, rate.copy(), np.zeros(n_a))
     if kind == "spinup":
-        T = float(spec.get("ramp", 0.0))
+        try:
+            T = float(spec.get("ramp", 0.0))
+        except (TypeError, ValueError):
+            T = float("nan")
         if not T > 0:
             raise SimError(f"{where} drive_law.ramp must be a positive duration [s], got {spec.get('ramp')!r}")
 
@@ -168,7 +175,7 @@ def _spline_law(t, s):
 
 
 def reference(model, scenario, table, progress):
-    """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None)``."""
+    """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration)``."""
     from sim.assembly import assemble
     from sim.kinematics import pose
     from sim.motion import rigid_motion
@@ -195,7 +202,7 @@ def reference(model, scenario, table, progress):
         v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
         if table["drive"] == "torque":
             raise SimError(f"{where} drive = \"torque\" needs a [trajectory] (rigid inverse dynamics)")
-        return law, pose_spline, qs[0], v0, None
+        return law, pose_spline, qs[0], v0, None, duration
     if traj is None:
         raise SimError(f"{where} needs a [trajectory] table or a drive_law")
     trajectory = from_scenario(traj, model)
@@ -209,7 +216,7 @@ def reference(model, scenario, table, progress):
     if table["drive"] == "torque":
         from sim.inverse_dynamics import actuator_forces
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
-    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque
+    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration
 
 
 @register("transient")
@@ -230,7 +237,7 @@ def run(model, scenario, group, progress):
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
-    law, pose_rigid, q0, v0, torque = reference(model, scenario, table, progress)
+    law, pose_rigid, q0, v0, torque, reference_duration = reference(model, scenario, table, progress)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
         q_guess = q0.copy()
@@ -240,7 +247,7 @@ def run(model, scenario, group, progress):
         q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)
     kind = table["drive"]
     drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
-    duration = table["duration"] or float(scenario.data["trajectory"]["duration"])
+    duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
     bar = progress(int(round(duration / h)), "transient")
     result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
