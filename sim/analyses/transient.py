@@ -2,7 +2,8 @@
 
 Table ``[transient]``.  The rigid reference comes from the same model with the elastic
 coordinates frozen: along the ``[trajectory]`` (:func:`sim.motion.rigid_motion`, sampled every
-``REFERENCE_STEP`` and interpolated by C2 cubic splines), or, with ``drive_law``, from the
+``REFERENCE_STEP``, at least ``REFERENCE_SAMPLES`` samples, and interpolated by C2 cubic
+splines), or, with ``drive_law``, from the
 actuator law itself (direct kinematics of the rigid robot).  Drives:
 
 * ``prescribed``: driving constraints follow the rigid actuator motion;
@@ -34,6 +35,7 @@ from sim.errors import SimError
 from sim.linalg import lstsq
 
 REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (C2 spline: ~1e-9 rad on 2 rad/s motions)
+REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
 REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (C2 spline)
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
@@ -207,7 +209,8 @@ def reference(model, scenario, table, progress):
         raise SimError(f"{where} needs a [trajectory] table or a drive_law")
     trajectory = from_scenario(traj, model)
     duration = trajectory.duration if duration is None else duration
-    times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / REFERENCE_STEP)) + 1))
+    # At least REFERENCE_SAMPLES samples, so that short, fast motions are resolved too.
+    times = np.linspace(0.0, duration, max(REFERENCE_SAMPLES, int(np.ceil(duration / REFERENCE_STEP)) + 1))
     bar = progress(len(times), "rigid reference")
     motion = rigid_motion(model, trajectory, times, progress=bar)
     bar.close()
