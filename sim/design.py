@@ -131,9 +131,16 @@ def sensitivities(build, parameters, names, pose=None, count=4, rel_step=1e-4):
     """
     model = build(dict(parameters))
     q, M, K = matrices_at(model, pose)
-    # A few modes beyond ``count`` so that a repeated frequency at the cut is seen whole
-    # (its sensitivities need the whole eigenspace).
     res = modes(model, q, count=count + EXTRA_MODES, M=M, K=K)
+    return sensitivities_at(build, parameters, names, pose, q, res, count, rel_step)
+
+
+def sensitivities_at(build, parameters, names, pose, q, res, count, rel_step=1e-4):
+    """:func:`sensitivities` from the nominal configuration ``q`` and its modes ``res``.
+
+    ``res`` should hold a few modes beyond ``count`` so that a repeated frequency at the cut
+    is seen whole (its sensitivities need the whole eigenspace).
+    """
     k = min(count, res.omega.size)
     S = np.zeros((k, len(names)))
     for j, name in enumerate(names):

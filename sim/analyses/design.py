@@ -56,7 +56,7 @@ def run(model, scenario, group, progress):
     dict
         Sensitivity of the first frequency to each parameter [Hz per unit].
     """
-    from sim.design import energy_ratios, sensitivities
+    from sim.design import EXTRA_MODES, energy_ratios, matrices_at, sensitivities_at
     from sim.loader import load_model
     from sim.modal import modes
 
@@ -66,11 +66,11 @@ def run(model, scenario, group, progress):
     def build(p):
         return load_model(scenario.model_file, p)
 
-    freqs, S = sensitivities(build, params, names, pose, count, rel_step)
-    from sim.design import matrices_at
+    # One configuration and one modal analysis serve the sensitivities and the energy ratios.
     q, M, K = matrices_at(model, pose)
-    res = modes(model, q, count=count, M=M, K=K)
-    subs, kin, ela, body_kin, body_ela = energy_ratios(model, q, res.shapes, M)
+    res = modes(model, q, count=count + EXTRA_MODES, M=M, K=K)
+    freqs, S = sensitivities_at(build, params, names, pose, q, res, count, rel_step)
+    subs, kin, ela, body_kin, body_ela = energy_ratios(model, q, res.shapes[:, :freqs.size], M)
     group.put("frequencies", freqs, "Hz", "elastic frequencies at the pose, ascending")
     group.put("sensitivities", S, "Hz per parameter unit",
               "d f_r / d p: modes (rows) x parameters (columns, attribute `parameters`)")
