@@ -15,6 +15,9 @@ It computes nothing new: ``tests/test_fast.py`` checks it against the reference 
 round-off on random states of every shipped model.  Lumped springs, compliant actuators and
 geometric stiffening are added with the reference functions (cheap, and rare in the hot path).
 """
+import contextlib
+import signal
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -371,6 +374,27 @@ def _rows(kind, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J,
             gamma[r] = -((X * Yq - Y * Xq) / r2 - 2 * (X * Yd - Y * Xd) * (X * Xd + Y * Yd) / r2**2)
 
 
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold back Ctrl-C for the duration and raise it afterwards.
+
+    Python runs signal handlers in the main thread between bytecodes, wherever it is -- here
+    possibly inside llvmlite's compiler callbacks, where a KeyboardInterrupt is lost and leaves
+    numba broken.  The handler is swapped for one that only records the signal.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
 KINDS = ("point", "dot", "ddot", "angle")
 
 
@@ -433,6 +457,12 @@ class Evaluator:
         self.stretch = dynamics._stretch_bodies(model)
         self._nq, self._nv = nq, nv
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
+        # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
+        # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
+        with _sigint_deferred():
+            zero = np.zeros(nv)
+            self.evaluate(model.q_home, zero, targets=np.zeros(len(model.actuators)))
+            self.integrate(model.q_home, zero)
 
     def pose(self, v=None):
         """End-effector terms of the last :meth:`evaluate` (:func:`sim.kinematics.pose_terms`):
