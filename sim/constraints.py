@@ -74,11 +74,15 @@ def _eval(model, ms, with_rates):
     return phi, J, gamma
 
 
-def drive_residual(model, s, targets):
-    """``s - targets`` (n_a,), angles wrapped to (-pi, pi]."""
+def drive_residual(model, s, targets, angle=None):
+    """``s - targets`` (n_a,), angles wrapped to (-pi, pi].
+
+    ``angle`` (n_a,) bool: which actuators are angles, if the caller has the mask.
+    """
     res = np.asarray(s, dtype=float) - np.asarray(targets, dtype=float)
-    ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
-    res[ang] = (res[ang] + np.pi) % (2 * np.pi) - np.pi
+    ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool) if angle is None else angle
+    if ang.any():
+        res[ang] = (res[ang] + np.pi) % (2 * np.pi) - np.pi
     return res
 
 

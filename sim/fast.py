@@ -134,116 +134,344 @@ def _flush(A, rtol):
 
 
 @njit(cache=True)
-def _group_terms(q, v, gravity, q_start, v_start, mass, S, T, Jrot, Grot, Mff, Kff, M, Q):
-    """Write the mass blocks and forces of one body group into M (n_v, n_v) and Q (n_v,)."""
+def _group_terms(q, v, gravity, q_start, v_start, mass, S, T, Jrot, Grot, Mff, Kff, M, Q, G, with_G):
+    """Write the mass blocks and forces of one body group into M (n_v, n_v) and Q (n_v,).
+
+    Same formulas as :func:`sim.dynamics.mass_and_forces`; scalar loops and scratch arrays
+    allocated once per call (3-vectors: temporaries would cost more than the arithmetic).
+    With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
+    velocity-quadratic forces (each body's block; see :func:`_group_velocity`).
+    """
     g_count = q_start.size
     n = Mff.shape[1]
+    R = np.empty((3, 3))
+    z = np.empty(n + 1)
+    zd = np.empty(n + 1)
+    Tz = np.empty((3, 3, n + 1))
+    Tzd = np.empty((3, 3, n + 1))
+    U = np.empty((3, 3))
+    P = np.empty((3, 3))
+    Ith = np.empty((3, 3))
+    s = np.empty(3)
+    sd = np.empty(3)      # S_f q_f_dot
+    gB = np.empty(3)
+    Iw = np.empty(3)
+    Gq = np.empty(3)
     for b in range(g_count):
         qs, vs = q_start[b], v_start[b]
-        R = _quat_R(q[qs + 3:qs + 7])
-        z = np.empty(n + 1)
-        zd = np.zeros(n + 1)
+        _quat_R_into(q, qs + 3, R)
         z[0] = 1.0
+        zd[0] = 0.0
         for i in range(n):
             z[i + 1] = q[qs + 7 + i]
             zd[i + 1] = v[vs + 6 + i]
-        Tz = np.zeros((3, 3, n + 1))
-        Tzd = np.zeros((3, 3, n + 1))
         for k in range(3):
             for l in range(3):
+                # T[k, l] = T[l, k]^T (int rho u_k u_l dV): summing over the rows of T[l, k]
+                # keeps the inner loop contiguous and free of a reduction chain (SIMD).
                 for a in range(n + 1):
-                    acc = 0.0
-                    accd = 0.0
-                    for c in range(n + 1):
-                        acc += T[b, k, l, a, c] * z[c]
-                        accd += T[b, k, l, a, c] * zd[c]
-                    Tz[k, l, a] = acc
-                    Tzd[k, l, a] = accd
-        U = np.zeros((3, 3))
-        P = np.zeros((3, 3))
-        for k in range(3):
-            for l in range(3):
+                    Tz[k, l, a] = 0.0
+                    Tzd[k, l, a] = 0.0
+                for c in range(n + 1):
+                    zc, zdc = z[c], zd[c]
+                    for a in range(n + 1):
+                        t = T[b, l, k, c, a]
+                        Tz[k, l, a] += t * zc
+                        Tzd[k, l, a] += t * zdc
+                u_kl = 0.0
+                p_kl = 0.0
                 for a in range(n + 1):
-                    U[k, l] += Tz[k, l, a] * z[a]
-                    P[k, l] += Tzd[k, l, a] * z[a]
-        s = np.zeros(3)
+                    u_kl += Tz[k, l, a] * z[a]
+                    p_kl += Tzd[k, l, a] * z[a]
+                U[k, l] = u_kl
+                P[k, l] = p_kl
         for k in range(3):
+            acc = 0.0
+            accd = 0.0
             for a in range(n + 1):
-                s[k] += S[b, k, a] * z[a]
+                acc += S[b, k, a] * z[a]
+                accd += S[b, k, a] * zd[a]
+            s[k] = acc
+            sd[k] = accd
         trU = U[0, 0] + U[1, 1] + U[2, 2]
-        Ith = -U + Jrot[b]
         for k in range(3):
+            for l in range(3):
+                Ith[k, l] = Jrot[b, k, l] - U[k, l]
             Ith[k, k] += trU
-        RS = -_mm(R, _skew(s))
+        m_b = mass[b]
+        w0, w1, w2 = v[vs + 3], v[vs + 4], v[vs + 5]
         for i in range(3):
-            M[vs + i, vs + i] = mass[b]
+            gB[i] = R[0, i] * gravity[0] + R[1, i] * gravity[1] + R[2, i] * gravity[2]
+            Iw[i] = Ith[i, 0] * w0 + Ith[i, 1] * w1 + Ith[i, 2] * w2
+        # translation-rotation block: -R skew(s), column c = R (e_c x s)
+        for i in range(3):
+            Ri0, Ri1, Ri2 = R[i, 0], R[i, 1], R[i, 2]
+            M[vs + i, vs + i] = m_b
+            rs0 = Ri2 * s[1] - Ri1 * s[2]
+            rs1 = Ri0 * s[2] - Ri2 * s[0]
+            rs2 = Ri1 * s[0] - Ri0 * s[1]
+            M[vs + i, vs + 3] = rs0
+            M[vs + i, vs + 4] = rs1
+            M[vs + i, vs + 5] = rs2
+            M[vs + 3, vs + i] = rs0
+            M[vs + 4, vs + i] = rs1
+            M[vs + 5, vs + i] = rs2
             for j in range(3):
-                M[vs + i, vs + 3 + j] = RS[i, j]
-                M[vs + 3 + j, vs + i] = RS[i, j]
                 M[vs + 3 + i, vs + 3 + j] = Ith[i, j]
-        # forces
-        w = v[vs + 3:vs + 6]
-        g_B = _mv(R.T, gravity)
-        ws = _cross(w, _cross(w, s))
-        Rws = _mv(R, ws)
-        Iw = _mv(Ith, w)
-        gyro = _cross(w, Iw)
-        sg = _cross(s, g_B)
+        # w x (w x s) + 2 w x (S_f q_f_dot), rotated to the world: the translational forces
+        x0 = w1 * s[2] - w2 * s[1]
+        x1 = w2 * s[0] - w0 * s[2]
+        x2 = w0 * s[1] - w1 * s[0]
+        c0 = w1 * (x2 + 2 * sd[2]) - w2 * (x1 + 2 * sd[1])
+        c1 = w2 * (x0 + 2 * sd[0]) - w0 * (x2 + 2 * sd[2])
+        c2 = w0 * (x1 + 2 * sd[1]) - w1 * (x0 + 2 * sd[0])
         for i in range(3):
-            Q[vs + i] = mass[b] * gravity[i] - Rws[i]
-            Q[vs + 3 + i] = sg[i] - gyro[i]
-        if n > 0:
-            qfd = zd[1:]
-            Sf = S[b, :, 1:]
-            RSf = _mm(R, Sf)
-            for i in range(3):
-                for f in range(n):
-                    M[vs + i, vs + 6 + f] = RSf[i, f]
-                    M[vs + 6 + f, vs + i] = RSf[i, f]
-                    m_tf = Grot[b, i, f]
-                    if i == 0:
-                        m_tf += Tz[2, 1, f + 1] - Tz[1, 2, f + 1]
-                    elif i == 1:
-                        m_tf += Tz[0, 2, f + 1] - Tz[2, 0, f + 1]
-                    else:
-                        m_tf += Tz[1, 0, f + 1] - Tz[0, 1, f + 1]
-                    M[vs + 3 + i, vs + 6 + f] = m_tf
-                    M[vs + 6 + f, vs + 3 + i] = m_tf
+            Q[vs + i] = m_b * gravity[i] - (R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2)
+        # s x g_B - w x (I w) [- w x (G q_f_dot) - 2 (w tr P - P^T w)]
+        Q[vs + 3] = s[1] * gB[2] - s[2] * gB[1] - (w1 * Iw[2] - w2 * Iw[1])
+        Q[vs + 4] = s[2] * gB[0] - s[0] * gB[2] - (w2 * Iw[0] - w0 * Iw[2])
+        Q[vs + 5] = s[0] * gB[1] - s[1] * gB[0] - (w0 * Iw[1] - w1 * Iw[0])
+        for i in range(3):
+            acc = 0.0
             for f in range(n):
-                for e in range(n):
-                    M[vs + 6 + f, vs + 6 + e] = Mff[b, f, e]
-            Sfd = _mv(Sf, qfd)
-            cor = _mv(R, _cross(w, Sfd))
-            Gq = _mv(Grot[b], qfd)
-            wG = _cross(w, Gq)
-            trP = P[0, 0] + P[1, 1] + P[2, 2]
-            PTw = _mv(P.T, w)
+                acc += Grot[b, i, f] * zd[f + 1]
+            Gq[i] = acc
+        trP = P[0, 0] + P[1, 1] + P[2, 2]
+        if n == 0:
+            if with_G:
+                _group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot, v, G)
+            continue
+        for i in range(3):
+            PTw_i = P[0, i] * w0 + P[1, i] * w1 + P[2, i] * w2
+            w_i = w0 if i == 0 else (w1 if i == 1 else w2)
+            Q[vs + 3 + i] -= 2 * (w_i * trP - PTw_i)
+        Q[vs + 3] -= w1 * Gq[2] - w2 * Gq[1]
+        Q[vs + 4] -= w2 * Gq[0] - w0 * Gq[2]
+        Q[vs + 5] -= w0 * Gq[1] - w1 * Gq[0]
+        for f in range(n):
+            S0, S1, S2 = S[b, 0, f + 1], S[b, 1, f + 1], S[b, 2, f + 1]
             for i in range(3):
-                Q[vs + i] -= 2 * cor[i]
-                Q[vs + 3 + i] -= wG[i] + 2 * (w[i] * trP - PTw[i])
-            W = _skew(w)
-            WW = _mm(W, W)
-            qf = z[1:]
-            for f in range(n):
-                acc = 0.0
-                for i in range(3):
-                    acc += Sf[i, f] * g_B[i]
-                for e in range(n):
-                    acc -= Kff[b, f, e] * qf[e]
-                for k in range(3):
-                    for l in range(3):
-                        acc -= WW[k, l] * Tz[k, l, f + 1] + 2 * W[k, l] * Tzd[k, l, f + 1]
-                Q[vs + 6 + f] = acc
+                rsf = R[i, 0] * S0 + R[i, 1] * S1 + R[i, 2] * S2
+                M[vs + i, vs + 6 + f] = rsf
+                M[vs + 6 + f, vs + i] = rsf
+            m0 = Grot[b, 0, f] + Tz[2, 1, f + 1] - Tz[1, 2, f + 1]
+            m1 = Grot[b, 1, f] + Tz[0, 2, f + 1] - Tz[2, 0, f + 1]
+            m2 = Grot[b, 2, f] + Tz[1, 0, f + 1] - Tz[0, 1, f + 1]
+            M[vs + 3, vs + 6 + f] = m0
+            M[vs + 4, vs + 6 + f] = m1
+            M[vs + 5, vs + 6 + f] = m2
+            M[vs + 6 + f, vs + 3] = m0
+            M[vs + 6 + f, vs + 4] = m1
+            M[vs + 6 + f, vs + 5] = m2
+            for e in range(n):
+                M[vs + 6 + f, vs + 6 + e] = Mff[b, f, e]
+            # S_f^T g_B - K q_f - sum_kl (W W)_kl Tz_kl - 2 W_kl Tzd_kl, W = skew(w)
+            acc = S0 * gB[0] + S1 * gB[1] + S2 * gB[2]
+            for e in range(n):
+                acc -= Kff[b, f, e] * z[e + 1]
+            a = f + 1
+            # W W = w w^T - |w|^2 I
+            ww = w0 * w0 + w1 * w1 + w2 * w2
+            acc -= (w0 * w0 - ww) * Tz[0, 0, a] + w0 * w1 * Tz[0, 1, a] + w0 * w2 * Tz[0, 2, a]
+            acc -= w1 * w0 * Tz[1, 0, a] + (w1 * w1 - ww) * Tz[1, 1, a] + w1 * w2 * Tz[1, 2, a]
+            acc -= w2 * w0 * Tz[2, 0, a] + w2 * w1 * Tz[2, 1, a] + (w2 * w2 - ww) * Tz[2, 2, a]
+            # W = [[0, -w2, w1], [w2, 0, -w0], [-w1, w0, 0]]
+            acc -= 2 * (-w2 * Tzd[0, 1, a] + w1 * Tzd[0, 2, a] + w2 * Tzd[1, 0, a] - w0 * Tzd[1, 2, a]
+                        - w1 * Tzd[2, 0, a] + w0 * Tzd[2, 1, a])
+            Q[vs + 6 + f] = acc
+        if with_G:
+            _group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot, v, G)
+
+
+@njit(cache=True)
+def _group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot, v, G):
+    r"""Block of ``dQ/dv`` of one body (columns ``v_r, w, q_f_dot``; ``Q`` does not depend on ``v_r``).
+
+    With ``c = w x (w x s + 2 s_d)``, ``s_d = S_f q_f_dot``, ``W = skew(w)``:
+
+    * ``Q_r = m g - R c``: ``dc/dw = -skew(w x s + 2 s_d) - W skew(s)``, ``dc/dq_f_dot = 2 W S_f``;
+    * ``Q_w = s x g_B - w x (I w) - w x (G_rot q_f_dot) - 2 (w tr P - P^T w)``:
+      ``d/dw = skew(I w) - W I + skew(G_rot q_f_dot) - 2 tr P + 2 P^T``;
+      ``d/dq_f_dot[f] = -w x G_rot[:, f] - 2 (w sum_k Tz_kk - sum_k Tz_ik w_k)`` at ``f + 1``
+      (``dP_kl / dq_f_dot[f] = Tz_lk[f + 1]`` by the symmetry of ``T``);
+    * ``Q_f[a] = ... - sum_kl (W W)_kl Tz_kl[a] - 2 sum_kl W_kl Tzd_kl[a]``, ``W W = w w^T - |w|^2 1``.
+    """
+    w0, w1, w2 = v[vs + 3], v[vs + 4], v[vs + 5]
+    # x = w x s + 2 s_d
+    x0 = w1 * s[2] - w2 * s[1] + 2 * sd[0]
+    x1 = w2 * s[0] - w0 * s[2] + 2 * sd[1]
+    x2 = w0 * s[1] - w1 * s[0] + 2 * sd[2]
+    # dc/dw = -skew(x) - W skew(s);  W skew(s) = s w^T - (w.s) 1
+    ws = w0 * s[0] + w1 * s[1] + w2 * s[2]
+    dc = np.empty((3, 3))
+    dc[0, 0], dc[0, 1], dc[0, 2] = 0.0, x2, -x1
+    dc[1, 0], dc[1, 1], dc[1, 2] = -x2, 0.0, x0
+    dc[2, 0], dc[2, 1], dc[2, 2] = x1, -x0, 0.0
+    wv = (w0, w1, w2)
+    for i in range(3):
+        for j in range(3):
+            dc[i, j] -= s[i] * wv[j]
+        dc[i, i] += ws
+    for i in range(3):
+        for j in range(3):
+            G[vs + i, vs + 3 + j] = -(R[i, 0] * dc[0, j] + R[i, 1] * dc[1, j] + R[i, 2] * dc[2, j])
+    # rotational rows, w columns
+    for i in range(3):
+        for j in range(3):
+            G[vs + 3 + i, vs + 3 + j] = 2 * P[j, i]
+        G[vs + 3 + i, vs + 3 + i] -= 2 * trP
+    Y0, Y1, Y2 = Iw[0] + Gq[0], Iw[1] + Gq[1], Iw[2] + Gq[2]     # skew(I w + G q_f_dot)
+    G[vs + 3, vs + 4] += -Y2
+    G[vs + 3, vs + 5] += Y1
+    G[vs + 4, vs + 3] += Y2
+    G[vs + 4, vs + 5] += -Y0
+    G[vs + 5, vs + 3] += -Y1
+    G[vs + 5, vs + 4] += Y0
+    for j in range(3):      # - W I
+        G[vs + 3, vs + 3 + j] -= w1 * Ith[2, j] - w2 * Ith[1, j]
+        G[vs + 4, vs + 3 + j] -= w2 * Ith[0, j] - w0 * Ith[2, j]
+        G[vs + 5, vs + 3 + j] -= w0 * Ith[1, j] - w1 * Ith[0, j]
+    if n == 0:
+        return
+    for f in range(n):
+        a = f + 1
+        S0, S1, S2 = S[b, 0, a], S[b, 1, a], S[b, 2, a]
+        # 2 W S_f[:, f] -> translational rows
+        c0 = 2 * (w1 * S2 - w2 * S1)
+        c1 = 2 * (w2 * S0 - w0 * S2)
+        c2 = 2 * (w0 * S1 - w1 * S0)
+        for i in range(3):
+            G[vs + i, vs + 6 + f] = -(R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2)
+        g0, g1, g2 = Grot[b, 0, f], Grot[b, 1, f], Grot[b, 2, f]
+        tr = Tz[0, 0, a] + Tz[1, 1, a] + Tz[2, 2, a]
+        for i in range(3):
+            tw = Tz[i, 0, a] * w0 + Tz[i, 1, a] * w1 + Tz[i, 2, a] * w2
+            G[vs + 3 + i, vs + 6 + f] = -2 * (wv[i] * tr - tw)
+        G[vs + 3, vs + 6 + f] -= w1 * g2 - w2 * g1
+        G[vs + 4, vs + 6 + f] -= w2 * g0 - w0 * g2
+        G[vs + 5, vs + 6 + f] -= w0 * g1 - w1 * g0
+        # elastic rows, w columns
+        for m in range(3):
+            acc = 0.0
+            for l in range(3):
+                acc += wv[l] * (Tz[m, l, a] + Tz[l, m, a])
+            acc -= 2 * wv[m] * tr
+            G[vs + 6 + f, vs + 3 + m] = -acc
+        G[vs + 6 + f, vs + 3] -= 2 * (Tzd[2, 1, a] - Tzd[1, 2, a])
+        G[vs + 6 + f, vs + 4] -= 2 * (Tzd[0, 2, a] - Tzd[2, 0, a])
+        G[vs + 6 + f, vs + 5] -= 2 * (Tzd[1, 0, a] - Tzd[0, 1, a])
+        # elastic rows, q_f_dot columns: -2 sum_kl W_kl T[k, l, a, e + 1]
+        for e in range(n):
+            c = e + 1
+            G[vs + 6 + f, vs + 6 + e] = -2 * (w2 * (T[b, 1, 0, a, c] - T[b, 0, 1, a, c])
+                                              + w1 * (T[b, 0, 2, a, c] - T[b, 2, 0, a, c])
+                                              + w0 * (T[b, 2, 1, a, c] - T[b, 1, 2, a, c]))
 
 
 # --- markers ----------------------------------------------------------------------------------
 
 
 @njit(cache=True)
-def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq):
-    """Marker kinematics with local Jacobians (columns: v_r, w, q_f_dot of the marker's body)."""
+def _quat_R_into(q, i, R):
+    """R (3, 3) <- rotation of the unit quaternion ``q[i:i+4]`` (no allocation)."""
+    w, x, y, z = q[i], q[i + 1], q[i + 2], q[i + 3]
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - w * z)
+    R[0, 2] = 2 * (x * z + w * y)
+    R[1, 0] = 2 * (x * y + w * z)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - w * x)
+    R[2, 0] = 2 * (x * z - w * y)
+    R[2, 1] = 2 * (y * z + w * x)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _skew_into(x0, x1, x2, out):
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -x2, x1
+    out[1, 0], out[1, 1], out[1, 2] = x2, 0.0, -x0
+    out[2, 0], out[2, 1], out[2, 2] = -x1, x0, 0.0
+
+
+@njit(cache=True)
+def _marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq):
+    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` (see :func:`_markers`)."""
+    B = np.empty((3, 3))
+    X = np.empty((3, 3))
+    # point: B = skew(w x u + 2 u_dot) + W skew(u),  W skew(u) = u w^T - (w.u) 1
+    x0 = w1 * u[2] - w2 * u[1] + 2 * ud[0]
+    x1 = w2 * u[0] - w0 * u[2] + 2 * ud[1]
+    x2 = w0 * u[1] - w1 * u[0] + 2 * ud[2]
+    wlist = (w0, w1, w2)
+    for slot in range(4):          # slot 0: the point; 1..3: the axes
+        if slot == 0:
+            y = (u[0], u[1], u[2])
+            z0, z1, z2 = x0, x1, x2
+        else:
+            k = slot - 1
+            y = (Ap[0, k], Ap[1, k], Ap[2, k])
+            z0, z1, z2 = wa[0, k] + 2 * ta[0, k], wa[1, k] + 2 * ta[1, k], wa[2, k] + 2 * ta[2, k]
+        _skew_into(z0, z1, z2, B)
+        wy = w0 * y[0] + w1 * y[1] + w2 * y[2]
+        for i in range(3):
+            for j in range(3):
+                B[i, j] += y[i] * wlist[j]
+            B[i, i] -= wy
+        for i in range(3):
+            for j in range(3):
+                X[i, j] = -(R[i, 0] * B[0, j] + R[i, 1] * B[1, j] + R[i, 2] * B[2, j])
+        # q_f_dot columns: slot 0: 2 R W D e_f;  axes: -2 R W (R_BM e_k x E e_f)... = 2 R W (E e_f x R_BM e_k)
+        for i in range(3):
+            for c in range(3):
+                if slot == 0:
+                    dpq[m, i, c] = 0.0
+                    dpq[m, i, 3 + c] = X[i, c]
+                else:
+                    dAq[m, slot - 1, i, c] = 0.0
+                    dAq[m, slot - 1, i, 3 + c] = X[i, c]
+        for f in range(nf):
+            if slot == 0:
+                d0, d1, d2 = D[m, 0, f], D[m, 1, f], D[m, 2, f]
+            else:
+                r0, r1, r2 = R_BM[m, 0, slot - 1], R_BM[m, 1, slot - 1], R_BM[m, 2, slot - 1]
+                e0, e1, e2 = E[m, 0, f], E[m, 1, f], E[m, 2, f]
+                d0, d1, d2 = e1 * r2 - e2 * r1, e2 * r0 - e0 * r2, e0 * r1 - e1 * r0
+            c0 = 2 * (w1 * d2 - w2 * d1)
+            c1 = 2 * (w2 * d0 - w0 * d2)
+            c2 = 2 * (w0 * d1 - w1 * d0)
+            for i in range(3):
+                val = R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2
+                if slot == 0:
+                    dpq[m, i, 6 + f] = val
+                else:
+                    dAq[m, slot - 1, i, 6 + f] = val
+
+
+@njit(cache=True)
+def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
+             dpq, dAq, with_G):
+    r"""Marker kinematics with local Jacobians (columns: v_r, w, q_f_dot of the marker's body).
+
+    Scalar loops into the output arrays and a few scratch arrays allocated once per call: the
+    operands are 3-vectors, and small-array temporaries would cost more than the arithmetic.
+    With ``with_G``, also the velocity derivatives of the quadratic terms (same columns):
+    ``pq = R (w x (w x u + 2 u_dot))`` gives ``dpq/dw = -R (skew(w x u + 2 u_dot) + W skew(u))``,
+    ``dpq/dq_f_dot = 2 R W D``; an axis ``Aq_k = R (w x (w x a_k + 2 t_k))``, ``t_k = (E q_f_dot) x
+    R_BM e_k``, gives ``dAq_k/dw = -R (skew(w x a_k + 2 t_k) + W skew(a_k))``,
+    ``dAq_k/dq_f_dot = -2 R W skew(R_BM e_k) E`` (``W = skew(w)``).
+    """
     n_m = body.size
     nf = D.shape[2]
+    R = np.empty((3, 3))
+    Ap = np.empty((3, 3))      # marker axes in the body frame, deformed
+    ta = np.empty((3, 3))      # skew(theta_dot) R_BM
+    wa = np.empty((3, 3))      # skew(w) Ap
+    u = np.empty(3)
+    th = np.empty(3)
+    ud = np.empty(3)
+    thd = np.empty(3)
+    x = np.empty(3)
+    y = np.empty(3)
     for m in range(n_m):
         b = body[m]
         if b < 0:
@@ -258,62 +486,89 @@ def _markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, J
                     Aq[m, i, k] = 0.0
             continue
         qs, vs = body_q[b], body_v[b]
-        R = _quat_R(q[qs + 3:qs + 7])
-        qf = np.zeros(nf)
-        qfd = np.zeros(nf)
+        _quat_R_into(q, qs + 3, R)
+        for i in range(3):
+            u[i] = p0[m, i]
+            th[i] = 0.0
+            ud[i] = 0.0
+            thd[i] = 0.0
         for f in range(nf):
             j = qf_idx[m, f]
             if j >= 0:
-                qf[f] = q[qs + 7 + j]
-                qfd[f] = v[vs + 6 + j]
-        u = p0[m] + _mv(D[m], qf)
-        th = _mv(E[m], qf)
-        ud = _mv(D[m], qfd)
-        thd = _mv(E[m], qfd)
-        Ap = R_BM[m] + _mm(_skew(th), R_BM[m])
-        pos = q[qs:qs + 3] + _mv(R, u)
-        RA = _mm(R, Ap)
-        w = v[vs + 3:vs + 6]
-        wu = _cross(w, u)
-        pdot = v[vs:vs + 3] + _mv(R, wu + ud)
-        pquad = _mv(R, _cross(w, wu + 2 * ud))
-        Wm = _skew(w)
-        ta = _mm(_skew(thd), R_BM[m])
-        wa = _mm(Wm, Ap)
-        Adot = _mm(R, wa + ta)
-        Aquad = _mm(R, _mm(Wm, wa + 2 * ta))
-        mRu = -_mm(R, _skew(u))
-        RD = _mm(R, D[m])
-        RE = _mm(R, E[m])
-        wquad = _mv(R, _cross(w, thd))
+                qf, qfd = q[qs + 7 + j], v[vs + 6 + j]
+                for i in range(3):
+                    u[i] += D[m, i, f] * qf
+                    th[i] += E[m, i, f] * qf
+                    ud[i] += D[m, i, f] * qfd
+                    thd[i] += E[m, i, f] * qfd
+        w0, w1, w2 = v[vs + 3], v[vs + 4], v[vs + 5]
+        for k in range(3):
+            r0, r1, r2 = R_BM[m, 0, k], R_BM[m, 1, k], R_BM[m, 2, k]
+            Ap[0, k] = r0 + th[1] * r2 - th[2] * r1
+            Ap[1, k] = r1 + th[2] * r0 - th[0] * r2
+            Ap[2, k] = r2 + th[0] * r1 - th[1] * r0
+            ta[0, k] = thd[1] * r2 - thd[2] * r1
+            ta[1, k] = thd[2] * r0 - thd[0] * r2
+            ta[2, k] = thd[0] * r1 - thd[1] * r0
+            wa[0, k] = w1 * Ap[2, k] - w2 * Ap[1, k]
+            wa[1, k] = w2 * Ap[0, k] - w0 * Ap[2, k]
+            wa[2, k] = w0 * Ap[1, k] - w1 * Ap[0, k]
+        # x = w x u + u_dot (body-frame velocity of the point); y = w x (w x u + 2 u_dot)
+        x[0] = w1 * u[2] - w2 * u[1]
+        x[1] = w2 * u[0] - w0 * u[2]
+        x[2] = w0 * u[1] - w1 * u[0]
         for i in range(3):
-            p[m, i] = pos[i]
-            pd[m, i] = pdot[i]
-            pq[m, i] = pquad[i]
-            wq[m, i] = wquad[i]
+            y[i] = x[i] + 2 * ud[i]
+            x[i] += ud[i]
+        y0 = w1 * y[2] - w2 * y[1]
+        y1 = w2 * y[0] - w0 * y[2]
+        y2 = w0 * y[1] - w1 * y[0]
+        # w x theta_dot
+        z0 = w1 * thd[2] - w2 * thd[1]
+        z1 = w2 * thd[0] - w0 * thd[2]
+        z2 = w0 * thd[1] - w1 * thd[0]
+        for i in range(3):
+            Ri0, Ri1, Ri2 = R[i, 0], R[i, 1], R[i, 2]
+            p[m, i] = q[qs + i] + Ri0 * u[0] + Ri1 * u[1] + Ri2 * u[2]
+            pd[m, i] = v[vs + i] + Ri0 * x[0] + Ri1 * x[1] + Ri2 * x[2]
+            pq[m, i] = Ri0 * y0 + Ri1 * y1 + Ri2 * y2
+            wq[m, i] = Ri0 * z0 + Ri1 * z1 + Ri2 * z2
             for k in range(3):
-                A[m, i, k] = RA[i, k]
-                Ad[m, i, k] = Adot[i, k]
-                Aq[m, i, k] = Aquad[i, k]
+                A[m, i, k] = Ri0 * Ap[0, k] + Ri1 * Ap[1, k] + Ri2 * Ap[2, k]
+                Ad[m, i, k] = Ri0 * (wa[0, k] + ta[0, k]) + Ri1 * (wa[1, k] + ta[1, k]) + Ri2 * (wa[2, k] + ta[2, k])
+                # R skew(w) (wa + 2 ta)
+                s0, s1, s2 = wa[0, k] + 2 * ta[0, k], wa[1, k] + 2 * ta[1, k], wa[2, k] + 2 * ta[2, k]
+                Aq[m, i, k] = Ri0 * (w1 * s2 - w2 * s1) + Ri1 * (w2 * s0 - w0 * s2) + Ri2 * (w0 * s1 - w1 * s0)
             for c in range(6 + nf):
                 Jp[m, i, c] = 0.0
                 Jw[m, i, c] = 0.0
             Jp[m, i, i] = 1.0
+            # -R skew(u) e_c = R (e_c x u)
+            Jp[m, i, 3] = Ri2 * u[1] - Ri1 * u[2]
+            Jp[m, i, 4] = Ri0 * u[2] - Ri2 * u[0]
+            Jp[m, i, 5] = Ri1 * u[0] - Ri0 * u[1]
             for c in range(3):
-                Jp[m, i, 3 + c] = mRu[i, c]
                 Jw[m, i, 3 + c] = R[i, c]
             for f in range(nf):
-                Jp[m, i, 6 + f] = RD[i, f]
-                Jw[m, i, 6 + f] = RE[i, f]
-        for k in range(3):
-            mRa = -_mm(R, _skew(Ap[:, k]))
-            mRaE = -_mm(_mm(R, _skew(R_BM[m, :, k])), E[m])
-            for i in range(3):
-                for c in range(3):
-                    Ja[m, k, i, c] = 0.0
-                    Ja[m, k, i, 3 + c] = mRa[i, c]
+                Jp[m, i, 6 + f] = Ri0 * D[m, 0, f] + Ri1 * D[m, 1, f] + Ri2 * D[m, 2, f]
+                Jw[m, i, 6 + f] = Ri0 * E[m, 0, f] + Ri1 * E[m, 1, f] + Ri2 * E[m, 2, f]
+            for k in range(3):
+                a0, a1, a2 = Ap[0, k], Ap[1, k], Ap[2, k]
+                Ja[m, k, i, 0] = 0.0
+                Ja[m, k, i, 1] = 0.0
+                Ja[m, k, i, 2] = 0.0
+                # -R skew(a) e_c = R (e_c x a)
+                Ja[m, k, i, 3] = Ri2 * a1 - Ri1 * a2
+                Ja[m, k, i, 4] = Ri0 * a2 - Ri2 * a0
+                Ja[m, k, i, 5] = Ri1 * a0 - Ri0 * a1
+                r0, r1, r2 = R_BM[m, 0, k], R_BM[m, 1, k], R_BM[m, 2, k]
                 for f in range(nf):
-                    Ja[m, k, i, 6 + f] = mRaE[i, f]
+                    # -R skew(R_BM e_k) E e_f = R (E e_f x R_BM e_k)
+                    e0, e1, e2 = E[m, 0, f], E[m, 1, f], E[m, 2, f]
+                    Ja[m, k, i, 6 + f] = (Ri0 * (e1 * r2 - e2 * r1) + Ri1 * (e2 * r0 - e0 * r2)
+                                          + Ri2 * (e0 * r1 - e1 * r0))
+        if with_G:
+            _marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq)
 
 
 # --- constraint rows --------------------------------------------------------------------------
@@ -329,17 +584,24 @@ def _add_row(J, r, coef, Jloc, cols):
 
 
 @njit(cache=True)
-def _rows(kind, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma):
-    """Constraint primitives (kind 0 point, 1 dot, 2 ddot, 3 angle); see sim.constraints."""
+def _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G):
+    """Constraint primitives (kind 0 point, 1 dot, 2 ddot, 3 angle); see sim.constraints.
+
+    With ``with_G``, also ``Gg = d gamma / dv`` (n_rows, n_v) from the markers' ``dpq``, ``dAq``
+    and (the velocity derivatives of ``pd`` and ``Ad`` being ``Jp`` and ``Ja``) their Jacobians.
+    """
     e = np.eye(3)
     for t in range(row.size):
-        r, i, j = row[t], mi[t], mj[t]
+        r, i, j, kind = row[t], mi[t], mj[t], kinds[t]
         if kind == 0:
             for c in range(3):
                 phi[r + c] = p[j, c] - p[i, c]
                 gamma[r + c] = -(pq[j, c] - pq[i, c])
                 _add_row(J, r + c, e[c], Jp[j], cols[j])
                 _add_row(J, r + c, -e[c], Jp[i], cols[i])
+                if with_G:
+                    _add_row(Gg, r + c, -e[c], dpq[j], cols[j])
+                    _add_row(Gg, r + c, e[c], dpq[i], cols[i])
         elif kind == 1:
             a, b = A[i, :, ai[t]], A[j, :, aj[t]]
             phi[r] = _dot(a, b)
@@ -348,6 +610,11 @@ def _rows(kind, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J,
             ad, bd = Ad[i, :, ai[t]], Ad[j, :, aj[t]]
             aq, bq = Aq[i, :, ai[t]], Aq[j, :, aj[t]]
             gamma[r] = -(_dot(aq, b) + 2 * _dot(ad, bd) + _dot(a, bq))
+            if with_G:
+                _add_row(Gg, r, -b, dAq[i, ai[t]], cols[i])
+                _add_row(Gg, r, -2 * bd, Ja[i, ai[t]], cols[i])
+                _add_row(Gg, r, -2 * ad, Ja[j, aj[t]], cols[j])
+                _add_row(Gg, r, -a, dAq[j, aj[t]], cols[j])
         elif kind == 2:
             a = A[i, :, ai[t]]
             d = p[j] - p[i]
@@ -357,6 +624,13 @@ def _rows(kind, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J,
             _add_row(J, r, -a, Jp[i], cols[i])
             ad, aq = Ad[i, :, ai[t]], Aq[i, :, ai[t]]
             gamma[r] = -(_dot(aq, d) + 2 * _dot(ad, pd[j] - pd[i]) + _dot(a, pq[j] - pq[i]))
+            if with_G:
+                _add_row(Gg, r, -d, dAq[i, ai[t]], cols[i])
+                _add_row(Gg, r, -2 * (pd[j] - pd[i]), Ja[i, ai[t]], cols[i])
+                _add_row(Gg, r, -2 * ad, Jp[j], cols[j])
+                _add_row(Gg, r, 2 * ad, Jp[i], cols[i])
+                _add_row(Gg, r, -a, dpq[j], cols[j])
+                _add_row(Gg, r, a, dpq[i], cols[i])
         else:
             xi, yi, xj = A[i, :, 0], A[i, :, 1], A[j, :, 0]
             X, Y = _dot(xj, xi), _dot(xj, yi)
@@ -372,6 +646,66 @@ def _rows(kind, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J,
             Xq = _dot(xjq, xi) + 2 * _dot(xjd, xid) + _dot(xj, xiq)
             Yq = _dot(xjq, yi) + 2 * _dot(xjd, yid) + _dot(xj, yiq)
             gamma[r] = -((X * Yq - Y * Xq) / r2 - 2 * (X * Yd - Y * Xd) * (X * Xd + Y * Yd) / r2**2)
+            if with_G:
+                # gamma = -(X Yq - Y Xq)/r2 + 2 K2 K1 / r2^2, K1 = X Xd + Y Yd, K2 = X Yd - Y Xd
+                K1, K2 = X * Xd + Y * Yd, X * Yd - Y * Xd
+                cXq, cYq = Y / r2, -X / r2
+                cXd = 2 * (X * K2 - Y * K1) / r2**2
+                cYd = 2 * (X * K1 + Y * K2) / r2**2
+                _add_row(Gg, r, cXd * xi + cYd * yi + 2 * cXq * xid + 2 * cYq * yid, Ja[j, 0], cols[j])
+                _add_row(Gg, r, cXd * xj + 2 * cXq * xjd, Ja[i, 0], cols[i])
+                _add_row(Gg, r, cYd * xj + 2 * cYq * xjd, Ja[i, 1], cols[i])
+                _add_row(Gg, r, cXq * xi + cYq * yi, dAq[j, 0], cols[j])
+                _add_row(Gg, r, cXq * xj, dAq[i, 0], cols[i])
+                _add_row(Gg, r, cYq * xj, dAq[i, 1], cols[i])
+
+
+@njit(cache=True)
+def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff, g_Kff,
+              marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
+              kinds, row, mi, mj, ai, aj, cols, M, Q, phi, J, gamma, flush_rtol, dpq, dAq, G, Gg, with_G):
+    """All of :meth:`Evaluator.evaluate`'s compiled work in one call (one dispatch, not six).
+
+    ``g_*`` are tuples over the body groups (same arrays as :class:`sim.model.BodyGroup`).
+    With ``with_G``, also ``G = dQ/dv`` and ``Gg = d gamma/dv``.
+    """
+    for g in range(len(g_qs)):
+        _group_terms(q, v, gravity, g_qs[g], g_vs[g], g_mass[g], g_S[g], g_T[g], g_Jrot[g], g_Grot[g], g_Mff[g],
+                     g_Kff[g], M, Q, G, with_G)
+    _flush(M, flush_rtol)
+    _markers(q, v, marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
+             dpq, dAq, with_G)
+    _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G)
+
+
+@njit(cache=True)
+def _potential(q, gravity, g_qs, g_mass, g_S, g_Kff):
+    """Gravitational and elastic energy [J] of the bodies (see :func:`sim.dynamics.potential`)."""
+    R = np.empty((3, 3))
+    grav = 0.0
+    elastic = 0.0
+    for g in range(len(g_qs)):
+        S, K, mass = g_S[g], g_Kff[g], g_mass[g]
+        n = K.shape[1]
+        for b in range(g_qs[g].size):
+            qs = g_qs[g][b]
+            _quat_R_into(q, qs + 3, R)
+            for k in range(3):
+                s_k = S[b, k, 0]
+                for f in range(n):
+                    s_k += S[b, k, f + 1] * q[qs + 7 + f]
+                Rs = 0.0
+                for i in range(3):
+                    Rs += R[i, k] * gravity[i]
+                grav -= s_k * Rs
+            for i in range(3):
+                grav -= mass[b] * q[qs + i] * gravity[i]
+            for f in range(n):
+                acc = 0.0
+                for e in range(n):
+                    acc += K[b, f, e] * q[qs + 7 + e]
+                elastic += 0.5 * q[qs + 7 + f] * acc
+    return grav, elastic
 
 
 @contextlib.contextmanager
@@ -409,6 +743,8 @@ class Evaluation(NamedTuple):
     s: np.ndarray
     J_s: np.ndarray
     gamma_s: np.ndarray
+    Q_v: np.ndarray = None
+    gamma_v: np.ndarray = None
 
 
 class Evaluator:
@@ -443,25 +779,35 @@ class Evaluator:
         self.work = dict(p=np.zeros((n_m, 3)), A=np.zeros((n_m, 3, 3)), Jp=np.zeros((n_m, 3, 6 + nf)),
                          Ja=np.zeros((n_m, 3, 3, 6 + nf)), Jw=np.zeros((n_m, 3, 6 + nf)), pd=np.zeros((n_m, 3)),
                          Ad=np.zeros((n_m, 3, 3)), pq=np.zeros((n_m, 3)), Aq=np.zeros((n_m, 3, 3)),
-                         wq=np.zeros((n_m, 3)))
-        self.tables = []
-        for k, name in enumerate(KINDS):
-            t = model.rows[name]
-            if t["row"].size:
-                self.tables.append((k, *(t[f].astype(np.int64) for f in ("row", "mi", "mj", "ai", "aj"))))
+                         wq=np.zeros((n_m, 3)), dpq=np.zeros((n_m, 3, 6 + nf)), dAq=np.zeros((n_m, 3, 3, 6 + nf)))
+        tables = [(k, model.rows[name]) for k, name in enumerate(KINDS) if model.rows[name]["row"].size]
+        cat = (lambda f: np.concatenate([t[f] for _, t in tables]).astype(np.int64) if tables
+               else np.zeros(0, dtype=np.int64))
+        self.rows = (np.concatenate([np.full(t["row"].size, k, dtype=np.int64) for k, t in tables]) if tables
+                     else np.zeros(0, dtype=np.int64), *(cat(f) for f in ("row", "mi", "mj", "ai", "aj")))
+        groups = model.body_groups
+        self.groups = tuple(tuple(x) for x in (
+            [g.q_start.astype(np.int64) for g in groups], [g.v_start.astype(np.int64) for g in groups],
+            [np.ascontiguousarray(g.mass, dtype=float) for g in groups],
+            *([np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups]
+              for f in ("first_moment", "second_moment", "rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff"))))
         self.n_rows = model.rows["n_total"]
         self.n_joint = model.rows["n_joint"]
         self.angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
         self.compliant = springs.compliant_mask(model)
+        self.keep = np.concatenate([np.ones(model.rows["n_joint"], dtype=bool), ~self.compliant])
         self.lumped = dynamics._has_lumped(model)
         self.stretch = dynamics._stretch_bodies(model)
         self._nq, self._nv = nq, nv
+        self._empty = np.zeros((0, 0))
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with _sigint_deferred():
             zero = np.zeros(nv)
             self.evaluate(model.q_home, zero, targets=np.zeros(len(model.actuators)))
+            self.evaluate(model.q_home, zero, velocity_jacobian=True)
+            self.potential(model.q_home)
             self.integrate(model.q_home, zero)
 
     def pose(self, v=None):
@@ -479,13 +825,26 @@ class Evaluator:
             return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw)
         return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw, v, w["pq"][e], w["wq"][e])
 
+    def potential(self, q):
+        """Gravitational and elastic energy [J] at ``q``, as :func:`sim.dynamics.potential`."""
+        grav, elastic = _potential(q, self.model.gravity, self.groups[0], self.groups[2], self.groups[3],
+                                   self.groups[8])
+        model = self.model
+        for b in self.stretch:
+            elastic += dynamics.stretch_terms(model, q, b)[2]
+        if model.springs:
+            from .kinematics import markers
+            d, _ = springs.deflections(model, markers(model, q))
+            elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)
+        return grav, elastic
+
     def integrate(self, q, dv):
         """``q ⊕ dv`` (n_q,), as :func:`sim.kinematics.integrate`."""
         out = np.empty_like(q)
         _integrate(q, dv, self.body_q, self.body_v, self.body_nf, out)
         return out
 
-    def evaluate(self, q, v, targets=None, target_acc=None):
+    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False):
         """The equations at ``(q, v)``, as in the reference kernels.
 
         Returns
@@ -495,41 +854,45 @@ class Evaluator:
             (``targets`` also pull compliant actuators); ``C``, ``J``, ``gamma`` of
             :func:`sim.constraints.constraints` (joint rows, plus the rigid actuators' rows
             when ``targets`` is given); ``s``, ``J_s`` the values and Jacobian of all actuators.
+            With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the bodies'
+            velocity-quadratic forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); the
+            velocity-dependent forces of lumped springs are not in ``Q_v``.
         """
         model = self.model
         M = np.zeros((self._nv, self._nv))
         Q = np.zeros(self._nv)
-        for grp in model.body_groups:
-            _group_terms(q, v, model.gravity, grp.q_start.astype(np.int64), grp.v_start.astype(np.int64), grp.mass,
-                         grp.first_moment, grp.second_moment, grp.rot_inertia, grp.rot_coupling, grp.mass_ff,
-                         grp.stiffness_ff, M, Q)
-        for b in self.stretch:
-            i = model.q_index[b][1] + 6
-            Q[i:i + model.bodies[b].n_f] += dynamics.stretch_terms(model, q, b)[0]
-        w = self.work
-        _markers(q, v, self.marker_body, self.body_q, self.body_v, self.qf_idx, model.marker_D, model.marker_E,
-                 model.marker_p0, model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"],
-                 w["Aq"], w["wq"])
         phi = np.zeros(self.n_rows)
         J = np.zeros((self.n_rows, self._nv))
         gamma = np.zeros(self.n_rows)
-        for kind, row, mi, mj, ai, aj in self.tables:
-            _rows(kind, row, mi, mj, ai, aj, self.cols, w["p"], w["A"], w["Jp"], w["Ja"], w["pd"], w["Ad"], w["pq"],
-                  w["Aq"], phi, J, gamma)
+        if velocity_jacobian:
+            G, Gg = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv))
+        else:
+            G = Gg = self._empty
+        w = self.work
+        _evaluate(q, v, model.gravity, *self.groups, self.marker_body, self.body_q, self.body_v, self.qf_idx,
+                  model.marker_D, model.marker_E, model.marker_p0, model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"],
+                  w["Jw"], w["pd"], w["Ad"], w["pq"], w["Aq"], w["wq"], *self.rows, self.cols, M, Q, phi, J, gamma,
+                  FLUSH_RTOL, w["dpq"], w["dAq"], G, Gg, velocity_jacobian)
+        G = G if velocity_jacobian else None
+        for b in self.stretch:
+            i = model.q_index[b][1] + 6
+            Q[i:i + model.bodies[b].n_f] += dynamics.stretch_terms(model, q, b)[0]
+        nj = self.n_joint
         if self.lumped:
             if model.springs:
                 from .kinematics import markers
                 Q += springs.spring_forces(model, markers(model, q), v)
             if targets is not None:
-                Q += springs.actuator_spring_forces(model, phi[self.n_joint:], J[self.n_joint:], v, targets)
-        nj = self.n_joint
+                Q += springs.actuator_spring_forces(model, phi[nj:], J[nj:], v, targets)
         s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()
         if targets is None:
-            _flush(M, FLUSH_RTOL)
-            return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s)
-        phi[nj:] = drive_residual(model, phi[nj:], targets)
+            return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s, G,
+                              Gg[:nj] if velocity_jacobian else None)
+        phi[nj:] = drive_residual(model, s, targets, self.angle)
         if target_acc is not None:
             gamma[nj:] += target_acc
-        keep = np.concatenate([np.ones(nj, dtype=bool), ~self.compliant])
-        _flush(M, FLUSH_RTOL)
-        return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s)
+        if self.compliant.any():   # compliant actuators are springs, not constraints
+            keep = self.keep
+            return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
+                              Gg[keep] if velocity_jacobian else None)
+        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None)

@@ -27,17 +27,20 @@ Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor
     r(a, lam) = [M a + J^T lam - Q ;  J a - gamma + 2 alpha C_dot + beta^2 C]
 
 evaluated at ``q_{n+1}(a), v_{n+1}(a)``.  The iteration matrix is the Jacobian of ``r``,
-split as ``[[M, J^T], [J, 0]] + Delta``.  The saddle part is taken from the evaluation at the
-step's predictor, so it follows the configuration every step; ``Delta`` -- the stiffness
-``-dQ/dq``, the gyroscopic and Coriolis ``-dQ/dv``, ``d(J^T lam)/dq``, ``dgamma/dv`` and the
-position and velocity terms of the Baumgarte rows, through the Newmark maps
-``dq/da = beta' h^2``, ``dv/da = gamma' h`` -- comes from a forward-difference Jacobian of
-``r`` (one evaluation per unknown) and varies slowly: it is kept while Newton
-contracts fast, and refreshed when it slows down.  The LU factorisation of the whole matrix
-is likewise kept from step to step while Newton contracts strongly (rate below
-``KEEP_RATE``), and redone from the current saddle part otherwise.  Convergence: the configuration correction
-``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the contraction
-rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
+split into a known part computed at every factorisation -- ``[[M, J^T], [J, 0]]`` plus, when
+the problem provides ``dQ/dv`` and ``d gamma/dv`` (the compiled model does), the velocity
+terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d gamma/dv, 0]]`` (gyroscopic, Coriolis and
+Baumgarte-rate terms, which follow the velocities) -- and ``Delta``: the rest (stiffness
+``-dQ/dq``, ``d(J^T lam)/dq``, the position terms of the Baumgarte rows, through the Newmark map
+``dq/da = beta' h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per
+unknown).  ``Delta`` varies slowly and is kept until Newton slows down (rate above
+``SLOW_RATE``); the LU factorisation is kept from step to step while Newton contracts strongly
+(rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
+would make simplified Newton contract only linearly at that rate: within each step the
+corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
+absorb that drift (:meth:`GeneralizedAlpha._broyden`).  Convergence: the configuration
+correction ``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the
+contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
 
 References
 ----------
@@ -49,17 +52,20 @@ systems", Multibody Syst. Dyn. 18 (2007) 185–202.
 J. Baumgarte, Comput. Methods Appl. Mech. Eng. 1 (1972) 1–16.
 E. Hairer, G. Wanner, *Solving Ordinary Differential Equations II*, 2nd ed., Springer, 1996,
 §IV.8 (stopping criterion of simplified Newton iterations).
+C. T. Kelley, *Iterative Methods for Linear and Nonlinear Equations*, SIAM, 1995, §7-8
+(Broyden's method, storage of the steps).
 """
 import abc
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg.lapack import dgetrf as getrf, dgetrs as getrs
 
 NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-12          # m or rad: configuration correction at convergence
 SLOW_RATE = 0.25            # contraction rate above which the Jacobian correction is refreshed
-KEEP_RATE = 0.01            # contraction rate below which the last factorisation is kept
+KEEP_RATE = 0.05            # contraction rate below which the last factorisation is kept
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
 
 
@@ -84,11 +90,15 @@ class Problem:
         quadratic (and driving) acceleration right-hand side and the constraint rate.
     integrate : callable
         ``integrate(q, dv) -> q ⊕ dv``.
+    velocity_jacobian : bool
+        Whether ``evaluate(t, q, v, velocity_jacobian=True)`` also returns ``dQ/dv`` (n_v, n_v)
+        and ``d gamma/dv`` (n_c, n_v) (appended to the tuple).
     """
 
     n_v: int
     evaluate: object
     integrate: object
+    velocity_jacobian: bool = False
 
 
 class Integrator(abc.ABC):
@@ -191,7 +201,6 @@ class GeneralizedAlpha(Integrator):
         self.gamma = 0.5 + self.alpha_f - self.alpha_m
         self.beta = 0.25 * (self.gamma + 0.5) ** 2
         self._delta = None
-        self._delta_new = False
         self._lu = None
         self._previous = None
         super().__init__(problem, t0, q0, v0, h, **options)
@@ -202,25 +211,42 @@ class GeneralizedAlpha(Integrator):
         """``(alpha_m, alpha_f)`` for spectral radius ``rho``."""
         return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
 
-    def _residual(self, a, lam, base):
-        """Step residual (n_v + n_c,) at ``a_{n+1} = a``, the state it implies, and ``(M, J)``."""
+    def _residual(self, a, lam, base, velocity_jacobian=False):
+        """Step residual (n_v + n_c,) at ``a_{n+1} = a``, the state it implies, ``(M, J)`` and,
+        with ``velocity_jacobian``, the velocity part of the iteration matrix (or None)."""
         h, g, b = self.h, self.gamma, self.beta
         t1, offset, v_base, dq_base, c = base
         a_hat = c * a + offset
         v1 = v_base + h * g * a_hat
         q1 = self.problem.integrate(self.q, dq_base + h**2 * b * a_hat)
-        M, Q, C, J, gamma, C_dot = self.problem.evaluate(t1, q1, v1)
+        out = self.problem.evaluate(t1, q1, v1, velocity_jacobian=True) if velocity_jacobian else \
+            self.problem.evaluate(t1, q1, v1)
+        M, Q, C, J, gamma, C_dot = out[:6]
         self.n_evaluations += 1
         r = np.concatenate([M @ a + J.T @ lam - Q, J @ a - self._baumgarte_rhs(gamma, C, C_dot)])
-        return r, a_hat, v1, q1, M, J
+        V = self._velocity_part(J, *out[6:]) if velocity_jacobian else None
+        return r, a_hat, v1, q1, M, J, V
 
-    @staticmethod
-    def _saddle(M, J):
+    def _velocity_part(self, J, Q_v, gamma_v):
+        """``d r / d v * dv/da`` (n, n): ``-dQ/dv`` and ``-d gamma/dv + 2 alpha J`` times
+        ``gamma' h`` (the gyroscopic, Coriolis and Baumgarte-rate terms; they follow the
+        velocities, which the unresolved stiff modes change from step to step)."""
+        n, n_c = J.shape[1], J.shape[0]
+        f = self.h * self.gamma * (1 - self.alpha_f) / (1 - self.alpha_m)
+        V = np.zeros((n + n_c, n + n_c))
+        V[:n, :n] = -f * Q_v
+        V[n:, :n] = f * (2 * self.baumgarte[0] * J - gamma_v)
+        return V
+
+    def _known(self, M, J, V):
+        """The part of the iteration matrix computed at every factorisation: ``[[M, J^T], [J, 0]]``
+        plus the velocity part ``V`` when the problem provides it."""
         n_c = J.shape[0]
-        return np.block([[M, J.T], [J, np.zeros((n_c, n_c))]])
+        A = np.block([[M, J.T], [J, np.zeros((n_c, n_c))]])
+        return A if V is None else A + V
 
-    def _jacobian_correction(self, a, lam, r, M, J, base):
-        """``Delta``: forward-difference Jacobian of the residual minus ``[[M, J^T], [J, 0]]``."""
+    def _jacobian_correction(self, a, lam, r, M, J, V, base):
+        """``Delta``: forward-difference Jacobian of the residual minus the known part."""
         n = self.problem.n_v
         x = np.concatenate([a, lam])
         A = np.empty((r.size, r.size))
@@ -232,17 +258,17 @@ class GeneralizedAlpha(Integrator):
             xk[k] += step[k]
             A[:, k] = (self._residual(xk[:n], xk[n:], base)[0] - r) / step[k]
         self.n_jacobians += 1
-        return A - self._saddle(M, J)
+        return A - self._known(M, J, V)
 
-    def _factorize(self, M, J):
-        """LU of ``[[M, J^T], [J, 0]] + Delta`` at the current state, or None if singular."""
+    def _factorize(self, M, J, V):
+        """LU of the known part plus ``Delta`` at the current state, or None if singular."""
         with np.errstate(all="ignore"):
-            lu = scipy.linalg.lu_factor(self._saddle(M, J) + self._delta, check_finite=False)
+            lu, piv, info = getrf(self._known(M, J, V) + self._delta, overwrite_a=True)
         self.n_factorizations += 1
-        pivots = np.abs(np.diag(lu[0]))
-        if not np.all(np.isfinite(pivots)) or pivots.min() <= 1e-13 * pivots.max():
+        pivots = np.abs(np.diag(lu))
+        if info < 0 or not np.all(np.isfinite(pivots)) or pivots.min() <= 1e-13 * pivots.max():
             return None
-        return lu
+        return lu, piv
 
     def _newton(self, fresh):
         h, b = self.h, self.beta
@@ -260,21 +286,21 @@ class GeneralizedAlpha(Integrator):
         n = self.problem.n_v
         previous = np.inf
         err = np.inf
+        velocity = self.problem.velocity_jacobian
+        steps = []
         for iteration in range(1, self.newton_max_iter + 1):
-            r, a_hat, v1, q1, M, J = self._residual(a, lam, base)
-            if iteration == 1:
+            # The known part of the iteration matrix follows the state; Delta varies slowly.
+            # While Newton contracts strongly the last factorisation is kept.
+            refactor = iteration == 1 and (self._lu is None or fresh or self._delta is None)
+            r, a_hat, v1, q1, M, J, V = self._residual(a, lam, base, velocity_jacobian=refactor and velocity)
+            if refactor:
                 if self._delta is None or fresh or self._delta.shape[0] != r.size:
-                    self._delta = self._jacobian_correction(a, lam, r, M, J, base)
-                    self._delta_new = True
-                # The saddle part follows the configuration; Delta varies slowly.  While Newton
-                # contracts strongly the last factorisation is kept (refactorised otherwise).
-                if self._lu is None or fresh or self._delta_new or self._lu[0].shape[0] != r.size:
-                    self._lu = self._factorize(M, J)
-                    self._delta_new = False
-                    if self._lu is None:
-                        return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
-                lu = self._lu
-            dx = scipy.linalg.lu_solve(lu, -r, check_finite=False)
+                    self._delta = self._jacobian_correction(a, lam, r, M, J, V, base)
+                self._lu = self._factorize(M, J, V)
+                if self._lu is None:
+                    return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
+            dx, _ = getrs(*self._lu, -r)
+            dx = self._broyden(dx, steps)
             a += dx[:n]
             lam += dx[n:]
             err = b * c * h**2 * np.abs(dx[:n]).max()
@@ -287,7 +313,7 @@ class GeneralizedAlpha(Integrator):
             if err <= self.newton_tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= self.newton_tol):
                 if rate > SLOW_RATE:
                     self._delta = None       # refresh the Jacobian correction on the next step
-                if rate > KEEP_RATE or iteration > 3:
+                if rate > KEEP_RATE or iteration > 4:
                     self._lu = None          # refactorise the saddle part on the next step
                 a_hat = c * a + base[1]
                 self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
@@ -297,6 +323,33 @@ class GeneralizedAlpha(Integrator):
                 return False, iteration, err, "Newton iterations do not contract"
             previous = err
         return False, self.newton_max_iter, err, "Newton did not converge"
+
+    @staticmethod
+    def _broyden(z, steps):
+        """Newton correction with Broyden's (good) updates of the iteration matrix within a step.
+
+        ``z = -H_0 r`` is the correction with the factorised matrix ``H_0^-1``; the rank-one
+        updates from this step's previous corrections ``s_0 .. s_k`` (stored as the steps
+        themselves: ``H_{k+1} = (1 + s_{k+1} s_k^T / |s_k|^2) H_k``, C. T. Kelley, *Iterative
+        Methods for Linear and Nonlinear Equations*, SIAM 1995, §7.3 and §8.4) turn it into the
+        quasi-Newton correction.  The iteration matrix kept over many steps drifts by about one
+        per cent (its correction ``Delta`` ages); the updates absorb that within the step, where
+        plain simplified Newton would contract only linearly at that rate.  ``steps`` (list of
+        ndarray) is updated in place.
+        """
+        z0 = z
+        for s_j, s_next in zip(steps[:-1], steps[1:]):
+            z = z + s_next * (s_j @ z / (s_j @ s_j))
+        if steps:
+            s = steps[-1]
+            denom = 1 - s @ z / (s @ s)
+            if abs(denom) < 0.1:          # nearly singular update: restart from H_0
+                steps.clear()
+                z = z0
+            else:
+                z = z / denom
+        steps.append(z)
+        return z
 
     def _accept(self, t1, a, lam, a_hat, v1, q1):
         self._previous = (self.a, self.lam)

@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-from . import dynamics
 from .fast import Evaluator
 from .integrators import METHODS, Problem
 from .kinematics import sensor_values, pose
@@ -102,27 +101,44 @@ def make_problem(model, drive, damping=None):
     compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
 
     fast = Evaluator(model)
+    memo = {}
 
-    def evaluate(t, q, v):
+    def reference(t):
+        # The drive law is evaluated once per instant: every Newton iteration of a step asks
+        # for the same time.
+        if memo.get("t") != t:
+            memo["t"], memo["ref"] = t, drive.reference(t)
+        return memo["ref"]
+
+    def evaluate(t, q, v, velocity_jacobian=False):
         if drive.kind == "prescribed":
-            s, sd, sdd = drive.reference(t)
-            M, Q, C, J, gamma, *_ = fast.evaluate(q, v, targets=s, target_acc=sdd)
+            s, sd, sdd = reference(t)
+            E = fast.evaluate(q, v, targets=s, target_acc=sdd, velocity_jacobian=velocity_jacobian)
+            M, Q, C, J, gamma = E.M, E.Q, E.C, E.J, E.gamma
             C_dot = J @ v
             C_dot[nj:] -= sd[~compliant]
         else:
-            M, Q, C, J, gamma, s, J_s, _ = fast.evaluate(q, v)
+            E = fast.evaluate(q, v, velocity_jacobian=velocity_jacobian)
+            M, Q, C, J, gamma, s, J_s = E.M, E.Q, E.C, E.J, E.gamma, E.s, E.J_s
             C_dot = J @ v
             if drive.kind == "torque":
-                s_ref, sd_ref, _ = drive.reference(t)
+                s_ref, sd_ref, _ = reference(t)
                 err = s_ref - s
                 err[angle] = (err[angle] + np.pi) % (2 * np.pi) - np.pi
                 tau = drive.feedforward(t) + drive.kp * err + drive.kd * (sd_ref - J_s @ v)
                 Q = Q + J_s.T @ tau
         if damping is not None:
             Q = Q - damping @ v
-        return M, Q, C, J, gamma, C_dot
+        if not velocity_jacobian:
+            return M, Q, C, J, gamma, C_dot
+        Q_v = E.Q_v
+        if drive.kind == "torque" and drive.kd:
+            Q_v = Q_v - drive.kd * (E.J_s.T @ E.J_s)
+        if damping is not None:
+            Q_v = Q_v - damping
+        return M, Q, C, J, gamma, C_dot, Q_v, E.gamma_v
 
-    return Problem(model.n_v, evaluate, fast.integrate)
+    return Problem(model.n_v, evaluate, fast.integrate, velocity_jacobian=True)
 
 
 
@@ -136,7 +152,7 @@ def _sample(model, fast, drive, t, q, v):
     targets = drive.reference(t)[0] if drive.kind == "prescribed" else None
     M, _, C, *_ = fast.evaluate(q, v, targets=targets)
     ms = _Markers(fast.work["p"], fast.work["A"])
-    return (pose(model, q, ms), sensor_values(model, q, ms), np.array([0.5 * v @ M @ v, *dynamics.potential(model, q)]),
+    return (pose(model, q, ms), sensor_values(model, q, ms), np.array([0.5 * v @ M @ v, *fast.potential(q)]),
             np.linalg.norm(C))
 
 

@@ -44,7 +44,7 @@ def test_mass_and_forces_match_reference(state):
 
 def test_constraints_match_reference(state):
     name, model, q, v, s, sdd = state
-    _, _, C, J, gamma, s_all, J_s, _ = Evaluator(model).evaluate(q, v, targets=s, target_acc=sdd)
+    _, _, C, J, gamma, s_all, J_s, *_ = Evaluator(model).evaluate(q, v, targets=s, target_acc=sdd)
     C_ref, J_ref, g_ref = constraints(model, q, v, targets=s, target_acc=sdd)
     assert_allclose(C, C_ref, atol=1e-13, err_msg=f"{name}: C")
     assert_allclose(J, J_ref, atol=1e-12 * np.abs(J_ref).max(), err_msg=f"{name}: J")
@@ -80,6 +80,43 @@ def test_pose_terms_match_reference(state):
 
 def test_actuator_gamma_matches_reference(state):
     name, model, q, v, _, _ = state
-    *_, s, J_s, gamma_s = Evaluator(model).evaluate(q, v)
+    gamma_s = Evaluator(model).evaluate(q, v).gamma_s
     s_ref, J_ref, g_ref = actuator_values(model, q, v=v)
     assert_allclose(gamma_s, g_ref, rtol=1e-10, atol=1e-10, err_msg=f"{name}: actuator gamma")
+
+
+def test_potential_matches_reference(state):
+    from sim.dynamics import potential
+    name, model, q, _, _, _ = state
+    assert_allclose(Evaluator(model).potential(q), potential(model, q), rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+def test_velocity_jacobians_match_central_differences(state):
+    """``dQ/dv`` and ``d gamma/dv``: Q and gamma are quadratic in v, so central differences
+    with unit steps are exact up to round-off (of order eps |Q| and eps |gamma|)."""
+    name, model, q, v, s, sdd = state
+    ev = Evaluator(model)
+    E = ev.evaluate(q, v, targets=s, target_acc=sdd, velocity_jacobian=True)
+    Q_v = np.empty_like(E.Q_v)
+    g_v = np.empty_like(E.gamma_v)
+    for k in range(model.n_v):
+        dv = np.zeros(model.n_v)
+        dv[k] = 1.0
+        plus, minus = ev.evaluate(q, v + dv, targets=s, target_acc=sdd), ev.evaluate(q, v - dv, targets=s,
+                                                                                    target_acc=sdd)
+        Q_v[:, k] = (plus.Q - minus.Q) / 2
+        g_v[:, k] = (plus.gamma - minus.gamma) / 2
+    # the lumped springs' damping forces are outside Q_v by design
+    if model.springs:
+        from sim.springs import spring_forces
+        from sim.kinematics import markers
+        ms = markers(model, q)
+        for k in range(model.n_v):
+            dv = np.zeros(model.n_v)
+            dv[k] = 1.0
+            Q_v[:, k] -= (spring_forces(model, ms, v + dv) - spring_forces(model, ms, v - dv)) / 2
+    scale = np.abs(E.Q).max() + np.abs(Q_v).max()
+    assert_allclose(E.Q_v, Q_v, atol=1e-13 * scale, err_msg=f"{name}: dQ/dv")
+    assert_allclose(E.gamma_v, g_v, atol=1e-13 * (np.abs(E.gamma).max() + np.abs(g_v).max()),
+                    err_msg=f"{name}: dgamma/dv")
+    assert np.abs(E.Q_v).max() > 1e-3 and np.abs(E.gamma_v).max() > 1e-3, f"{name}: trivial velocity Jacobians"

@@ -179,7 +179,7 @@ def _spline_law(t, s):
 def reference(model, scenario, table, progress):
     """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration)``."""
     from sim.assembly import assemble
-    from sim.kinematics import pose
+    from sim.fast import Evaluator
     from sim.motion import rigid_motion
     from sim.trajectory import from_scenario
 
@@ -194,10 +194,12 @@ def reference(model, scenario, table, progress):
         dt = min(REFERENCE_STEP, REFERENCE_ANGLE / max(np.abs(law(0.0)[1]).max(), np.abs(law(duration)[1]).max(), 1e-12))
         times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / dt)) + 1))
         q, qs, poses = model.q_home, [], []
+        ev = Evaluator(model)
         for t in times:
-            q = assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s")
+            q = assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s", ev=ev)
             qs.append(q)
-            poses.append(pose(model, q))
+            ev.evaluate(q, np.zeros(model.n_v))
+            poses.append(ev.pose()[0])
         qs = np.array(qs)
         pose_spline = scipy.interpolate.CubicSpline(times, np.array(poses), axis=0)
         s, sd, sdd = law(0.0)
@@ -258,8 +260,7 @@ def run(model, scenario, group, progress):
                       baumgarte=(table["alpha"], table["beta"]), newton_tol=table["newton_tol"],
                       newton_max_iter=table["newton_max_iter"], progress=bar)
     bar.close()
-    summary = write(model, group, result, np.atleast_2d(np.array([pose_rigid(t) for t in result.t])
-                                                       ).reshape(len(result.t), -1))
+    summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1))
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
         raise KeyboardInterrupt
