@@ -216,14 +216,20 @@ class GeneralizedAlpha(Integrator):
         with ``velocity_jacobian``, the velocity part of the iteration matrix (or None)."""
         h, g, b = self.h, self.gamma, self.beta
         t1, offset, v_base, dq_base, c = base
-        a_hat = c * a + offset
-        v1 = v_base + h * g * a_hat
-        q1 = self.problem.integrate(self.q, dq_base + h**2 * b * a_hat)
+        a_hat = c * a + offset if c != 1 else a + offset
+        v1 = v_base + (h * g) * a_hat
+        q1 = self.problem.integrate(self.q, dq_base + (h * h * b) * a_hat)
         out = self.problem.evaluate(t1, q1, v1, velocity_jacobian=True) if velocity_jacobian else \
             self.problem.evaluate(t1, q1, v1)
         M, Q, C, J, gamma, C_dot = out[:6]
         self.n_evaluations += 1
-        r = np.concatenate([M @ a + J.T @ lam - Q, J @ a - self._baumgarte_rhs(gamma, C, C_dot)])
+        n = a.size
+        r = np.empty(n + lam.size)
+        np.dot(M, a, out=r[:n])
+        r[:n] += lam @ J
+        r[:n] -= Q
+        np.dot(J, a, out=r[n:])
+        r[n:] -= self._baumgarte_rhs(gamma, C, C_dot)
         V = self._velocity_part(J, *out[6:]) if velocity_jacobian else None
         return r, a_hat, v1, q1, M, J, V
 

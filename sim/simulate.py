@@ -98,7 +98,7 @@ def make_problem(model, drive, damping=None):
     """
     nj = model.rows["n_joint"]
     angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
-    compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+    driven = np.array([a.stiffness is None for a in model.actuators], dtype=bool)   # rigid drives: constraint rows
 
     fast = Evaluator(model)
     memo = {}
@@ -116,7 +116,7 @@ def make_problem(model, drive, damping=None):
             E = fast.evaluate(q, v, targets=s, target_acc=sdd, velocity_jacobian=velocity_jacobian)
             M, Q, C, J, gamma = E.M, E.Q, E.C, E.J, E.gamma
             C_dot = J @ v
-            C_dot[nj:] -= sd[~compliant]
+            C_dot[nj:] -= sd[driven]
         else:
             E = fast.evaluate(q, v, velocity_jacobian=velocity_jacobian)
             M, Q, C, J, gamma, s, J_s = E.M, E.Q, E.C, E.J, E.gamma, E.s, E.J_s
