@@ -10,7 +10,7 @@ import numpy as np
 from .constraints import actuator_values, constraints, drive_residual
 from .errors import SimError
 from .kinematics import integrate, markers, pose_jacobian
-from .linalg import lstsq, null_space, svd
+from .linalg import flush, lstsq, normal_solver, null_space, singular_values, svd
 
 NEWTON_MAX_ITER = 30
 TOLERANCE = 1e-11          # residual (m or rad) for convergence
@@ -18,13 +18,17 @@ CONTINUATION_STEP = 0.1    # m or rad per continuation step (halved where Newton
 SINGULAR_RATIO = 1e-5      # sigma_min / sigma_max below which a Jacobian is singular (Newton reaches
 #                            only ~sqrt(tol) at a stretch singularity, where the ratio bottoms near 1e-6)
 RANK_RTOL = 1e-7           # relative singular value below which a direction is not in the rank
+CORRECTOR_MAX_ITER = 3     # plain Newton steps of `correct` before it gives up ...
+CORRECTOR_CONTRACTION = 0.1  # ... or as soon as a step cuts the residual by less than this factor
 
 
 class AssemblyError(SimError):
     """The configuration cannot be reached (outside the workspace, or singular)."""
 
 
-def _residual(model, q, targets, pose_target, ev=None):
+def residual(model, q, targets, pose_target, ev=None):
+    """Residual ``phi`` (n_c,) of the rigid robot's constraints, targets and pose, and its
+    Jacobian (n_c, n_r) over the reference coordinates (``ev``: the compiled evaluator)."""
     # The rigid robot: every actuator with a target is a driving constraint, compliant or not.
     if ev is None:
         ms = markers(model, q)
@@ -66,7 +70,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     dv = np.zeros(model.n_v)
     rigid = model.v_rigid
     step_to = integrate if ev is None else (lambda model_, q_, dv_: ev.integrate(q_, dv_))
-    phi, J = _residual(model, q, targets, pose_target, ev)
+    phi, J = residual(model, q, targets, pose_target, ev)
     norm = np.abs(phi).max(initial=0.0)
     for _ in range(NEWTON_MAX_ITER):
         if norm < tol:
@@ -76,7 +80,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         for _halving in range(12):
             dv[rigid] = step
             q_try = step_to(model, q, dv)
-            phi_try, J_try = _residual(model, q_try, targets, pose_target, ev)
+            phi_try, J_try = residual(model, q_try, targets, pose_target, ev)
             norm_try = np.abs(phi_try).max(initial=0.0)
             if norm_try < norm or norm_try < tol:
                 break
@@ -89,8 +93,41 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     raise AssemblyError(f"cannot assemble {what}: constraint residual {norm:.3g} after Newton iterations")
 
 
+def correct(model, q, pose_target, ev):
+    """Plain Newton from a predicted ``q`` (near the solution) onto the pose ``pose_target``.
+
+    No line search, the normal-equation solver (:func:`sim.linalg.normal_solver`) and the
+    compiled evaluator ``ev``: the cheap corrector of a continuation whose predictor lands
+    within Newton's fast-contraction region; :func:`assemble`, with its backtracking, is the
+    fallback when a step does not cut the residual by ``CORRECTOR_CONTRACTION``.
+
+    Returns
+    -------
+    (q, A) or None
+        The configuration and ``[C_q; J_x]`` there over the reference coordinates (flushed),
+        or None when Newton does not contract fast enough.
+    """
+    dv = np.zeros(model.n_v)
+    rigid = model.v_rigid
+    phi, A = residual(model, q, None, pose_target, ev)
+    A = flush(A)
+    norm = np.abs(phi).max(initial=0.0)
+    for _ in range(CORRECTOR_MAX_ITER):
+        if norm < TOLERANCE:
+            return q, A
+        dv[rigid] = -normal_solver(A, model.home_ranks[0], condition=False)[0](phi)
+        q_new = ev.integrate(q, dv)
+        phi, A = residual(model, q_new, None, pose_target, ev)
+        A = flush(A)
+        norm_new = np.abs(phi).max(initial=0.0)
+        if not norm_new < CORRECTOR_CONTRACTION * norm:
+            return None
+        q, norm = q_new, norm_new
+    return (q, A) if norm < TOLERANCE else None
+
+
 def _min_ratio(J, rank):
-    s = svd(J, compute_uv=False)
+    s = singular_values(J)
     if rank == 0 or s.size == 0:
         return 1.0
     return s[rank - 1] / s[0] if rank <= s.size else 0.0
@@ -105,21 +142,24 @@ def regularity(model, q, ev=None):
     the home configuration.  ``ev``: evaluate with the compiled kernels (:mod:`sim.fast`).
     """
     if ev is None:
-        q_act, _ = actuator_values(model, q)
-        x = pose_jacobian(model, q)[0]
+        ms = markers(model, q)
+        _, J = constraints(model, q, ms=ms)
+        J_s = actuator_values(model, q, ms)[1]
+        J_x = pose_jacobian(model, q, ms)[1]
     else:
-        q_act = ev.evaluate(q, np.zeros(model.n_v)).s
-        x = ev.pose()[0]
-    _, J_inv = _residual(model, q, None, x, ev)
-    _, J_dir = _residual(model, q, q_act, None, ev)
-    return conditioning(model, J_inv, J_dir)
+        E = ev.evaluate(q, np.zeros(model.n_v))
+        J, J_s, J_x = E.J, E.J_s, ev.pose()[1]
+    return conditioning(model, J, J_s, J_x)
 
 
-def conditioning(model, J_inv, J_dir):
-    """``(inverse, direct)`` ratios of :func:`regularity` from the two Jacobians over the
-    reference coordinates: ``[C_q; J_x]`` and ``[C_q; J_act]``."""
+def conditioning(model, J, J_s, J_x):
+    """``(inverse, direct)`` ratios of :func:`regularity` from the joint constraints' Jacobian
+    ``J`` (n_joint, n_v), the actuators' ``J_s`` (n_a, n_v; every drive, compliant or not: the
+    rigid robot) and the end effector's ``J_x`` (d, n_v) at one configuration."""
+    rigid = model.v_rigid
     ranks = model.home_ranks
-    return _min_ratio(J_inv, ranks[0]), _min_ratio(J_dir, ranks[1])
+    return (_min_ratio(np.vstack([J, J_x])[:, rigid], ranks[0]),
+            _min_ratio(np.vstack([J, J_s])[:, rigid], ranks[1]))
 
 
 def pose_determined(model):
@@ -131,7 +171,7 @@ def pose_determined(model):
     would need a static equilibrium, not inverse kinematics, to be placed.
     """
     from .modal import deformation_rows
-    _, J = _residual(model, model.q_home, None, pose_jacobian(model, model.q_home)[0])
+    _, J = residual(model, model.q_home, None, pose_jacobian(model, model.q_home)[0])
     N = null_space(J, RANK_RTOL)
     if N.shape[1] == 0:
         return True
@@ -145,7 +185,7 @@ def home_ranks(model):
     q_act, _ = actuator_values(model, q)
     out = []
     for targets, pose_target in ((None, pose_jacobian(model, q)[0]), (q_act, None)):
-        _, J = _residual(model, q, targets, pose_target)
+        _, J = residual(model, q, targets, pose_target)
         s = svd(J, compute_uv=False)
         out.append(int(np.sum(s > RANK_RTOL * s[0])) if s.size else 0)
     return tuple(out)

@@ -32,6 +32,11 @@ seismic simulator", J. Robotics 2011 (paper 002), §3-4.4.
 A. K. Chopra, *Dynamics of Structures*, 2nd ed., §5.2 (exact recurrence for piecewise-linear
 excitation).
 """
+import multiprocessing
+import os
+import signal
+import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +46,8 @@ from .fast import Evaluator
 from .kinematics import pose_jacobian
 from .modal import modes
 from .motion import rigid_motion
+
+FRAME_CHUNK = 24   # frames per worker task: ~30 ms of work against ~1 ms of transfer
 
 
 def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
@@ -99,22 +106,23 @@ class Frame:
 
     Attributes
     ----------
-    M : ndarray, shape (n_v, n_v)
-        Mass matrix at the rigid configuration.
     load : ndarray, shape (n_v,)
         ``F = Q - M a_r`` (see the module docstring) [N, N m].
     omega : ndarray, shape (r,)
         Lowest elastic circular frequencies [rad/s].
     shapes : ndarray, shape (n_v, r)
-        Their mass-normalised shapes (constrained subspace, actuators locked).
+        Their mass-normalised shapes ``Phi`` (constrained subspace, actuators locked).
+    mass_shapes : ndarray, shape (n_v, r)
+        ``M Phi`` with the mass matrix of this instant: the mass projection onto these modes
+        (``eta = Phi^T M u``) needs no more of ``M``.
     pose_jacobian : ndarray, shape (d, n_v)
         End-effector coordinates' Jacobian, for the linearised deviation.
     """
 
-    M: np.ndarray
     load: np.ndarray
     omega: np.ndarray
     shapes: np.ndarray
+    mass_shapes: np.ndarray
     pose_jacobian: np.ndarray
 
 
@@ -128,11 +136,13 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None):
     if ev is None:
         M, Q = mass_and_forces(model, q, v)
         r = modes(model, q, count, M=M, free=free, energies=False)
-        return Frame(M=M, load=Q - M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=pose_jacobian(model, q)[1])
+        return Frame(load=Q - M @ a, omega=r.omega, shapes=r.shapes, mass_shapes=M @ r.shapes,
+                     pose_jacobian=pose_jacobian(model, q)[1])
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
     E = ev.evaluate(q, v, targets=s)
     r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
-    return Frame(M=E.M, load=E.Q - E.M @ a, omega=r.omega, shapes=r.shapes, pose_jacobian=ev.pose()[1])
+    return Frame(load=E.Q - E.M @ a, omega=r.omega, shapes=r.shapes, mass_shapes=E.M @ r.shapes,
+                 pose_jacobian=ev.pose()[1])
 
 
 def has_free_motions(model, q):
@@ -140,16 +150,151 @@ def has_free_motions(model, q):
     return modes(model, q, count=1).rigid_count > 0
 
 
-def frames_along(model, motion, count, progress=None):
-    """Frames at every sample of a :class:`sim.motion.RigidMotion` (list, length n)."""
-    free = has_free_motions(model, motion.q[0])
-    ev = Evaluator(model)
+def _frames(model, ev, states, count, free, progress=None):
+    """Frames (list) of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
+    ``s`` the actuator values, where they are locked)."""
     out = []
-    for q, v, a, s in zip(motion.q, motion.v, motion.a, motion.actuators):
+    for q, v, a, s in zip(*states):
         out.append(frame(model, q, v, a, count, free, ev, s))
         if progress is not None:
             progress.update(1)
     return out
+
+
+_WORKER = {}   # per worker process: model, mode count and evaluator, set once by _start_worker
+
+
+def _start_worker(model, count):
+    """Initializer of a frame worker process (forked: the model is inherited, not pickled).
+
+    Ctrl-C reaches the whole process group: the worker leaves it to the parent, which stops
+    the pool (a KeyboardInterrupt here would only print a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER.update(model=model, count=count, ev=Evaluator(model))
+
+
+def _worker_frames(states, free):
+    w = _WORKER
+    return _frames(w["model"], w["ev"], states, w["count"], free)
+
+
+def _fork_workers(workers, n):
+    """Worker processes to use besides this one for ``n`` frames (0: all here).
+
+    Only where forking is the safe, native way (Linux): a spawned worker would load the
+    compiled kernels again, which costs more than it saves here.  Not from a worker process
+    (a parameter sweep's case): the sweep already keeps the cores busy, and daemonic
+    workers may not have children."""
+    workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
+    if not sys.platform.startswith("linux") or multiprocessing.parent_process() is not None:
+        return 0
+    return max(0, min(workers - 1, n // FRAME_CHUNK - 1))
+
+
+class FramePool:
+    """Frames of a stream of rigid states, shared between this process and forked workers.
+
+    States arrive one by one (:meth:`add`); every ``FRAME_CHUNK`` of them go to the worker
+    pool as one task.  :meth:`finish` computes the remaining states here, then takes back,
+    from the last one, the tasks no worker has started, so that this process and the
+    workers end together.  Frames at different instants are independent, and each is
+    computed by the same code whichever process runs it: the numbers do not depend on the
+    sharing.  Forked workers inherit the compiled kernels (a fresh interpreter would load
+    them again) and return a few ``n_v x r`` arrays per frame, not ``M``.
+
+    Use as a context manager: leaving it shuts the workers down.
+
+    Parameters
+    ----------
+    model : Model
+    count : int
+        Modes per frame.
+    workers : int
+        Worker processes besides this one (0: everything here).
+    progress : tqdm-like, optional
+        ``update(k)`` as frames are done.
+    """
+
+    def __init__(self, model, count, workers, progress=None):
+        self.model, self.count, self.progress = model, count, progress
+        self.ev = Evaluator(model)
+        self.free = None
+        self.buffer = []
+        self.tasks = []    # (states, future)
+        self.pool = None if workers < 1 else ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
+            initargs=(model, count))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _states(self, rows):
+        return tuple(np.array(x) for x in zip(*rows))
+
+    def add(self, q, v, a, s):
+        """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
+        if self.free is None:   # free motions: decided once, at the first configuration
+            self.free = has_free_motions(self.model, q)
+        self.buffer.append((q, v, a, s))
+        if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
+            states = self._states(self.buffer)
+            future = self.pool.submit(_worker_frames, states, self.free)
+            if self.progress is not None:
+                future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
+            self.tasks.append((states, future))
+            self.buffer = []
+
+    def _here(self, states):
+        return _frames(self.model, self.ev, states, self.count, self.free, self.progress)
+
+    def finish(self):
+        """All the frames (list of :class:`Frame`), in the order of :meth:`add`."""
+        tail = self._here(self._states(self.buffer)) if self.buffer else []
+        self.buffer = []
+        done = {}
+        for i in range(len(self.tasks) - 1, -1, -1):
+            states, future = self.tasks[i]
+            if future.cancel():
+                done[i] = self._here(states)
+        out = []
+        for i, (_, future) in enumerate(self.tasks):
+            out.extend(done[i] if i in done else future.result())
+        return out + tail
+
+
+def frames_along(model, motion, count, progress=None, workers=None):
+    """Frames at every sample of a :class:`sim.motion.RigidMotion` (list, length n).
+
+    ``workers``: processes (default two, or one on a single core; one off Linux); see
+    :class:`FramePool`.
+    """
+    with FramePool(model, count, _fork_workers(workers, len(motion.q)), progress) as pool:
+        for state in zip(motion.q, motion.v, motion.a, motion.actuators):
+            pool.add(*state)
+        return pool.finish()
+
+
+def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None):
+    """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
+
+    The frames of the first samples are computed by a worker process while this one goes on
+    with the motion (:func:`sim.motion.rigid_motion` hands each sample to a
+    :class:`FramePool`); the same numbers as :func:`sim.motion.rigid_motion` followed by
+    :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
+    rather than unwrapped values.
+
+    Returns
+    -------
+    motion : RigidMotion
+    frames : list of Frame, length n
+    """
+    with FramePool(model, count, _fork_workers(workers, len(times)), progress_frames) as pool:
+        motion = rigid_motion(model, trajectory, times, progress=progress_motion, on_sample=pool.add)
+        return motion, pool.finish()
 
 
 class ModalStepper:
@@ -175,8 +320,7 @@ class ModalStepper:
 
     def project(self, fr):
         """Modal coordinates and rates (r,) of the current state on the modes of ``fr``."""
-        P = fr.shapes.T @ fr.M
-        return P @ self.u, P @ self.u_dot
+        return self.u @ fr.mass_shapes, self.u_dot @ fr.mass_shapes
 
     def step(self, fr, load_end, dt):
         """Advance over one interval frozen at ``fr``; the load ends at ``load_end`` (n_v,).
@@ -232,7 +376,7 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     -------
     KedResult
     """
-    n_v = frames[0].M.shape[0]
+    n_v = frames[0].shapes.shape[0]
     stepper = ModalStepper(damping_ratio, np.zeros(n_v) if u0 is None else u0,
                            np.zeros(n_v) if u_dot0 is None else u_dot0)
     r = frames[0].omega.size
@@ -262,6 +406,5 @@ def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progr
     """
     T = trajectory.duration if duration is None else float(duration)
     time = np.linspace(0.0, T, int(intervals) + 1)
-    motion = rigid_motion(model, trajectory, time, progress=progress)
-    frames = frames_along(model, motion, count)
+    motion, frames = motion_and_frames(model, trajectory, time, count, progress_motion=progress)
     return integrate_frames(time, frames, motion.pose, damping_ratio)

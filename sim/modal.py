@@ -1,7 +1,7 @@
 r"""Natural modes at a configuration, actuators locked.
 
-The constrained motions are ``v = N x`` with ``N`` an orthonormal basis of the null space of
-``C_q`` (joint and locked-actuator rows).  The reduced eigenproblem
+The constrained motions are ``v = N x`` with ``N`` a basis of the null space of ``C_q`` (joint
+and locked-actuator rows; :func:`constrained_basis`).  The reduced eigenproblem
 
     (N^T K N) x = omega^2 (N^T M N) x
 
@@ -26,10 +26,13 @@ from . import springs
 from .constraints import actuator_values, constraints
 from .dynamics import mass_matrix, stiffness_matrix
 from .kinematics import markers
-from .linalg import null_space
+from .linalg import null_space, partitioned_null_space
 
 NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
 FREE_RTOL = 1e-9       # singular values of the deformation rows below this (relative): free motions
+PARTITION_RTOL = 1e-3  # reference-coordinate rows at least this well conditioned (pivoted-QR diagonal
+#                        ratio): elastic coordinates independent; the basis's condition number then
+#                        stays near that of those rows, keeping the eigenvalues at round-off level
 
 
 @dataclass(frozen=True)
@@ -65,17 +68,38 @@ class ModalResult:
     q: np.ndarray
 
 
-def constraint_null_space(model, q, locked=True, ms=None):
-    """Orthonormal basis (n_v, n_v - rank) of the null space of the constraint Jacobian.
-
-    With ``locked``, the rigid actuators' rows are included (their targets are the current
-    values, so one evaluation of the primitives serves both).
-    """
+def constraint_jacobian(model, q, locked=True, ms=None):
+    """Constraint Jacobian (n_c, n_v) of the joints, plus the rigid actuators' rows when
+    ``locked`` (their targets are the current values, so one evaluation of the primitives
+    serves both)."""
     ms = markers(model, q) if ms is None else ms
-    nj = model.rows["n_joint"]
-    _, J = constraints(model, q, targets=np.zeros(len(model.actuators)), ms=ms) if locked else \
-        constraints(model, q, ms=ms)
-    return null_space(J, NULL_RTOL) if J.shape[0] > nj or not locked else null_space(J[:nj], NULL_RTOL)
+    if locked:
+        return constraints(model, q, targets=np.zeros(len(model.actuators)), ms=ms)[1]
+    return constraints(model, q, ms=ms)[1]
+
+
+def locked_jacobian(model, J, J_s):
+    """Constraint Jacobian (n_c, n_v) with the actuators locked, from the joint rows ``J`` and
+    the actuator rows ``J_s`` (n_a, n_v): the compliant actuators stay springs."""
+    return np.vstack([J, J_s[~springs.compliant_mask(model)]])
+
+
+def constraint_null_space(model, q, locked=True, ms=None):
+    """Orthonormal basis (n_v, n_v - rank) of the null space of the constraint Jacobian."""
+    return null_space(constraint_jacobian(model, q, locked, ms), NULL_RTOL)
+
+
+def constrained_basis(model, J):
+    """Basis (n_v, n_v - rank) of the constrained motions, the null space of ``J`` (n_c, n_v).
+
+    The modal problem needs a basis, not an orthonormal one: when the rows fix the reference
+    coordinates in terms of the elastic ones (no redundant rows, a regular configuration),
+    the elastic coordinates are the independent ones (:func:`sim.linalg.partitioned_null_space`,
+    half the cost of :func:`sim.linalg.null_space` on the robots here); otherwise, or near a
+    singular configuration where that basis would be ill-conditioned, the orthonormal basis.
+    """
+    N = partitioned_null_space(J, model.v_rigid, model.v_elastic, PARTITION_RTOL)
+    return null_space(J, NULL_RTOL) if N is None else N
 
 
 def deformation_rows(model, q, J_s=None):
@@ -125,7 +149,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     """
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q, J_s) if K is None else K
-    N = constraint_null_space(model, q, locked) if J is None else null_space(J, NULL_RTOL)
+    N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
     Mn = N.T @ M @ N
     Mn = 0.5 * (Mn + Mn.T)
     Z = np.zeros((N.shape[1], 0))

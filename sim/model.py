@@ -243,7 +243,8 @@ class Model:
     @property
     def v_rigid(self):
         """Indices of the reference (rigid) velocity coordinates in ``v``."""
-        return np.concatenate([np.arange(s, s + 6) for _, s in self.q_index]).astype(int)
+        starts = np.array([s for _, s in self.q_index], dtype=int)
+        return (starts[:, None] + np.arange(6)).ravel()
 
     @property
     def v_elastic(self):

@@ -1,25 +1,27 @@
 """Motion of the rigid robot along an end-effector trajectory (elastic coordinates frozen).
 
-At each time: position by Newton (:func:`sim.assembly.assemble`) from a second-order
-predictor; velocity and acceleration from the stacked constraint and end-effector equations
-over the reference coordinates,
+At each time: position by Newton from a third-order predictor (velocity, acceleration and
+the acceleration's difference quotient of the previous sample); when plain Newton steps do
+not contract fast, the line-search Newton of :func:`sim.assembly.assemble` takes over.
+Velocity and acceleration from the stacked constraint and end-effector equations over the
+reference coordinates,
 
     [C_q; J_x] v = [0; x_dot],        [C_q; J_x] a = [gamma; x_ddot - x_q],
 
-solved with one SVD per instant (minimum-norm, robust to redundant constraints).  The
-singular values also give the conditioning; a singular instant stops with its time.  Long
-samplings run on the compiled kernels (:mod:`sim.fast`).
+solved in the least-squares sense through ``[C_q; J_x]^T [C_q; J_x]`` (minimum-norm where
+constraints are redundant).  Its eigenvalues give the conditioning; a singular instant stops
+with its time.  Long samplings run on the compiled kernels (:mod:`sim.fast`).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from .assembly import SINGULAR_RATIO, AssemblyError, assemble, solve_pose
+from .assembly import SINGULAR_RATIO, AssemblyError, assemble, correct, solve_pose
 from .constraints import constraints
 from .errors import SimError
 from .fast import Evaluator
 from .kinematics import markers, pose_jacobian, pose_rates
-from .linalg import flush
+from .linalg import flush, normal_solver
 
 
 @dataclass(frozen=True)
@@ -44,36 +46,32 @@ class RigidMotion:
     condition: np.ndarray
 
 
-def rigid_state(model, q, x_dot, x_ddot, ev=None):
+def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
     """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
 
     Returns ``v, a, cond`` (condition number over the expected rank); with the compiled
     evaluator ``ev`` (:class:`sim.fast.Evaluator`), also its evaluation at ``(q, v)``.
+    ``A`` (n_c + d, n_r): ``[C_q; J_x]`` over the reference coordinates at ``q``, if at hand.
     """
     rigid = model.v_rigid
-    zero = np.zeros(model.n_v)
-    if ev is None:
-        ms = markers(model, q)
-        _, Jc = constraints(model, q, ms=ms)
-        _, Jx = pose_jacobian(model, q, ms)
-    else:
-        Jc = ev.evaluate(q, zero).J
-        Jx = ev.pose()[1]
-    A = flush(np.vstack([Jc, Jx])[:, rigid])
-    # Minimum-norm least squares at the known rank r from the eigenpairs of A^T A (the
-    # squared singular values and right singular vectors): a third of an SVD's cost on these
-    # tall matrices, and accurate here since condition numbers beyond 1e5 are refused anyway.
-    lam, V = np.linalg.eigh(A.T @ A)
-    rank = model.home_ranks[0]
-    lam, V = lam[::-1][:rank], V[:, ::-1][:, :rank]
-    cond = np.sqrt(lam[0] / lam[-1]) if lam[-1] > 0 else np.inf
+    if A is None:
+        if ev is None:
+            ms = markers(model, q)
+            _, Jc = constraints(model, q, ms=ms)
+            _, Jx = pose_jacobian(model, q, ms)
+        else:
+            Jc = ev.evaluate(q, np.zeros(model.n_v)).J
+            Jx = ev.pose()[1]
+        A = flush(np.vstack([Jc, Jx])[:, rigid])
+    n_c = A.shape[0] - len(model.pose_names)
+    ls, cond = normal_solver(A, model.home_ranks[0])
 
     def solve(rhs):
         out = np.zeros(model.n_v)
-        out[rigid] = V @ ((V.T @ (A.T @ rhs)) / lam)
+        out[rigid] = ls(rhs)
         return out
 
-    v = solve(np.concatenate([np.zeros(Jc.shape[0]), x_dot]))
+    v = solve(np.concatenate([np.zeros(n_c), x_dot]))
     if ev is None:
         ms = markers(model, q, v)
         _, _, gamma = constraints(model, q, v, ms=ms)
@@ -84,8 +82,12 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None):
     return v, solve(np.concatenate([E.gamma, x_ddot - xq])), cond, E
 
 
-def rigid_motion(model, trajectory, times, q_start=None, progress=None):
+def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None):
     """Sample the rigid robot's motion along ``trajectory`` at ``times`` (n,) [s].
+
+    ``on_sample(q, v, a, s)`` (optional) is called with each sample as soon as it is known
+    (``s``: the actuator values, not yet unwrapped), so that a consumer can start on it
+    while the motion goes on (:func:`sim.ked.motion_and_frames`).
 
     Raises
     ------
@@ -102,17 +104,26 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None):
         raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
     out = {k: [] for k in ("q", "v", "a", "act", "act_d", "act_dd", "cond")}
     ev = Evaluator(model)
-    v = a = np.zeros(model.n_v)
+    v = a = jerk = np.zeros(model.n_v)
+    A = None
     for k, t in enumerate(times):
         if k:
             dt = t - times[k - 1]
-            q = ev.integrate(q, dt * v + 0.5 * dt**2 * a)
-            try:
-                q = assemble(model, q, pose_target=x[k], what=f"the pose at t = {t:.6g} s", ev=ev)
-            except AssemblyError as exc:
-                raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
-                               f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
-        v, a, cond, E = rigid_state(model, q, xd[k], xdd[k], ev)
+            q_pred = ev.integrate(q, dt * v + 0.5 * dt**2 * a + dt**3 / 6 * jerk)
+            corrected = correct(model, q_pred, x[k], ev)
+            if corrected is None:
+                try:
+                    q = assemble(model, q_pred, pose_target=x[k], what=f"the pose at t = {t:.6g} s", ev=ev)
+                except AssemblyError as exc:
+                    raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
+                                   f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
+                A = None
+            else:
+                q, A = corrected
+        a_prev = a
+        v, a, cond, E = rigid_state(model, q, xd[k], xdd[k], ev, A)
+        if k and t > times[k - 1]:
+            jerk = (a - a_prev) / (t - times[k - 1])
         if not cond < 1 / SINGULAR_RATIO:
             raise SimError(f"singular configuration at t = {t:.6g} s (condition number {cond:.3g})")
         s, J_s, g_s = E.s, E.J_s, E.gamma_s
@@ -123,6 +134,8 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None):
         out["act_d"].append(J_s @ v)
         out["act_dd"].append(J_s @ a - g_s)
         out["cond"].append(cond)
+        if on_sample is not None:
+            on_sample(q, v, a, s)
         if progress is not None:
             progress.update(1)
     act = np.array(out["act"]).reshape(n, -1)

@@ -60,7 +60,7 @@ def test_one_interval_reproduces_constant_system():
     A[2 * n + 1, 2 * n] = 1.0
     x = scipy.linalg.expm(A * dt) @ np.concatenate([u0, ud0, [1.0, 0.0]])
     stepper = ModalStepper(zeta, u0, ud0)
-    fr = Frame(M=M, load=F0, omega=omega, shapes=Phi, pose_jacobian=np.eye(n))
+    fr = Frame(load=F0, omega=omega, shapes=Phi, mass_shapes=M @ Phi, pose_jacobian=np.eye(n))
     stepper.step(fr, F1, dt)
     assert np.abs(stepper.u - x[:n]).max() < 1e-10 * np.abs(x[:n]).max()
     assert np.abs(stepper.u_dot - x[n:2 * n]).max() < 1e-10 * np.abs(x[n:2 * n]).max()
@@ -75,7 +75,7 @@ def test_constant_frames_split_is_exact():
     results = []
     for parts in (1, 8):
         t = np.linspace(0, 0.1, parts + 1)
-        frames = [Frame(M, F(ti), np.sqrt(lam), Phi, np.eye(n)) for ti in t]
+        frames = [Frame(F(ti), np.sqrt(lam), Phi, M @ Phi, np.eye(n)) for ti in t]
         results.append(integrate_frames(t, frames, np.zeros((parts + 1, n)), 0.02).displacement[-1])
     assert np.abs(results[0] - results[1]).max() < 1e-12
 
@@ -93,3 +93,57 @@ def test_ked_converges_with_intervals():
     d = [np.abs(finals[i + 1] - finals[i]).max() for i in range(3)]
     assert d[2] < 0.5 * d[1] < 0.25 * d[0]
     assert peaks[-1] > 0
+
+
+SHORT_ARC = circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4)
+
+
+@pytest.fixture(scope="module")
+def rrru3_coarse():
+    return load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
+
+
+def _assert_same_frames(a, b, label):
+    assert len(a) == len(b), label
+    for k, (fa, fb) in enumerate(zip(a, b)):
+        for field in ("load", "omega", "shapes", "mass_shapes", "pose_jacobian"):
+            assert np.array_equal(getattr(fa, field), getattr(fb, field)), f"{label}: frame {k}, {field}"
+
+
+def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypatch):
+    """Chunks computed by a forked worker, chunks taken back, and the tail: the same numbers, in order."""
+    import sim.ked
+    from sim.ked import frames_along, motion_and_frames
+    from sim.motion import rigid_motion
+
+    monkeypatch.setattr(sim.ked, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
+    assert sim.ked._fork_workers(2, 41) == 1, "the shared path is the one under test"
+    t = np.linspace(0.0, SHORT_ARC.duration, 41)
+    motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    serial = frames_along(rrru3_coarse, motion, 3, workers=1)
+    _assert_same_frames(frames_along(rrru3_coarse, motion, 3, workers=2), serial, "frames_along, 2 processes")
+    motion2, frames = motion_and_frames(rrru3_coarse, SHORT_ARC, t, 3, workers=2)
+    assert np.array_equal(motion2.q, motion.q) and np.array_equal(motion2.a, motion.a)
+    _assert_same_frames(frames, serial, "motion and frames overlapped")
+
+
+def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, monkeypatch):
+    """The plain Newton corrector (from the third-order predictor) lands on the configurations
+    the line-search Newton of sim.assembly finds, and is the path taken on a smooth trajectory."""
+    import sim.assembly
+    import sim.motion
+    from sim.motion import rigid_motion
+
+    calls = []
+    monkeypatch.setattr(sim.motion, "assemble", lambda *a, **k: calls.append(1) or sim.assembly.assemble(*a, **k))
+    t = np.linspace(0.0, SHORT_ARC.duration, 41)
+    fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    assert not calls, "the corrector fell back to the line-search Newton"
+    monkeypatch.setattr(sim.assembly, "CORRECTOR_MAX_ITER", 0)    # every sample through assemble()
+    robust = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    assert len(calls) == t.size - 1
+    # Both stop below the 1e-11 residual tolerance; the configurations agree to that order.
+    assert np.abs(fast.q - robust.q).max() < 1e-10
+    assert np.abs(fast.v - robust.v).max() < 1e-9 * np.abs(robust.v).max()
+    assert np.abs(fast.a - robust.a).max() < 1e-9 * np.abs(robust.a).max()
+    assert np.abs(fast.condition / robust.condition - 1).max() < 1e-9

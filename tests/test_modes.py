@@ -196,3 +196,60 @@ def test_body_strain_energies_add_up_with_lumped_springs():
     r = modes(model, model.q_home, count=4)
     _, elastic = body_energies(model, model.q_home, r.shapes)
     np.testing.assert_allclose(elastic.sum(axis=1), r.omega**2, rtol=1e-8, err_msg="sum of body strain energies")
+
+
+#: Models on which the elastic coordinates are independent (partitioned basis): a regular closed
+#: chain, compliant drives (reference coordinates left free by the joints), free motions (struts
+#: spinning between spherical joints), and lumped springs only (no constraint rows at all).
+PARTITIONED_CASES = {
+    "rrru3": lambda: load("rrru3", elements_per_link=2),
+    "pss6_compliant_drives": lambda: load("pss6", slider_joint="universal"),
+    "pss6_free_strut_spin": lambda: load("pss6"),
+    "delta_springs": lambda: load("delta_surgiscope"),
+}
+
+
+@pytest.mark.parametrize("case", PARTITIONED_CASES)
+def test_partitioned_basis_gives_the_orthonormal_basis_modes(case, monkeypatch):
+    """Frequencies to 1e-9 and the same modal subspaces as with an orthonormal basis of the
+    constraint null space (the eigenproblem's round-off floor is about 1e-10 here)."""
+    import sim.modal
+    from sim.linalg import partitioned_null_space
+    from sim.modal import PARTITION_RTOL, constraint_jacobian
+
+    model = PARTITIONED_CASES[case]()
+    q = model.q_home
+    J = constraint_jacobian(model, q)
+    assert partitioned_null_space(J, model.v_rigid, model.v_elastic, PARTITION_RTOL) is not None, \
+        f"{case}: the partitioned basis must apply (it is the path under test)"
+    fast = modes(model, q, 10)
+    monkeypatch.setattr(sim.modal, "partitioned_null_space", lambda *args: None)
+    ref = modes(model, q, 10)
+    assert fast.rigid_count == ref.rigid_count
+    assert_allclose(fast.omega, ref.omega, rtol=1e-9, err_msg=f"{case}: frequencies, partitioned vs orthonormal")
+    # Repeated roots have no unique shapes: per-mode quantities only for the isolated modes, and
+    # the subspace of the lowest k modes with k at a frequency gap.
+    gap = np.concatenate([[True], ref.omega[1:] / ref.omega[:-1] - 1 > 1e-4, [False]])   # the next root unknown
+    isolated = gap[:-1] & gap[1:]
+    assert_allclose(fast.body_energy[isolated], ref.body_energy[isolated], atol=1e-7,
+                    err_msg=f"{case}: kinetic energy shares of the isolated modes")
+    k = np.flatnonzero(gap[1:-1])[-1] + 1
+    overlap = ref.shapes[:, :k].T @ mass_matrix(model, q) @ fast.shapes[:, :k]
+    assert_allclose(np.linalg.svd(overlap, compute_uv=False), 1.0, atol=1e-7,
+                    err_msg=f"{case}: mass-weighted overlap of the lowest {k} shapes")
+    if ref.rigid_count:
+        M = mass_matrix(model, q)
+        overlap = ref.rigid_shapes.T @ M @ fast.rigid_shapes
+        assert_allclose(np.linalg.svd(overlap, compute_uv=False), 1.0, atol=1e-9, err_msg=f"{case}: free motions")
+
+
+def test_redundant_rows_fall_back_to_the_orthonormal_basis(navaro):
+    """NaVARo's planar loops give more constraint rows than reference coordinates can take."""
+    from sim.linalg import partitioned_null_space
+    from sim.modal import PARTITION_RTOL, constrained_basis, constraint_jacobian
+
+    J = constraint_jacobian(navaro, navaro.q_home)
+    assert partitioned_null_space(J, navaro.v_rigid, navaro.v_elastic, PARTITION_RTOL) is None
+    N = constrained_basis(navaro, J)
+    assert_allclose(N.T @ N, np.eye(N.shape[1]), atol=1e-12)
+    assert N.shape[1] == NAVARO_INDEPENDENT_COORDINATES

@@ -51,3 +51,25 @@ def test_unreachable_scheduler_is_one_line_error():
     from sim.errors import SimError
     with pytest.raises(SimError, match="Dask scheduler"):
         run_cases(modes_case, _cases()[:3], scheduler="tcp://127.0.0.1:1")
+
+
+def test_pose_map_continuation_matches_modes_at_each_pose():
+    """6-PSS frequency map (compliant ball-screw drives): every grid pose reached and regular,
+    and the continuation's frequencies those of a modal analysis at the pose solved from home."""
+    from sim.analyses.sweep import rows_frequencies
+    from sim.assembly import solve_pose
+    from sim.loader import load_model
+    from sim.modal import modes
+
+    pss6 = str(Path(BEAM).parent / "pss6.py")
+    params = {"slider_joint": "universal"}
+    model = load_model(pss6, params)
+    values = [np.linspace(-0.05, 0.05, 3), np.linspace(-0.04, 0.04, 3)]
+    freqs = rows_frequencies(pss6, params, [0, 1], values, model.pose_home, [0, 1, 2], 3)
+    assert np.isfinite(freqs).all(), "grid poses near home are reachable and regular"
+    for i, x in enumerate(values[0]):
+        for j, y in enumerate(values[1]):
+            pose = model.pose_home.copy()
+            pose[:2] = x, y
+            ref = modes(model, solve_pose(model, pose), 3, energies=False).frequencies_hz
+            np.testing.assert_allclose(freqs[i, j], ref, rtol=1e-9, err_msg=f"pose ({x}, {y})")

@@ -18,18 +18,17 @@ def run(model, scenario, group, progress):
     dict
         Peak deviation per coordinate and the frequency range [Hz].
     """
-    from sim.ked import frames_along, integrate_frames
-    from sim.motion import rigid_motion
+    from sim.ked import integrate_frames, motion_and_frames
     from sim.trajectory import from_scenario
 
     table = scenario.data["ked"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     n = table["intervals"]
     time = np.linspace(0.0, trajectory.duration, n + 1)
-    with progress(n + 1, "ked: rigid motion") as bar:
-        motion = rigid_motion(model, trajectory, time, progress=bar)
-    with progress(n + 1, "ked: modes") as bar:
-        frames = frames_along(model, motion, table["modes"], progress=bar)
+    # The frames of the first instants are computed (in another process) while the motion goes on.
+    with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
+        motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
+                                           progress_frames=bar_modes)
     result = integrate_frames(time, frames, motion.pose, table["damping_ratio"])
 
     units = list(model.pose_units)

@@ -9,10 +9,10 @@ Table ``[sweep]``::
     count = 4                  # frequencies per pose
     workers = 2                # processes (default: min(2, cores)); 1 runs in this process
 
-The grid is walked row by row in snake order, each pose reached by Newton from the
-neighbouring solved pose (one or two iterations), so the map costs about one modal analysis
-per pose.  A pose that cannot be reached or is singular gets NaN frequencies and
-``mask = False``; it does not stop the map.  Rows are shared among processes
+The grid is walked row by row in snake order, each pose reached by Newton from a tangent
+prediction off the neighbouring solved pose (usually one iteration), so the map costs about
+one modal analysis per pose.  A pose that cannot be reached or is singular gets NaN
+frequencies and ``mask = False``; it does not stop the map.  Rows are shared among processes
 (:func:`sim.sweep.run_cases`), each process rebuilding the model from its file.
 """
 import os
@@ -35,7 +35,7 @@ def _grid(table, model, where):
             raise SimError(f"{where} `axes`: unknown coordinate `{a}` (the model has {', '.join(names)})")
     unknown = set(table) - set(KEYS) - set(axes)
     if unknown:
-        raise SimError(f"{where} unknown key `{sorted(unknown)[0]}` (keys: {', '.join(KEYS)}, and one per axis)")
+        raise SimError(f"{where} unknown key `{min(unknown)}` (keys: {', '.join(KEYS)}, and one per axis)")
     values = []
     for a in axes:
         spec = table.get(a)
@@ -56,6 +56,33 @@ def _grid(table, model, where):
     return [names.index(a) for a in axes], values, base, count, workers
 
 
+def _reach(model, pose, previous, ev):
+    """Configuration (n_q,) at ``pose``, continued from ``previous`` = ``(q, pose, A)`` of the
+    last solved pose (``A``: ``[C_q; J_x]`` there over the reference coordinates), or from
+    home when None.
+
+    The predictor is the tangent: the rigid motion that moves the end effector by the grid
+    step to first order, so that one plain Newton step (:func:`sim.assembly.correct`) usually
+    lands; the line-search Newton and then the continuation from home are the fallbacks.
+    """
+    from sim.assembly import assemble, correct, solve_pose
+    from sim.linalg import normal_solver
+
+    if previous is None:
+        return solve_pose(model, pose, check=False)
+    q0, pose0, A0 = previous
+    dv = np.zeros(model.n_v)
+    step = np.concatenate([np.zeros(A0.shape[0] - pose.size), pose - pose0])
+    dv[model.v_rigid] = normal_solver(A0, model.home_ranks[0], condition=False)[0](step)
+    corrected = correct(model, ev.integrate(q0, dv), pose, ev)
+    if corrected is not None:
+        return corrected[0]
+    try:
+        return assemble(model, q0, pose_target=pose, ev=ev)
+    except SimError:
+        return solve_pose(model, pose, q_start=q0, check=False)
+
+
 def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     """Frequencies of grid rows ``rows`` (snake order, continuation). One process's work.
 
@@ -64,40 +91,35 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     ndarray, shape (len(rows), n_1, count)
         NaN where the pose is unreachable or singular.
     """
-    from sim.assembly import SINGULAR_RATIO, assemble, conditioning, solve_pose
+    from sim.assembly import SINGULAR_RATIO, conditioning
     from sim.fast import Evaluator
     from sim.ked import has_free_motions
-    from sim.modal import modes
+    from sim.linalg import flush
     from sim.loader import load_model
+    from sim.modal import locked_jacobian, modes
 
     model = load_model(model_file, parameters)
     free = has_free_motions(model, model.q_home)
     ev = Evaluator(model)
     zero = np.zeros(model.n_v)
-    rigid = model.v_rigid
     out = np.full((len(rows), values[1].size, count), np.nan)
-    q_prev = None
+    previous = None
     for r, i in enumerate(rows):
         columns = range(values[1].size) if r % 2 == 0 else range(values[1].size - 1, -1, -1)
         for j in columns:
             pose = base.copy()
             pose[index[0]], pose[index[1]] = values[0][i], values[1][j]
             try:
-                try:
-                    if q_prev is None:
-                        raise SimError("no neighbour")
-                    q = assemble(model, q_prev, pose_target=pose, ev=ev)
-                except SimError:
-                    q = solve_pose(model, pose, q_start=q_prev, check=False)
-                free_act = ev.evaluate(q, zero)
-                J_inv = np.vstack([free_act.J, ev.pose()[1]])[:, rigid]
-                E = ev.evaluate(q, zero, targets=free_act.s)         # actuators locked where they are
-                if min(conditioning(model, J_inv, E.J[:, rigid])) < SINGULAR_RATIO:
+                q = _reach(model, pose, previous, ev)
+                E = ev.evaluate(q, zero)
+                J_x = ev.pose()[1]
+                if min(conditioning(model, E.J, E.J_s, J_x)) < SINGULAR_RATIO:
                     continue
             except SimError:
                 continue
-            q_prev = q
-            omega = modes(model, q, count, M=E.M, J=E.J, J_s=E.J_s, free=free, energies=False).omega
+            previous = (q, pose, flush(np.vstack([E.J, J_x])[:, model.v_rigid]))
+            omega = modes(model, q, count, M=E.M, J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s, free=free,
+                          energies=False).omega
             out[r, j, :omega.size] = omega / (2 * np.pi)
     return out
 

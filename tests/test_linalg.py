@@ -1,0 +1,62 @@
+"""Dense linear algebra helpers (sim.linalg) against numpy's SVD and pseudo-inverse."""
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sim.linalg import normal_solver, partitioned_null_space, singular_values
+
+
+def _partition(rng, m, n_d, n_i):
+    """A (m, n_d + n_i) with the dependent columns scattered among the independent ones."""
+    A = rng.normal(size=(m, n_d + n_i))
+    perm = rng.permutation(n_d + n_i)
+    return A, np.sort(perm[:n_d]), np.sort(perm[n_d:])
+
+
+@pytest.mark.parametrize("m, n_d, n_i", [(6, 6, 5), (4, 7, 3), (0, 3, 2), (5, 5, 0)])
+def test_partitioned_null_space(m, n_d, n_i):
+    A, dep, ind = _partition(np.random.default_rng(m + n_d), m, n_d, n_i)
+    B = partitioned_null_space(A, dep, ind, 1e-6)
+    assert B.shape == (n_d + n_i, n_d + n_i - m)
+    assert np.abs(A @ B).max(initial=0.0) < 1e-12
+    assert_allclose(B[ind, :n_i], np.eye(n_i), atol=0, err_msg="independent coordinates: identity block")
+    assert_allclose(B[ind, n_i:], 0.0, atol=0)
+    assert np.linalg.matrix_rank(B) == B.shape[1]
+
+
+def test_partitioned_null_space_refuses_dependent_rows():
+    rng = np.random.default_rng(3)
+    A, dep, ind = _partition(rng, 4, 5, 3)
+    A[3] = A[0] + 2 * A[1]                      # a redundant row
+    assert partitioned_null_space(A, dep, ind, 1e-6) is None
+    A, dep, ind = _partition(rng, 4, 5, 3)
+    A[3, dep] = A[0, dep] + 1e-9 * rng.normal(size=dep.size)   # nearly dependent on the dependent block
+    assert partitioned_null_space(A, dep, ind, 1e-6) is None
+    A, dep, ind = _partition(rng, 6, 5, 3)        # more rows than dependent coordinates
+    assert partitioned_null_space(A, dep, ind, 1e-6) is None
+
+
+@pytest.mark.parametrize("rank", [6, 4])
+def test_normal_solver_is_the_minimum_norm_least_squares(rank):
+    rng = np.random.default_rng(rank)
+    A = rng.normal(size=(9, rank)) @ rng.normal(size=(rank, 6)) if rank < 6 else rng.normal(size=(9, 6))
+    b = rng.normal(size=9)
+    solve, cond = normal_solver(A, rank)
+    assert_allclose(solve(b), np.linalg.pinv(A, rcond=1e-10) @ b, rtol=1e-10, atol=1e-12)
+    s = np.linalg.svd(A, compute_uv=False)
+    assert_allclose(cond, s[0] / s[rank - 1], rtol=1e-10)
+    solve, cond = normal_solver(A, rank, condition=False)
+    assert_allclose(solve(b), np.linalg.pinv(A, rcond=1e-10) @ b, rtol=1e-10, atol=1e-12)
+    assert np.isnan(cond) or rank < 6, "full rank: no eigenvalues without being asked"
+
+
+def test_singular_values_match_the_svd():
+    rng = np.random.default_rng(5)
+    U, _ = np.linalg.qr(rng.normal(size=(12, 12)))
+    V, _ = np.linalg.qr(rng.normal(size=(8, 8)))
+    s = np.logspace(0, -6, 8)
+    A = U[:, :8] @ np.diag(s) @ V.T
+    for M in (A, A.T):
+        # Through the Gram matrix the error on sigma_k is about eps sigma_1^2 / sigma_k.
+        error = np.abs(singular_values(M) - s)
+        assert np.all(error < 1e-14 * s[0] ** 2 / s + 1e-13 * s), error / s
