@@ -32,63 +32,8 @@ from .linalg import FLUSH_RTOL
 
 
 @njit(cache=True)
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-@njit(cache=True)
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@njit(cache=True)
-def _mv(R, x):
-    """R (3, k) @ x (k,) without BLAS (tiny operands)."""
-    out = np.zeros(R.shape[0])
-    for i in range(R.shape[0]):
-        acc = 0.0
-        for j in range(R.shape[1]):
-            acc += R[i, j] * x[j]
-        out[i] = acc
-    return out
-
-
-@njit(cache=True)
-def _mm(A, B):
-    """A (m, k) @ B (k, n) without BLAS (tiny operands)."""
-    out = np.zeros((A.shape[0], B.shape[1]))
-    for i in range(A.shape[0]):
-        for j in range(B.shape[1]):
-            acc = 0.0
-            for k in range(A.shape[1]):
-                acc += A[i, k] * B[k, j]
-            out[i, j] = acc
-    return out
-
-
-@njit(cache=True)
-def _skew(w):
-    S = np.zeros((3, 3))
-    S[0, 1], S[0, 2] = -w[2], w[1]
-    S[1, 0], S[1, 2] = w[2], -w[0]
-    S[2, 0], S[2, 1] = -w[1], w[0]
-    return S
-
-
-@njit(cache=True)
-def _quat_R(p):
-    w, x, y, z = p[0], p[1], p[2], p[3]
-    R = np.empty((3, 3))
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - w * z)
-    R[0, 2] = 2 * (x * z + w * y)
-    R[1, 0] = 2 * (x * y + w * z)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - w * x)
-    R[2, 0] = 2 * (x * z - w * y)
-    R[2, 1] = 2 * (y * z + w * x)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
-    return R
 
 
 @njit(cache=True)
