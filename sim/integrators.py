@@ -216,7 +216,7 @@ class GeneralizedAlpha(Integrator):
         with ``velocity_jacobian``, the velocity part of the iteration matrix (or None)."""
         h, g, b = self.h, self.gamma, self.beta
         t1, offset, v_base, dq_base, c = base
-        a_hat = c * a + offset if c != 1 else a + offset
+        a_hat = c * a + offset
         v1 = v_base + (h * g) * a_hat
         q1 = self.problem.integrate(self.q, dq_base + (h * h * b) * a_hat)
         out = self.problem.evaluate(t1, q1, v1, velocity_jacobian=True) if velocity_jacobian else \

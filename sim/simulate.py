@@ -86,7 +86,7 @@ class Result:
     counters: dict = field(default_factory=dict)
 
 
-def make_problem(model, drive, damping=None):
+def make_problem(model, drive, damping=None, fast=None):
     """:class:`sim.integrators.Problem` of ``model`` under ``drive``.
 
     Parameters
@@ -95,12 +95,14 @@ def make_problem(model, drive, damping=None):
     drive : Drive
     damping : ndarray, shape (n_v, n_v), optional
         Linear damping matrix ``D`` (``Q -= D v``).
+    fast : sim.fast.Evaluator, optional
+        The compiled evaluator to use (one is built otherwise).
     """
     nj = model.rows["n_joint"]
     angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
     driven = np.array([a.stiffness is None for a in model.actuators], dtype=bool)   # rigid drives: constraint rows
 
-    fast = Evaluator(model)
+    fast = Evaluator(model) if fast is None else fast
     memo = {}
 
     def reference(t):
@@ -185,7 +187,10 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
         integration stops early; the samples computed so far are kept.
     """
     start = time.perf_counter()
-    problem = make_problem(model, drive, damping=damping)
+    # One evaluator for the steps and the samples (the samples read its marker arrays right
+    # after their own evaluation).
+    fast = Evaluator(model)
+    problem = make_problem(model, drive, damping=damping, fast=fast)
     options = {"baumgarte": baumgarte}
     if newton_tol is not None:
         options["newton_tol"] = newton_tol
@@ -197,8 +202,6 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     n_steps = int(round((t_end - t0) / h))
     every = max(1, int(round((output_step or h) / h)))
     rows = {k: [] for k in ("t", "q", "v", "pose", "sensors", "energy", "violation", "iterations")}
-
-    fast = Evaluator(model)
 
     def record(iterations):
         x, s, e, c = _sample(model, fast, drive, integrator.t, integrator.q, integrator.v)
