@@ -25,6 +25,7 @@ from numba import njit
 
 from . import dynamics, springs
 from .constraints import drive_residual
+from .integrators import newton_update
 from .kinematics import pose_terms
 from .linalg import FLUSH_RTOL
 
@@ -617,10 +618,25 @@ def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff
     for g in range(len(g_qs)):
         _group_terms(q, v, gravity, g_qs[g], g_vs[g], g_mass[g], g_S[g], g_T[g], g_Jrot[g], g_Grot[g], g_Mff[g],
                      g_Kff[g], M, Q, G, with_G)
-    _flush(M, flush_rtol)
+    if flush_rtol > 0:
+        _flush(M, flush_rtol)
     _markers(q, v, marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
              dpq, dAq, with_G)
     _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G)
+
+
+@njit(cache=True)
+def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, with_G, flush=True):
+    """:func:`_evaluate` with its model tables ``t`` (:attr:`Evaluator.tables`) as one tuple.
+
+    ``flush``: flush ``M`` (:func:`sim.linalg.flush`) for the LAPACK calls it goes to; the
+    Newton residual (products in compiled loops only) skips it, a third of the evaluation
+    on the larger models.
+    """
+    rtol = FLUSH_RTOL if flush else 0.0
+    _evaluate(q, v, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14],
+              t[15], t[16], t[17], t[18], t[19], t[20], t[21], t[22], t[23], t[24], t[25], t[26], t[27], t[28], t[29],
+              t[30], t[31], t[32], t[33], t[34], M, Q, phi, J, gamma, rtol, t[35], t[36], G, Gg, with_G)
 
 
 @njit(cache=True)
@@ -709,17 +725,26 @@ class Evaluator:
         n_m = len(model.markers)
         self.body_q = np.array([s for s, _ in model.q_index], dtype=np.int64)
         self.body_v = np.array([s for _, s in model.q_index], dtype=np.int64)
-        nf = model.marker_D.shape[2]
+        # A marker's shape functions D, E (3, n_f of its body) are nonzero only on the elastic
+        # coordinates of its node (6 of a beam's): the kernels keep those columns only, with
+        # their elastic index (-1: padding) and their column of v (-1: none).
+        used = [np.flatnonzero(np.any(model.marker_D[m] != 0, axis=0) | np.any(model.marker_E[m] != 0, axis=0))
+                if mk.body >= 0 else np.zeros(0, dtype=np.int64) for m, mk in enumerate(model.markers)]
+        nf = max((u.size for u in used), default=0)
         self.n_loc = 6 + nf
-        # elastic index of each marker column (-1: padding), and global v columns (-1: none)
         self.qf_idx = np.full((n_m, nf), -1, dtype=np.int64)
         self.cols = np.full((n_m, 6 + nf), -1, dtype=np.int64)
+        self.marker_D = np.zeros((n_m, 3, nf))
+        self.marker_E = np.zeros((n_m, 3, nf))
         for m, mk in enumerate(model.markers):
             if mk.body < 0:
                 continue
-            k = mk.D.shape[1]
-            self.qf_idx[m, :k] = np.arange(k)
-            self.cols[m, :6 + k] = self.body_v[mk.body] + np.arange(6 + k)
+            k = used[m].size
+            self.qf_idx[m, :k] = used[m]
+            self.cols[m, :6] = self.body_v[mk.body] + np.arange(6)
+            self.cols[m, 6:6 + k] = self.body_v[mk.body] + 6 + used[m]
+            self.marker_D[m, :, :k] = model.marker_D[m][:, used[m]]
+            self.marker_E[m, :, :k] = model.marker_E[m][:, used[m]]
         self.marker_body = model.marker_body.astype(np.int64)
         self.work = dict(p=np.zeros((n_m, 3)), A=np.zeros((n_m, 3, 3)), Jp=np.zeros((n_m, 3, 6 + nf)),
                          Ja=np.zeros((n_m, 3, 3, 6 + nf)), Jw=np.zeros((n_m, 3, 6 + nf)), pd=np.zeros((n_m, 3)),
@@ -746,6 +771,13 @@ class Evaluator:
         self._nq, self._nv = nq, nv
         self._empty = np.zeros((0, 0))
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
+        w = self.work
+        # Everything _evaluate reads besides the state, in its argument order (one tuple: the
+        # compiled Newton loop of StepIterations passes it on as it is).
+        self.tables = (model.gravity, *self.groups, self.marker_body, self.body_q, self.body_v, self.qf_idx,
+                       self.marker_D, self.marker_E, model.marker_p0, model.marker_R, w["p"], w["A"], w["Jp"],
+                       w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"], w["Aq"], w["wq"], *self.rows, self.cols,
+                       w["dpq"], w["dAq"])
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with _sigint_deferred():
@@ -813,11 +845,7 @@ class Evaluator:
             G, Gg = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv))
         else:
             G = Gg = self._empty
-        w = self.work
-        _evaluate(q, v, model.gravity, *self.groups, self.marker_body, self.body_q, self.body_v, self.qf_idx,
-                  model.marker_D, model.marker_E, model.marker_p0, model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"],
-                  w["Jw"], w["pd"], w["Ad"], w["pq"], w["Aq"], w["wq"], *self.rows, self.cols, M, Q, phi, J, gamma,
-                  FLUSH_RTOL, w["dpq"], w["dAq"], G, Gg, velocity_jacobian)
+        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian)
         G = G if velocity_jacobian else None
         for b in self.stretch:
             i = model.q_index[b][1] + 6
@@ -841,3 +869,150 @@ class Evaluator:
             return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
                               Gg[keep] if velocity_jacobian else None)
         return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None)
+
+
+# --- Newton iterations of a time step ---------------------------------------------------------
+
+DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
+
+
+@njit(cache=True)
+def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s_ref, sd_ref, sdd_ref, ff, angle,
+                   kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r):
+    """Step residual ``r`` (n_v + n_c,) of :meth:`sim.integrators.GeneralizedAlpha._residual`
+    for the problem of :func:`sim.simulate.make_problem` (same formulas, in place).
+
+    ``coef = (c, h gamma', h^2 beta', 2 alpha, beta^2, ...)``: ``a_hat = c a + offset``,
+    ``v1 = v_base + h gamma' a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta' a_hat)``.  Drive ``kind``
+    (:data:`DRIVE_KINDS`): prescribed rows ``s - s_ref`` after the joint rows (``sd_ref``,
+    ``sdd_ref`` their rates), or torques ``ff + kp (s_ref - s) + kd (sd_ref - s_dot)``.
+    ``D`` (n_v, n_v) or (0, 0): linear damping.
+    """
+    c, hg, hhb, alpha2, beta2 = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n = a.size
+    for i in range(n):
+        a_hat = c * a[i] + offset[i]
+        v1[i] = v_base[i] + hg * a_hat
+        dq[i] = dq_base[i] + hhb * a_hat
+    _integrate(q, dq, t[11], t[12], body_nf, q1)
+    M[:] = 0.0
+    J[:] = 0.0
+    empty = np.zeros((0, 0))
+    _evaluate_tables(q1, v1, t, M, Q, phi, J, gamma, empty, empty, False, False)
+    n_a = phi.size - n_joint
+    n_c = n_joint
+    if kind == 1:
+        n_c = phi.size
+        for k in range(n_a):
+            res = phi[n_joint + k] - s_ref[k]
+            if angle[k]:
+                res = (res + np.pi) % (2 * np.pi) - np.pi
+            phi[n_joint + k] = res
+            gamma[n_joint + k] += sdd_ref[k]
+    elif kind == 2:
+        for k in range(n_a):
+            row = n_joint + k
+            err = s_ref[k] - phi[row]
+            if angle[k]:
+                err = (err + np.pi) % (2 * np.pi) - np.pi
+            tau = ff[k] + kp * err + kd * (sd_ref[k] - np.dot(J[row], v1))
+            for j in range(n):
+                Q[j] += J[row, j] * tau
+    if D.shape[0]:
+        for i in range(n):
+            Q[i] -= np.dot(D[i], v1)
+    for i in range(n):
+        r[i] = np.dot(M[i], a) - Q[i]
+    for k in range(n_c):
+        C_dot = np.dot(J[k], v1)
+        if k >= n_joint:
+            C_dot -= sd_ref[k - n_joint]
+        r[n + k] = np.dot(J[k], a) - (gamma[k] - alpha2 * C_dot - beta2 * phi[k])
+        lk = lam[k]
+        for j in range(n):
+            r[j] += J[k, j] * lk
+
+
+@njit(cache=True)
+def _step_iterations(a, lam, r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol, max_iter, diverged, t,
+                     body_nf, kind, s_ref, sd_ref, sdd_ref, ff, angle, kp, kd, D, n_joint, q1, v1, dq, M, Q, phi,
+                     J, gamma):
+    """The loop of :meth:`sim.integrators.GeneralizedAlpha._iterate`, compiled: residual
+    (:func:`_step_residual`) and :func:`sim.integrators.newton_update` per iteration."""
+    steps = np.empty((max_iter, r.size))
+    k, previous, evaluations = 0, np.inf, 0
+    err = rate = np.inf
+    for iteration in range(1, max_iter + 1):
+        if iteration > 1 or not have_r:
+            _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s_ref, sd_ref, sdd_ref, ff,
+                           angle, kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r)
+            evaluations += 1
+        code, k, err, rate = newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, coef[5], tol,
+                                           diverged)
+        if code >= 0:
+            return code, iteration, err, rate, evaluations
+        previous = err
+    return 3, max_iter, err, rate, evaluations
+
+
+class StepIterations:
+    """Compiled Newton iterations of a time step (:attr:`sim.integrators.Problem.iterate`).
+
+    The Python loop of :meth:`sim.integrators.GeneralizedAlpha._iterate` spends about two
+    thirds of each iteration outside the compiled evaluation (calls, small arrays, the drive
+    law); here residual, back-substitution and Broyden update run in one compiled loop per
+    step.  Only for models whose forces are all compiled: no lumped springs, compliant
+    actuators or geometric stiffening (:meth:`applies`); the drive law and feed-forward are
+    evaluated once per step, in Python.
+
+    Parameters
+    ----------
+    ev : Evaluator
+    kind : {"free", "prescribed", "torque"}
+    kp, kd : float
+        PD gains of torque drives.
+    damping : ndarray, shape (n_v, n_v), optional
+    """
+
+    def __init__(self, ev, kind, kp=0.0, kd=0.0, damping=None):
+        if not self.applies(ev):
+            raise ValueError("compiled step iterations need a model without lumped springs, compliant "
+                             "actuators or geometric stiffening")
+        self.ev = ev
+        self.kind = DRIVE_KINDS[kind]
+        self.kp, self.kd = float(kp), float(kd)
+        n_v, n_q, n_rows = ev._nv, ev._nq, ev.n_rows
+        self.D = np.zeros((0, 0)) if damping is None else np.ascontiguousarray(damping, dtype=float)
+        self.work = (np.empty(n_q), np.empty(n_v), np.empty(n_v), np.zeros((n_v, n_v)), np.zeros(n_v),
+                     np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows))
+        n_c = n_rows if self.kind == 1 else ev.n_joint
+        self.r = np.empty(n_v + n_c)
+        self._none = np.zeros(n_rows - ev.n_joint)
+        # Compile (or load from the cache) now, with Ctrl-C held back (see Evaluator); no
+        # iteration is run.
+        zero = np.zeros(n_v)
+        with _sigint_deferred():
+            self(zero.copy(), np.zeros(n_c), None, np.asfortranarray(np.eye(self.r.size)),
+                 np.zeros(self.r.size, dtype=np.int32), ev.model.q_home, (0.0, zero, zero, zero, 1.0), np.ones(6),
+                 1.0, 0, 1.0)
+
+    @staticmethod
+    def applies(ev):
+        """Whether the model of ``ev`` has only compiled forces."""
+        return not ev.lumped and not ev.stretch
+
+    def __call__(self, a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged, s_ref=None, sd_ref=None,
+                 sdd_ref=None, ff=None):
+        """Iterate from ``(a, lam)`` (updated in place); see
+        :meth:`sim.integrators.GeneralizedAlpha._iterate`.  ``s_ref, sd_ref, sdd_ref`` (n_a,):
+        the drive law at the step's end; ``ff`` (n_a,): feed-forward torques."""
+        _, offset, v_base, dq_base, _ = base
+        have_r = r is not None
+        if have_r:
+            self.r[:] = r
+        none = self._none
+        return _step_iterations(a, lam, self.r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol,
+                                int(max_iter), diverged, self.ev.tables, self.ev.body_nf, self.kind,
+                                none if s_ref is None else s_ref, none if sd_ref is None else sd_ref,
+                                none if sdd_ref is None else sdd_ref, none if ff is None else ff,
+                                self.ev.angle, self.kp, self.kd, self.D, self.ev.n_joint, *self.work)

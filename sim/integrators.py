@@ -38,7 +38,7 @@ unknown).  ``Delta`` varies slowly and is kept until Newton slows down (rate abo
 (rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
 would make simplified Newton contract only linearly at that rate: within each step the
 corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
-absorb that drift (:meth:`GeneralizedAlpha._broyden`).  Convergence: the configuration
+absorb that drift (:func:`_broyden`).  Convergence: the configuration
 correction ``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the
 contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
 
@@ -60,13 +60,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-from scipy.linalg.lapack import dgetrf as getrf, dgetrs as getrs
+from numba import njit
+from scipy.linalg.lapack import dgetrf as getrf
 
 NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-12          # m or rad: configuration correction at convergence
 SLOW_RATE = 0.25            # contraction rate above which the Jacobian correction is refreshed
 KEEP_RATE = 0.05            # contraction rate below which the last factorisation is kept
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
+FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton did not converge"}
 
 
 def _validate_positive(name, value):
@@ -93,12 +95,118 @@ class Problem:
     velocity_jacobian : bool
         Whether ``evaluate(t, q, v, velocity_jacobian=True)`` also returns ``dQ/dv`` (n_v, n_v)
         and ``d gamma/dv`` (n_c, n_v) (appended to the tuple).
+    iterate : callable, optional
+        Compiled Newton iterations of the step residual, the same algorithm as
+        :meth:`GeneralizedAlpha._iterate` (the problem's residual and :func:`newton_update`
+        in one compiled loop, e.g. :class:`sim.fast.StepIterations`), called as
+        ``iterate(a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged)``; None: the
+        Python loop over ``evaluate``.
     """
 
     n_v: int
     evaluate: object
     integrate: object
     velocity_jacobian: bool = False
+    iterate: object = None
+
+
+@njit(cache=True)
+def lu_solve(lu, piv, b):
+    """In place: ``b <- A^-1 b`` from LAPACK ``getrf``'s factors of ``A`` (``piv`` 0-based, as
+    scipy returns them).  Column-oriented sweeps: ``lu`` is Fortran-ordered."""
+    n = b.size
+    for i in range(n):
+        p = piv[i]
+        if p != i:
+            b[i], b[p] = b[p], b[i]
+    for j in range(n):              # L y = P b, L unit lower triangular
+        bj = b[j]
+        if bj != 0.0:
+            for i in range(j + 1, n):
+                b[i] -= lu[i, j] * bj
+    for j in range(n - 1, -1, -1):  # U x = y
+        b[j] /= lu[j, j]
+        bj = b[j]
+        if bj != 0.0:
+            for i in range(j):
+                b[i] -= lu[i, j] * bj
+
+
+@njit(cache=True)
+def _broyden(z, steps, k):
+    """Newton correction with Broyden's (good) updates of the iteration matrix within a step.
+
+    In place on ``z``, which enters as ``-H_0 r``, the correction with the factorised matrix
+    ``H_0^-1``: the rank-one updates from this step's previous corrections ``s_0 .. s_{k-1}``
+    (rows of ``steps``; stored as the steps themselves: ``H_{j+1} = (1 + s_{j+1} s_j^T /
+    |s_j|^2) H_j``, C. T. Kelley, *Iterative Methods for Linear and Nonlinear Equations*,
+    SIAM 1995, §7.3 and §8.4) turn it into the quasi-Newton correction, stored as ``s_k``.
+    The iteration matrix kept over many steps drifts by about one per cent (its correction
+    ``Delta`` ages); the updates absorb that within the step, where plain simplified Newton
+    would contract only linearly at that rate.  Returns the number of stored steps.
+    """
+    z0 = z.copy()
+    for j in range(k - 1):
+        s_j, s_next = steps[j], steps[j + 1]
+        f = np.dot(s_j, z) / np.dot(s_j, s_j)
+        for i in range(z.size):
+            z[i] += s_next[i] * f
+    if k:
+        s = steps[k - 1]
+        denom = 1.0 - np.dot(s, z) / np.dot(s, s)
+        if abs(denom) < 0.1:            # nearly singular update: restart from H_0
+            k = 0
+            z[:] = z0
+        else:
+            for i in range(z.size):
+                z[i] /= denom
+    steps[k] = z
+    return k + 1
+
+
+@njit(cache=True)
+def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol, diverged):
+    """One quasi-Newton correction of the step unknowns ``(a, lam)`` (updated in place).
+
+    The core shared by the Python and the compiled Newton loops: ``-A^-1 r`` from the
+    factorised iteration matrix, Broyden's update (:func:`_broyden`), the divergence guard
+    and the stopping test on the configuration correction ``err = scale |delta a|_inf``
+    (``scale = beta' h^2``): done when ``err``, or the error it leaves as estimated from the
+    contraction rate ``rho`` (``rho / (1 - rho) err``, Hairer & Wanner §IV.8), is below
+    ``tol``.
+
+    Returns
+    -------
+    code : int
+        -1 go on, 0 converged, else a key of :data:`FAILURES` (1 diverged, 2 the rate is
+        above 0.9 after two iterations).
+    k : int
+        Stored Broyden steps.
+    err, rate : float
+        The correction and its ratio to the previous one (``previous``: inf at the first).
+    """
+    n = a.size
+    z = -r
+    lu_solve(lu, piv, z)
+    k = _broyden(z, steps, k)
+    big = 0.0
+    ok = True
+    for i in range(n):
+        a[i] += z[i]
+        big = max(big, abs(z[i]))
+        ok = ok and abs(a[i]) < diverged
+    for i in range(lam.size):
+        lam[i] += z[n + i]
+        ok = ok and abs(lam[i]) < diverged
+    err = scale * big
+    if not (ok and np.isfinite(err)):
+        return 1, k, err, np.inf
+    rate = err / previous
+    if err <= tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= tol):
+        return 0, k, err, rate
+    if iteration > 2 and rate > 0.9:
+        return 2, k, err, rate
+    return -1, k, err, rate
 
 
 class Integrator(abc.ABC):
@@ -222,7 +330,6 @@ class GeneralizedAlpha(Integrator):
         out = self.problem.evaluate(t1, q1, v1, velocity_jacobian=True) if velocity_jacobian else \
             self.problem.evaluate(t1, q1, v1)
         M, Q, C, J, gamma, C_dot = out[:6]
-        self.n_evaluations += 1
         n = a.size
         r = np.empty(n + lam.size)
         np.dot(M, a, out=r[:n])
@@ -264,6 +371,7 @@ class GeneralizedAlpha(Integrator):
             xk[k] += step[k]
             A[:, k] = (self._residual(xk[:n], xk[n:], base)[0] - r) / step[k]
         self.n_jacobians += 1
+        self.n_evaluations += r.size
         return A - self._known(M, J, V)
 
     def _factorize(self, M, J, V):
@@ -289,73 +397,62 @@ class GeneralizedAlpha(Integrator):
             a, lam = 2 * self.a - self._previous[0], 2 * self.lam - self._previous[1]
         base = (t1, (af * self.a - am * self.a_hat) / (1 - am), self.v + h * (1 - self.gamma) * self.a_hat,
                 h * self.v + h**2 * (0.5 - b) * self.a_hat, c)
-        n = self.problem.n_v
-        previous = np.inf
-        err = np.inf
-        velocity = self.problem.velocity_jacobian
-        steps = []
-        for iteration in range(1, self.newton_max_iter + 1):
+        r = None
+        if self._lu is None or fresh or self._delta is None:
             # The known part of the iteration matrix follows the state; Delta varies slowly.
             # While Newton contracts strongly the last factorisation is kept.
-            refactor = iteration == 1 and (self._lu is None or fresh or self._delta is None)
-            r, a_hat, v1, q1, M, J, V = self._residual(a, lam, base, velocity_jacobian=refactor and velocity)
-            if refactor:
-                if self._delta is None or fresh or self._delta.shape[0] != r.size:
-                    self._delta = self._jacobian_correction(a, lam, r, M, J, V, base)
-                self._lu = self._factorize(M, J, V)
-                if self._lu is None:
-                    return False, iteration, np.inf, "singular iteration matrix (redundant or singular constraints)"
-            dx, _ = getrs(*self._lu, -r)
-            dx = self._broyden(dx, steps)
-            a += dx[:n]
-            lam += dx[n:]
-            err = b * c * h**2 * np.abs(dx[:n]).max()
-            self.residual = err
-            if not (np.isfinite(err) and np.abs(a).max() < DIVERGED and np.abs(lam).max(initial=0) < DIVERGED):
-                return False, iteration, err, "diverged"
-            rate = err / previous
-            # Stop when the correction, or the error left after it as estimated from the
-            # contraction rate (Hairer & Wanner, Solving ODEs II, §IV.8), is below tolerance.
-            if err <= self.newton_tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= self.newton_tol):
-                if rate > SLOW_RATE:
-                    self._delta = None       # refresh the Jacobian correction on the next step
-                if rate > KEEP_RATE or iteration > 4:
-                    self._lu = None          # refactorise the saddle part on the next step
-                a_hat = c * a + base[1]
-                self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
-                             self.problem.integrate(self.q, base[3] + h**2 * b * a_hat))
-                return True, iteration, err, ""
-            if iteration > 2 and rate > 0.9:
-                return False, iteration, err, "Newton iterations do not contract"
-            previous = err
-        return False, self.newton_max_iter, err, "Newton did not converge"
+            r, _, _, _, M, J, V = self._residual(a, lam, base, velocity_jacobian=self.problem.velocity_jacobian)
+            self.n_evaluations += 1
+            if self._delta is None or fresh or self._delta.shape[0] != r.size:
+                self._delta = self._jacobian_correction(a, lam, r, M, J, V, base)
+            self._lu = self._factorize(M, J, V)
+            if self._lu is None:
+                return False, 1, np.inf, "singular iteration matrix (redundant or singular constraints)"
+        alpha, beta = self.baumgarte
+        coef = np.array([c, h * self.gamma, h * h * b, 2 * alpha, beta**2, b * c * h**2])
+        iterate = self._iterate if self.problem.iterate is None else self.problem.iterate
+        code, iterations, err, rate, evaluations = iterate(a, lam, r, *self._lu, self.q, base, coef,
+                                                           self.newton_tol, self.newton_max_iter, DIVERGED)
+        self.n_evaluations += evaluations
+        self.residual = err
+        if code:
+            return False, iterations, err, FAILURES[code]
+        if rate > SLOW_RATE:
+            self._delta = None       # refresh the Jacobian correction on the next step
+        if rate > KEEP_RATE or iterations > 4:
+            self._lu = None          # refactorise the saddle part on the next step
+        a_hat = c * a + base[1]
+        self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
+                     self.problem.integrate(self.q, base[3] + h**2 * b * a_hat))
+        return True, iterations, err, ""
 
-    @staticmethod
-    def _broyden(z, steps):
-        """Newton correction with Broyden's (good) updates of the iteration matrix within a step.
+    def _iterate(self, a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged):
+        """Newton iterations on the step residual from ``(a, lam)`` (updated in place).
 
-        ``z = -H_0 r`` is the correction with the factorised matrix ``H_0^-1``; the rank-one
-        updates from this step's previous corrections ``s_0 .. s_k`` (stored as the steps
-        themselves: ``H_{k+1} = (1 + s_{k+1} s_k^T / |s_k|^2) H_k``, C. T. Kelley, *Iterative
-        Methods for Linear and Nonlinear Equations*, SIAM 1995, §7.3 and §8.4) turn it into the
-        quasi-Newton correction.  The iteration matrix kept over many steps drifts by about one
-        per cent (its correction ``Delta`` ages); the updates absorb that within the step, where
-        plain simplified Newton would contract only linearly at that rate.  ``steps`` (list of
-        ndarray) is updated in place.
+        ``r``: the residual there, if at hand (else None); ``lu, piv``: the factorised
+        iteration matrix; ``coef[5]``: the configuration scale ``beta' h^2`` of the
+        corrections.  The Python loop over :attr:`Problem.evaluate` (``q``, the integrator's
+        own, is not used); a problem may provide the same loop compiled
+        (:attr:`Problem.iterate`).
+
+        Returns
+        -------
+        code, iterations, err, rate, evaluations
+            ``code`` 0 when converged, else a key of :data:`FAILURES`.
         """
-        z0 = z
-        for s_j, s_next in zip(steps[:-1], steps[1:]):
-            z = z + s_next * (s_j @ z / (s_j @ s_j))
-        if steps:
-            s = steps[-1]
-            denom = 1 - s @ z / (s @ s)
-            if abs(denom) < 0.1:          # nearly singular update: restart from H_0
-                steps.clear()
-                z = z0
-            else:
-                z = z / denom
-        steps.append(z)
-        return z
+        steps = np.empty((max_iter, a.size + lam.size))
+        k, previous, evaluations = 0, np.inf, 0
+        err = rate = np.inf
+        for iteration in range(1, max_iter + 1):
+            if r is None:
+                r = self._residual(a, lam, base)[0]
+                evaluations += 1
+            code, k, err, rate = newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, coef[5], tol,
+                                               diverged)
+            if code >= 0:
+                return code, iteration, err, rate, evaluations
+            previous, r = err, None
+        return 3, max_iter, err, rate, evaluations
 
     def _accept(self, t1, a, lam, a_hat, v1, q1):
         self._previous = (self.a, self.lam)

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .fast import Evaluator
+from .fast import Evaluator, StepIterations
 from .integrators import METHODS, Problem
 from .kinematics import sensor_values, pose
 
@@ -140,7 +140,26 @@ def make_problem(model, drive, damping=None, fast=None):
             Q_v = Q_v - damping
         return M, Q, C, J, gamma, C_dot, Q_v, E.gamma_v
 
-    return Problem(model.n_v, evaluate, fast.integrate, velocity_jacobian=True)
+    return Problem(model.n_v, evaluate, fast.integrate, velocity_jacobian=True,
+                   iterate=_compiled_iterations(fast, drive, reference, damping))
+
+
+def _compiled_iterations(fast, drive, reference, damping):
+    """The compiled Newton loop of the problem (:class:`sim.fast.StepIterations`), with the
+    drive law evaluated once per step; None when the model has forces it does not compile."""
+    if not StepIterations.applies(fast):
+        return None
+    kernel = StepIterations(fast, drive.kind, drive.kp, drive.kd, damping)
+    if drive.kind == "free":
+        return kernel
+
+    def iterate(*args):
+        t1 = args[6][0]
+        s, sd, sdd = (np.ascontiguousarray(x, dtype=float) for x in reference(t1))
+        ff = np.ascontiguousarray(drive.feedforward(t1), dtype=float) if drive.kind == "torque" else None
+        return kernel(*args, s_ref=s, sd_ref=sd, sdd_ref=sdd, ff=ff)
+
+    return iterate
 
 
 

@@ -214,6 +214,8 @@ def test_interrupted_run(tmp_path):
     scenario = tmp_path / "long.toml"
     text = (ROOT / "scenarios" / "rrru3_circle.toml").read_text()
     text = text.replace('file = "../models/rrru3.py"', f'file = "{MODELS / "rrru3.py"}"')
+    assert "duration = 5.0 " in text
+    text = text.replace("duration = 5.0 ", "duration = 100.0 ")      # some 30 s of transient
     scenario.write_text(text.split("[inverse_dynamics]")[0])   # trajectory + transient only
     out = tmp_path / "long.h5"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
