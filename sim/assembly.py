@@ -34,7 +34,7 @@ def residual(model, q, targets, pose_target, ev=None):
         ms = markers(model, q)
         phi, J = constraints(model, q, targets=targets, ms=ms, all_drives=True)
     else:   # the compiled evaluator (sim.fast): same quantities, for long sequences of poses
-        E = ev.evaluate(q, np.zeros(model.n_v))
+        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
         phi, J = E.C, E.J
         if targets is not None:
             phi, J = np.concatenate([phi, drive_residual(model, E.s, targets)]), np.vstack([J, E.J_s])
@@ -147,7 +147,7 @@ def regularity(model, q, ev=None):
         J_s = actuator_values(model, q, ms)[1]
         J_x = pose_jacobian(model, q, ms)[1]
     else:
-        E = ev.evaluate(q, np.zeros(model.n_v))
+        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
         J, J_s, J_x = E.J, E.J_s, ev.pose()[1]
     return conditioning(model, J, J_s, J_x)
 

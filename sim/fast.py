@@ -609,34 +609,36 @@ def _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J
 @njit(cache=True)
 def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff, g_Kff,
               marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
-              kinds, row, mi, mj, ai, aj, cols, M, Q, phi, J, gamma, flush_rtol, dpq, dAq, G, Gg, with_G):
+              kinds, row, mi, mj, ai, aj, cols, M, Q, phi, J, gamma, flush_rtol, dpq, dAq, G, Gg, with_G, bodies):
     """All of :meth:`Evaluator.evaluate`'s compiled work in one call (one dispatch, not six).
 
     ``g_*`` are tuples over the body groups (same arrays as :class:`sim.model.BodyGroup`).
-    With ``with_G``, also ``G = dQ/dv`` and ``Gg = d gamma/dv``.
+    With ``with_G``, also ``G = dQ/dv`` and ``Gg = d gamma/dv``.  Without ``bodies``, the
+    markers and constraint rows only (``M``, ``Q`` untouched).
     """
-    for g in range(len(g_qs)):
-        _group_terms(q, v, gravity, g_qs[g], g_vs[g], g_mass[g], g_S[g], g_T[g], g_Jrot[g], g_Grot[g], g_Mff[g],
-                     g_Kff[g], M, Q, G, with_G)
-    if flush_rtol > 0:
-        _flush(M, flush_rtol)
+    if bodies:
+        for g in range(len(g_qs)):
+            _group_terms(q, v, gravity, g_qs[g], g_vs[g], g_mass[g], g_S[g], g_T[g], g_Jrot[g], g_Grot[g],
+                         g_Mff[g], g_Kff[g], M, Q, G, with_G)
+        if flush_rtol > 0:
+            _flush(M, flush_rtol)
     _markers(q, v, marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
              dpq, dAq, with_G)
     _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G)
 
 
 @njit(cache=True)
-def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, with_G, flush=True):
+def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, with_G, flush=True, bodies=True):
     """:func:`_evaluate` with its model tables ``t`` (:attr:`Evaluator.tables`) as one tuple.
 
     ``flush``: flush ``M`` (:func:`sim.linalg.flush`) for the LAPACK calls it goes to; the
     Newton residual (products in compiled loops only) skips it, a third of the evaluation
-    on the larger models.
+    on the larger models.  ``bodies``: see :func:`_evaluate`.
     """
     rtol = FLUSH_RTOL if flush else 0.0
     _evaluate(q, v, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14],
               t[15], t[16], t[17], t[18], t[19], t[20], t[21], t[22], t[23], t[24], t[25], t[26], t[27], t[28], t[29],
-              t[30], t[31], t[32], t[33], t[34], M, Q, phi, J, gamma, rtol, t[35], t[36], G, Gg, with_G)
+              t[30], t[31], t[32], t[33], t[34], M, Q, phi, J, gamma, rtol, t[35], t[36], G, Gg, with_G, bodies)
 
 
 @njit(cache=True)
@@ -821,8 +823,11 @@ class Evaluator:
         _integrate(q, dv, self.body_q, self.body_v, self.body_nf, out)
         return out
 
-    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False):
+    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, bodies=True):
         """The equations at ``(q, v)``, as in the reference kernels.
+
+        ``bodies=False``: the kinematic terms only (``M``, ``Q`` None), for the rigid robot's
+        motion, which needs no mass matrix.
 
         Returns
         -------
@@ -836,8 +841,7 @@ class Evaluator:
             velocity-dependent forces of lumped springs are not in ``Q_v``.
         """
         model = self.model
-        M = np.zeros((self._nv, self._nv))
-        Q = np.zeros(self._nv)
+        M, Q = (np.zeros((self._nv, self._nv)), np.zeros(self._nv)) if bodies else (self._empty, np.zeros(0))
         phi = np.zeros(self.n_rows)
         J = np.zeros((self.n_rows, self._nv))
         gamma = np.zeros(self.n_rows)
@@ -845,13 +849,15 @@ class Evaluator:
             G, Gg = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv))
         else:
             G = Gg = self._empty
-        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian)
+        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian, True, bodies)
         G = G if velocity_jacobian else None
-        for b in self.stretch:
+        if not bodies:
+            M = Q = None
+        for b in self.stretch if bodies else ():
             i = model.q_index[b][1] + 6
             Q[i:i + model.bodies[b].n_f] += dynamics.stretch_terms(model, q, b)[0]
         nj = self.n_joint
-        if self.lumped:
+        if self.lumped and bodies:
             if model.springs:
                 from .kinematics import markers
                 Q += springs.spring_forces(model, markers(model, q), v)

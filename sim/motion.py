@@ -50,7 +50,8 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
     """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
 
     Returns ``v, a, cond`` (condition number over the expected rank); with the compiled
-    evaluator ``ev`` (:class:`sim.fast.Evaluator`), also its evaluation at ``(q, v)``.
+    evaluator ``ev`` (:class:`sim.fast.Evaluator`), also its evaluation at ``(q, v)`` (kinematic
+    terms only: no ``M``, ``Q``).
     ``A`` (n_c + d, n_r): ``[C_q; J_x]`` over the reference coordinates at ``q``, if at hand.
     """
     rigid = model.v_rigid
@@ -60,7 +61,7 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
             _, Jc = constraints(model, q, ms=ms)
             _, Jx = pose_jacobian(model, q, ms)
         else:
-            Jc = ev.evaluate(q, np.zeros(model.n_v)).J
+            Jc = ev.evaluate(q, np.zeros(model.n_v), bodies=False).J
             Jx = ev.pose()[1]
         A = flush(np.vstack([Jc, Jx])[:, rigid])
     n_c = A.shape[0] - len(model.pose_names)
@@ -77,7 +78,7 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
         _, _, gamma = constraints(model, q, v, ms=ms)
         _, _, _, xq = pose_rates(model, q, v, ms)
         return v, solve(np.concatenate([gamma, x_ddot - xq])), cond
-    E = ev.evaluate(q, v)
+    E = ev.evaluate(q, v, bodies=False)
     xq = ev.pose(v)[2]
     return v, solve(np.concatenate([E.gamma, x_ddot - xq])), cond, E
 

@@ -198,7 +198,7 @@ def reference(model, scenario, table, progress):
         for t in times:
             q = assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s", ev=ev)
             qs.append(q)
-            ev.evaluate(q, np.zeros(model.n_v))
+            ev.evaluate(q, np.zeros(model.n_v), bodies=False)
             poses.append(ev.pose()[0])
         qs = np.array(qs)
         pose_spline = scipy.interpolate.CubicSpline(times, np.array(poses), axis=0)
