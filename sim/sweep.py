@@ -87,6 +87,9 @@ def _local(fn, cases, workers, progress):
     return results
 
 
+CONNECT_TIMEOUT = 10.0    # s: a scheduler that does not answer within this is unreachable
+
+
 def _dask(fn, cases, scheduler, progress):
     try:
         from distributed import Client, as_completed
@@ -95,7 +98,7 @@ def _dask(fn, cases, scheduler, progress):
                        "(pip install 'dask[distributed]')") from None
     own = not isinstance(scheduler, Client)
     try:
-        client = Client(scheduler, timeout="10s") if own else scheduler
+        client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s") if own else scheduler
     except (OSError, TimeoutError) as exc:
         raise SimError(f"cannot reach the Dask scheduler {scheduler!r}: {one_line(exc)}") from None
     try:

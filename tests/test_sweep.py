@@ -47,8 +47,10 @@ def test_dask_local_cluster_gives_identical_numbers(local_results):
             assert np.array_equal(a.value, b.value), f"case {a.index} differs between pool and Dask"
 
 
-def test_unreachable_scheduler_is_one_line_error():
+def test_unreachable_scheduler_is_one_line_error(monkeypatch):
+    from sim import sweep
     from sim.errors import SimError
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", 1.0)      # the default 10 s would only slow the test
     with pytest.raises(SimError, match="Dask scheduler"):
         run_cases(modes_case, _cases()[:3], scheduler="tcp://127.0.0.1:1")
 
