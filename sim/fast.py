@@ -884,7 +884,7 @@ DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
 
 @njit(cache=True)
 def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s_ref, sd_ref, sdd_ref, ff, angle,
-                   kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r):
+                   kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r, empty):
     """Step residual ``r`` (n_v + n_c,) of :meth:`sim.integrators.GeneralizedAlpha._residual`
     for the problem of :func:`sim.simulate.make_problem` (same formulas, in place).
 
@@ -892,7 +892,8 @@ def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s
     ``v1 = v_base + h gamma' a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta' a_hat)``.  Drive ``kind``
     (:data:`DRIVE_KINDS`): prescribed rows ``s - s_ref`` after the joint rows (``sd_ref``,
     ``sdd_ref`` their rates), or torques ``ff + kp (s_ref - s) + kd (sd_ref - s_dot)``.
-    ``D`` (n_v, n_v) or (0, 0): linear damping.
+    ``D`` (n_v, n_v) or (0, 0): linear damping.  ``empty`` (0, 0): stands for the velocity
+    Jacobians, not computed here.
     """
     c, hg, hhb, alpha2, beta2 = coef[0], coef[1], coef[2], coef[3], coef[4]
     n = a.size
@@ -903,7 +904,6 @@ def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s
     _integrate(q, dq, t[11], t[12], body_nf, q1)
     M[:] = 0.0
     J[:] = 0.0
-    empty = np.zeros((0, 0))
     _evaluate_tables(q1, v1, t, M, Q, phi, J, gamma, empty, empty, False, False)
     n_a = phi.size - n_joint
     n_c = n_joint
@@ -946,12 +946,13 @@ def _step_iterations(a, lam, r, have_r, lu, piv, q, offset, v_base, dq_base, coe
     """The loop of :meth:`sim.integrators.GeneralizedAlpha._iterate`, compiled: residual
     (:func:`_step_residual`) and :func:`sim.integrators.newton_update` per iteration."""
     steps = np.empty((max_iter, r.size))
+    empty = np.zeros((0, 0))
     k, previous, evaluations = 0, np.inf, 0
     err = rate = np.inf
     for iteration in range(1, max_iter + 1):
         if iteration > 1 or not have_r:
             _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s_ref, sd_ref, sdd_ref, ff,
-                           angle, kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r)
+                           angle, kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r, empty)
             evaluations += 1
         code, k, err, rate = newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, coef[5], tol,
                                            diverged)
@@ -993,7 +994,7 @@ class StepIterations:
                      np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows))
         n_c = n_rows if self.kind == 1 else ev.n_joint
         self.r = np.empty(n_v + n_c)
-        self._none = np.zeros(n_rows - ev.n_joint)
+        self._no_drive = np.zeros(n_rows - ev.n_joint)     # drive arrays of free drives
         # Compile (or load from the cache) now, with Ctrl-C held back (see Evaluator); no
         # iteration is run.
         zero = np.zeros(n_v)
@@ -1016,9 +1017,8 @@ class StepIterations:
         have_r = r is not None
         if have_r:
             self.r[:] = r
-        none = self._none
+        s_ref, sd_ref, sdd_ref, ff = (self._no_drive if x is None else x for x in (s_ref, sd_ref, sdd_ref, ff))
         return _step_iterations(a, lam, self.r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol,
                                 int(max_iter), diverged, self.ev.tables, self.ev.body_nf, self.kind,
-                                none if s_ref is None else s_ref, none if sd_ref is None else sd_ref,
-                                none if sdd_ref is None else sdd_ref, none if ff is None else ff,
+                                s_ref, sd_ref, sdd_ref, ff,
                                 self.ev.angle, self.kp, self.kd, self.D, self.ev.n_joint, *self.work)

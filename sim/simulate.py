@@ -153,11 +153,11 @@ def _compiled_iterations(fast, drive, reference, damping):
     if drive.kind == "free":
         return kernel
 
-    def iterate(*args):
-        t1 = args[6][0]
+    def iterate(a, lam, r, lu, piv, q, base, *options):
+        t1 = base[0]     # the step's end, where the drive law applies
         s, sd, sdd = (np.ascontiguousarray(x, dtype=float) for x in reference(t1))
         ff = np.ascontiguousarray(drive.feedforward(t1), dtype=float) if drive.kind == "torque" else None
-        return kernel(*args, s_ref=s, sd_ref=sd, sdd_ref=sdd, ff=ff)
+        return kernel(a, lam, r, lu, piv, q, base, *options, s_ref=s, sd_ref=sd, sdd_ref=sdd, ff=ff)
 
     return iterate
 
