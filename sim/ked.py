@@ -46,6 +46,7 @@ from .fast import Evaluator
 from .kinematics import pose_jacobian
 from .modal import modes
 from .motion import rigid_motion
+from .subspace import Tracker
 
 FRAME_CHUNK = 24   # frames per worker task: ~30 ms of work against ~1 ms of transfer
 
@@ -126,12 +127,14 @@ class Frame:
     pose_jacobian: np.ndarray
 
 
-def frame(model, q, v, a, count, free=None, ev=None, s=None):
+def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
     """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes.
 
     ``ev`` (:class:`sim.fast.Evaluator`) evaluates ``M``, ``Q``, ``C_q`` and the end-effector
     Jacobian in one compiled pass; without it the reference kernels are used.  ``s`` (n_a,):
-    the actuator values at ``q`` (where they are locked), if known.
+    the actuator values at ``q`` (where they are locked), if known.  ``tracker``
+    (:class:`sim.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
+    iteration from the tracker's last subspace, where its partition applies.
     """
     if ev is None:
         M, Q = mass_and_forces(model, q, v)
@@ -140,8 +143,12 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None):
                      pose_jacobian=pose_jacobian(model, q)[1])
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
     E = ev.evaluate(q, v, targets=s)
-    r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
-    return Frame(load=E.Q - E.M @ a, omega=r.omega, shapes=r.shapes, mass_shapes=E.M @ r.shapes,
+    found = tracker.modes(E.M, E.J) if tracker is not None and free is not None and not free else None
+    if found is None:
+        r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
+        found = r.omega, r.shapes, E.M @ r.shapes
+    omega, shapes, mass_shapes = found
+    return Frame(load=E.Q - E.M @ a, omega=omega, shapes=shapes, mass_shapes=mass_shapes,
                  pose_jacobian=ev.pose()[1])
 
 
@@ -150,15 +157,27 @@ def has_free_motions(model, q):
     return modes(model, q, count=1).rigid_count > 0
 
 
-def _frames(model, ev, states, count, free, progress=None):
+def _frames(model, ev, states, count, free, tracker=None, progress=None):
     """Frames (list) of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
-    ``s`` the actuator values, where they are locked)."""
+    ``s`` the actuator values, where they are locked).
+
+    The ``tracker`` starts afresh (a dense eigensolve) every ``FRAME_CHUNK`` states, the unit
+    of work shared with the worker processes: each frame then has the same starting subspace,
+    and the same numbers, whichever process computes it.
+    """
     out = []
-    for q, v, a, s in zip(*states):
-        out.append(frame(model, q, v, a, count, free, ev, s))
+    for k, (q, v, a, s) in enumerate(zip(*states)):
+        if tracker is not None and k % FRAME_CHUNK == 0:
+            tracker.reset()
+        out.append(frame(model, q, v, a, count, free, ev, s, tracker))
         if progress is not None:
             progress.update(1)
     return out
+
+
+def _tracker(model, count):
+    """A :class:`sim.subspace.Tracker` for the frames of ``model``, or None where it does not apply."""
+    return Tracker(model, count) if Tracker.applies(model) else None
 
 
 _WORKER = {}   # per worker process: model, mode count and evaluator, set once by _start_worker
@@ -170,12 +189,12 @@ def _start_worker(model, count):
     Ctrl-C reaches the whole process group: the worker leaves it to the parent, which stops
     the pool (a KeyboardInterrupt here would only print a traceback)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER.update(model=model, count=count, ev=Evaluator(model))
+    _WORKER.update(model=model, count=count, ev=Evaluator(model), tracker=_tracker(model, count))
 
 
 def _worker_frames(states, free):
     w = _WORKER
-    return _frames(w["model"], w["ev"], states, w["count"], free)
+    return _frames(w["model"], w["ev"], states, w["count"], free, w["tracker"])
 
 
 def _fork_workers(workers, n):
@@ -218,6 +237,7 @@ class FramePool:
     def __init__(self, model, count, workers, progress=None):
         self.model, self.count, self.progress = model, count, progress
         self.ev = Evaluator(model)
+        self.tracker = _tracker(model, count)
         self.free = None
         self.buffer = []
         self.tasks = []    # (states, future)
@@ -249,7 +269,7 @@ class FramePool:
             self.buffer = []
 
     def _here(self, states):
-        return _frames(self.model, self.ev, states, self.count, self.free, self.progress)
+        return _frames(self.model, self.ev, states, self.count, self.free, self.tracker, self.progress)
 
     def finish(self):
         """All the frames (list of :class:`Frame`), in the order of :meth:`add`."""

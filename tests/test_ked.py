@@ -147,3 +147,19 @@ def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, mon
     assert np.abs(fast.v - robust.v).max() < 1e-9 * np.abs(robust.v).max()
     assert np.abs(fast.a - robust.a).max() < 1e-9 * np.abs(robust.a).max()
     assert np.abs(fast.condition / robust.condition - 1).max() < 1e-9
+
+
+def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, monkeypatch):
+    """The frames' modes by warm-started subspace iteration (sim.subspace) give the KED
+    response of the dense eigensolves to 1e-8 of its peak."""
+    import sim.ked
+    import sim.subspace
+
+    fast = ked(rrru3_coarse, SHORT_ARC, 40, 4, 0.02)
+    monkeypatch.setattr(sim.subspace.Tracker, "applies", staticmethod(lambda model: False))
+    assert sim.ked._tracker(rrru3_coarse, 4) is None
+    dense = ked(rrru3_coarse, SHORT_ARC, 40, 4, 0.02)
+    np.testing.assert_allclose(fast.frequencies, dense.frequencies, rtol=1e-10)
+    scale = np.abs(dense.deviation).max()
+    assert scale > 1e-6
+    assert np.abs(fast.deviation - dense.deviation).max() <= 1e-8 * scale

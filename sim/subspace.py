@@ -1,0 +1,292 @@
+r"""Lowest modes along a path of nearby configurations: warm-started subspace iteration.
+
+For KED (:mod:`sim.ked`) the modes are needed at hundreds of instants of one motion, a few
+milliseconds apart.  When the structure's only stiffness is that of the flexible bodies
+(``K`` nonzero on the elastic coordinates only, constant: no lumped springs, compliant drives
+or geometric stiffening) and the locked constraint rows determine the reference coordinates
+(``J = [J_r, J_e]`` with ``J_r`` square and regular), the constrained motions are
+
+    v = N x,   N = [G; 1],   G = -J_r^{-1} J_e          (rows: reference, elastic),
+
+with ``x`` the elastic coordinates themselves (the basis of
+:func:`sim.linalg.partitioned_null_space`), so ``N^T K N = K_ee`` is constant and only the
+reduced mass ``N^T M N`` changes along the motion.  The pencil ``(K_ee, N^T M N)`` is solved by
+subspace iteration (Bathe): ``p = max(2r, r + 8)`` vectors, ``X <- K_ee^{-1} (N^T M N) X``
+followed by a Rayleigh-Ritz projection, until the relative residuals of the ``r`` wanted pairs,
+``|K x - lambda M_n x| / |K x|``, are below :data:`RESIDUAL_TOL`.  The subspace of the
+previous instant is the starting subspace of the next (the coordinates ``x`` keep their
+meaning along the motion), so that a few iterations suffice; without a previous subspace, or
+when the iteration does not converge in :data:`MAX_ITER` sweeps, a dense eigensolve of the
+reduced pencil gives it.  Mode ``i`` converges like ``(lambda_i / lambda_{p+1})^k``.
+
+The eigenvalues agree with a dense solve to ~``RESIDUAL_TOL^2``; a shape to
+``RESIDUAL_TOL`` over its relative gap to the other eigenvalues.
+
+References
+----------
+K.-J. Bathe, *Finite Element Procedures*, 2nd ed., §11.6 (subspace iteration).
+"""
+import numpy as np
+from numba import njit
+
+from . import dynamics, springs
+from .fast import _sigint_deferred
+
+RESIDUAL_TOL = 1e-10   # relative residual of the wanted pairs at convergence
+MAX_ITER = 40          # sweeps before the dense solve takes over
+BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
+
+
+@njit(cache=True)
+def _dense(K_inv_chol, Mn, p):
+    """The ``p`` lowest eigenpairs of ``(K, Mn)`` by a dense solve, ``K^-1 = L^-T L^-1`` with
+    ``L^-1 = K_inv_chol``: the largest of ``L^-1 Mn L^-T y = y / lambda``.  Mass-normalised."""
+    S = K_inv_chol @ Mn @ K_inv_chol.T
+    mu, Y = np.linalg.eigh(0.5 * (S + S.T))
+    n = mu.size
+    lam = np.empty(p)
+    X = np.empty((Mn.shape[0], p))
+    for k in range(p):
+        j = n - 1 - k
+        lam[k] = 1.0 / mu[j]
+        X[:, k] = (K_inv_chol.T @ np.ascontiguousarray(Y[:, j])) / np.sqrt(mu[j])
+    return lam, X
+
+
+@njit(cache=True)
+def _ritz(KY, MY, Y):
+    """Rayleigh-Ritz on the columns of ``Y`` with ``K Y``, ``Mn Y`` at hand: eigenvalues
+    (ascending) and coefficients ``Z`` with ``(Y Z)^T Mn (Y Z) = 1``.  The p x p Cholesky
+    reduction in loops: LAPACK's call overhead exceeds its work at this size."""
+    Kr = Y.T @ KY
+    Mr = Y.T @ MY
+    p = Kr.shape[0]
+    L = np.linalg.cholesky(0.5 * (Mr + Mr.T))
+    # A = L^-1 Kr L^-T by two triangular sweeps, B = L^-1 Kr first.
+    B = np.empty((p, p))
+    for j in range(p):
+        for i in range(p):
+            acc = Kr[i, j]
+            for k in range(i):
+                acc -= L[i, k] * B[k, j]
+            B[i, j] = acc / L[i, i]
+    A = np.empty((p, p))
+    for j in range(p):     # A^T = L^-1 B^T, A symmetric
+        for i in range(p):
+            acc = B[j, i]
+            for k in range(i):
+                acc -= L[i, k] * A[k, j]
+            A[i, j] = acc / L[i, i]
+    lam, W = np.linalg.eigh(0.5 * (A + A.T))
+    Z = np.empty((p, p))   # Z = L^-T W
+    for j in range(p):
+        for i in range(p - 1, -1, -1):
+            acc = W[i, j]
+            for k in range(i + 1, p):
+                acc -= L[k, i] * Z[k, j]
+            Z[i, j] = acc / L[i, i]
+    return lam, Z
+
+
+@njit(cache=True)
+def subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter):
+    """Lowest ``r`` eigenpairs of ``K x = lambda Mn x`` from the starting block ``X`` (n, p).
+
+    Parameters
+    ----------
+    K, K_inv, K_inv_chol : ndarray, shape (n, n)
+        Stiffness (SPD), its inverse, and the inverse of its Cholesky factor.
+    Mn : ndarray, shape (n, n)
+        Mass (SPD).
+    X : ndarray, shape (n, p), p >= r
+        Starting subspace; empty (n, 0): start from the dense solve.
+    r : int
+    tol : float
+        Relative residual of the ``r`` wanted pairs at convergence.
+    max_iter : int
+
+    Returns
+    -------
+    lam : ndarray, shape (p,)
+        Ritz values, ascending (the first ``r`` converged).
+    X : ndarray, shape (n, p)
+        Ritz vectors, ``X^T Mn X = 1``.
+    sweeps : int
+        Iterations done; -1 when the dense solve gave the pairs.
+    """
+    p = X.shape[1]
+    if p == 0:
+        p = min(Mn.shape[0], max(2 * r, r + 8))
+        lam, X = _dense(K_inv_chol, Mn, p)
+        return lam, X, -1
+    for sweep in range(1, max_iter + 1):
+        Y = K_inv @ (Mn @ X)
+        KY = K @ Y
+        MY = Mn @ Y
+        lam, Z = _ritz(KY, MY, Y)
+        X = Y @ Z
+        Zr = np.ascontiguousarray(Z[:, :r])
+        KX = KY @ Zr
+        MX = MY @ Zr
+        worst = 0.0
+        for i in range(r):
+            res = 0.0
+            ref = 0.0
+            for j in range(KX.shape[0]):
+                d = KX[j, i] - lam[i] * MX[j, i]
+                res += d * d
+                ref += KX[j, i] * KX[j, i]
+            worst = max(worst, np.sqrt(res / ref))
+        if worst <= tol:
+            return lam, X, sweep
+    lam, X = _dense(K_inv_chol, Mn, p)
+    return lam, X, -1
+
+
+@njit(cache=True)
+def _reduced_mass(M, J, rigid, elastic):
+    """``G = -J_r^-1 J_e`` and ``Mn = N^T M N``, ``N = [G; 1]`` (rows: reference, elastic).
+
+    Only the elastic coordinates that enter the constraints (``c``, the joints' nodes) have
+    a nonzero column of ``G``:
+
+        Mn = M_ee + (M_er G_c)[:, c] + (M_er G_c)^T[c, :] + (G_c^T M_rr G_c)[c, c].
+
+    Returns ``max|G|``, ``G_c`` (n_r, n_cols) and ``c`` (n_cols,), ``Mn`` (n_e, n_e).
+    """
+    n_r, n_e = rigid.size, elastic.size
+    c = np.empty(n_e, dtype=np.int64)
+    n_c = 0
+    for k in range(n_e):
+        for i in range(J.shape[0]):
+            if J[i, elastic[k]] != 0.0:
+                c[n_c] = k
+                n_c += 1
+                break
+    c = c[:n_c]
+    Jr = np.empty((J.shape[0], n_r))
+    Jc = np.empty((J.shape[0], n_c))
+    for i in range(J.shape[0]):
+        for k in range(n_r):
+            Jr[i, k] = J[i, rigid[k]]
+        for k in range(n_c):
+            Jc[i, k] = -J[i, elastic[c[k]]]
+    Gc = np.ascontiguousarray(np.linalg.solve(Jr, Jc)) if n_c else np.zeros((n_r, 0))
+    Mrr = np.empty((n_r, n_r))
+    Mer = np.empty((n_e, n_r))
+    Mn = np.empty((n_e, n_e))
+    for i in range(n_r):
+        for k in range(n_r):
+            Mrr[i, k] = M[rigid[i], rigid[k]]
+    for i in range(n_e):
+        for k in range(n_r):
+            Mer[i, k] = M[elastic[i], rigid[k]]
+        for k in range(n_e):
+            Mn[i, k] = M[elastic[i], elastic[k]]
+    W = Mer @ Gc
+    GMG = Gc.T @ (Mrr @ Gc)
+    for i in range(n_e):
+        for k in range(n_c):
+            Mn[i, c[k]] += W[i, k]
+            Mn[c[k], i] += W[i, k]
+    for i in range(n_c):
+        for k in range(n_c):
+            Mn[c[i], c[k]] += GMG[i, k]
+    return np.abs(Gc).max() if Gc.size else 0.0, Gc, c, 0.5 * (Mn + Mn.T)
+
+
+@njit(cache=True)
+def _modes(M, J, rigid, elastic, K, K_inv, K_inv_chol, X, r, tol, max_iter, basis_max):
+    """Compiled :meth:`Tracker.modes`: the basis, the reduced mass and the iteration in one call."""
+    g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic)
+    if not g <= basis_max:
+        return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2
+    lam, X, sweeps = subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter)
+    # Phi = N X_r: the elastic rows are X_r, the reference rows G_c X_r[c].
+    shapes = np.zeros((M.shape[0], r))
+    Xc = np.empty((c.size, r))
+    for k in range(c.size):
+        Xc[k] = X[c[k], :r]
+    GX = Gc @ Xc
+    for i in range(rigid.size):
+        shapes[rigid[i]] = GX[i]
+    for i in range(elastic.size):
+        shapes[elastic[i]] = X[i, :r]
+    return lam, shapes, M @ shapes, X, sweeps
+
+
+class Tracker:
+    """Lowest modes of one model at successive nearby configurations (module docstring).
+
+    Holds the constant elastic stiffness, its inverse and the last subspace (STYLE: an explicit
+    object, no hidden cache).  Use :meth:`applies` first.
+
+    Parameters
+    ----------
+    model : Model
+    count : int
+        Modes wanted, r.
+    """
+
+    def __init__(self, model, count):
+        self.model, self.count = model, int(count)
+        self.rigid = np.asarray(model.v_rigid, dtype=np.int64)
+        self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
+        K = dynamics.stiffness_matrix(model)[np.ix_(self.elastic, self.elastic)]
+        self.K = np.ascontiguousarray(0.5 * (K + K.T))
+        self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(self.K))
+        self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
+        self.reset()
+        self.sweeps = []   # per call: iterations, -1 dense solve, -2 refused
+        with _sigint_deferred():   # compile now (see sim.fast._sigint_deferred)
+            J = np.zeros((self.rigid.size, model.n_v))
+            J[np.arange(self.rigid.size), self.rigid] = 1.0
+            _modes(np.eye(model.n_v), J, self.rigid, self.elastic, self.K,
+                   self.K_inv, self.K_inv_chol, self.X, 0, RESIDUAL_TOL, 0, -1.0)
+
+    @staticmethod
+    def applies(model):
+        """True when the stiffness is the bodies' constant ``K_ff`` only and there are elastic
+        coordinates (no lumped springs, compliant drives or geometric stiffening)."""
+        return (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
+                and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model))
+
+    def reset(self):
+        """Forget the last subspace: the next :meth:`modes` starts from a dense solve."""
+        self.X = np.zeros((self.elastic.size, 0))
+
+    def modes(self, M, J):
+        """The lowest ``count`` modes with mass ``M`` and locked constraint rows ``J``.
+
+        Parameters
+        ----------
+        M : ndarray, shape (n_v, n_v)
+        J : ndarray, shape (n_c, n_v)
+            Joint and locked-actuator rows.
+
+        Returns
+        -------
+        omega : ndarray, shape (r,)
+            Circular frequencies [rad/s], ascending.
+        shapes, mass_shapes : ndarray, shape (n_v, r)
+            ``Phi`` (``Phi^T M Phi = 1``) and ``M Phi``.
+
+        None when the partition does not apply here: ``J`` not square over the reference
+        coordinates, or ``J_r`` nearly singular (an entry of ``G`` above :data:`BASIS_MAX`,
+        where the basis ``N`` would be ill-conditioned); :func:`sim.modal.modes` then
+        chooses its basis.
+        """
+        if J.shape[0] != self.rigid.size:
+            return None
+        try:
+            lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.K, self.K_inv,
+                                                         self.K_inv_chol, self.X, self.count, RESIDUAL_TOL,
+                                                         MAX_ITER, BASIS_MAX)
+        except np.linalg.LinAlgError:   # J_r singular
+            sweeps = -2
+        self.sweeps.append(sweeps)
+        if sweeps == -2:
+            self.reset()
+            return None
+        self.X = X
+        return np.sqrt(np.maximum(lam[:self.count], 0.0)), shapes, mass_shapes

@@ -1,0 +1,125 @@
+"""Warm-started subspace iteration (sim.subspace) against dense eigensolves."""
+import sim  # noqa: F401  (single-threaded BLAS before numpy)
+import numpy as np
+import pytest
+import scipy.linalg
+
+from sim.fast import Evaluator
+from sim.loader import load_model
+from sim.modal import modes
+from sim.motion import rigid_motion
+from sim.subspace import RESIDUAL_TOL, Tracker, subspace_iteration
+from sim.trajectory import circle
+
+from conftest import MODELS
+
+
+def _pencil(rng, n, spread):
+    """SPD ``K`` with eigenvalues over ``spread`` decades and SPD ``M``."""
+    Q = np.linalg.qr(rng.normal(size=(n, n)))[0]
+    K = Q @ np.diag(np.logspace(0, spread, n)) @ Q.T
+    B = rng.normal(size=(n, n))
+    return 0.5 * (K + K.T), B @ B.T / n + np.eye(n)
+
+
+def _parts(K):
+    L_inv = np.linalg.inv(np.linalg.cholesky(K))
+    return K, L_inv.T @ L_inv, L_inv
+
+
+def test_subspace_iteration_converges_to_dense_pairs_from_a_perturbed_start():
+    """From the subspace of a nearby pencil: the lowest r pairs to the residual tolerance,
+    eigenvalues to ~1e-12, and mass-normalised vectors spanning the dense solve's."""
+    rng = np.random.default_rng(3)
+    n, r, p = 40, 5, 13
+    K, M = _pencil(rng, n, 4)
+    lam_ref, V_ref = scipy.linalg.eigh(K, M)
+    E = rng.normal(size=(n, n))
+    M_near = M + 1e-3 * (E @ E.T) / n       # the previous instant's mass
+    X0 = np.ascontiguousarray(scipy.linalg.eigh(K, M_near)[1][:, :p])
+    lam, X, sweeps = subspace_iteration(*_parts(K), M, X0, r, RESIDUAL_TOL, 50)
+    assert sweeps > 0, "converged by iteration, not by the dense fallback"
+    np.testing.assert_allclose(lam[:r], lam_ref[:r], rtol=1e-11)
+    np.testing.assert_allclose(X.T @ M @ X, np.eye(p), atol=1e-12)
+    for i in range(r):
+        res = np.linalg.norm(K @ X[:, i] - lam[i] * M @ X[:, i]) / np.linalg.norm(K @ X[:, i])
+        assert res <= RESIDUAL_TOL
+        assert abs(abs(V_ref[:, i] @ M @ X[:, i]) - 1.0) < 1e-9, f"mode {i}"
+
+
+def test_subspace_iteration_cold_start_and_fallback_are_the_dense_solve():
+    rng = np.random.default_rng(5)
+    K, M = _pencil(rng, 30, 3)
+    lam_ref = scipy.linalg.eigh(K, M, eigvals_only=True)
+    lam, X, sweeps = subspace_iteration(*_parts(K), M, np.zeros((30, 0)), 4, RESIDUAL_TOL, 50)
+    assert sweeps == -1 and X.shape == (30, 12)
+    np.testing.assert_allclose(lam, lam_ref[:12], rtol=1e-12)
+    # A random start and no sweeps allowed: the dense solve takes over.
+    lam, X, sweeps = subspace_iteration(*_parts(K), M, rng.normal(size=(30, 12)), 4, RESIDUAL_TOL, 0)
+    assert sweeps == -1
+    np.testing.assert_allclose(lam, lam_ref[:12], rtol=1e-12)
+
+
+def test_subspace_iteration_rate_is_the_eigenvalue_ratio():
+    """Mode r converges like (lambda_r / lambda_{p+1})^k: one decade of that ratio per extra
+    ~log10 of the tolerance.  A pencil with a wide gap after mode p converges in fewer sweeps."""
+    rng = np.random.default_rng(11)
+    n, r, p = 30, 3, 6
+    Q = np.linalg.qr(rng.normal(size=(n, n)))[0]
+    X0 = np.ascontiguousarray(Q[:, :p] + 1e-2 * rng.normal(size=(n, p)))
+    counts = []
+    for gap in (3.0, 100.0):
+        lam = np.concatenate([np.arange(1.0, p + 1), gap * p + np.arange(n - p)])
+        K = Q @ np.diag(lam) @ Q.T
+        sweeps = subspace_iteration(*_parts(0.5 * (K + K.T)), np.eye(n), X0, r, RESIDUAL_TOL, 80)[2]
+        counts.append(sweeps)
+        # residual ~ 1e-2 (lambda_r / lambda_{p+1})^k <= tol
+        predicted = np.log(RESIDUAL_TOL / 1e-2) / np.log(r / lam[p])
+        assert abs(sweeps - predicted) <= 2, (gap, sweeps, predicted)
+    assert counts[1] < counts[0]
+
+
+@pytest.fixture(scope="module")
+def rrru3_states():
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
+    t = np.linspace(0.0, 0.2, 21)
+    motion = rigid_motion(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.2), t)
+    ev = Evaluator(model)
+    return model, motion, [ev.evaluate(q, v, targets=s) for q, v, s in zip(motion.q, motion.v, motion.actuators)]
+
+
+def test_tracker_follows_the_dense_modes_along_a_motion(rrru3_states):
+    """3-RRRU along an arc: frequencies to 1e-10 and the modal subspace (M-orthogonal
+    projector) to 1e-8 of the dense solve of sim.modal.modes, mostly by iteration."""
+    model, motion, evals = rrru3_states
+    assert Tracker.applies(model)
+    tracker = Tracker(model, 4)
+    for k, E in enumerate(evals):
+        omega, shapes, mass_shapes = tracker.modes(E.M, E.J)
+        ref = modes(model, motion.q[k], 4, M=E.M, free=False, energies=False, J=E.J, J_s=E.J_s)
+        np.testing.assert_allclose(omega, ref.omega, rtol=1e-10)
+        np.testing.assert_allclose(mass_shapes, E.M @ shapes, rtol=0, atol=1e-12 * np.abs(mass_shapes).max())
+        P, P_ref = shapes @ mass_shapes.T, ref.shapes @ (E.M @ ref.shapes).T
+        assert np.abs(P - P_ref).max() <= 1e-8 * np.abs(P_ref).max(), f"instant {k}"
+        assert np.abs(E.J @ shapes).max() <= 1e-12 * np.abs(E.J).max() * np.abs(shapes).max()
+    assert tracker.sweeps[0] == -1 and all(0 < s < 10 for s in tracker.sweeps[1:]), tracker.sweeps
+
+
+def test_tracker_refuses_what_it_cannot_partition(rrru3_states):
+    """Redundant rows, or a singular J_r: None (sim.modal.modes chooses its basis there)."""
+    model, _, evals = rrru3_states
+    tracker = Tracker(model, 4)
+    E = evals[0]
+    assert tracker.modes(E.M, np.vstack([E.J, E.J[:1]])) is None
+    J = E.J.copy()
+    J[1] = J[0]
+    assert tracker.modes(E.M, J) is None
+    assert tracker.sweeps == [-2] and tracker.X.shape[1] == 0
+
+
+@pytest.mark.parametrize("name, applies", [("rrru3", True), ("slider_crank", True), ("delta_surgiscope", False),
+                                           ("pss6", False), ("spinup_beam", False), ("rrrt3", False)])
+def test_tracker_applies_only_to_constant_body_stiffness(name, applies):
+    """Lumped springs (Surgiscope), compliant screws (6-PSS), geometric stiffening (spin-up
+    beam) or no elastic coordinates (3-RRRT): the general path."""
+    assert Tracker.applies(load_model(MODELS / f"{name}.py", {})) is applies
