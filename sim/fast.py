@@ -627,7 +627,7 @@ def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff
     _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, with_G, flush=True, bodies=True):
     """:func:`_evaluate` with its model tables ``t`` (:attr:`Evaluator.tables`) as one tuple.
 
@@ -823,11 +823,13 @@ class Evaluator:
         _integrate(q, dv, self.body_q, self.body_v, self.body_nf, out)
         return out
 
-    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, bodies=True):
+    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, bodies=True, flush=True):
         """The equations at ``(q, v)``, as in the reference kernels.
 
         ``bodies=False``: the kinematic terms only (``M``, ``Q`` None), for the rigid robot's
-        motion, which needs no mass matrix.
+        motion, which needs no mass matrix.  ``flush=False``: ``M`` not flushed
+        (:func:`sim.linalg.flush`), for callers whose products with it are few and small
+        (a third of the evaluation on the 3-RRRU).
 
         Returns
         -------
@@ -849,7 +851,7 @@ class Evaluator:
             G, Gg = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv))
         else:
             G = Gg = self._empty
-        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian, True, bodies)
+        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian, flush, bodies)
         G = G if velocity_jacobian else None
         if not bodies:
             M = Q = None

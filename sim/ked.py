@@ -34,9 +34,8 @@ excitation).
 """
 import multiprocessing
 import os
-import signal
-import sys
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +47,7 @@ from .modal import modes
 from .motion import rigid_motion
 from .subspace import Tracker
 
-FRAME_CHUNK = 24   # frames per worker task: ~30 ms of work against ~1 ms of transfer
+FRAME_CHUNK = 24   # frames per worker task (~9 ms on the 3-RRRU); the tracker restarts at each
 
 
 def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
@@ -142,7 +141,8 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
         return Frame(load=Q - M @ a, omega=r.omega, shapes=r.shapes, mass_shapes=M @ r.shapes,
                      pose_jacobian=pose_jacobian(model, q)[1])
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
-    E = ev.evaluate(q, v, targets=s)
+    # M goes to a few BLAS products of the tracker, not to a LAPACK factorisation: no flush.
+    E = ev.evaluate(q, v, targets=s, flush=tracker is None)
     found = tracker.modes(E.M, E.J) if tracker is not None and free is not None and not free else None
     if found is None:
         r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
@@ -162,8 +162,8 @@ def _frames(model, ev, states, count, free, tracker=None, progress=None):
     ``s`` the actuator values, where they are locked).
 
     The ``tracker`` starts afresh (a dense eigensolve) every ``FRAME_CHUNK`` states, the unit
-    of work shared with the worker processes: each frame then has the same starting subspace,
-    and the same numbers, whichever process computes it.
+    of work shared with the worker threads: each frame then has the same starting subspace,
+    and the same numbers, whichever thread computes it.
     """
     out = []
     for k, (q, v, a, s) in enumerate(zip(*states)):
@@ -180,48 +180,34 @@ def _tracker(model, count):
     return Tracker(model, count) if Tracker.applies(model) else None
 
 
-_WORKER = {}   # per worker process: model, mode count and evaluator, set once by _start_worker
+def _workers(workers, n):
+    """Worker threads to use besides this one for ``n`` frames (0: all here).
 
-
-def _start_worker(model, count):
-    """Initializer of a frame worker process (forked: the model is inherited, not pickled).
-
-    Ctrl-C reaches the whole process group: the worker leaves it to the parent, which stops
-    the pool (a KeyboardInterrupt here would only print a traceback)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER.update(model=model, count=count, ev=Evaluator(model), tracker=_tracker(model, count))
-
-
-def _worker_frames(states, free):
-    w = _WORKER
-    return _frames(w["model"], w["ev"], states, w["count"], free, w["tracker"])
-
-
-def _fork_workers(workers, n):
-    """Worker processes to use besides this one for ``n`` frames (0: all here).
-
-    Only where forking is the safe, native way (Linux): a spawned worker would load the
-    compiled kernels again, which costs more than it saves here.  Not from a worker process
-    (a parameter sweep's case): the sweep already keeps the cores busy, and daemonic
-    workers may not have children."""
+    None: one per further core, at most one (two cores are what the targets assume).  None
+    in a worker process (a parameter sweep's case): the sweep already keeps the cores busy.
+    """
     workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
-    if not sys.platform.startswith("linux") or multiprocessing.parent_process() is not None:
+    if multiprocessing.parent_process() is not None:
         return 0
     return max(0, min(workers - 1, n // FRAME_CHUNK - 1))
 
 
 class FramePool:
-    """Frames of a stream of rigid states, shared between this process and forked workers.
+    """Frames of a stream of rigid states, shared between this thread and worker threads.
 
     States arrive one by one (:meth:`add`); every ``FRAME_CHUNK`` of them go to the worker
-    pool as one task.  :meth:`finish` computes the remaining states here, then takes back,
-    from the last one, the tasks no worker has started, so that this process and the
-    workers end together.  Frames at different instants are independent, and each is
-    computed by the same code whichever process runs it: the numbers do not depend on the
-    sharing.  Forked workers inherit the compiled kernels (a fresh interpreter would load
-    them again) and return a few ``n_v x r`` arrays per frame, not ``M``.
+    threads as one task.  :meth:`finish` computes the remaining states here, then takes back,
+    from the last one, the tasks no worker has started, so that this thread and the workers
+    end together.  Frames at different instants are independent, and each is computed by the
+    same code from the same starting subspace whichever thread runs it (:func:`_frames`): the
+    numbers do not depend on the sharing.
 
-    Use as a context manager: leaving it shuts the workers down.
+    Threads, not processes: the compiled kernels (the evaluation, the mode tracker and the
+    rigid motion's loop) release the GIL, so a thread runs in parallel with the motion from
+    the first chunk on, sharing the model and handing back frames without copies.  Each
+    thread has its own :class:`sim.fast.Evaluator` and tracker (their work arrays).
+
+    Use as a context manager: leaving it waits for the running tasks and drops the others.
 
     Parameters
     ----------
@@ -229,7 +215,7 @@ class FramePool:
     count : int
         Modes per frame.
     workers : int
-        Worker processes besides this one (0: everything here).
+        Worker threads besides this one (0: everything here).
     progress : tqdm-like, optional
         ``update(k)`` as frames are done.
     """
@@ -241,9 +227,8 @@ class FramePool:
         self.free = None
         self.buffer = []
         self.tasks = []    # (states, future)
-        self.pool = None if workers < 1 else ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
-            initargs=(model, count))
+        self.local = threading.local()
+        self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
 
     def __enter__(self):
         return self
@@ -262,11 +247,18 @@ class FramePool:
         self.buffer.append((q, v, a, s))
         if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
             states = self._states(self.buffer)
-            future = self.pool.submit(_worker_frames, states, self.free)
+            future = self.pool.submit(self._worker, states)
             if self.progress is not None:
                 future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
             self.tasks.append((states, future))
             self.buffer = []
+
+    def _worker(self, states):
+        """One task, in a worker thread, with that thread's evaluator and tracker."""
+        local = self.local
+        if not hasattr(local, "ev"):
+            local.ev, local.tracker = Evaluator(self.model), _tracker(self.model, self.count)
+        return _frames(self.model, local.ev, states, self.count, self.free, local.tracker)
 
     def _here(self, states):
         return _frames(self.model, self.ev, states, self.count, self.free, self.tracker, self.progress)
@@ -289,10 +281,9 @@ class FramePool:
 def frames_along(model, motion, count, progress=None, workers=None):
     """Frames at every sample of a :class:`sim.motion.RigidMotion` (list, length n).
 
-    ``workers``: processes (default two, or one on a single core; one off Linux); see
-    :class:`FramePool`.
+    ``workers``: threads (default two, or one on a single core); see :class:`FramePool`.
     """
-    with FramePool(model, count, _fork_workers(workers, len(motion.q)), progress) as pool:
+    with FramePool(model, count, _workers(workers, len(motion.q)), progress) as pool:
         for state in zip(motion.q, motion.v, motion.a, motion.actuators):
             pool.add(*state)
         return pool.finish()
@@ -301,7 +292,7 @@ def frames_along(model, motion, count, progress=None, workers=None):
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None):
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
 
-    The frames of the first samples are computed by a worker process while this one goes on
+    The frames of the first samples are computed by a worker thread while this one goes on
     with the motion (:func:`sim.motion.rigid_motion` hands each sample to a
     :class:`FramePool`); the same numbers as :func:`sim.motion.rigid_motion` followed by
     :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
@@ -312,8 +303,9 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     motion : RigidMotion
     frames : list of Frame, length n
     """
-    with FramePool(model, count, _fork_workers(workers, len(times)), progress_frames) as pool:
-        motion = rigid_motion(model, trajectory, times, progress=progress_motion, on_sample=pool.add)
+    with FramePool(model, count, _workers(workers, len(times)), progress_frames) as pool:
+        motion = rigid_motion(model, trajectory, times, progress=progress_motion, on_sample=pool.add,
+                              condition=False)
         return motion, pool.finish()
 
 

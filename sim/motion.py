@@ -15,13 +15,18 @@ with its time.  Long samplings run on the compiled kernels (:mod:`sim.fast`).
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from .assembly import SINGULAR_RATIO, AssemblyError, assemble, correct, solve_pose
+from .assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO, TOLERANCE, AssemblyError,
+                       assemble, correct, solve_pose)
 from .constraints import constraints
 from .errors import SimError
-from .fast import Evaluator
+from .fast import Evaluator, _evaluate_tables, _flush, _integrate, _sigint_deferred
 from .kinematics import markers, pose_jacobian, pose_rates
-from .linalg import flush, normal_solver
+from .linalg import FLUSH_RTOL, flush, normal_solver
+
+SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
+ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,193 @@ class RigidMotion:
     actuators_dot: np.ndarray
     actuators_ddot: np.ndarray
     condition: np.ndarray
+
+
+@njit(cache=True)
+def _chol_solve(R, b):
+    """``(R^T R)^-1 b`` for upper-triangular ``R`` (n, n), ``b`` (n,)."""
+    n = b.size
+    y = np.empty(n)
+    for i in range(n):            # R^T y = b
+        acc = b[i]
+        for k in range(i):
+            acc -= R[k, i] * y[k]
+        y[i] = acc / R[i, i]
+    for i in range(n - 1, -1, -1):  # R x = y
+        acc = y[i]
+        for k in range(i + 1, n):
+            acc -= R[i, k] * y[k]
+        y[i] = acc / R[i, i]
+    return y
+
+
+@njit(cache=True)
+def _normal_factor(A):
+    """Upper Cholesky factor of ``A^T A``; ok False where it is not positive definite."""
+    G = A.T @ A
+    try:
+        return np.linalg.cholesky(G).T.copy(), G, True
+    except Exception:   # numba raises LinAlgError for a non-positive-definite Gram matrix
+        return G, G, False
+
+
+@njit(cache=True)
+def _condition_estimate(R, G, u):
+    """Estimated condition number ``sqrt(lambda_max / lambda_min)`` of ``A`` from
+    ``G = A^T A = R^T R``: three power steps on ``G`` and three inverse-iteration steps from
+    the unit vectors ``u`` (2, n) of the previous sample (updated in place).  Lower bounds of
+    the extremes, so an underestimate: the caller adds a margin and checks exactly above it."""
+    n = G.shape[0]
+    x = u[0].copy()
+    hi = 0.0
+    for _ in range(3):
+        y = G @ x
+        hi = np.sqrt(y @ y)
+        x = y / hi
+    u[0] = x
+    x = u[1].copy()
+    inv = 0.0
+    for _ in range(3):
+        y = _chol_solve(R, x)
+        inv = np.sqrt(y @ y)
+        x = y / inv
+    u[1] = x
+    return np.sqrt(hi * inv)
+
+
+@njit(cache=True)
+def _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, x_target, n_v, A, phi_out, phi):
+    """``A = [C_q; J_x]`` over the reference coordinates (flushed) and the residual
+    ``[C; x - x_target]`` from the last evaluation (translational pose coordinates)."""
+    d = pose_rows.size
+    Jx = np.zeros((d, n_v))
+    for k in range(d):
+        for j in range(cols.shape[1]):
+            if cols[e, j] >= 0:
+                Jx[k, cols[e, j]] = Jp[e, pose_rows[k], j]
+    for i in range(nj):
+        phi_out[i] = phi[i]
+        for k in range(rigid.size):
+            A[i, k] = J[i, rigid[k]]
+    for r in range(d):
+        phi_out[nj + r] = p[e, pose_rows[r]] - x_target[r]
+        for k in range(rigid.size):
+            A[nj + r, k] = Jx[r, rigid[k]]
+    _flush(A, FLUSH_RTOL)
+    return Jx
+
+
+@njit(cache=True, nogil=True)
+def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_rows, rigid, nj, body_q, body_v,
+             body_nf, exact, limit, u, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond):
+    """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop.
+
+    ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done.  Each
+    sample: the third-order predictor, at most ``CORRECTOR_MAX_ITER`` plain Newton steps (as
+    :func:`sim.assembly.correct`), then velocity and acceleration by the normal equations (as
+    :func:`rigid_state`).  Stops at the first sample it cannot finish (the Python path of
+    :func:`rigid_motion` takes it over, with its line search and messages).
+
+    Returns
+    -------
+    k : int
+        First sample not done (``k1`` when all are).
+    """
+    q, v, a, jerk = state
+    n_v = v.size
+    n_rows = nj + out_s.shape[1]
+    n_r = rigid.size
+    d = pose_rows.size
+    empty2 = np.zeros((0, 0))
+    empty1 = np.zeros(0)
+    phi = np.zeros(n_rows)
+    J = np.zeros((n_rows, n_v))
+    gamma = np.zeros(n_rows)
+    A = np.zeros((nj + d, n_r))
+    res = np.zeros(nj + d)
+    dv = np.zeros(n_v)
+    zero = np.zeros(n_v)
+    q_try = np.empty_like(q)
+    for k in range(k0, k1):
+        dt = times[k] - times[k - 1]
+        for i in range(n_v):
+            dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
+        q1 = np.empty_like(q)
+        _integrate(q, dv, body_q, body_v, body_nf, q1)
+        phi[:] = 0.0
+        J[:] = 0.0
+        gamma[:] = 0.0
+        _evaluate_tables(q1, zero, tables, empty2, empty1, phi, J, gamma, empty2, empty2, False, True, False)
+        _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
+        norm = np.abs(res).max()
+        ok = False
+        for _ in range(CORRECTOR_MAX_ITER + 1):
+            if norm < TOLERANCE:
+                ok = True
+                break
+            R, G, fine = _normal_factor(A)
+            if not fine:
+                break
+            step = _chol_solve(R, A.T @ res)
+            dv[:] = 0.0
+            for i in range(n_r):
+                dv[rigid[i]] = -step[i]
+            _integrate(q1, dv, body_q, body_v, body_nf, q_try)
+            phi[:] = 0.0
+            J[:] = 0.0
+            gamma[:] = 0.0
+            _evaluate_tables(q_try, zero, tables, empty2, empty1, phi, J, gamma, empty2, empty2, False, True, False)
+            _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
+            norm_new = np.abs(res).max()
+            if not norm_new < CORRECTOR_CONTRACTION * norm:
+                break
+            q1[:] = q_try
+            norm = norm_new
+        if not ok:
+            return k
+        R, G, fine = _normal_factor(A)
+        if not fine:
+            return k
+        if exact:
+            lam = np.linalg.eigvalsh(G)
+            cond = np.sqrt(lam[-1] / lam[0]) if lam[0] > 0 else np.inf
+            if not cond < limit:
+                return k
+        else:
+            cond = np.nan
+            if not _condition_estimate(R, G, u) * ESTIMATE_MARGIN < limit:
+                return k
+        rhs = np.zeros(nj + d)
+        rhs[nj:] = XD[k]
+        x = _chol_solve(R, A.T @ rhs)
+        v1 = np.zeros(n_v)
+        for i in range(n_r):
+            v1[rigid[i]] = x[i]
+        phi[:] = 0.0
+        J[:] = 0.0
+        gamma[:] = 0.0
+        _evaluate_tables(q1, v1, tables, empty2, empty1, phi, J, gamma, empty2, empty2, False, True, False)
+        rhs[:nj] = gamma[:nj]
+        for r in range(d):
+            rhs[nj + r] = XDD[k, r] - pq[e, pose_rows[r]]
+        x = _chol_solve(R, A.T @ rhs)
+        a1 = np.zeros(n_v)
+        for i in range(n_r):
+            a1[rigid[i]] = x[i]
+        if dt > 0:
+            jerk[:] = (a1 - a) / dt
+        q[:] = q1
+        v[:] = v1
+        a[:] = a1
+        out_q[k] = q1
+        out_v[k] = v1
+        out_a[k] = a1
+        J_s = J[nj:]
+        out_s[k] = phi[nj:]
+        out_sd[k] = J_s @ v1
+        out_sdd[k] = J_s @ a1 - gamma[nj:]
+        out_cond[k] = cond
+    return k1
 
 
 def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
@@ -83,12 +275,34 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
     return v, solve(np.concatenate([E.gamma, x_ddot - xq])), cond, E
 
 
-def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None):
+def _fast_segments(model, ev):
+    """Arguments of :func:`_segment` for ``model``, or None where only the Python loop applies:
+    angular end-effector coordinates, or redundant constraints (rank below the reference
+    coordinates' count at home: minimum-norm solutions)."""
+    kinds = model.pose_kinds
+    if not all(k in "xyz" for k in kinds) or model.home_ranks[0] != len(model.v_rigid):
+        return None
+    w = ev.work
+    return (ev.tables, w["p"], w["Jp"], w["pq"], ev.cols, int(model.ee_marker),
+            np.array(["xyz".index(k) for k in kinds], dtype=np.int64), np.asarray(model.v_rigid, dtype=np.int64),
+            int(ev.n_joint), ev.body_q, ev.body_v, ev.body_nf)
+
+
+def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None, condition=True):
     """Sample the rigid robot's motion along ``trajectory`` at ``times`` (n,) [s].
 
     ``on_sample(q, v, a, s)`` (optional) is called with each sample as soon as it is known
     (``s``: the actuator values, not yet unwrapped), so that a consumer can start on it
     while the motion goes on (:func:`sim.ked.motion_and_frames`).
+
+    ``condition=False``: no condition numbers (``condition`` is NaN), only the guard against
+    singular configurations -- an estimate (power and inverse iteration on ``A^T A``) with a
+    margin of ``ESTIMATE_MARGIN``, and the exact value where the estimate comes that close
+    to the limit.  Saves an eigensolve per sample.
+
+    Where the end-effector coordinates are translations and the constraints independent, the
+    samples run in a compiled loop (:func:`_segment`), the Python loop below taking over a
+    sample it cannot finish; the two solve the same equations.
 
     Raises
     ------
@@ -103,11 +317,37 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         q = solve_pose(model, x[0], q_start=q_start)
     except SimError as exc:
         raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
-    out = {k: [] for k in ("q", "v", "a", "act", "act_d", "act_dd", "cond")}
+    n_a = len(model.actuators)
+    out_q, out_v, out_a = np.zeros((n, model.n_q)), np.zeros((n, model.n_v)), np.zeros((n, model.n_v))
+    out_s, out_sd, out_sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
+    out_cond = np.full(n, np.nan)
     ev = Evaluator(model)
+    fast = _fast_segments(model, ev)
+    if fast is not None:
+        with _sigint_deferred():   # compile (or load) now: see sim.fast._sigint_deferred
+            _segment(1, 1, times, x, xd, xdd, (q.copy(), np.zeros(model.n_v), np.zeros(model.n_v),
+                                                 np.zeros(model.n_v)),
+                     *fast, condition, 1 / SINGULAR_RATIO, np.ones((2, len(model.v_rigid))), out_q, out_v, out_a,
+                     out_s, out_sd, out_sdd, out_cond)
+    u = np.ones((2, len(model.v_rigid))) / np.sqrt(len(model.v_rigid))   # the estimate's vectors
     v = a = jerk = np.zeros(model.n_v)
     A = None
-    for k, t in enumerate(times):
+    k = 0
+    while k < n:
+        t = times[k]
+        if k and fast is not None:
+            state = (q.copy(), v.copy(), a.copy(), jerk.copy())
+            end = _segment(k, min(n, k + SEGMENT), times, x, xd, xdd, state, *fast, condition, 1 / SINGULAR_RATIO,
+                           u, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond)
+            for j in range(k, end):
+                if on_sample is not None:
+                    on_sample(out_q[j], out_v[j], out_a[j], out_s[j])
+            if progress is not None and end > k:
+                progress.update(end - k)
+            if end > k:
+                q, v, a, jerk = state
+                k = end
+                continue
         if k:
             dt = t - times[k - 1]
             q_pred = ev.integrate(q, dt * v + 0.5 * dt**2 * a + dt**3 / 6 * jerk)
@@ -128,22 +368,17 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         if not cond < 1 / SINGULAR_RATIO:
             raise SimError(f"singular configuration at t = {t:.6g} s (condition number {cond:.3g})")
         s, J_s, g_s = E.s, E.J_s, E.gamma_s
-        out["q"].append(q)
-        out["v"].append(v)
-        out["a"].append(a)
-        out["act"].append(s)
-        out["act_d"].append(J_s @ v)
-        out["act_dd"].append(J_s @ a - g_s)
-        out["cond"].append(cond)
+        out_q[k], out_v[k], out_a[k] = q, v, a
+        out_s[k], out_sd[k], out_sdd[k] = s, J_s @ v, J_s @ a - g_s
+        out_cond[k] = cond if condition else np.nan
         if on_sample is not None:
             on_sample(q, v, a, s)
         if progress is not None:
             progress.update(1)
-    act = np.array(out["act"]).reshape(n, -1)
+        k += 1
+    act = out_s.copy()
     # Angles are unwrapped so that drives are continuous through +-pi.
     ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
     act[:, ang] = np.unwrap(act[:, ang], axis=0)
-    return RigidMotion(t=times, q=np.array(out["q"]), v=np.array(out["v"]), a=np.array(out["a"]), pose=x,
-                       pose_dot=xd, pose_ddot=xdd, actuators=act,
-                       actuators_dot=np.array(out["act_d"]).reshape(n, -1),
-                       actuators_ddot=np.array(out["act_dd"]).reshape(n, -1), condition=np.array(out["cond"]))
+    return RigidMotion(t=times, q=out_q, v=out_v, a=out_a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
+                       actuators_dot=out_sd, actuators_ddot=out_sdd, condition=out_cond)

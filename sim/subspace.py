@@ -13,14 +13,19 @@ with ``x`` the elastic coordinates themselves (the basis of
 reduced mass ``N^T M N`` changes along the motion.  The pencil ``(K_ee, N^T M N)`` is solved by
 subspace iteration (Bathe): ``p = max(2r, r + 8)`` vectors, ``X <- K_ee^{-1} (N^T M N) X``
 followed by a Rayleigh-Ritz projection, until the relative residuals of the ``r`` wanted pairs,
-``|K x - lambda M_n x| / |K x|``, are below :data:`RESIDUAL_TOL`.  The subspace of the
-previous instant is the starting subspace of the next (the coordinates ``x`` keep their
-meaning along the motion), so that a few iterations suffice; without a previous subspace, or
+``|K x - lambda M_n x| / |K x|``, are below :data:`RESIDUAL_TOL`.  The subspaces of the
+two previous instants, extrapolated linearly, start the next (the coordinates ``x`` keep
+their meaning along the motion; the previous Ritz vectors are first aligned with the last,
+``X_prev C``, ``C = X_prev^T M_n X``), so that a few iterations suffice: on the 3-RRRU
+circle with 512 intervals, 4 sweeps instead of 5-6 from the last subspace alone, 3 at a
+tolerance of 1e-9.  Without a previous subspace, or
 when the iteration does not converge in :data:`MAX_ITER` sweeps, a dense eigensolve of the
 reduced pencil gives it.  Mode ``i`` converges like ``(lambda_i / lambda_{p+1})^k``.
 
-The eigenvalues agree with a dense solve to ~``RESIDUAL_TOL^2``; a shape to
-``RESIDUAL_TOL`` over its relative gap to the other eigenvalues.
+The eigenvalues agree with a dense solve to ~``RESIDUAL_TOL^2`` (relative); a shape to
+about ``RESIDUAL_TOL`` over its relative gap to the other eigenvalues -- far below the
+piecewise-constant approximation of KED itself, and below the 1e-8 of the KED response the
+tests hold it to.
 
 References
 ----------
@@ -32,7 +37,7 @@ from numba import njit
 from . import dynamics, springs
 from .fast import _sigint_deferred
 
-RESIDUAL_TOL = 1e-10   # relative residual of the wanted pairs at convergence
+RESIDUAL_TOL = 1e-9    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
 BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
 
@@ -195,12 +200,18 @@ def _reduced_mass(M, J, rigid, elastic):
     return np.abs(Gc).max() if Gc.size else 0.0, Gc, c, 0.5 * (Mn + Mn.T)
 
 
-@njit(cache=True)
-def _modes(M, J, rigid, elastic, K, K_inv, K_inv_chol, X, r, tol, max_iter, basis_max):
-    """Compiled :meth:`Tracker.modes`: the basis, the reduced mass and the iteration in one call."""
+@njit(cache=True, nogil=True)
+def _modes(M, J, rigid, elastic, K, K_inv, K_inv_chol, X, X_prev, r, tol, max_iter, basis_max):
+    """Compiled :meth:`Tracker.modes`: the basis, the reduced mass, the starting subspace and
+    the iteration in one call."""
     g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic)
     if not g <= basis_max:
         return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2
+    if X_prev.shape[1] == X.shape[1] and X.shape[1] > 0:
+        # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
+        # the previous Ritz vectors (signs, mixing) with the last ones.
+        C = X_prev.T @ (Mn @ X)
+        X = 2.0 * X - X_prev @ C
     lam, X, sweeps = subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter)
     # Phi = N X_r: the elastic rows are X_r, the reference rows G_c X_r[c].
     shapes = np.zeros((M.shape[0], r))
@@ -242,7 +253,7 @@ class Tracker:
             J = np.zeros((self.rigid.size, model.n_v))
             J[np.arange(self.rigid.size), self.rigid] = 1.0
             _modes(np.eye(model.n_v), J, self.rigid, self.elastic, self.K,
-                   self.K_inv, self.K_inv_chol, self.X, 0, RESIDUAL_TOL, 0, -1.0)
+                   self.K_inv, self.K_inv_chol, self.X, self.X, 0, RESIDUAL_TOL, 0, -1.0)
 
     @staticmethod
     def applies(model):
@@ -252,8 +263,8 @@ class Tracker:
                 and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model))
 
     def reset(self):
-        """Forget the last subspace: the next :meth:`modes` starts from a dense solve."""
-        self.X = np.zeros((self.elastic.size, 0))
+        """Forget the last subspaces: the next :meth:`modes` starts from a dense solve."""
+        self.X = self.X_prev = np.zeros((self.elastic.size, 0))
 
     def modes(self, M, J):
         """The lowest ``count`` modes with mass ``M`` and locked constraint rows ``J``.
@@ -280,7 +291,8 @@ class Tracker:
             return None
         try:
             lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.K, self.K_inv,
-                                                         self.K_inv_chol, self.X, self.count, RESIDUAL_TOL,
+                                                         self.K_inv_chol, self.X, self.X_prev, self.count,
+                                                         RESIDUAL_TOL,
                                                          MAX_ITER, BASIS_MAX)
         except np.linalg.LinAlgError:   # J_r singular
             sweeps = -2
@@ -288,5 +300,5 @@ class Tracker:
         if sweeps == -2:
             self.reset()
             return None
-        self.X = X
+        self.X_prev, self.X = self.X, X
         return np.sqrt(np.maximum(lam[:self.count], 0.0)), shapes, mass_shapes

@@ -111,17 +111,17 @@ def _assert_same_frames(a, b, label):
 
 
 def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypatch):
-    """Chunks computed by a forked worker, chunks taken back, and the tail: the same numbers, in order."""
+    """Chunks computed by a worker thread, chunks taken back, and the tail: the same numbers, in order."""
     import sim.ked
     from sim.ked import frames_along, motion_and_frames
     from sim.motion import rigid_motion
 
     monkeypatch.setattr(sim.ked, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
-    assert sim.ked._fork_workers(2, 41) == 1, "the shared path is the one under test"
+    assert sim.ked._workers(2, 41) == 1, "the shared path is the one under test"
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     serial = frames_along(rrru3_coarse, motion, 3, workers=1)
-    _assert_same_frames(frames_along(rrru3_coarse, motion, 3, workers=2), serial, "frames_along, 2 processes")
+    _assert_same_frames(frames_along(rrru3_coarse, motion, 3, workers=2), serial, "frames_along, 2 threads")
     motion2, frames = motion_and_frames(rrru3_coarse, SHORT_ARC, t, 3, workers=2)
     assert np.array_equal(motion2.q, motion.q) and np.array_equal(motion2.a, motion.a)
     _assert_same_frames(frames, serial, "motion and frames overlapped")
@@ -139,7 +139,8 @@ def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, mon
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert not calls, "the corrector fell back to the line-search Newton"
-    monkeypatch.setattr(sim.assembly, "CORRECTOR_MAX_ITER", 0)    # every sample through assemble()
+    monkeypatch.setattr(sim.assembly, "CORRECTOR_MAX_ITER", 0)    # every sample through assemble() ...
+    monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)   # ... in the Python loop
     robust = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert len(calls) == t.size - 1
     # Both stop below the 1e-11 residual tolerance; the configurations agree to that order.
@@ -163,3 +164,70 @@ def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, mo
     scale = np.abs(dense.deviation).max()
     assert scale > 1e-6
     assert np.abs(fast.deviation - dense.deviation).max() <= 1e-8 * scale
+
+
+def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
+    """The compiled sample loop (sim.motion._segment) and the Python loop solve the same
+    equations: states to round-off, condition numbers to 1e-10; without condition numbers,
+    the same states and NaN."""
+    import sim.motion
+    from sim.motion import rigid_motion
+
+    t = np.linspace(0.0, SHORT_ARC.duration, 41)
+    assert sim.motion._fast_segments(rrru3_coarse, sim.motion.Evaluator(rrru3_coarse)) is not None
+    fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    quick = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
+    monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)
+    slow = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    for field in ("q", "v", "a", "actuators", "actuators_dot", "actuators_ddot"):
+        ref = getattr(slow, field)
+        scale = max(np.abs(ref).max(), 1e-300)
+        assert np.abs(getattr(fast, field) - ref).max() <= 1e-12 * scale, field
+        assert np.abs(getattr(quick, field) - ref).max() <= 1e-12 * scale, field
+    np.testing.assert_allclose(fast.condition, slow.condition, rtol=1e-10)
+    assert np.isnan(quick.condition).all()
+
+
+def test_rigid_motion_paths_stop_at_the_same_workspace_exit(rrru3_coarse, monkeypatch):
+    """A circle through the workspace boundary: the compiled loop hands the failing sample to
+    the Python loop, which names the same time as the Python loop alone."""
+    import sim.motion
+    from sim.errors import SimError
+    from sim.motion import rigid_motion
+
+    arc = circle([-0.3, 0.0, -0.7], 0.6, 2.0, 1.6)
+    t = np.linspace(0.0, 1.6, 161)
+    messages = []
+    for condition in (True, False, None):
+        if condition is None:
+            monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)
+        with pytest.raises(SimError) as info:
+            rigid_motion(rrru3_coarse, arc, t, condition=condition is not False)
+        messages.append(str(info.value))
+    assert "leaves the workspace at t = 0.81 s" in messages[0]
+    assert messages[1] == messages[0] == messages[2]
+
+
+def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
+    """The singular guard's estimate (power and inverse iteration from the previous sample's
+    vectors) is a lower bound within the margin of the exact sigma_1 / sigma_n, and closes in
+    on it along a motion."""
+    from sim.assembly import residual
+    from sim.fast import Evaluator
+    from sim.linalg import flush
+    from sim.motion import ESTIMATE_MARGIN, _condition_estimate, rigid_motion
+
+    t = np.linspace(0.0, SHORT_ARC.duration, 21)
+    motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    ev = Evaluator(rrru3_coarse)
+    n = len(rrru3_coarse.v_rigid)
+    u = np.ones((2, n)) / np.sqrt(n)
+    ratios = []
+    for q, x, cond in zip(motion.q, motion.pose, motion.condition):
+        A = flush(residual(rrru3_coarse, q, None, x, ev)[1])
+        G = A.T @ A
+        R = np.linalg.cholesky(G).T.copy()
+        ratios.append(_condition_estimate(R, G, u) / cond)
+    ratios = np.array(ratios)
+    assert np.all(ratios <= 1 + 1e-9) and np.all(ratios * ESTIMATE_MARGIN > 1)
+    assert ratios[0] > 0.5 and ratios[-1] > 0.99, ratios   # within 1 % once warm

@@ -35,7 +35,7 @@ def run(model, scenario, group, progress):
     m, k = table["samples"], table["count"]
     time = np.linspace(0.0, trajectory.duration, m)
     with progress(m, "frequencies: rigid motion") as bar:
-        motion = rigid_motion(model, trajectory, time, progress=bar)
+        motion = rigid_motion(model, trajectory, time, progress=bar, condition=False)
     free = has_free_motions(model, motion.q[0])
     omegas, shapes, masses = [], [], []
     with progress(m, "frequencies: modes") as bar:

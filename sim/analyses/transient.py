@@ -214,7 +214,7 @@ def reference(model, scenario, table, progress):
     # At least REFERENCE_SAMPLES samples, so that short, fast motions are resolved too.
     times = np.linspace(0.0, duration, max(REFERENCE_SAMPLES, int(np.ceil(duration / REFERENCE_STEP)) + 1))
     bar = progress(len(times), "rigid reference")
-    motion = rigid_motion(model, trajectory, times, progress=bar)
+    motion = rigid_motion(model, trajectory, times, progress=bar, condition=False)
     bar.close()
     law = _spline_law(times, motion.actuators)
     torque = None
