@@ -125,6 +125,16 @@ def _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, x_target, n_v, A, phi_ou
     return Jx
 
 
+@njit(cache=True)
+def _kinematics(q, v, tables, phi, J, gamma):
+    """The constraint rows (all actuators') at ``(q, v)``: no ``M``, ``Q``."""
+    phi[:] = 0.0
+    J[:] = 0.0
+    gamma[:] = 0.0
+    empty = np.zeros((0, 0))
+    _evaluate_tables(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, False, True, False)
+
+
 @njit(cache=True, nogil=True)
 def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_rows, rigid, nj, body_q, body_v,
              body_nf, exact, limit, u, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond):
@@ -146,8 +156,6 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
     n_rows = nj + out_s.shape[1]
     n_r = rigid.size
     d = pose_rows.size
-    empty2 = np.zeros((0, 0))
-    empty1 = np.zeros(0)
     phi = np.zeros(n_rows)
     J = np.zeros((n_rows, n_v))
     gamma = np.zeros(n_rows)
@@ -162,16 +170,15 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
             dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
         q1 = np.empty_like(q)
         _integrate(q, dv, body_q, body_v, body_nf, q1)
-        phi[:] = 0.0
-        J[:] = 0.0
-        gamma[:] = 0.0
-        _evaluate_tables(q1, zero, tables, empty2, empty1, phi, J, gamma, empty2, empty2, False, True, False)
+        _kinematics(q1, zero, tables, phi, J, gamma)
         _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
         norm = np.abs(res).max()
         ok = False
-        for _ in range(CORRECTOR_MAX_ITER + 1):
+        for it in range(CORRECTOR_MAX_ITER + 1):
             if norm < TOLERANCE:
                 ok = True
+                break
+            if it == CORRECTOR_MAX_ITER:
                 break
             R, G, fine = _normal_factor(A)
             if not fine:
@@ -181,10 +188,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
             _integrate(q1, dv, body_q, body_v, body_nf, q_try)
-            phi[:] = 0.0
-            J[:] = 0.0
-            gamma[:] = 0.0
-            _evaluate_tables(q_try, zero, tables, empty2, empty1, phi, J, gamma, empty2, empty2, False, True, False)
+            _kinematics(q_try, zero, tables, phi, J, gamma)
             _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
@@ -211,10 +215,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
         v1 = np.zeros(n_v)
         for i in range(n_r):
             v1[rigid[i]] = x[i]
-        phi[:] = 0.0
-        J[:] = 0.0
-        gamma[:] = 0.0
-        _evaluate_tables(q1, v1, tables, empty2, empty1, phi, J, gamma, empty2, empty2, False, True, False)
+        _kinematics(q1, v1, tables, phi, J, gamma)
         rhs[:nj] = gamma[:nj]
         for r in range(d):
             rhs[nj + r] = XDD[k, r] - pq[e, pose_rows[r]]
