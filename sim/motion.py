@@ -85,7 +85,6 @@ def _condition_estimate(R, G, u):
     ``G = A^T A = R^T R``: three power steps on ``G`` and three inverse-iteration steps from
     the unit vectors ``u`` (2, n) of the previous sample (updated in place).  Lower bounds of
     the extremes, so an underestimate: the caller adds a margin and checks exactly above it."""
-    n = G.shape[0]
     x = u[0].copy()
     hi = 0.0
     for _ in range(3):
