@@ -43,6 +43,7 @@ import numpy as np
 from .dynamics import mass_and_forces
 from .fast import Evaluator
 from .kinematics import pose_jacobian
+from .linalg import flush
 from .modal import modes
 from .motion import rigid_motion
 from .subspace import Tracker
@@ -141,14 +142,17 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
         return Frame(load=Q - M @ a, omega=r.omega, shapes=r.shapes, mass_shapes=M @ r.shapes,
                      pose_jacobian=pose_jacobian(model, q)[1])
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
-    # M goes to a few BLAS products of the tracker, not to a LAPACK factorisation: no flush.
-    E = ev.evaluate(q, v, targets=s, flush=tracker is None)
-    found = tracker.modes(E.M, E.J) if tracker is not None and free is not None and not free else None
+    tracked = tracker is not None and free is not None and not free
+    # The tracker only takes BLAS products of M: no flush (sim.linalg.flush) unless LAPACK gets it.
+    E = ev.evaluate(q, v, targets=s, flush=not tracked)
+    found = tracker.modes(E.M, E.J) if tracked else None
+    M = E.M
     if found is None:
-        r = modes(model, q, count, M=E.M, free=free, energies=False, J=E.J, J_s=E.J_s)
-        found = r.omega, r.shapes, E.M @ r.shapes
+        M = flush(M) if tracked else M
+        r = modes(model, q, count, M=M, free=free, energies=False, J=E.J, J_s=E.J_s)
+        found = r.omega, r.shapes, M @ r.shapes
     omega, shapes, mass_shapes = found
-    return Frame(load=E.Q - E.M @ a, omega=omega, shapes=shapes, mass_shapes=mass_shapes,
+    return Frame(load=E.Q - M @ a, omega=omega, shapes=shapes, mass_shapes=mass_shapes,
                  pose_jacobian=ev.pose()[1])
 
 
@@ -183,8 +187,8 @@ def _tracker(model, count):
 def _workers(workers, n):
     """Worker threads to use besides this one for ``n`` frames (0: all here).
 
-    None: one per further core, at most one (two cores are what the targets assume).  None
-    in a worker process (a parameter sweep's case): the sweep already keeps the cores busy.
+    ``workers`` None: two threads in all where there are two cores or more.  Always 0 in a
+    worker process (a parameter sweep's case): the sweep already keeps the cores busy.
     """
     workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
     if multiprocessing.parent_process() is not None:
