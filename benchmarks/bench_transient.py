@@ -9,15 +9,11 @@ h = 1e-3 s < 10 s.  ``--quick`` runs a tenth of each duration.
 """
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 
-from sim.loader import load_model
-from sim.scenario import load_scenario
-
-ROOT = Path(__file__).resolve().parents[1]
+from common import run_analysis
 
 
 def reference_workload():
@@ -32,39 +28,8 @@ def reference_workload():
     return time.perf_counter() - start
 
 
-class _Group:
-    """Stand-in for a result group: keeps attributes, discards datasets."""
-
-    def __init__(self):
-        self.attrs = {}
-
-    def put(self, *args, **kwargs):
-        return None
-
-    def set_status(self, *args):
-        return None
-
-
-class _Bar:
-    def update(self, n):
-        return None
-
-    def close(self):
-        return None
-
-
 def run(scenario_file, fraction):
-    from sim.analyses.transient import run as transient
-    scenario = load_scenario(ROOT / scenario_file)
-    table = scenario.data["transient"]
-    duration = table["duration"] or scenario.data["trajectory"]["duration"]
-    table["duration"] = duration * fraction
-    model = load_model(scenario.model_file, scenario.model_parameters)
-    group = _Group()
-    start = time.perf_counter()
-    summary = transient(model, scenario, group, lambda total, desc: _Bar())
-    total = time.perf_counter() - start
-    return total, group.attrs, summary
+    return run_analysis(scenario_file, "transient", fraction)
 
 
 def main():

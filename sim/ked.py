@@ -39,14 +39,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
+from . import dynamics
+from .assembly import SINGULAR_RATIO
 from .dynamics import mass_and_forces
-from .fast import Evaluator
+from .fast import Evaluator, _evaluate_tables, _sigint_deferred
 from .kinematics import pose_jacobian
 from .linalg import flush
 from .modal import modes
 from .motion import rigid_motion
-from .subspace import Tracker
+from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, Tracker, _modes
 
 FRAME_CHUNK = 24   # frames per worker task (~9 ms on the 3-RRRU); the tracker restarts at each
 
@@ -84,21 +87,52 @@ def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
     ``eps / (omega dt)^2``, harmless for ``omega dt > 1e-3`` (one interval is then a
     thousandth of a period or more).
     """
-    omega = np.asarray(omega, dtype=float)
-    zeta = np.asarray(zeta, dtype=float)
-    a = np.asarray(load_start, dtype=float)
-    b = (np.asarray(load_end, dtype=float) - a) / dt
-    c1 = b / omega**2
-    c0 = (a - 2 * zeta * omega * c1) / omega**2
-    wd = omega * np.sqrt(1 - zeta**2)
-    sigma = zeta * omega
-    A = eta - c0
-    B = (eta_dot - c1 + sigma * A) / wd
-    decay = np.exp(-sigma * dt)
-    co, si = np.cos(wd * dt), np.sin(wd * dt)
-    eta_end = decay * (A * co + B * si) + c0 + c1 * dt
-    eta_dot_end = decay * ((wd * B - sigma * A) * co - (sigma * B + wd * A) * si) + c1
-    return eta_end, eta_dot_end
+    shape = np.broadcast(omega, zeta, eta, eta_dot, load_start, load_end).shape
+    args = [np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), shape)).ravel()
+            for x in (omega, zeta, eta, eta_dot, load_start, load_end)]
+    eta_end, eta_dot_end = np.empty(args[0].size), np.empty(args[0].size)
+    _ramp(args[0], args[1], float(dt), *args[2:], eta_end, eta_dot_end)
+    return eta_end.reshape(shape), eta_dot_end.reshape(shape)
+
+
+@njit(cache=True)
+def _ramp(omega, zeta, dt, eta, eta_dot, a, b_end, eta_end, eta_dot_end):
+    """:func:`ramp_response` on arrays (r,), results in ``eta_end``, ``eta_dot_end``."""
+    for i in range(omega.size):
+        w, z = omega[i], zeta[i]
+        b = (b_end[i] - a[i]) / dt
+        c1 = b / w**2
+        c0 = (a[i] - 2 * z * w * c1) / w**2
+        wd = w * np.sqrt(1 - z**2)
+        sigma = z * w
+        A = eta[i] - c0
+        B = (eta_dot[i] - c1 + sigma * A) / wd
+        decay = np.exp(-sigma * dt)
+        co, si = np.cos(wd * dt), np.sin(wd * dt)
+        eta_end[i] = decay * (A * co + B * si) + c0 + c1 * dt
+        eta_dot_end[i] = decay * ((wd * B - sigma * A) * co - (sigma * B + wd * A) * si) + c1
+
+
+@njit(cache=True)
+def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end, dt, eta, eta_dot):
+    """One interval of :class:`ModalStepper`, in place: ``u``, ``u_dot`` (n_v,) advanced over
+    ``dt`` on the modes ``(omega, shapes, mass_shapes)``; ``eta``, ``eta_dot`` (r,) the modal
+    state at the end."""
+    e0 = u @ mass_shapes
+    ed0 = u_dot @ mass_shapes
+    _ramp(omega, zeta, dt, e0, ed0, load_start @ shapes, load_end @ shapes, eta, eta_dot)
+    u[:] = shapes @ eta
+    u_dot[:] = shapes @ eta_dot
+
+
+@njit(cache=True)
+def _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U):
+    """All the intervals of :func:`integrate_frames` (frames stacked on the first axis);
+    rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled."""
+    for i in range(time.size - 1):
+        _modal_step(u, u_dot, omega[i], shapes[i], mass_shapes[i], zeta, load[i], load[i + 1],
+                    time[i + 1] - time[i], eta[i + 1], eta_dot[i + 1])
+        U[i + 1] = u
 
 
 @dataclass(frozen=True)
@@ -156,27 +190,156 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
                  pose_jacobian=ev.pose()[1])
 
 
-def has_free_motions(model, q):
-    """True when the model at ``q`` has free (rigid-body) motions with the actuators locked."""
+def has_free_motions(model, q, ev=None):
+    """True when the model at ``q`` has free (rigid-body) motions with the actuators locked.
+
+    Where the locked rows determine the reference coordinates (``J_r`` square and regular)
+    and the bodies' elastic stiffness is positive definite, every constrained motion strains
+    a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): no free motion, and no eigensolve
+    to tell.  Otherwise the modes decide.  ``ev``: a :class:`sim.fast.Evaluator` at hand.
+    """
+    ev = Evaluator(model) if ev is None else ev
+    J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
+    rigid, elastic = model.v_rigid, model.v_elastic
+    if J.shape[0] == rigid.size:
+        K = dynamics.stiffness_matrix(model)[np.ix_(elastic, elastic)]
+        sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
+        if sigma[-1] > SINGULAR_RATIO * sigma[0] and (not elastic.size or np.linalg.eigvalsh(K)[0] > 0):
+            return False
     return modes(model, q, count=1).rigid_count > 0
 
 
-def _frames(model, ev, states, count, free, tracker=None, progress=None):
-    """Frames (list) of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
-    ``s`` the actuator values, where they are locked).
+@dataclass(frozen=True)
+class Frames:
+    """The frames of ``n`` instants, stacked: the record :func:`integrate_frames` steps through.
+
+    Attributes
+    ----------
+    load : ndarray, shape (n, n_v)
+    omega : ndarray, shape (n, r)
+    shapes, mass_shapes : ndarray, shape (n, n_v, r)
+    pose_jacobian : ndarray, shape (n, d, n_v)
+        Row ``k`` of each: the fields of :class:`Frame` at instant ``k``.
+    """
+
+    load: np.ndarray
+    omega: np.ndarray
+    shapes: np.ndarray
+    mass_shapes: np.ndarray
+    pose_jacobian: np.ndarray
+
+    @classmethod
+    def empty(cls, n, n_v, r, d):
+        return cls(np.zeros((n, n_v)), np.zeros((n, r)), np.zeros((n, n_v, r)), np.zeros((n, n_v, r)),
+                   np.zeros((n, d, n_v)))
+
+    @classmethod
+    def stack(cls, frames):
+        """From a sequence of :class:`Frame`."""
+        return cls(*(np.stack([getattr(f, name) for f in frames]).astype(float) for name in FIELDS))
+
+    def __len__(self):
+        return self.load.shape[0]
+
+    def __getitem__(self, k):
+        return Frame(*(getattr(self, name)[k] for name in FIELDS))
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def put(self, k, fr):
+        """Store the :class:`Frame` ``fr`` as instant ``k``."""
+        for name in FIELDS:
+            getattr(self, name)[k] = getattr(fr, name)
+
+
+FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian")
+
+
+@njit(cache=True, nogil=True)
+def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
+                tol, max_iter, basis_max, load, omega, shapes, mass_shapes, jac, sweeps):
+    """:func:`frame` with a tracker that starts afresh, for the states ``qs``, ``vs``, ``accs``
+    (n, ...) in one compiled loop: the evaluation (``M`` not flushed), the tracker's modes
+    (:func:`sim.subspace._modes`), the load and the end-effector Jacobian (translational
+    coordinates ``pose_rows`` of marker ``e``) into ``load`` .. ``jac`` (n, ...).
+
+    ``sweeps`` (n,): the tracker's count per frame; -2 where it turned the frame down (left
+    for :func:`frame`'s dense modes), the tracker then starting afresh, as :class:`Tracker` does.
+    """
+    n_v = vs.shape[1]
+    n_e = elastic.size
+    r = omega.shape[1]
+    n_rows = rigid.size
+    M = np.zeros((n_v, n_v))
+    Q = np.zeros(n_v)
+    phi = np.zeros(n_rows)
+    J = np.zeros((n_rows, n_v))
+    gamma = np.zeros(n_rows)
+    empty = np.zeros((0, 0))
+    X = X_prev = np.zeros((n_e, 0))
+    for k in range(vs.shape[0]):
+        J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
+        _evaluate_tables(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, False, False, True)
+        lam, sh, msh, X_new, sweeps[k] = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev,
+                                                r, tol, max_iter, basis_max)
+        if sweeps[k] == -2:
+            X = X_prev = np.zeros((n_e, 0))
+            continue
+        X_prev, X = X, X_new
+        for i in range(r):
+            omega[k, i] = np.sqrt(max(lam[i], 0.0))
+        shapes[k] = sh
+        mass_shapes[k] = msh
+        load[k] = Q - M @ accs[k]
+        jac[k] = 0.0
+        for i in range(pose_rows.size):
+            for j in range(cols.shape[1]):
+                if cols[e, j] >= 0:
+                    jac[k, i, cols[e, j]] = Jp[e, pose_rows[i], j]
+
+
+def _loop_arguments(model, ev, tracker, free):
+    """The model arguments of :func:`_frame_loop`, or None where the frames go one by one
+    through :func:`frame`: no tracker, free motions, locked rows not square over the reference
+    coordinates, or angular end-effector coordinates."""
+    kinds = model.pose_kinds
+    if tracker is None or free or ev.n_rows != tracker.rigid.size or not all(k in "xyz" for k in kinds):
+        return None
+    return (ev.tables, ev.work["Jp"], ev.cols, int(model.ee_marker),
+            np.array(["xyz".index(k) for k in kinds], dtype=np.int64), tracker.rigid, tracker.elastic,
+            tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, RESIDUAL_TOL, MAX_ITER, BASIS_MAX)
+
+
+def _frames(model, ev, tracker, states, count, free, out, k0, progress=None):
+    """The frames of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
+    ``s`` the actuator values, where they are locked) into ``out`` (:class:`Frames`) from
+    row ``k0``.
 
     The ``tracker`` starts afresh (a dense eigensolve) every ``FRAME_CHUNK`` states, the unit
     of work shared with the worker threads: each frame then has the same starting subspace,
-    and the same numbers, whichever thread computes it.
+    and the same numbers, whichever thread computes it.  Chunks go through the compiled
+    :func:`_frame_loop` where it applies (:func:`_loop_arguments`), else frame by frame.
     """
-    out = []
-    for k, (q, v, a, s) in enumerate(zip(*states)):
-        if tracker is not None and k % FRAME_CHUNK == 0:
+    q, v, a, s = states
+    loop = _loop_arguments(model, ev, tracker, free)
+    for c0 in range(0, len(q), FRAME_CHUNK):
+        chunk = slice(c0, min(len(q), c0 + FRAME_CHUNK))
+        rows = slice(k0 + chunk.start, k0 + chunk.stop)
+        todo = range(chunk.start, chunk.stop)
+        if loop is not None:
+            sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
+            _frame_loop(q[chunk], v[chunk], a[chunk], *loop, *(getattr(out, name)[rows] for name in FIELDS), sweeps)
+            tracker.sweeps.extend(sweeps.tolist())
+            todo = chunk.start + np.flatnonzero(sweeps == -2)   # turned down: dense modes
+            if progress is not None:
+                progress.update(len(sweeps) - len(todo))
+        elif tracker is not None:
             tracker.reset()
-        out.append(frame(model, q, v, a, count, free, ev, s, tracker))
-        if progress is not None:
-            progress.update(1)
-    return out
+        for k in todo:
+            out.put(k0 + k, frame(model, q[k], v[k], a[k], count, free, ev, s[k], None if loop else tracker))
+            if progress is not None:
+                progress.update(1)
 
 
 def _tracker(model, count):
@@ -197,7 +360,7 @@ def _workers(workers, n):
 
 
 class FramePool:
-    """Frames of a stream of rigid states, shared between this thread and worker threads.
+    """Frames of a stream of ``n`` rigid states, shared between this thread and worker threads.
 
     States arrive one by one (:meth:`add`); every ``FRAME_CHUNK`` of them go to the worker
     threads as one task.  :meth:`finish` computes the remaining states here, then takes back,
@@ -206,10 +369,10 @@ class FramePool:
     same code from the same starting subspace whichever thread runs it (:func:`_frames`): the
     numbers do not depend on the sharing.
 
-    Threads, not processes: the compiled kernels (the evaluation, the mode tracker and the
-    rigid motion's loop) release the GIL, so a thread runs in parallel with the motion from
-    the first chunk on, sharing the model and handing back frames without copies.  Each
-    thread has its own :class:`sim.fast.Evaluator` and tracker (their work arrays).
+    Threads, not processes: the compiled kernels (the frames' loop and the rigid motion's)
+    release the GIL, so a thread runs in parallel with the motion from the first chunk on,
+    writing its frames straight into the shared :class:`Frames`.  Each thread has its own
+    :class:`sim.fast.Evaluator` and tracker (their work arrays).
 
     Use as a context manager: leaving it waits for the running tasks and drops the others.
 
@@ -218,19 +381,21 @@ class FramePool:
     model : Model
     count : int
         Modes per frame.
+    n : int
+        States to come.
     workers : int
         Worker threads besides this one (0: everything here).
     progress : tqdm-like, optional
         ``update(k)`` as frames are done.
     """
 
-    def __init__(self, model, count, workers, progress=None):
+    def __init__(self, model, count, n, workers, progress=None):
         self.model, self.count, self.progress = model, count, progress
-        self.ev = Evaluator(model)
-        self.tracker = _tracker(model, count)
+        self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
         self.free = None
         self.buffer = []
-        self.tasks = []    # (states, future)
+        self.start = 0     # row of the first buffered state
+        self.tasks = []    # (start, states, future)
         self.local = threading.local()
         self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
 
@@ -247,47 +412,50 @@ class FramePool:
     def add(self, q, v, a, s):
         """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
         if self.free is None:   # free motions: decided once, at the first configuration
-            self.free = has_free_motions(self.model, q)
+            self.free = has_free_motions(self.model, q, self._parts()[0])
         self.buffer.append((q, v, a, s))
         if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
             states = self._states(self.buffer)
-            future = self.pool.submit(self._worker, states)
+            future = self.pool.submit(self._compute, self.start, states)
             if self.progress is not None:
                 future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
-            self.tasks.append((states, future))
+            self.tasks.append((self.start, states, future))
+            self.start += FRAME_CHUNK
             self.buffer = []
 
-    def _worker(self, states):
-        """One task, in a worker thread, with that thread's evaluator and tracker."""
+    def _parts(self):
+        """This thread's evaluator and tracker."""
         local = self.local
         if not hasattr(local, "ev"):
-            local.ev, local.tracker = Evaluator(self.model), _tracker(self.model, self.count)
-        return _frames(self.model, local.ev, states, self.count, self.free, local.tracker)
+            with _sigint_deferred():    # compiles in the main thread (see sim.fast._sigint_deferred)
+                local.ev, local.tracker = Evaluator(self.model), _tracker(self.model, self.count)
+        return local.ev, local.tracker
 
-    def _here(self, states):
-        return _frames(self.model, self.ev, states, self.count, self.free, self.tracker, self.progress)
+    def _compute(self, start, states, progress=None):
+        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker."""
+        _frames(self.model, *self._parts(), states, self.count, self.free, self.frames, start, progress)
 
     def finish(self):
-        """All the frames (list of :class:`Frame`), in the order of :meth:`add`."""
-        tail = self._here(self._states(self.buffer)) if self.buffer else []
+        """All the frames (:class:`Frames`), in the order of :meth:`add`."""
+        if self.buffer:
+            self._compute(self.start, self._states(self.buffer), self.progress)
         self.buffer = []
-        done = {}
-        for i in range(len(self.tasks) - 1, -1, -1):
-            states, future = self.tasks[i]
+        for start, states, future in reversed(self.tasks):
             if future.cancel():
-                done[i] = self._here(states)
-        out = []
-        for i, (_, future) in enumerate(self.tasks):
-            out.extend(done[i] if i in done else future.result())
-        return out + tail
+                self._compute(start, states, self.progress)
+        for _, _, future in self.tasks:
+            if not future.cancelled():   # the others were done here
+                future.result()
+        return self.frames
 
 
 def frames_along(model, motion, count, progress=None, workers=None):
-    """Frames at every sample of a :class:`sim.motion.RigidMotion` (list, length n).
+    """Frames (:class:`Frames`) at every sample of a :class:`sim.motion.RigidMotion`.
 
     ``workers``: threads (default two, or one on a single core); see :class:`FramePool`.
     """
-    with FramePool(model, count, _workers(workers, len(motion.q)), progress) as pool:
+    n = len(motion.q)
+    with FramePool(model, count, n, _workers(workers, n), progress) as pool:
         for state in zip(motion.q, motion.v, motion.a, motion.actuators):
             pool.add(*state)
         return pool.finish()
@@ -305,9 +473,10 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     Returns
     -------
     motion : RigidMotion
-    frames : list of Frame, length n
+    frames : Frames
+        ``n`` instants.
     """
-    with FramePool(model, count, _workers(workers, len(times)), progress_frames) as pool:
+    with FramePool(model, count, len(times), _workers(workers, len(times)), progress_frames) as pool:
         motion = rigid_motion(model, trajectory, times, progress=progress_motion, on_sample=pool.add,
                               condition=False)
         return motion, pool.finish()
@@ -346,11 +515,12 @@ class ModalStepper:
         eta, eta_dot : ndarray, shape (r,)
             Modal coordinates at the end of the interval (modes of ``fr``).
         """
-        eta, eta_dot = self.project(fr)
-        Phi = fr.shapes
-        eta, eta_dot = ramp_response(fr.omega, self.zeta, dt, eta, eta_dot, Phi.T @ fr.load, Phi.T @ load_end)
-        self.u = Phi @ eta
-        self.u_dot = Phi @ eta_dot
+        r = fr.omega.size
+        eta, eta_dot = np.empty(r), np.empty(r)
+        c = np.ascontiguousarray
+        _modal_step(self.u, self.u_dot, c(fr.omega), c(fr.shapes), c(fr.mass_shapes),
+                    np.broadcast_to(self.zeta, r).astype(float), c(fr.load), c(load_end, dtype=float), float(dt),
+                    eta, eta_dot)
         return eta, eta_dot
 
 
@@ -381,7 +551,7 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     ----------
     time : ndarray, shape (n + 1,)
         Interval ends [s], increasing.
-    frames : sequence of Frame, length n + 1
+    frames : Frames or sequence of Frame, length n + 1
         Frame ``i`` freezes interval ``i``; the last one gives the final load and Jacobian.
     pose_rigid : ndarray, shape (n + 1, d)
     damping_ratio : float or ndarray, shape (r,)
@@ -392,22 +562,21 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     -------
     KedResult
     """
-    n_v = frames[0].shapes.shape[0]
-    stepper = ModalStepper(damping_ratio, np.zeros(n_v) if u0 is None else u0,
-                           np.zeros(n_v) if u_dot0 is None else u_dot0)
-    r = frames[0].omega.size
-    eta = np.zeros((len(time), r))
-    eta_dot = np.zeros((len(time), r))
-    U = np.zeros((len(time), n_v))
-    U[0] = stepper.u
-    eta[0], eta_dot[0] = stepper.project(frames[0])
-    for i in range(len(time) - 1):
-        eta[i + 1], eta_dot[i + 1] = stepper.step(frames[i], frames[i + 1].load, time[i + 1] - time[i])
-        U[i + 1] = stepper.u
-    deviation = np.einsum("kdv,kv->kd", np.array([f.pose_jacobian for f in frames]), U)
-    freqs = np.array([f.omega for f in frames]) / (2 * np.pi)
-    return KedResult(time=np.asarray(time, dtype=float), pose_rigid=pose_rigid, pose=pose_rigid + deviation,
-                     deviation=deviation, frequencies=freqs, modal_coordinates=eta, modal_velocities=eta_dot,
+    frames = frames if isinstance(frames, Frames) else Frames.stack(frames)
+    omega, shapes, mass_shapes, load = (np.ascontiguousarray(getattr(frames, name), dtype=float)
+                                        for name in ("omega", "shapes", "mass_shapes", "load"))
+    n, n_v, r = shapes.shape
+    time = np.asarray(time, dtype=float)
+    zeta = np.broadcast_to(np.asarray(damping_ratio, dtype=float), r).copy()
+    u = np.zeros(n_v) if u0 is None else np.array(u0, dtype=float)
+    u_dot = np.zeros(n_v) if u_dot0 is None else np.array(u_dot0, dtype=float)
+    eta, eta_dot, U = np.zeros((n, r)), np.zeros((n, r)), np.zeros((n, n_v))
+    U[0] = u
+    eta[0], eta_dot[0] = u @ mass_shapes[0], u_dot @ mass_shapes[0]
+    _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U)
+    deviation = np.einsum("kdv,kv->kd", frames.pose_jacobian, U)
+    return KedResult(time=time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
+                     frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
                      displacement=U)
 
 

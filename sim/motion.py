@@ -23,7 +23,7 @@ from .constraints import constraints
 from .errors import SimError
 from .fast import Evaluator, _evaluate_tables, _flush, _integrate, _sigint_deferred
 from .kinematics import markers, pose_jacobian, pose_rates
-from .linalg import FLUSH_RTOL, flush, normal_solver
+from .linalg import FLUSH_RTOL, flush, lu_solve, normal_solver, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
@@ -52,53 +52,43 @@ class RigidMotion:
 
 
 @njit(cache=True)
-def _chol_solve(R, b):
-    """``(R^T R)^-1 b`` for upper-triangular ``R`` (n, n), ``b`` (n,)."""
-    n = b.size
-    y = np.empty(n)
-    for i in range(n):            # R^T y = b
-        acc = b[i]
-        for k in range(i):
-            acc -= R[k, i] * y[k]
-        y[i] = acc / R[i, i]
-    for i in range(n - 1, -1, -1):  # R x = y
-        acc = y[i]
-        for k in range(i + 1, n):
-            acc -= R[i, k] * y[k]
-        y[i] = acc / R[i, i]
-    return y
+def _factor(A):
+    """Sparse LU factors (:func:`sim.linalg.sparse_lu`) of ``A`` (m, n) if square, else of
+    ``A^T A``: ``(factors, ok)``, ok False where singular."""
+    return sparse_lu(A if A.shape[0] == A.shape[1] else A.T @ A)
 
 
 @njit(cache=True)
-def _normal_factor(A):
-    """Upper Cholesky factor of ``A^T A``; ok False where it is not positive definite."""
-    G = A.T @ A
-    try:
-        return np.linalg.cholesky(G).T.copy(), G, True
-    except Exception:   # numba raises LinAlgError for a non-positive-definite Gram matrix
-        return G, G, False
+def _lsq(F, A, b):
+    """Least-squares solution (n,) of ``A x = b`` (exact for a square ``A``) from
+    :func:`_factor`'s factors ``F``."""
+    if A.shape[0] == A.shape[1]:
+        return lu_solve(F, b.reshape((b.size, 1)))[:, 0]
+    return lu_solve(F, (A.T @ b).reshape((A.shape[1], 1)))[:, 0]
 
 
 @njit(cache=True)
-def _condition_estimate(R, G, u):
-    """Estimated condition number ``sqrt(lambda_max / lambda_min)`` of ``A`` from
-    ``G = A^T A = R^T R``: three power steps on ``G`` and three inverse-iteration steps from
-    the unit vectors ``u`` (2, n) of the previous sample (updated in place).  Lower bounds of
-    the extremes, so an underestimate: the caller adds a margin and checks exactly above it."""
+def _condition_estimate(F, A, u):
+    """Estimated condition number ``sqrt(lambda_max / lambda_min)`` of ``A`` (``lambda`` those
+    of ``A^T A``) from :func:`_factor`'s factors ``F``: three power steps on ``A^T A`` and three
+    inverse-iteration steps from the unit vectors ``u`` (2, n) of the previous sample (updated
+    in place).  Lower bounds of the extremes, so an underestimate: the caller adds a margin
+    and checks exactly above it."""
+    square = A.shape[0] == A.shape[1]
     x = u[0].copy()
     hi = 0.0
     for _ in range(3):
-        y = G @ x
+        y = A.T @ (A @ x)
         hi = np.sqrt(y @ y)
         x = y / hi
     u[0] = x
-    x = u[1].copy()
+    x = u[1].copy().reshape((x.size, 1))
     inv = 0.0
-    for _ in range(3):
-        y = _chol_solve(R, x)
-        inv = np.sqrt(y @ y)
+    for _ in range(3):      # (A^T A)^-1 x: A^-1 A^-T x, or from the factors of A^T A
+        y = lu_solve(F, lu_solve(F, x, True)) if square else lu_solve(F, x)
+        inv = np.sqrt((y * y).sum())
         x = y / inv
-    u[1] = x
+    u[1] = x[:, 0]
     return np.sqrt(hi * inv)
 
 
@@ -179,10 +169,10 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
                 break
             if it == CORRECTOR_MAX_ITER:
                 break
-            R, G, fine = _normal_factor(A)
+            F, fine = _factor(A)
             if not fine:
                 break
-            step = _chol_solve(R, A.T @ res)
+            step = _lsq(F, A, res)
             dv[:] = 0.0
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
@@ -196,21 +186,21 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
             norm = norm_new
         if not ok:
             return k
-        R, G, fine = _normal_factor(A)
+        F, fine = _factor(A)
         if not fine:
             return k
         if exact:
-            lam = np.linalg.eigvalsh(G)
+            lam = np.linalg.eigvalsh(A.T @ A)
             cond = np.sqrt(lam[-1] / lam[0]) if lam[0] > 0 else np.inf
             if not cond < limit:
                 return k
         else:
             cond = np.nan
-            if not _condition_estimate(R, G, u) * ESTIMATE_MARGIN < limit:
+            if not _condition_estimate(F, A, u) * ESTIMATE_MARGIN < limit:
                 return k
         rhs = np.zeros(nj + d)
         rhs[nj:] = XD[k]
-        x = _chol_solve(R, A.T @ rhs)
+        x = _lsq(F, A, rhs)
         v1 = np.zeros(n_v)
         for i in range(n_r):
             v1[rigid[i]] = x[i]
@@ -218,7 +208,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
         rhs[:nj] = gamma[:nj]
         for r in range(d):
             rhs[nj + r] = XDD[k, r] - pq[e, pose_rows[r]]
-        x = _chol_solve(R, A.T @ rhs)
+        x = _lsq(F, A, rhs)
         a1 = np.zeros(n_v)
         for i in range(n_r):
             a1[rigid[i]] = x[i]

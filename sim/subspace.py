@@ -36,8 +36,9 @@ from numba import njit
 
 from . import dynamics, springs
 from .fast import _sigint_deferred
+from .linalg import sparse_solve
 
-RESIDUAL_TOL = 1e-9    # relative residual of the wanted pairs at convergence
+RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
 BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
 
@@ -94,20 +95,40 @@ def _ritz(KY, MY, Y):
 
 
 @njit(cache=True)
-def subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter):
+def _solve_stiffness(K_inv, bounds, B):
+    """``K^-1 B`` with ``K^-1`` block diagonal over the ranges ``bounds[i]:bounds[i + 1]``
+    (one per flexible body: the bodies' stiffnesses do not couple)."""
+    Y = np.empty_like(B)
+    for i in range(bounds.size - 1):
+        a, b = bounds[i], bounds[i + 1]
+        Y[a:b] = np.ascontiguousarray(K_inv[a:b, a:b]) @ np.ascontiguousarray(B[a:b])
+    return Y
+
+
+@njit(cache=True)
+def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
     """Lowest ``r`` eigenpairs of ``K x = lambda Mn x`` from the starting block ``X`` (n, p).
+
+    One sweep is ``Y = K^-1 (Mn X)`` and a Rayleigh-Ritz step on ``Y``; ``K Y = Mn X`` is at
+    hand and ``Mn X`` of the next sweep is ``(Mn Y) Z``, so a sweep costs one product with
+    ``Mn`` and one block-diagonal solve.  (``K`` enters through ``K^-1`` only: the pairs
+    found are those of ``(K^-1)^-1``, whose lowest modes -- the dominant ones of ``K^-1`` --
+    carry ``K^-1``'s rounding as a relative error of order eps.)
 
     Parameters
     ----------
-    K, K_inv, K_inv_chol : ndarray, shape (n, n)
-        Stiffness (SPD), its inverse, and the inverse of its Cholesky factor.
+    K_inv, K_inv_chol : ndarray, shape (n, n)
+        Inverse of the stiffness (SPD) and the inverse of its Cholesky factor.
+    bounds : ndarray of int, shape (k + 1,)
+        Ranges of the diagonal blocks of ``K_inv`` (``[0, n]``: one block).
     Mn : ndarray, shape (n, n)
         Mass (SPD).
     X : ndarray, shape (n, p), p >= r
         Starting subspace; empty (n, 0): start from the dense solve.
     r : int
     tol : float
-        Relative residual of the ``r`` wanted pairs at convergence.
+        Relative residual ``|K x - lambda Mn x| / |K x|`` of the ``r`` wanted pairs at
+        convergence.
     max_iter : int
 
     Returns
@@ -121,18 +142,17 @@ def subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter):
     """
     p = X.shape[1]
     if p == 0:
-        p = min(Mn.shape[0], max(2 * r, r + 8))
+        p = min(Mn.shape[0], 2 * r, r + 8)
         lam, X = _dense(K_inv_chol, Mn, p)
         return lam, X, -1
+    MX = Mn @ X
     for sweep in range(1, max_iter + 1):
-        Y = K_inv @ (Mn @ X)
-        KY = K @ Y
+        Y = _solve_stiffness(K_inv, bounds, MX)
         MY = Mn @ Y
-        lam, Z = _ritz(KY, MY, Y)
+        lam, Z = _ritz(MX, MY, Y)          # K Y = MX
         X = Y @ Z
-        Zr = np.ascontiguousarray(Z[:, :r])
-        KX = KY @ Zr
-        MX = MY @ Zr
+        KX = MX @ np.ascontiguousarray(Z[:, :r])
+        MX = MY @ Z
         worst = 0.0
         for i in range(r):
             res = 0.0
@@ -149,13 +169,17 @@ def subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter):
 
 
 @njit(cache=True)
-def _reduced_mass(M, J, rigid, elastic):
+def _reduced_mass(M, J, rigid, elastic, owner):
     """``G = -J_r^-1 J_e`` and ``Mn = N^T M N``, ``N = [G; 1]`` (rows: reference, elastic).
 
     Only the elastic coordinates that enter the constraints (``c``, the joints' nodes) have
     a nonzero column of ``G``:
 
-        Mn = M_ee + (M_er G_c)[:, c] + (M_er G_c)^T[c, :] + (G_c^T M_rr G_c)[c, c].
+        Mn = M_ee + (M_er G_c)[:, c] + (M_er G_c)^T[c, :] + (G_c^T M_rr G_c)[c, c],
+
+    and ``M`` is block diagonal over the bodies (each body's kinetic energy involves its own
+    coordinates only): elastic coordinate ``k`` couples with the six reference coordinates
+    ``rigid[6 owner[k] : 6 owner[k] + 6]`` of its body, and ``M_rr`` is 6 x 6 blocks.
 
     Returns ``max|G|``, ``G_c`` (n_r, n_cols) and ``c`` (n_cols,), ``Mn`` (n_e, n_e).
     """
@@ -176,24 +200,28 @@ def _reduced_mass(M, J, rigid, elastic):
             Jr[i, k] = J[i, rigid[k]]
         for k in range(n_c):
             Jc[i, k] = -J[i, elastic[c[k]]]
-    Gc = np.ascontiguousarray(np.linalg.solve(Jr, Jc)) if n_c else np.zeros((n_r, 0))
-    Mrr = np.empty((n_r, n_r))
-    Mer = np.empty((n_e, n_r))
+    Gc = sparse_solve(Jr, Jc)      # NaN when J_r is singular
     Mn = np.empty((n_e, n_e))
-    for i in range(n_r):
-        for k in range(n_r):
-            Mrr[i, k] = M[rigid[i], rigid[k]]
     for i in range(n_e):
-        for k in range(n_r):
-            Mer[i, k] = M[elastic[i], rigid[k]]
         for k in range(n_e):
             Mn[i, k] = M[elastic[i], elastic[k]]
-    W = Mer @ Gc
-    GMG = Gc.T @ (Mrr @ Gc)
-    for i in range(n_e):
+    for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
+        b = 6 * owner[i]
         for k in range(n_c):
-            Mn[i, c[k]] += W[i, k]
-            Mn[c[k], i] += W[i, k]
+            w = 0.0
+            for j in range(6):
+                w += M[elastic[i], rigid[b + j]] * Gc[b + j, k]
+            Mn[i, c[k]] += w
+            Mn[c[k], i] += w
+    H = np.empty((n_r, n_c))         # M_rr G_c, body by body
+    for b in range(0, n_r, 6):
+        for i in range(6):
+            for k in range(n_c):
+                h = 0.0
+                for j in range(6):
+                    h += M[rigid[b + i], rigid[b + j]] * Gc[b + j, k]
+                H[b + i, k] = h
+    GMG = Gc.T @ H
     for i in range(n_c):
         for k in range(n_c):
             Mn[c[i], c[k]] += GMG[i, k]
@@ -201,10 +229,10 @@ def _reduced_mass(M, J, rigid, elastic):
 
 
 @njit(cache=True, nogil=True)
-def _modes(M, J, rigid, elastic, K, K_inv, K_inv_chol, X, X_prev, r, tol, max_iter, basis_max):
+def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r, tol, max_iter, basis_max):
     """Compiled :meth:`Tracker.modes`: the basis, the reduced mass, the starting subspace and
     the iteration in one call."""
-    g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic)
+    g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
     if not g <= basis_max:
         return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2
     if X_prev.shape[1] == X.shape[1] and X.shape[1] > 0:
@@ -212,7 +240,7 @@ def _modes(M, J, rigid, elastic, K, K_inv, K_inv_chol, X, X_prev, r, tol, max_it
         # the previous Ritz vectors (signs, mixing) with the last ones.
         C = X_prev.T @ (Mn @ X)
         X = 2.0 * X - X_prev @ C
-    lam, X, sweeps = subspace_iteration(K, K_inv, K_inv_chol, Mn, X, r, tol, max_iter)
+    lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter)
     # Phi = N X_r: the elastic rows are X_r, the reference rows G_c X_r[c].
     shapes = np.zeros((M.shape[0], r))
     Xc = np.empty((c.size, r))
@@ -247,13 +275,19 @@ class Tracker:
         self.K = np.ascontiguousarray(0.5 * (K + K.T))
         self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(self.K))
         self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
+        # Bodies: elastic coordinate k belongs to body owner[k] (whose six reference
+        # coordinates are rigid[6 b : 6 b + 6], model.v_rigid's order); K is block diagonal
+        # over the flexible bodies' ranges bounds[i]:bounds[i + 1].
+        n_f = np.array([b.n_f for b in model.bodies], dtype=np.int64)
+        self.owner = np.repeat(np.arange(n_f.size, dtype=np.int64), n_f)
+        self.bounds = np.concatenate([[0], np.cumsum(n_f[n_f > 0])]).astype(np.int64)
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve, -2 refused
         with _sigint_deferred():   # compile now (see sim.fast._sigint_deferred)
             J = np.zeros((self.rigid.size, model.n_v))
             J[np.arange(self.rigid.size), self.rigid] = 1.0
-            _modes(np.eye(model.n_v), J, self.rigid, self.elastic, self.K,
-                   self.K_inv, self.K_inv_chol, self.X, self.X, 0, RESIDUAL_TOL, 0, -1.0)
+            _modes(np.eye(model.n_v), J, self.rigid, self.elastic, self.owner, self.K_inv,
+                   self.K_inv_chol, self.bounds, self.X, self.X, 0, RESIDUAL_TOL, 0, -1.0)
 
     @staticmethod
     def applies(model):
@@ -289,13 +323,9 @@ class Tracker:
         """
         if J.shape[0] != self.rigid.size:
             return None
-        try:
-            lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.K, self.K_inv,
-                                                         self.K_inv_chol, self.X, self.X_prev, self.count,
-                                                         RESIDUAL_TOL,
-                                                         MAX_ITER, BASIS_MAX)
-        except np.linalg.LinAlgError:   # J_r singular
-            sweeps = -2
+        lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.owner, self.K_inv,
+                                                     self.K_inv_chol, self.bounds, self.X, self.X_prev,
+                                                     self.count, RESIDUAL_TOL, MAX_ITER, BASIS_MAX)
         self.sweeps.append(sweeps)
         if sweeps == -2:
             self.reset()

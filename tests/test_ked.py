@@ -152,7 +152,7 @@ def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, mon
 
 def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, monkeypatch):
     """The frames' modes by warm-started subspace iteration (sim.subspace) give the KED
-    response of the dense eigensolves to 1e-8 of its peak."""
+    response of the dense eigensolves to 10 RESIDUAL_TOL of its peak (the shapes' error)."""
     import sim.ked
     import sim.subspace
 
@@ -163,7 +163,7 @@ def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, mo
     np.testing.assert_allclose(fast.frequencies, dense.frequencies, rtol=1e-10)
     scale = np.abs(dense.deviation).max()
     assert scale > 1e-6
-    assert np.abs(fast.deviation - dense.deviation).max() <= 1e-8 * scale
+    assert np.abs(fast.deviation - dense.deviation).max() <= 10 * sim.subspace.RESIDUAL_TOL * scale
 
 
 def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
@@ -215,7 +215,7 @@ def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
     from sim.assembly import residual
     from sim.fast import Evaluator
     from sim.linalg import flush
-    from sim.motion import ESTIMATE_MARGIN, _condition_estimate, rigid_motion
+    from sim.motion import ESTIMATE_MARGIN, _condition_estimate, _factor, rigid_motion
 
     t = np.linspace(0.0, SHORT_ARC.duration, 21)
     motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
@@ -225,9 +225,9 @@ def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
     ratios = []
     for q, x, cond in zip(motion.q, motion.pose, motion.condition):
         A = flush(residual(rrru3_coarse, q, None, x, ev)[1])
-        G = A.T @ A
-        R = np.linalg.cholesky(G).T.copy()
-        ratios.append(_condition_estimate(R, G, u) / cond)
+        F, ok = _factor(A)
+        assert ok
+        ratios.append(_condition_estimate(F, A, u) / cond)
     ratios = np.array(ratios)
     assert np.all(ratios <= 1 + 1e-9) and np.all(ratios * ESTIMATE_MARGIN > 1)
     assert ratios[0] > 0.5 and ratios[-1] > 0.99, ratios   # within 1 % once warm

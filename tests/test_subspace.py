@@ -23,8 +23,9 @@ def _pencil(rng, n, spread):
 
 
 def _parts(K):
+    """``K^-1``, ``L^-1`` and one diagonal block, as subspace_iteration takes them."""
     L_inv = np.linalg.inv(np.linalg.cholesky(K))
-    return K, L_inv.T @ L_inv, L_inv
+    return L_inv.T @ L_inv, L_inv, np.array([0, K.shape[0]])
 
 
 def test_subspace_iteration_converges_to_dense_pairs_from_a_perturbed_start():
@@ -52,12 +53,12 @@ def test_subspace_iteration_cold_start_and_fallback_are_the_dense_solve():
     K, M = _pencil(rng, 30, 3)
     lam_ref = scipy.linalg.eigh(K, M, eigvals_only=True)
     lam, X, sweeps = subspace_iteration(*_parts(K), M, np.zeros((30, 0)), 4, RESIDUAL_TOL, 50)
-    assert sweeps == -1 and X.shape == (30, 12)
-    np.testing.assert_allclose(lam, lam_ref[:12], rtol=1e-12)
+    assert sweeps == -1 and X.shape == (30, 8)     # p = min(2 r, r + 8) (Bathe)
+    np.testing.assert_allclose(lam, lam_ref[:8], rtol=1e-12)
     # A random start and no sweeps allowed: the dense solve takes over.
-    lam, X, sweeps = subspace_iteration(*_parts(K), M, rng.normal(size=(30, 12)), 4, RESIDUAL_TOL, 0)
+    lam, X, sweeps = subspace_iteration(*_parts(K), M, rng.normal(size=(30, 8)), 4, RESIDUAL_TOL, 0)
     assert sweeps == -1
-    np.testing.assert_allclose(lam, lam_ref[:12], rtol=1e-12)
+    np.testing.assert_allclose(lam, lam_ref[:8], rtol=1e-12)
 
 
 def test_subspace_iteration_rate_is_the_eigenvalue_ratio():
@@ -90,8 +91,9 @@ def rrru3_states():
 
 
 def test_tracker_follows_the_dense_modes_along_a_motion(rrru3_states):
-    """3-RRRU along an arc: frequencies to 1e-10 and the modal subspace (M-orthogonal
-    projector) to 1e-8 of the dense solve of sim.modal.modes, mostly by iteration."""
+    """3-RRRU along an arc: frequencies to 1e-10 (eigenvalues converge like the square of
+    the residual) and the modal subspace (M-orthogonal projector) to 10 RESIDUAL_TOL of the
+    dense solve of sim.modal.modes, mostly by iteration."""
     model, motion, evals = rrru3_states
     assert Tracker.applies(model)
     tracker = Tracker(model, 4)
@@ -101,7 +103,7 @@ def test_tracker_follows_the_dense_modes_along_a_motion(rrru3_states):
         np.testing.assert_allclose(omega, ref.omega, rtol=1e-10)
         np.testing.assert_allclose(mass_shapes, E.M @ shapes, rtol=0, atol=1e-12 * np.abs(mass_shapes).max())
         P, P_ref = shapes @ mass_shapes.T, ref.shapes @ (E.M @ ref.shapes).T
-        assert np.abs(P - P_ref).max() <= 1e-8 * np.abs(P_ref).max(), f"instant {k}"
+        assert np.abs(P - P_ref).max() <= 10 * RESIDUAL_TOL * np.abs(P_ref).max(), f"instant {k}"
         assert np.abs(E.J @ shapes).max() <= 1e-12 * np.abs(E.J).max() * np.abs(shapes).max()
     assert tracker.sweeps[0] == -1 and all(0 < s < 10 for s in tracker.sweeps[1:]), tracker.sweeps
 
