@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,7 @@ def _format(value):
 
 def cmd_run(args):
     """Run every analysis of a scenario into one HDF5 file."""
-    from sim.analyses import ANALYSES
+    from sim.analyses import ANALYSES, PREPARE
     from sim.results import ResultFile, check_target
 
     scenario = _load(args)
@@ -109,11 +110,16 @@ def cmd_run(args):
     # Refuse an existing output before the possibly slow model build.
     check_target(out, args.force)
     model = _load_model(scenario.model_file, scenario.model_parameters)
+    loading = time.perf_counter()
+    for name in scenario.analyses:
+        if name in PREPARE:
+            PREPARE[name](model, scenario)
+    loading = time.perf_counter() - loading
     progress = make_progress()
     summaries = {}
     with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
                     model_parameters=scenario.model_parameters, force=args.force,
-                    overrides=scenario.overrides) as result:
+                    overrides=scenario.overrides, kernels_load_time_s=loading) as result:
         for name in scenario.analyses:
             group = result.group(name)
             try:

@@ -48,8 +48,9 @@ from .fast import Evaluator, _evaluate_tables, _sigint_deferred
 from .kinematics import pose_jacobian
 from .linalg import flush
 from .modal import modes
+from .motion import load_kernels as load_kernels_motion
 from .motion import rigid_motion
-from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, Tracker, _modes
+from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes
 
 FRAME_CHUNK = 24   # frames per worker task (~9 ms on the 3-RRRU); the tracker restarts at each
 
@@ -258,14 +259,15 @@ FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian")
 
 @njit(cache=True, nogil=True)
 def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
-                tol, max_iter, basis_max, load, omega, shapes, mass_shapes, jac, sweeps):
-    """:func:`frame` with a tracker that starts afresh, for the states ``qs``, ``vs``, ``accs``
+                seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, sweeps):
+    """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
     (n, ...) in one compiled loop: the evaluation (``M`` not flushed), the tracker's modes
     (:func:`sim.subspace._modes`), the load and the end-effector Jacobian (translational
     coordinates ``pose_rows`` of marker ``e``) into ``load`` .. ``jac`` (n, ...).
 
     ``sweeps`` (n,): the tracker's count per frame; -2 where it turned the frame down (left
-    for :func:`frame`'s dense modes), the tracker then starting afresh, as :class:`Tracker` does.
+    for :func:`frame`'s dense modes), the tracker then starting afresh: the same steps as
+    :meth:`sim.subspace.Tracker.modes`.  Returns the last subspace ``X`` (n_e, p).
     """
     n_v = vs.shape[1]
     n_e = elastic.size
@@ -277,16 +279,18 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
     J = np.zeros((n_rows, n_v))
     gamma = np.zeros(n_rows)
     empty = np.zeros((0, 0))
-    X = X_prev = np.zeros((n_e, 0))
+    none = np.zeros((n_e, 0))
+    X, X_prev, fresh = seed, none, True
     for k in range(vs.shape[0]):
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         _evaluate_tables(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, False, False, True)
         lam, sh, msh, X_new, sweeps[k] = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev,
-                                                r, tol, max_iter, basis_max)
+                                                r, tol, seed_iter if fresh else max_iter, basis_max)
         if sweeps[k] == -2:
-            X = X_prev = np.zeros((n_e, 0))
+            X, X_prev, fresh = seed, none, True
             continue
-        X_prev, X = X, X_new
+        X_prev = none if fresh else X
+        X, fresh = X_new, False
         for i in range(r):
             omega[k, i] = np.sqrt(max(lam[i], 0.0))
         shapes[k] = sh
@@ -297,6 +301,7 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
             for j in range(cols.shape[1]):
                 if cols[e, j] >= 0:
                     jac[k, i, cols[e, j]] = Jp[e, pose_rows[i], j]
+    return X
 
 
 def _loop_arguments(model, ev, tracker, free):
@@ -308,7 +313,8 @@ def _loop_arguments(model, ev, tracker, free):
         return None
     return (ev.tables, ev.work["Jp"], ev.cols, int(model.ee_marker),
             np.array(["xyz".index(k) for k in kinds], dtype=np.int64), tracker.rigid, tracker.elastic,
-            tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, RESIDUAL_TOL, MAX_ITER, BASIS_MAX)
+            tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed, RESIDUAL_TOL, MAX_ITER,
+            SEED_ITER, BASIS_MAX)
 
 
 def _frames(model, ev, tracker, states, count, free, out, k0, progress=None):
@@ -316,9 +322,9 @@ def _frames(model, ev, tracker, states, count, free, out, k0, progress=None):
     ``s`` the actuator values, where they are locked) into ``out`` (:class:`Frames`) from
     row ``k0``.
 
-    The ``tracker`` starts afresh (a dense eigensolve) every ``FRAME_CHUNK`` states, the unit
-    of work shared with the worker threads: each frame then has the same starting subspace,
-    and the same numbers, whichever thread computes it.  Chunks go through the compiled
+    The ``tracker`` starts afresh from its seed (or a dense eigensolve) every ``FRAME_CHUNK``
+    states, the unit of work shared with the worker threads: each frame then has the same
+    starting subspace, and the same numbers, whichever thread computes it.  Chunks go through the compiled
     :func:`_frame_loop` where it applies (:func:`_loop_arguments`), else frame by frame.
     """
     q, v, a, s = states
@@ -340,6 +346,22 @@ def _frames(model, ev, tracker, states, count, free, out, k0, progress=None):
             out.put(k0 + k, frame(model, q[k], v[k], a[k], count, free, ev, s[k], None if loop else tracker))
             if progress is not None:
                 progress.update(1)
+
+
+def _seed(model, ev, tracker, state, free):
+    """The Ritz vectors (n_e, p) of the tracker's dense start at ``state = (q, v, a, s)``
+    (arrays of one sample), or None where the tracker turns it down."""
+    q, v, a, s = state
+    loop = _loop_arguments(model, ev, tracker, free)
+    tracker.seed = np.zeros((tracker.elastic.size, 0))
+    if loop is None:
+        tracker.reset()
+        E = ev.evaluate(q[0], v[0], targets=s[0], flush=False)
+        return tracker.X if tracker.modes(E.M, E.J) is not None else None
+    sweeps = np.zeros(1, dtype=np.int64)
+    X = _frame_loop(q, v, a, *loop, *(getattr(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds)), name)
+                                      for name in FIELDS), sweeps)
+    return X if sweeps[0] != -2 else None
 
 
 def _tracker(model, count):
@@ -393,11 +415,15 @@ class FramePool:
         self.model, self.count, self.progress = model, count, progress
         self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
         self.free = None
+        self.seed = None   # the trackers' common start: Ritz vectors at the first state ...
+        self.seeded = threading.Event()     # ... once known
         self.buffer = []
         self.start = 0     # row of the first buffered state
         self.tasks = []    # (start, states, future)
         self.local = threading.local()
         self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
+        if self.pool is not None:   # a worker loads the stepping kernel while the motion starts
+            self.pool.submit(integrate_frames, np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
 
     def __enter__(self):
         return self
@@ -432,8 +458,19 @@ class FramePool:
         return local.ev, local.tracker
 
     def _compute(self, start, states, progress=None):
-        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker."""
-        _frames(self.model, *self._parts(), states, self.count, self.free, self.frames, start, progress)
+        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker.
+
+        The task of the first state also makes the trackers' seed (its Ritz vectors); the
+        others wait for it.
+        """
+        ev, tracker = self._parts()
+        if tracker is not None and not self.free:
+            if start == 0:
+                self.seed = _seed(self.model, ev, tracker, tuple(x[:1] for x in states), self.free)
+                self.seeded.set()
+            self.seeded.wait()
+            tracker.seed = np.zeros((tracker.elastic.size, 0)) if self.seed is None else self.seed
+        _frames(self.model, ev, tracker, states, self.count, self.free, self.frames, start, progress)
 
     def finish(self):
         """All the frames (:class:`Frames`), in the order of :meth:`add`."""
@@ -459,6 +496,24 @@ def frames_along(model, motion, count, progress=None, workers=None):
         for state in zip(motion.q, motion.v, motion.a, motion.actuators):
             pool.add(*state)
         return pool.finish()
+
+
+def load_kernels(model, count):
+    """Compile, or load from numba's cache, the kernels of :func:`ked` for ``model`` with
+    ``count`` modes now: the rigid motion's, the frames' and the modal stepping's (a first
+    call would otherwise do it, ~0.1 s in a process; ``sim run`` does it before the clocks
+    of its analyses start)."""
+    ev = Evaluator(model)
+    load_kernels_motion(model, ev)
+    tracker = _tracker(model, count)
+    loop = _loop_arguments(model, ev, tracker, False)
+    if loop is not None:
+        with _sigint_deferred():
+            _frame_loop(np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)), *loop,
+                        *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
+                        np.zeros(0, dtype=np.int64))
+    with _sigint_deferred():
+        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None):

@@ -278,6 +278,22 @@ def _fast_segments(model, ev):
             int(ev.n_joint), ev.body_q, ev.body_v, ev.body_nf)
 
 
+def load_kernels(model, ev=None):
+    """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
+    Ctrl-C held back: :func:`sim.fast._sigint_deferred`); returns :func:`_fast_segments`'
+    arguments, None where the loop does not apply.  ``ev``: an evaluator at hand."""
+    ev = Evaluator(model) if ev is None else ev
+    fast = _fast_segments(model, ev)
+    if fast is not None:
+        n_v, n_a, d = model.n_v, len(model.actuators), len(model.pose_kinds)
+        z = np.zeros
+        with _sigint_deferred():
+            _segment(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), (model.q_home.copy(), z(n_v), z(n_v), z(n_v)),
+                     *fast, False, 1 / SINGULAR_RATIO, z((2, len(model.v_rigid))), z((1, model.n_q)), z((1, n_v)),
+                     z((1, n_v)), z((1, n_a)), z((1, n_a)), z((1, n_a)), z(1))
+    return fast
+
+
 def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None, condition=True):
     """Sample the rigid robot's motion along ``trajectory`` at ``times`` (n,) [s].
 
@@ -312,13 +328,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     out_s, out_sd, out_sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
     out_cond = np.full(n, np.nan)
     ev = Evaluator(model)
-    fast = _fast_segments(model, ev)
-    if fast is not None:
-        with _sigint_deferred():   # compile (or load) now: see sim.fast._sigint_deferred
-            _segment(1, 1, times, x, xd, xdd, (q.copy(), np.zeros(model.n_v), np.zeros(model.n_v),
-                                                 np.zeros(model.n_v)),
-                     *fast, condition, 1 / SINGULAR_RATIO, np.ones((2, len(model.v_rigid))), out_q, out_v, out_a,
-                     out_s, out_sd, out_sdd, out_cond)
+    fast = load_kernels(model, ev)
     u = np.ones((2, len(model.v_rigid))) / np.sqrt(len(model.v_rigid))   # the estimate's vectors
     v = a = jerk = np.zeros(model.n_v)
     A = None

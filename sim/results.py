@@ -164,6 +164,8 @@ class ResultFile:
         Replace an existing file.
     overrides : sequence of str
         ``--set`` overrides, stored as JSON.
+    kernels_load_time_s : float, optional
+        Time spent loading the analyses' compiled kernels before they ran [s].
 
     Notes
     -----
@@ -181,7 +183,7 @@ class ResultFile:
     """
 
     def __init__(self, path, *, scenario, model_file, model_parameters, force=False,
-                 overrides=()):
+                 overrides=(), kernels_load_time_s=None):
         self.path = Path(path)
         self.partial = self.path.with_name(self.path.name + ".partial")
         self._root_attrs = {
@@ -193,6 +195,8 @@ class ResultFile:
             "overrides": json.dumps(list(overrides)),
             "format_version": FORMAT_VERSION,
         }
+        if kernels_load_time_s is not None:
+            self._root_attrs["kernels_load_time_s"] = float(kernels_load_time_s)
         self.force = force
         self.groups = {}
         self._file = None

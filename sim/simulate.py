@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from .fast import Evaluator, StepIterations
+from .motion import load_kernels as load_kernels_motion
 from .integrators import METHODS, Problem
 from .kinematics import sensor_values, pose
 
@@ -84,6 +85,15 @@ class Result:
     status: str
     message: str
     counters: dict = field(default_factory=dict)
+
+
+def load_kernels(model):
+    """Compile, or load from numba's cache, the transient's kernels for ``model`` now: the
+    evaluation, the rigid reference's sample loop and the compiled Newton loop."""
+    ev = Evaluator(model)
+    load_kernels_motion(model, ev)
+    if StepIterations.applies(ev):
+        StepIterations(ev, "prescribed")
 
 
 def make_problem(model, drive, damping=None, fast=None):

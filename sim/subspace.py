@@ -31,6 +31,8 @@ References
 ----------
 K.-J. Bathe, *Finite Element Procedures*, 2nd ed., §11.6 (subspace iteration).
 """
+import contextlib
+
 import numpy as np
 from numba import njit
 
@@ -40,6 +42,7 @@ from .linalg import sparse_solve
 
 RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
+SEED_ITER = 8          # the same from a seed (Tracker.seed), a subspace of another configuration
 BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
 
 
@@ -281,13 +284,11 @@ class Tracker:
         n_f = np.array([b.n_f for b in model.bodies], dtype=np.int64)
         self.owner = np.repeat(np.arange(n_f.size, dtype=np.int64), n_f)
         self.bounds = np.concatenate([[0], np.cumsum(n_f[n_f > 0])]).astype(np.int64)
+        self.seed = np.zeros((self.elastic.size, 0))
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve, -2 refused
-        with _sigint_deferred():   # compile now (see sim.fast._sigint_deferred)
-            J = np.zeros((self.rigid.size, model.n_v))
-            J[np.arange(self.rigid.size), self.rigid] = 1.0
-            _modes(np.eye(model.n_v), J, self.rigid, self.elastic, self.owner, self.K_inv,
-                   self.K_inv_chol, self.bounds, self.X, self.X, 0, RESIDUAL_TOL, 0, -1.0)
+        self.loaded = False   # _modes compiled or loaded in this process (at the first call: the
+                              # compiled frames of sim.ked need only their own kernel)
 
     @staticmethod
     def applies(model):
@@ -297,8 +298,16 @@ class Tracker:
                 and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model))
 
     def reset(self):
-        """Forget the last subspaces: the next :meth:`modes` starts from a dense solve."""
-        self.X = self.X_prev = np.zeros((self.elastic.size, 0))
+        """Forget the last subspaces: the next :meth:`modes` starts from :attr:`seed` (at most
+        :data:`SEED_ITER` sweeps), or from a dense solve where there is none.
+
+        ``seed`` (n_e, p): Ritz vectors of another configuration of the same motion (its
+        :attr:`X`), e.g. the first, a common start for trackers that must give the same
+        numbers whichever of them computes an instant (:class:`sim.ked.FramePool`).
+        """
+        self.X = self.seed
+        self.X_prev = np.zeros((self.elastic.size, 0))
+        self.fresh = True
 
     def modes(self, M, J):
         """The lowest ``count`` modes with mass ``M`` and locked constraint rows ``J``.
@@ -323,12 +332,17 @@ class Tracker:
         """
         if J.shape[0] != self.rigid.size:
             return None
-        lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.owner, self.K_inv,
-                                                     self.K_inv_chol, self.bounds, self.X, self.X_prev,
-                                                     self.count, RESIDUAL_TOL, MAX_ITER, BASIS_MAX)
+        with _sigint_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.fast
+            lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.owner, self.K_inv,
+                                                         self.K_inv_chol, self.bounds, self.X, self.X_prev,
+                                                         self.count, RESIDUAL_TOL,
+                                                         SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX)
+        self.loaded = True
         self.sweeps.append(sweeps)
         if sweeps == -2:
             self.reset()
             return None
-        self.X_prev, self.X = self.X, X
+        # No extrapolation from a seed: it is not the previous instant.
+        self.X_prev = np.zeros((self.elastic.size, 0)) if self.fresh else self.X
+        self.X, self.fresh = X, False
         return np.sqrt(np.maximum(lam[:self.count], 0.0)), shapes, mass_shapes

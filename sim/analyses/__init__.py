@@ -10,17 +10,26 @@ its scenario table's name:
 
 It returns a short summary, e.g. ``{"frequency_range_hz": (lo, hi)}``, which `sim run`
 prints. A user-caused failure raises `sim.errors.SimError`.
+
+An analysis may also register ``prepare(model, scenario)``, which compiles or loads from
+numba's cache the kernels it will use; `sim run` calls it before any analysis starts, so that
+each group's ``wall_time_s`` is the analysis' own work (the loading, once per process, goes to
+the root attribute ``kernels_load_time_s``).
 """
 
 ANALYSES = {}
+PREPARE = {}
 
 
-def register(name):
-    """Decorator registering an analysis function under scenario table `name`."""
+def register(name, prepare=None):
+    """Decorator registering an analysis function under scenario table `name`, with its
+    optional `prepare` (see the module docstring)."""
     def decorate(function):
         if name in ANALYSES:
             raise ValueError(f"analysis `{name}` is registered twice")
         ANALYSES[name] = function
+        if prepare is not None:
+            PREPARE[name] = prepare
         return function
     return decorate
 

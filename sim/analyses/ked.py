@@ -9,7 +9,13 @@ import numpy as np
 from sim.analyses import register
 
 
-@register("ked")
+def prepare(model, scenario):
+    """Load the compiled kernels of the KED (see :mod:`sim.analyses`)."""
+    from sim.ked import load_kernels
+    load_kernels(model, scenario.data["ked"]["modes"])
+
+
+@register("ked", prepare=prepare)
 def run(model, scenario, group, progress):
     """Write group ``ked``: time, pose_rigid, pose, deviation, frequencies, modal coordinates.
 
@@ -25,7 +31,7 @@ def run(model, scenario, group, progress):
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     n = table["intervals"]
     time = np.linspace(0.0, trajectory.duration, n + 1)
-    # The frames of the first instants are computed (in another process) while the motion goes on.
+    # The frames of the first instants are computed (in another thread) while the motion goes on.
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
         motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
                                            progress_frames=bar_modes)

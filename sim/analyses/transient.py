@@ -224,7 +224,13 @@ def reference(model, scenario, table, progress):
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration
 
 
-@register("transient")
+def prepare(model, scenario):
+    """Load the compiled kernels of the transient (see :mod:`sim.analyses`)."""
+    from sim.simulate import load_kernels
+    load_kernels(model)
+
+
+@register("transient", prepare=prepare)
 def run(model, scenario, group, progress):
     """Write group ``transient``; see the module docstring.
 
