@@ -1,4 +1,5 @@
-"""Dense linear algebra with the LAPACK drivers that suit constraint Jacobians.
+"""Dense linear algebra with the LAPACK drivers that suit constraint Jacobians, and a compiled
+LU for the small, sparse, square ones (:func:`sparse_lu`).
 
 The divide-and-conquer drivers (``gesdd``, ``gelsd``, ``syevd``) that numpy and scipy use by
 default are fast on generic matrices but can be 50-500x slower on the sparse, highly

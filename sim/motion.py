@@ -10,7 +10,9 @@ reference coordinates,
 
 solved in the least-squares sense through ``[C_q; J_x]^T [C_q; J_x]`` (minimum-norm where
 constraints are redundant).  Its eigenvalues give the conditioning; a singular instant stops
-with its time.  Long samplings run on the compiled kernels (:mod:`sim.fast`).
+with its time.  Long samplings run on the compiled kernels (:mod:`sim.fast`), where the
+square ``[C_q; J_x]`` of a non-redundant robot is factored directly (the sparse LU of
+:func:`sim.linalg.sparse_lu`, which skips the zeros of the joints' rows).
 """
 from dataclasses import dataclass
 

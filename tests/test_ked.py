@@ -231,3 +231,71 @@ def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
     ratios = np.array(ratios)
     assert np.all(ratios <= 1 + 1e-9) and np.all(ratios * ESTIMATE_MARGIN > 1)
     assert ratios[0] > 0.5 and ratios[-1] > 0.99, ratios   # within 1 % once warm
+
+
+def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
+    """A tracker reset to the Ritz vectors of another configuration (its seed) gives the dense
+    solve's modes within SEED_ITER sweeps, and does not extrapolate from the seed."""
+    import sim.subspace
+    from sim.fast import Evaluator
+    from sim.modal import modes
+    from sim.motion import rigid_motion
+    from sim.subspace import SEED_ITER, Tracker
+
+    t = np.linspace(0.0, SHORT_ARC.duration, 9)
+    motion = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
+    ev = Evaluator(rrru3_coarse)
+    states = [ev.evaluate(q, v, targets=s) for q, v, s in zip(motion.q, motion.v, motion.actuators)]
+    tracker = Tracker(rrru3_coarse, 4)
+    tracker.modes(states[0].M, states[0].J)
+    tracker.seed = tracker.X
+    tracker.reset()
+    for k in (8, 7):
+        omega, shapes, mass_shapes = tracker.modes(states[k].M, states[k].J)
+        ref = modes(rrru3_coarse, motion.q[k], 4, M=states[k].M, free=False, energies=False, J=states[k].J,
+                    J_s=states[k].J_s)
+        np.testing.assert_allclose(omega, ref.omega, rtol=1e-10)
+        P, P_ref = shapes @ mass_shapes.T, ref.shapes @ (states[k].M @ ref.shapes).T
+        assert np.abs(P - P_ref).max() <= 10 * sim.subspace.RESIDUAL_TOL * np.abs(P_ref).max()
+    assert 0 < tracker.sweeps[1] <= SEED_ITER, tracker.sweeps
+    assert tracker.X_prev.shape[1] > 0 and tracker.X_prev is not tracker.seed
+
+
+@pytest.mark.parametrize("name, params", [("rrru3", {"elements_per_link": 2}), ("flexible_arm", {}),
+                                          ("slider_crank", {}), ("rrrt3", {})])
+def test_free_motion_check_is_the_eigensolve(name, params):
+    """The shortcut of has_free_motions (J_r regular, K_ee positive definite) agrees with the
+    rigid-body count of the dense modes."""
+    from sim.ked import has_free_motions
+    from sim.modal import modes
+
+    model = load_model(MODELS / f"{name}.py", params)
+    assert has_free_motions(model, model.q_home) == (modes(model, model.q_home, count=1).rigid_count > 0)
+
+
+def test_sim_run_loads_the_kernels_before_the_clocks(tmp_path):
+    """`sim run` records the kernels' loading apart (root attribute), and the KED group its
+    own wall time and the same response as the library call."""
+    import h5py
+    from sim.cli import main
+
+    text = (MODELS.parent / "scenarios/rrru3_circle.toml").read_text()
+    text = text.replace("../models/rrru3.py", str(MODELS / "rrru3.py")).replace("elements_per_link = 4",
+                                                                                 "elements_per_link = 2")
+    for table in ("[transient]", "[inverse_dynamics]", "[frequencies]"):
+        text = text.replace(table, table.replace("[", "[x_"))
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("[x_")
+                     and not line.split("=")[0].strip() in ("step", "output_step", "samples", "frame", "count"))
+    text = text.replace("duration = 5.0", "duration = 0.4").replace("intervals = 512", "intervals = 40")
+    scenario = tmp_path / "ked.toml"
+    scenario.write_text(text)
+    out = tmp_path / "ked.h5"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    with h5py.File(out) as f:
+        assert list(f) == ["ked"]
+        assert f.attrs["kernels_load_time_s"] >= 0
+        assert f["ked"].attrs["wall_time_s"] > 0
+        deviation = f["ked/deviation"][()]
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
+    ref = ked(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4), 40, 6, 0.001)
+    assert np.abs(deviation - ref.deviation).max() <= 1e-12 * np.abs(ref.deviation).max()

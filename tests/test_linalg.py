@@ -60,3 +60,37 @@ def test_singular_values_match_the_svd():
         # Through the Gram matrix the error on sigma_k is about eps sigma_1^2 / sigma_k.
         error = np.abs(singular_values(M) - s)
         assert np.all(error < 1e-14 * s[0] ** 2 / s + 1e-13 * s), error / s
+
+
+def _sparse(rng, n, density):
+    """Square matrix with ~density of its entries nonzero, a diagonal that forces pivoting."""
+    A = rng.normal(size=(n, n)) * (rng.random((n, n)) < density)
+    return A + np.diag(1e-3 * rng.normal(size=n))
+
+
+@pytest.mark.parametrize("n, density", [(1, 1.0), (7, 0.4), (60, 0.08), (60, 1.0)])
+def test_sparse_lu_solves_against_lapack(n, density):
+    """sim.linalg.sparse_lu: A[perm] = L U, and A^-1 B, A^-T B to round-off of LAPACK's solve."""
+    from sim.linalg import lu_solve, sparse_lu, sparse_solve
+    rng = np.random.default_rng(n + int(100 * density))
+    A, B = _sparse(rng, n, density), rng.normal(size=(n, 3))
+    (LU, perm, *_), ok = sparse_lu(A)
+    assert ok and sorted(perm) == list(range(n))
+    L, U = np.tril(LU, -1) + np.eye(n), np.triu(LU)
+    assert_allclose(L @ U, A[perm], rtol=0, atol=1e-13 * np.abs(A).max())
+    assert np.abs(L).max() <= 1.0 + 1e-15, "partial pivoting: multipliers at most 1"
+    F, _ = sparse_lu(A)
+    scale = np.linalg.cond(A) * 1e-15
+    ref = np.linalg.solve(A, B)
+    assert np.abs(lu_solve(F, B) - ref).max() <= scale * np.abs(ref).max()
+    ref_t = np.linalg.solve(A.T, B)
+    assert np.abs(lu_solve(F, B, True) - ref_t).max() <= scale * np.abs(ref_t).max()
+    assert np.abs(sparse_solve(A, B) - ref).max() <= scale * np.abs(ref).max()
+
+
+def test_sparse_lu_reports_a_singular_matrix():
+    from sim.linalg import sparse_lu, sparse_solve
+    A = _sparse(np.random.default_rng(1), 8, 0.5)
+    A[:, 3] = 0.0
+    assert not sparse_lu(A)[1]
+    assert np.isnan(sparse_solve(A, np.ones((8, 2)))).all()
