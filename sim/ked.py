@@ -52,7 +52,7 @@ from .motion import load_kernels as load_kernels_motion
 from .motion import rigid_motion
 from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes
 
-FRAME_CHUNK = 24   # frames per worker task (~9 ms on the 3-RRRU); the tracker restarts at each
+FRAME_CHUNK = 24   # frames per worker task (~3 ms on the 3-RRRU); the tracker restarts at each
 
 
 def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
@@ -388,8 +388,9 @@ class FramePool:
     threads as one task.  :meth:`finish` computes the remaining states here, then takes back,
     from the last one, the tasks no worker has started, so that this thread and the workers
     end together.  Frames at different instants are independent, and each is computed by the
-    same code from the same starting subspace whichever thread runs it (:func:`_frames`): the
-    numbers do not depend on the sharing.
+    same code from the same starting subspace whichever thread runs it (:func:`_frames`; every
+    chunk's tracker starts from the seed the first task makes at the first state): the numbers
+    do not depend on the sharing.
 
     Threads, not processes: the compiled kernels (the frames' loop and the rigid motion's)
     release the GIL, so a thread runs in parallel with the motion from the first chunk on,
