@@ -467,8 +467,10 @@ class FramePool:
         ev, tracker = self._parts()
         if tracker is not None and not self.free:
             if start == 0:
-                self.seed = _seed(self.model, ev, tracker, tuple(x[:1] for x in states), self.free)
-                self.seeded.set()
+                try:
+                    self.seed = _seed(self.model, ev, tracker, tuple(x[:1] for x in states), self.free)
+                finally:    # whatever happens, no task waits for ever
+                    self.seeded.set()
             self.seeded.wait()
             tracker.seed = np.zeros((tracker.elastic.size, 0)) if self.seed is None else self.seed
         _frames(self.model, ev, tracker, states, self.count, self.free, self.frames, start, progress)
