@@ -299,10 +299,15 @@ class Tracker:
 
     @staticmethod
     def applies(model):
-        """True when the stiffness is the bodies' constant ``K_ff`` only and there are elastic
-        coordinates (no lumped springs, compliant drives or geometric stiffening)."""
-        return (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
-                and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model))
+        """True when the stiffness is the bodies' constant ``K_ff`` only, positive definite, and
+        there are elastic coordinates (no lumped springs, compliant drives or geometric
+        stiffening; no body whose reference leaves it free to move rigidly)."""
+        if not (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
+                and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model)):
+            return False
+        elastic = model.v_elastic
+        K = dynamics.stiffness_matrix(model)[np.ix_(elastic, elastic)]
+        return bool(np.linalg.eigvalsh(0.5 * (K + K.T))[0] > 0)
 
     def reset(self):
         """Forget the last subspaces: the next :meth:`modes` starts from :attr:`seed` (at most
