@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from . import dynamics
 from .assembly import SINGULAR_RATIO
 from .dynamics import mass_and_forces
 from .fast import Evaluator, _evaluate_tables, _sigint_deferred
@@ -50,7 +49,7 @@ from .linalg import flush
 from .modal import modes
 from .motion import load_kernels as load_kernels_motion
 from .motion import rigid_motion
-from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes
+from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
 
 FRAME_CHUNK = 24   # frames per worker task (~3 ms on the 3-RRRU); the tracker restarts at each
 
@@ -201,11 +200,10 @@ def has_free_motions(model, q, ev=None):
     """
     ev = Evaluator(model) if ev is None else ev
     J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
-    rigid, elastic = model.v_rigid, model.v_elastic
+    rigid = model.v_rigid
     if J.shape[0] == rigid.size:
-        K = dynamics.stiffness_matrix(model)[np.ix_(elastic, elastic)]
         sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
-        if sigma[-1] > SINGULAR_RATIO * sigma[0] and (not elastic.size or np.linalg.eigvalsh(K)[0] > 0):
+        if sigma[-1] > SINGULAR_RATIO * sigma[0] and elastic_stiffness(model)[1]:
             return False
     return modes(model, q, count=1).rigid_count > 0
 
@@ -560,10 +558,6 @@ class ModalStepper:
         self.zeta = np.asarray(damping_ratio, dtype=float)
         self.u = np.asarray(u, dtype=float).copy()
         self.u_dot = np.asarray(u_dot, dtype=float).copy()
-
-    def project(self, fr):
-        """Modal coordinates and rates (r,) of the current state on the modes of ``fr``."""
-        return self.u @ fr.mass_shapes, self.u_dot @ fr.mass_shapes
 
     def step(self, fr, load_end, dt):
         """Advance over one interval frozen at ``fr``; the load ends at ``load_end`` (n_v,).

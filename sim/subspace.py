@@ -264,6 +264,15 @@ def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r,
     return lam, shapes, M @ shapes, X, sweeps
 
 
+def elastic_stiffness(model):
+    """The bodies' stiffness on the elastic coordinates, ``K_ee`` (n_e, n_e), symmetric, and
+    whether it is positive definite (no body free to move rigidly in its reference)."""
+    elastic = model.v_elastic
+    K = dynamics.stiffness_matrix(model)[np.ix_(elastic, elastic)]
+    K = np.ascontiguousarray(0.5 * (K + K.T))
+    return K, bool(not elastic.size or np.linalg.eigvalsh(K)[0] > 0)
+
+
 class Tracker:
     """Lowest modes of one model at successive nearby configurations (module docstring).
 
@@ -281,8 +290,7 @@ class Tracker:
         self.model, self.count = model, int(count)
         self.rigid = np.asarray(model.v_rigid, dtype=np.int64)
         self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
-        K = dynamics.stiffness_matrix(model)[np.ix_(self.elastic, self.elastic)]
-        self.K = np.ascontiguousarray(0.5 * (K + K.T))
+        self.K = elastic_stiffness(model)[0]
         self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(self.K))
         self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
         # Bodies: elastic coordinate k belongs to body owner[k] (whose six reference
@@ -305,9 +313,7 @@ class Tracker:
         if not (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
                 and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model)):
             return False
-        elastic = model.v_elastic
-        K = dynamics.stiffness_matrix(model)[np.ix_(elastic, elastic)]
-        return bool(np.linalg.eigvalsh(0.5 * (K + K.T))[0] > 0)
+        return elastic_stiffness(model)[1]
 
     def reset(self):
         """Forget the last subspaces: the next :meth:`modes` starts from :attr:`seed` (at most
