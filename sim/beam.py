@@ -100,6 +100,20 @@ class Section:
         I = np.pi * radius**4 / 4.0
         return cls(E=E, G=G, rho=rho, A=np.pi * radius**2, Iy=I, Iz=I, J=2 * I)
 
+    @classmethod
+    def tube(cls, outer_radius, wall, E, rho, G=None, nu=None):
+        """Thin- or thick-walled circular tube of ``outer_radius`` and ``wall`` thickness [m];
+        ``G = E / (2 (1 + nu))`` when ``G`` is not given.  Exact annulus properties:
+        ``A = pi (R^2 - r^2)``, ``I = pi (R^4 - r^4) / 4``, ``J = 2 I`` (a closed circular tube).
+        """
+        if G is None:
+            G = E / (2.0 * (1.0 + nu))
+        if not (0 < wall <= outer_radius):
+            raise ValueError(f"tube wall must be in (0, outer_radius = {outer_radius!r}], got {wall!r}")
+        r = outer_radius - wall
+        I = np.pi * (outer_radius**4 - r**4) / 4.0
+        return cls(E=E, G=G, rho=rho, A=np.pi * (outer_radius**2 - r**2), Iy=I, Iz=I, J=2 * I)
+
 
 def hermite(xi):
     """Cubic Hermite functions and their xi-derivatives.  (n,) -> H (4, n), dH (4, n)."""

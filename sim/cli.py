@@ -97,6 +97,7 @@ def _format(value):
 
 def cmd_run(args):
     """Run every analysis of a scenario into one HDF5 file."""
+    from sim import selfcheck
     from sim.analyses import ANALYSES, PREPARE
     from sim.results import ResultFile, check_target
 
@@ -130,9 +131,14 @@ def cmd_run(args):
                 raise SimError(text if text.startswith(str(scenario.path)) else
                                f"{scenario.path}: [{name}] {text}") from None
             group.finish()
+        groups = {name: writer._group for name, writer in result.groups.items()}
+        selfcheck.check(groups)
+        notes = selfcheck.warnings(groups)
     for name, summary in summaries.items():
         items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())
         print(f"{name}: {items}" if items else name)
+    for line in notes:
+        print(f"warning: {line}", file=sys.stderr)
     print(f"wrote {out}")
     return 0
 

@@ -46,7 +46,7 @@ from .dynamics import mass_and_forces
 from .fast import Evaluator, _evaluate_tables, _sigint_deferred
 from .kinematics import pose_jacobian
 from .linalg import flush
-from .modal import modes
+from .modal import modes, static_response
 from .motion import load_kernels as load_kernels_motion
 from .motion import rigid_motion
 from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
@@ -152,6 +152,12 @@ class Frame:
         (``eta = Phi^T M u``) needs no more of ``M``.
     pose_jacobian : ndarray, shape (d, n_v)
         End-effector coordinates' Jacobian, for the linearised deviation.
+    static_load : ndarray, shape (n_v,)
+        ``K_c^-1 F``: the static displacement under the load held constant (constrained
+        motions, actuators locked), for the static correction of the truncated modes.
+    static_rest : ndarray, shape (n_v,)
+        ``K_c^-1 Q(q, 0)``: the static deflection of the robot at rest at this pose (gravity,
+        lumped-spring preloads).
     """
 
     load: np.ndarray
@@ -159,6 +165,8 @@ class Frame:
     shapes: np.ndarray
     mass_shapes: np.ndarray
     pose_jacobian: np.ndarray
+    static_load: np.ndarray
+    static_rest: np.ndarray
 
 
 def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
@@ -170,24 +178,29 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
     (:class:`sim.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
     iteration from the tracker's last subspace, where its partition applies.
     """
+    rest = np.zeros(model.n_v)
     if ev is None:
         M, Q = mass_and_forces(model, q, v)
         r = modes(model, q, count, M=M, free=free, energies=False)
-        return Frame(load=Q - M @ a, omega=r.omega, shapes=r.shapes, mass_shapes=M @ r.shapes,
-                     pose_jacobian=pose_jacobian(model, q)[1])
+        loads = np.column_stack([Q - M @ a, mass_and_forces(model, q, rest)[1]])
+        static = static_response(model, q, loads)
+        return Frame(load=loads[:, 0], omega=r.omega, shapes=r.shapes, mass_shapes=M @ r.shapes,
+                     pose_jacobian=pose_jacobian(model, q)[1], static_load=static[:, 0], static_rest=static[:, 1])
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
+    Q_rest = ev.evaluate(q, rest, targets=s).Q
     tracked = tracker is not None and free is not None and not free
     # The tracker only takes BLAS products of M: no flush (sim.linalg.flush) unless LAPACK gets it.
     E = ev.evaluate(q, v, targets=s, flush=not tracked)
-    found = tracker.modes(E.M, E.J) if tracked else None
     M = E.M
+    loads = np.column_stack([E.Q - M @ a, Q_rest])
+    found = tracker.modes(M, E.J, loads) if tracked else None
     if found is None:
         M = flush(M) if tracked else M
         r = modes(model, q, count, M=M, free=free, energies=False, J=E.J, J_s=E.J_s)
-        found = r.omega, r.shapes, M @ r.shapes
-    omega, shapes, mass_shapes = found
-    return Frame(load=E.Q - M @ a, omega=omega, shapes=shapes, mass_shapes=mass_shapes,
-                 pose_jacobian=ev.pose()[1])
+        found = r.omega, r.shapes, M @ r.shapes, static_response(model, q, loads, J=E.J, J_s=E.J_s)
+    omega, shapes, mass_shapes, static = found
+    return Frame(load=loads[:, 0], omega=omega, shapes=shapes, mass_shapes=mass_shapes,
+                 pose_jacobian=ev.pose()[1], static_load=static[:, 0], static_rest=static[:, 1])
 
 
 def has_free_motions(model, q, ev=None):
@@ -218,6 +231,7 @@ class Frames:
     omega : ndarray, shape (n, r)
     shapes, mass_shapes : ndarray, shape (n, n_v, r)
     pose_jacobian : ndarray, shape (n, d, n_v)
+    static_load, static_rest : ndarray, shape (n, n_v)
         Row ``k`` of each: the fields of :class:`Frame` at instant ``k``.
     """
 
@@ -226,11 +240,13 @@ class Frames:
     shapes: np.ndarray
     mass_shapes: np.ndarray
     pose_jacobian: np.ndarray
+    static_load: np.ndarray
+    static_rest: np.ndarray
 
     @classmethod
     def empty(cls, n, n_v, r, d):
         return cls(np.zeros((n, n_v)), np.zeros((n, r)), np.zeros((n, n_v, r)), np.zeros((n, n_v, r)),
-                   np.zeros((n, d, n_v)))
+                   np.zeros((n, d, n_v)), np.zeros((n, n_v)), np.zeros((n, n_v)))
 
     @classmethod
     def stack(cls, frames):
@@ -252,16 +268,18 @@ class Frames:
             getattr(self, name)[k] = getattr(fr, name)
 
 
-FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian")
+FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian", "static_load", "static_rest")
 
 
 @njit(cache=True, nogil=True)
 def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
-                seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, sweeps):
+                seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, static_load,
+                static_rest, sweeps):
     """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
-    (n, ...) in one compiled loop: the evaluation (``M`` not flushed), the tracker's modes
-    (:func:`sim.subspace._modes`), the load and the end-effector Jacobian (translational
-    coordinates ``pose_rows`` of marker ``e``) into ``load`` .. ``jac`` (n, ...).
+    (n, ...) in one compiled loop: the evaluation (``M`` not flushed; once more at rest for
+    ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.subspace._modes`),
+    the load and the end-effector Jacobian (translational coordinates ``pose_rows`` of marker
+    ``e``) into ``load`` .. ``static_rest`` (n, ...).
 
     ``sweeps`` (n,): the tracker's count per frame; -2 where it turned the frame down (left
     for :func:`frame`'s dense modes), the tracker then starting afresh: the same steps as
@@ -278,12 +296,19 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
     gamma = np.zeros(n_rows)
     empty = np.zeros((0, 0))
     none = np.zeros((n_e, 0))
+    rest = np.zeros(n_v)
+    F = np.zeros((n_v, 2))
     X, X_prev, fresh = seed, none, True
     for k in range(vs.shape[0]):
+        # Q(q, 0) first: the second evaluation leaves M and J of the state itself.
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
+        _evaluate_tables(qs[k], rest, tables, M, Q, phi, J, gamma, empty, empty, False, False, True)
+        F[:, 1] = Q
+        J[:] = 0.0
         _evaluate_tables(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, False, False, True)
-        lam, sh, msh, X_new, sweeps[k] = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev,
-                                                r, tol, seed_iter if fresh else max_iter, basis_max)
+        F[:, 0] = Q - M @ accs[k]
+        lam, sh, msh, X_new, sweeps[k], U = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X,
+                                                   X_prev, r, tol, seed_iter if fresh else max_iter, basis_max, F)
         if sweeps[k] == -2:
             X, X_prev, fresh = seed, none, True
             continue
@@ -293,7 +318,9 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
             omega[k, i] = np.sqrt(max(lam[i], 0.0))
         shapes[k] = sh
         mass_shapes[k] = msh
-        load[k] = Q - M @ accs[k]
+        load[k] = F[:, 0]
+        static_load[k] = U[:, 0]
+        static_rest[k] = U[:, 1]
         jac[k] = 0.0
         for i in range(pose_rows.size):
             for j in range(cols.shape[1]):
@@ -580,23 +607,41 @@ class ModalStepper:
 class KedResult:
     """KED response at the interval ends ``time`` (n + 1,).
 
-    ``pose_rigid``, ``pose``, ``deviation`` (n + 1, d) [m, rad]; ``frequencies`` (n + 1, r)
-    [Hz] of the frozen structure at each instant; ``modal_coordinates`` and
-    ``modal_velocities`` (n + 1, r): row 0 on the first interval's modes, row ``i + 1`` at the
-    end of interval ``i`` on its modes; ``displacement`` (n + 1, n_v) the elastic state ``u``.
+    ``pose_rigid``, ``pose``, ``deviation`` (n + 1, d) [m, rad]; ``deviation_static`` (n + 1, d)
+    the static deflection of the robot at rest at each pose (:attr:`Frame.static_rest`),
+    ``deviation_dynamic = deviation - deviation_static``; ``frequencies`` (n + 1, r) [Hz] of
+    the frozen structure at each instant; ``modal_coordinates`` and ``modal_velocities``
+    (n + 1, r): row 0 on the first interval's modes, row ``i + 1`` at the end of interval
+    ``i`` on its modes; ``displacement`` (n + 1, n_v) the elastic displacement ``u``: the modal
+    part plus the static correction of the truncated modes.
     """
 
     time: np.ndarray
     pose_rigid: np.ndarray
     pose: np.ndarray
     deviation: np.ndarray
+    deviation_static: np.ndarray
+    deviation_dynamic: np.ndarray
     frequencies: np.ndarray
     modal_coordinates: np.ndarray
     modal_velocities: np.ndarray
     displacement: np.ndarray
 
 
-def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None):
+def static_correction(frames):
+    """``K_c^-1 F - Phi Omega^-2 Phi^T F`` (n, n_v) at each frame: the quasi-static response of
+    the modes the frame leaves out (mode-acceleration method), which the modal part lacks.
+
+    Stiff directions whose modes lie far above the kept ones (the axial modes of links that
+    carry the end-effector loads) respond to the slowly varying loads of a motion
+    quasi-statically; without this term the truncated sum misses their deflection.
+    """
+    omega = np.where(frames.omega > 0, frames.omega, np.inf)     # unfilled rows: no modal part
+    modal_load = np.einsum("kvr,kv->kr", frames.shapes, frames.load) / omega**2
+    return frames.static_load - np.einsum("kvr,kr->kv", frames.shapes, modal_load)
+
+
+def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None, start="undeformed"):
     """Run the piecewise-constant modal superposition over precomputed frames.
 
     Parameters
@@ -608,11 +653,16 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     pose_rigid : ndarray, shape (n + 1, d)
     damping_ratio : float or ndarray, shape (r,)
     u0, u_dot0 : ndarray, shape (n_v,), optional
-        Initial elastic state (default zero).
+        Initial elastic state (default zero; with ``start = "static"``, ``u0`` defaults to the
+        static deflection at rest of the first frame).
+    start : {"undeformed", "static"}
+        Start from the undeformed robot or from its static equilibrium at rest (gravity and
+        preloads already carried), elastic velocities zero.
 
     Returns
     -------
     KedResult
+        The deviation is ``J_x (Phi eta + static_correction)``.
     """
     frames = frames if isinstance(frames, Frames) else Frames.stack(frames)
     omega, shapes, mass_shapes, load = (np.ascontiguousarray(getattr(frames, name), dtype=float)
@@ -620,22 +670,31 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     n, n_v, r = shapes.shape
     time = np.asarray(time, dtype=float)
     zeta = np.broadcast_to(np.asarray(damping_ratio, dtype=float), r).copy()
-    u = np.zeros(n_v) if u0 is None else np.array(u0, dtype=float)
+    if start not in ("undeformed", "static"):
+        raise ValueError(f"`start` must be 'undeformed' or 'static', got {start!r}")
+    if u0 is None:
+        u = frames.static_rest[0].copy() if start == "static" else np.zeros(n_v)
+    else:
+        u = np.array(u0, dtype=float)
     u_dot = np.zeros(n_v) if u_dot0 is None else np.array(u_dot0, dtype=float)
     eta, eta_dot, U = np.zeros((n, r)), np.zeros((n, r)), np.zeros((n, n_v))
-    U[0] = u
     eta[0], eta_dot[0] = u @ mass_shapes[0], u_dot @ mass_shapes[0]
+    U[0] = shapes[0] @ eta[0]
     _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U)
+    U += static_correction(frames)
     deviation = np.einsum("kdv,kv->kd", frames.pose_jacobian, U)
+    static = np.einsum("kdv,kv->kd", frames.pose_jacobian, frames.static_rest)
     return KedResult(time=time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
+                     deviation_static=static, deviation_dynamic=deviation - static,
                      frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
                      displacement=U)
 
 
-def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None):
+def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None, start="undeformed"):
     """KED response of ``model`` along ``trajectory`` (:class:`sim.trajectory.Trajectory`).
 
-    The rigid motion is sampled only at the ``intervals + 1`` interval ends.
+    The rigid motion is sampled only at the ``intervals + 1`` interval ends; ``start`` as
+    :func:`integrate_frames`.
 
     Returns
     -------
@@ -644,4 +703,4 @@ def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progr
     T = trajectory.duration if duration is None else float(duration)
     time = np.linspace(0.0, T, int(intervals) + 1)
     motion, frames = motion_and_frames(model, trajectory, time, count, progress_motion=progress)
-    return integrate_frames(time, frames, motion.pose, damping_ratio)
+    return integrate_frames(time, frames, motion.pose, damping_ratio, start=start)

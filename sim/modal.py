@@ -186,6 +186,39 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
 
 
+def static_response(model, q, loads, K=None, J=None, J_s=None):
+    """Static displacements of the linearised model at ``q`` under ``loads``, actuators locked.
+
+    ``u = N (N^T K N)^-1 N^T f`` for each column ``f`` of ``loads`` (n_v, m), with ``N`` the
+    constrained motions (:func:`constrained_basis`): the elastic deflection the structure
+    takes under a load held constant, the reactions of joints and locked drives taking the
+    rest.  A model with free motions has no unique deflection: the minimum-norm one (in
+    ``N``'s coordinates) of the loads' part they leave is returned.
+
+    Parameters
+    ----------
+    q : ndarray, shape (n_q,)
+    loads : ndarray, shape (n_v, m)
+    K : ndarray, shape (n_v, n_v), optional
+        Stiffness (default :func:`sim.dynamics.stiffness_matrix` at ``q``).
+    J, J_s : ndarray, optional
+        As :func:`modes`.
+
+    Returns
+    -------
+    ndarray, shape (n_v, m)
+    """
+    K = stiffness_matrix(model, q, J_s) if K is None else K
+    N = constrained_basis(model, constraint_jacobian(model, q) if J is None else J)
+    Kn = N.T @ K @ N
+    b = N.T @ loads
+    try:
+        y = scipy.linalg.solve(0.5 * (Kn + Kn.T), b, assume_a="pos", check_finite=False)
+    except np.linalg.LinAlgError:
+        y = scipy.linalg.lstsq(Kn, b, cond=NULL_RTOL, check_finite=False)[0]
+    return N @ y
+
+
 def _lumped_owner(model, marker_i, marker_j):
     """The body a lumped spring's energy is booked to: that of marker j (or i on the ground)."""
     b = model.markers[marker_j].body

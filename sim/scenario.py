@@ -94,6 +94,9 @@ SCHEMA = {
         "omega": Key("float", None, None, "rad/s",
                      "angular rate along the circle; its sign sets the direction"),
         "duration": Key("float", "positive", None, "s", "length of the motion"),
+        "ramp": Key("float", "nonnegative", None, "s",
+                    "circle: time to reach the rate `omega` from rest, with continuous "
+                    "acceleration (0 or absent: full speed at t = 0)"),
         "amplitude": Key("float", "positive", None, "m or rad",
                          "stroke of the cycloidal law s(τ) = A (τ − sin(2πτ)/(2π)) − A/2, "
                          "τ = t/period, applied to each of `axes` about `pose`"),
@@ -119,10 +122,14 @@ SCHEMA = {
         "step": Key("float", "positive", REQUIRED, "s", "time step h"),
         "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
                       "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4)"),
-        "alpha": Key("float", "nonnegative", 10.0, "1/s",
-                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0"),
-        "beta": Key("float", "nonnegative", 10.0, "1/s",
-                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0"),
+        "alpha": Key("float", "nonnegative", None, "1/s",
+                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 1/step: the drift left by "
+                     "each step decays by 3x per step)"),
+        "beta": Key("float", "nonnegative", None, "1/s",
+                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 1/step)"),
+        "start": Key("str", ("static", "undeformed"), "static", "",
+                     "initial elastic state: the static deflection of the robot at rest at its "
+                     "first pose (gravity, preloads), or undeformed"),
         "rho_inf": Key("float", "unit_interval", 0.9, "1",
                        "spectral radius at infinite frequency (hht, generalized-alpha)"),
         "newton_tol": Key("float", "positive", 1e-12, "m or rad",
@@ -154,6 +161,9 @@ SCHEMA = {
                          "intervals with frozen M and K along the trajectory"),
         "modes": Key("int", "positive", 4, "", "modes kept per interval"),
         "damping_ratio": Key("float", "damping", REQUIRED, "1", "modal damping ratio ζ"),
+        "start": Key("str", ("static", "undeformed"), "static", "",
+                     "initial elastic state: the static deflection of the robot at rest at its "
+                     "first pose (gravity, preloads), or undeformed"),
     },
     "frequencies": {
         "count": Key("int", "positive", 6, "", "elastic modes tracked (MAC)"),
@@ -225,7 +235,7 @@ SCHEMA = {
 
 # Trajectory keys used by each kind: (required, optional). Others are errors.
 KIND_KEYS = {
-    "circle": (("center", "radius", "omega", "duration"), ("pose",)),
+    "circle": (("center", "radius", "omega", "duration"), ("pose", "ramp")),
     "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration")),
     "polynomial": (("start", "end", "duration"), ()),
     "table": (("file",), ()),

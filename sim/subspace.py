@@ -238,13 +238,39 @@ def _reduced_mass(M, J, rigid, elastic, owner):
     return np.abs(Gc).max() if Gc.size else 0.0, Gc, c, 0.5 * (Mn + Mn.T)
 
 
+@njit(cache=True)
+def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
+    """Static displacements ``N K_ee^-1 N^T F`` (n_v, m) of the loads ``F`` (n_v, m) in the
+    constrained motions ``N = [G; 1]`` (only the columns ``c`` of ``G`` are nonzero)."""
+    b = np.empty((elastic.size, F.shape[1]))
+    for i in range(elastic.size):
+        b[i] = F[elastic[i]]
+    Fr = np.empty((rigid.size, F.shape[1]))
+    for i in range(rigid.size):
+        Fr[i] = F[rigid[i]]
+    GF = Gc.T @ Fr
+    for k in range(c.size):
+        b[c[k]] += GF[k]
+    y = _solve_stiffness(K_inv, bounds, b)
+    U = np.zeros_like(F)
+    yc = np.empty((c.size, F.shape[1]))
+    for k in range(c.size):
+        yc[k] = y[c[k]]
+    Gy = Gc @ yc
+    for i in range(rigid.size):
+        U[rigid[i]] = Gy[i]
+    for i in range(elastic.size):
+        U[elastic[i]] = y[i]
+    return U
+
+
 @njit(cache=True, nogil=True)
-def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r, tol, max_iter, basis_max):
+def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r, tol, max_iter, basis_max, F):
     """Compiled :meth:`Tracker.modes`: the basis, the reduced mass, the starting subspace and
-    the iteration in one call."""
+    the iteration in one call; also the static displacements of the loads ``F`` (n_v, m)."""
     g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
     if not g <= basis_max:
-        return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2
+        return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2, np.zeros_like(F)
     if X_prev.shape[1] == X.shape[1] and X.shape[1] > 0:
         # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
         # the previous Ritz vectors (signs, mixing) with the last ones.
@@ -261,7 +287,7 @@ def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r,
         shapes[rigid[i]] = GX[i]
     for i in range(elastic.size):
         shapes[elastic[i]] = X[i, :r]
-    return lam, shapes, M @ shapes, X, sweeps
+    return lam, shapes, M @ shapes, X, sweeps, _static(F, Gc, c, rigid, elastic, K_inv, bounds)
 
 
 def elastic_stiffness(model):
@@ -327,7 +353,7 @@ class Tracker:
         self.X_prev = np.zeros((self.elastic.size, 0))
         self.fresh = True
 
-    def modes(self, M, J):
+    def modes(self, M, J, loads=None):
         """The lowest ``count`` modes with mass ``M`` and locked constraint rows ``J``.
 
         Parameters
@@ -335,6 +361,8 @@ class Tracker:
         M : ndarray, shape (n_v, n_v)
         J : ndarray, shape (n_c, n_v)
             Joint and locked-actuator rows.
+        loads : ndarray, shape (n_v, m), optional
+            Loads whose static displacements are wanted too.
 
         Returns
         -------
@@ -342,6 +370,8 @@ class Tracker:
             Circular frequencies [rad/s], ascending.
         shapes, mass_shapes : ndarray, shape (n_v, r)
             ``Phi`` (``Phi^T M Phi = 1``) and ``M Phi``.
+        static : ndarray, shape (n_v, m)
+            Only with ``loads``: ``N K_ee^-1 N^T loads``, the constrained static displacements.
 
         None when the partition does not apply here: ``J`` not square over the reference
         coordinates, or ``J_r`` nearly singular (an entry of ``G`` above :data:`BASIS_MAX`,
@@ -351,10 +381,10 @@ class Tracker:
         if J.shape[0] != self.rigid.size:
             return None
         with _sigint_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.fast
-            lam, shapes, mass_shapes, X, sweeps = _modes(M, J, self.rigid, self.elastic, self.owner, self.K_inv,
-                                                         self.K_inv_chol, self.bounds, self.X, self.X_prev,
-                                                         self.count, RESIDUAL_TOL,
-                                                         SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX)
+            F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
+            lam, shapes, mass_shapes, X, sweeps, static = _modes(
+                M, J, self.rigid, self.elastic, self.owner, self.K_inv, self.K_inv_chol, self.bounds, self.X,
+                self.X_prev, self.count, RESIDUAL_TOL, SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, F)
         self.loaded = True
         self.sweeps.append(sweeps)
         if sweeps == -2:
@@ -363,4 +393,5 @@ class Tracker:
         # No extrapolation from a seed: it is not the previous instant.
         self.X_prev = np.zeros((self.elastic.size, 0)) if self.fresh else self.X
         self.X, self.fresh = X, False
-        return np.sqrt(np.maximum(lam[:self.count], 0.0)), shapes, mass_shapes
+        omega = np.sqrt(np.maximum(lam[:self.count], 0.0))
+        return (omega, shapes, mass_shapes) if loads is None else (omega, shapes, mass_shapes, static)

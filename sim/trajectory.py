@@ -5,7 +5,8 @@ and second derivatives, each (n, d), in the model's pose order (m, rad).
 
 * ``circle``: centre pose ``center`` (d,), the first two coordinates run on a circle of
   ``radius`` at rate ``omega``: ``x0 = c0 + r cos(omega t)``, ``x1 = c1 + r sin(omega t)``
-  (paper 001 eq. 71); it starts at ``c + (r, 0)`` with its full speed.
+  (paper 001 eq. 71); it starts at ``c + (r, 0)`` with its full speed, or, with ``ramp`` T,
+  from rest, the rate growing to ``omega`` in T with continuous acceleration.
 * ``cycloidal``: about ``pose`` (default: home), every coordinate named in ``axes`` follows
   ``s(tau) = A (tau - sin(2 pi tau) / (2 pi)) - A / 2``, ``tau = t / period`` clipped to [0, 1]
   (paper 002 §4.4; peak acceleration ``2 pi A / period^2``).
@@ -35,18 +36,39 @@ class Trajectory:
         return self.law(t)
 
 
-def circle(center, radius, omega, duration):
+def ramp_phase(t, omega, ramp):
+    """Phase ``theta`` and its two rates (each like ``t``) of a rate ramped from 0 to ``omega``
+    over ``ramp`` [s] with continuous acceleration, ``theta_ddot = omega/T (1 - cos(2 pi t/T))``
+    (Simo and Vu-Quoc's spin-up law), then constant: ``theta = omega (t - T/2)``."""
+    t = np.asarray(t, dtype=float)
+    if not ramp > 0:
+        return omega * t, np.full_like(t, omega), np.zeros_like(t)
+    T = float(ramp)
+    c = 2 * np.pi / T
+    tr = np.clip(t, 0.0, T)
+    inside = t < T
+    th = np.where(inside, omega / T * (tr**2 / 2 + (np.cos(c * tr) - 1) / c**2), omega * (t - T / 2))
+    thd = np.where(inside, omega / T * (tr - np.sin(c * tr) / c), omega)
+    thdd = np.where(inside, omega / T * (1 - np.cos(c * tr)), 0.0)
+    return th, thd, thdd
+
+
+def circle(center, radius, omega, duration, ramp=0.0):
+    """Circle law; ``ramp`` [s]: the rate grows from rest to ``omega`` (:func:`ramp_phase`)."""
     c = np.asarray(center, dtype=float)
+    ramp = float(ramp or 0.0)
 
     def law(t):
         x = np.tile(c, (t.size, 1))
         xd = np.zeros_like(x)
         xdd = np.zeros_like(x)
-        co, si = np.cos(omega * t), np.sin(omega * t)
+        th, thd, thdd = ramp_phase(t, omega, ramp)
+        co, si = np.cos(th), np.sin(th)
         x[:, 0] += radius * co
         x[:, 1] += radius * si
-        xd[:, 0], xd[:, 1] = -radius * omega * si, radius * omega * co
-        xdd[:, 0], xdd[:, 1] = -radius * omega**2 * co, -radius * omega**2 * si
+        xd[:, 0], xd[:, 1] = -radius * thd * si, radius * thd * co
+        xdd[:, 0] = -radius * (thdd * si + thd**2 * co)
+        xdd[:, 1] = radius * (thdd * co - thd**2 * si)
         return x, xd, xdd
 
     return Trajectory("circle", float(duration), law)
@@ -137,7 +159,7 @@ def from_scenario(spec, model, where="[trajectory]"):
     if kind == "circle":
         if d < 2:
             raise SimError(f"{where} a circle needs two end-effector coordinates; the model has {names}")
-        return circle(vector("center"), spec["radius"], spec["omega"], spec["duration"])
+        return circle(vector("center"), spec["radius"], spec["omega"], spec["duration"], spec.get("ramp") or 0.0)
     if kind == "cycloidal":
         unknown = [a for a in spec["axes"] if a not in model.pose_names]
         if unknown:

@@ -1,8 +1,10 @@
 """Kineto-elastodynamics along the trajectory (SPEC §2.3 item 5): group ``ked``.
 
-Table ``[ked]``: ``intervals``, ``modes``, ``damping_ratio``; the method is in :mod:`sim.ked`.
-The robot starts undeformed and at rest (as the full transient does), so gravity and the
-first accelerations set it vibrating.
+Table ``[ked]``: ``intervals``, ``modes``, ``damping_ratio``, ``start``; the method is in
+:mod:`sim.ked`.  With ``start = "static"`` (default) the robot starts in its static equilibrium
+at rest at the first pose (gravity and preloads carried), so only the motion sets it vibrating;
+``"undeformed"``: gravity is switched on at t = 0 as well.  The deviation is split into the
+static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
@@ -35,14 +37,19 @@ def run(model, scenario, group, progress):
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
         motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
                                            progress_frames=bar_modes)
-    result = integrate_frames(time, frames, motion.pose, table["damping_ratio"])
+    result = integrate_frames(time, frames, motion.pose, table["damping_ratio"], start=table["start"])
 
     units = list(model.pose_units)
     names = " ".join(model.pose_names)
     group.put("time", result.time, "s", "interval ends")
     group.put("pose_rigid", result.pose_rigid, units, f"end-effector coordinates ({names}) of the rigid robot")
     group.put("pose", result.pose, units, f"end-effector coordinates ({names}), rigid + linearised elastic")
-    group.put("deviation", result.deviation, units, "pose - pose_rigid: J_x(q_rigid) u, u the elastic displacement")
+    group.put("deviation", result.deviation, units,
+              "pose - pose_rigid: J_x(q_rigid) u, u the elastic displacement (modal part plus the static "
+              "correction of the truncated modes)")
+    group.put("deviation_static", result.deviation_static, units,
+              "static deflection of the robot at rest at the rigid pose (gravity, preloads; linearised)")
+    group.put("deviation_dynamic", result.deviation_dynamic, units, "deviation - deviation_static")
     group.put("frequency_time", result.time, "s", "instants of the frozen structures")
     group.put("frequencies", result.frequencies, "Hz",
               "lowest elastic frequencies of the structure frozen at each instant (actuators locked), ascending")
@@ -54,6 +61,7 @@ def run(model, scenario, group, progress):
     group.attrs["intervals"] = int(n)
     group.attrs["modes"] = int(table["modes"])
     group.attrs["damping_ratio"] = float(table["damping_ratio"])
+    group.attrs["start"] = table["start"]
     group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"
     peaks = np.abs(result.deviation).max(axis=0)
     summary = {f"peak_deviation_{k}": float(p) for k, p in zip(model.pose_names, peaks)}

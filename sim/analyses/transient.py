@@ -2,8 +2,9 @@
 
 Table ``[transient]``.  The rigid reference comes from the same model with the elastic
 coordinates frozen: along the ``[trajectory]`` (:func:`sim.motion.rigid_motion`, sampled every
-``REFERENCE_STEP``, at least ``REFERENCE_SAMPLES`` samples, and interpolated by C2 cubic
-splines), or, with ``drive_law``, from the
+``REFERENCE_STEP``, at least ``REFERENCE_SAMPLES`` samples, more where needed for an
+interpolation error below ``REFERENCE_TOL``, and interpolated by quintic Hermite polynomials
+through the actuators' values, rates and accelerations), or, with ``drive_law``, from the
 actuator law itself (direct kinematics of the rigid robot).  Drives:
 
 * ``prescribed``: driving constraints follow the rigid actuator motion;
@@ -34,9 +35,11 @@ from sim.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
 
-REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (C2 spline: ~1e-9 rad on 2 rad/s motions)
+REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (at most)
 REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
-REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (C2 spline)
+REFERENCE_TOL = 1e-11     # rad or m: largest interpolation error of the drive law (quintic Hermite)
+REFERENCE_MAX_SAMPLES = 200_001
+REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (quintic Hermite)
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
 
@@ -171,13 +174,26 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
     return q, v
 
 
-def _spline_law(t, s):
-    spline = scipy.interpolate.CubicSpline(t, s, axis=0)
-    return lambda x: (spline(x), spline(x, 1), spline(x, 2))
+def hermite_law(t, s, s_dot, s_ddot):
+    """``law(x) -> (s, s_dot, s_ddot)`` from samples of a motion and its two rates: piecewise
+    quintic Hermite interpolation, exact (to all three) at the samples, so that the drive
+    starts from the rigid motion's own state, and C2 in between; error ``h^6 |s^(6)| / 46080``."""
+    poly = scipy.interpolate.BPoly.from_derivatives(t, np.stack([s, s_dot, s_ddot], axis=1))
+    return lambda x: (poly(x), poly(x, 1), poly(x, 2))
+
+
+def hermite_error(t, s_ddot):
+    """Estimated largest interpolation error of :func:`hermite_law` on uniform samples ``t``:
+    ``h^6 |s^(6)| / 46080``, with ``s^(6)`` from the fourth differences of ``s_ddot``."""
+    if len(t) < 5:
+        return np.inf
+    h = t[1] - t[0]
+    return h**2 * np.abs(np.diff(s_ddot, 4, axis=0)).max() / 46080.0
 
 
 def reference(model, scenario, table, progress):
-    """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration)``."""
+    """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
+    ``samples = (t, q)`` the rigid configurations it was built from."""
     from sim.assembly import assemble
     from sim.fast import Evaluator
     from sim.motion import rigid_motion
@@ -195,33 +211,53 @@ def reference(model, scenario, table, progress):
         times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / dt)) + 1))
         q, qs, poses = model.q_home, [], []
         ev = Evaluator(model)
+        rigid = model.v_rigid
+        driven = np.array([a.stiffness is None for a in model.actuators], dtype=bool)   # rows of J
         for t in times:
-            q = assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s", ev=ev)
+            s, sd, sdd = law(t)
+            q = assemble(model, q, targets=s, what=f"the rigid robot at t = {t:.6g} s", ev=ev)
             qs.append(q)
-            ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-            poses.append(ev.pose()[0])
+            # Rigid velocity and acceleration from the drive rows, for the pose's rates.
+            v = np.zeros(model.n_v)
+            E = ev.evaluate(q, v, targets=s, bodies=False)
+            rhs = np.zeros(E.J.shape[0])
+            rhs[model.rows["n_joint"]:] = sd[driven]
+            v[rigid] = lstsq(E.J[:, rigid], rhs, cond=1e-10)
+            E = ev.evaluate(q, v, targets=s, target_acc=sdd, bodies=False)
+            a = np.zeros(model.n_v)
+            a[rigid] = lstsq(E.J[:, rigid], E.gamma, cond=1e-10)
+            x, J_x, x_q = ev.pose(v)
+            poses.append((x, J_x @ v, J_x @ a + x_q))
         qs = np.array(qs)
-        pose_spline = scipy.interpolate.CubicSpline(times, np.array(poses), axis=0)
+        pose_law = hermite_law(times, *(np.array(p) for p in zip(*poses)))
+        pose_rigid = lambda t: pose_law(t)[0]   # noqa: E731
         s, sd, sdd = law(0.0)
         v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
         if table["drive"] == "torque":
             raise SimError(f"{where} drive = \"torque\" needs a [trajectory] (rigid inverse dynamics)")
-        return law, pose_spline, qs[0], v0, None, duration
+        return law, pose_rigid, qs[0], v0, None, duration, (times, qs)
     if traj is None:
         raise SimError(f"{where} needs a [trajectory] table or a drive_law")
     trajectory = from_scenario(traj, model)
     duration = trajectory.duration if duration is None else duration
-    # At least REFERENCE_SAMPLES samples, so that short, fast motions are resolved too.
-    times = np.linspace(0.0, duration, max(REFERENCE_SAMPLES, int(np.ceil(duration / REFERENCE_STEP)) + 1))
-    bar = progress(len(times), "rigid reference")
-    motion = rigid_motion(model, trajectory, times, progress=bar, condition=False)
-    bar.close()
-    law = _spline_law(times, motion.actuators)
+    # At least REFERENCE_SAMPLES samples, so that short, fast motions are resolved too; more
+    # where the interpolation error of the drive law would exceed REFERENCE_TOL.
+    n = max(REFERENCE_SAMPLES, int(np.ceil(duration / REFERENCE_STEP)) + 1)
+    while True:
+        times = np.linspace(0.0, duration, n)
+        bar = progress(len(times), "rigid reference")
+        motion = rigid_motion(model, trajectory, times, progress=bar, condition=False)
+        bar.close()
+        error = hermite_error(times, motion.actuators_ddot)
+        if error <= REFERENCE_TOL or n >= REFERENCE_MAX_SAMPLES:
+            break
+        n = min(REFERENCE_MAX_SAMPLES, int(np.ceil(n * 1.2 * (error / REFERENCE_TOL) ** (1 / 6))))
+    law = hermite_law(times, motion.actuators, motion.actuators_dot, motion.actuators_ddot)
     torque = None
     if table["drive"] == "torque":
         from sim.inverse_dynamics import actuator_forces
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
-    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration
+    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q)
 
 
 def prepare(model, scenario):
@@ -248,9 +284,14 @@ def run(model, scenario, group, progress):
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
-    law, pose_rigid, q0, v0, torque, reference_duration = reference(model, scenario, table, progress)
+    law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress)
+    static = static_deviation(model, *samples)
+    q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
+    if table["start"] == "static":
+        q_f[model.q_elastic] += rest_deflection(model, q0)[model.v_elastic]
+    if table.get("initial_state") is not None or table["start"] == "static":
         q_guess = q0.copy()
         q_guess[model.q_elastic] = q_f[model.q_elastic]
         s, sd, _ = law(0.0)
@@ -260,13 +301,17 @@ def run(model, scenario, group, progress):
     drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
+    gains = tuple(1.0 / h if table[k] is None else table[k] for k in ("alpha", "beta"))
     bar = progress(int(round(duration / h)), "transient")
     result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
                       output_step=table["output_step"], rho_inf=table["rho_inf"],
-                      baumgarte=(table["alpha"], table["beta"]), newton_tol=table["newton_tol"],
+                      baumgarte=gains, newton_tol=table["newton_tol"],
                       newton_max_iter=table["newton_max_iter"], progress=bar)
     bar.close()
-    summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1))
+    summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1),
+                    static(result.t))
+    group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
+    group.attrs["start"] = table["start"]
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
         raise KeyboardInterrupt
@@ -276,8 +321,39 @@ def run(model, scenario, group, progress):
     return summary
 
 
-def write(model, group, result, pose_rigid):
-    """Datasets of group ``transient`` (SPEC §3.3) and the summary dict."""
+def rest_deflection(model, q, ev=None):
+    """Static elastic displacement (n_v,) of the robot at rest at ``q``, actuators locked
+    where they are: gravity and preloads, :func:`sim.modal.static_response`."""
+    from sim.fast import Evaluator
+    from sim.modal import static_response
+
+    ev = Evaluator(model) if ev is None else ev
+    rest = np.zeros(model.n_v)
+    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
+    return static_response(model, q, E.Q[:, None], J=E.J, J_s=E.J_s)[:, 0]
+
+
+def static_deviation(model, times, qs):
+    """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
+    configurations ``qs`` at ``times`` (linearised, ``J_x u``), interpolated by a cubic spline
+    (it follows the configuration, which the samples resolve)."""
+    from sim.fast import Evaluator
+
+    if not len(model.v_elastic):
+        return lambda t: np.zeros((np.size(t), len(model.pose_kinds)))
+    ev = Evaluator(model)
+    values = []
+    for q in qs:
+        u = rest_deflection(model, q, ev)
+        ev.evaluate(q, np.zeros(model.n_v), bodies=False)
+        values.append(ev.pose()[1] @ u)
+    spline = scipy.interpolate.CubicSpline(times, np.array(values), axis=0)
+    return lambda t: spline(np.atleast_1d(t))
+
+
+def write(model, group, result, pose_rigid, static):
+    """Datasets of group ``transient`` (SPEC §3.3) and the summary dict; ``static`` (n, d) the
+    static deflection at rest along the path."""
     units = list(model.pose_units)
     names = " ".join(model.pose_names)
     deviation = result.pose - pose_rigid
@@ -285,6 +361,9 @@ def write(model, group, result, pose_rigid):
     group.put("pose_rigid", pose_rigid, units, f"end-effector coordinates ({names}) of the rigid robot")
     group.put("pose", result.pose, units, f"end-effector coordinates ({names}) of the flexible robot")
     group.put("deviation", deviation, units, "pose - pose_rigid (flexible minus rigid)")
+    group.put("deviation_static", static, units,
+              "static deflection of the robot at rest at the rigid pose (gravity, preloads; linearised)")
+    group.put("deviation_dynamic", deviation - static, units, "deviation - deviation_static")
     group.put("energy", result.energy.sum(axis=1), "J", "kinetic + gravitational + elastic energy")
     group.put("energy_parts", result.energy, "J", "kinetic, gravitational, elastic energy (columns)")
     group.put("constraint_violation", result.constraint_violation, "m, rad",

@@ -1,0 +1,79 @@
+"""Self-checks of time-domain results: constraint drift against the deflection, and the
+agreement of the full transient with the KED.
+
+A result can be wrong without failing: joints that drift apart by more than the elastic
+deflection, or a modal model that leaves out what the full one shows.  Each time-domain group
+stores its checks as attributes, and :func:`warnings` turns those that fail into one line each,
+naming the scenario key to change.
+
+* ``drift_ratio`` (transient): largest constraint violation / peak deviation, where the peak
+  deviation is the largest norm of the end-effector translations; above :data:`DRIFT_LIMIT`
+  the drift is not negligible against what the result reports.
+* ``ked_agreement`` (transient and KED, when both ran): ``|p_ked - p_transient| / p_transient``
+  of those peaks; above :data:`AGREEMENT_LIMIT` one of the two misses something (modes,
+  intervals, step or a start that rings).
+"""
+import numpy as np
+
+DRIFT_LIMIT = 0.01        # largest violation / peak deviation
+AGREEMENT_LIMIT = 0.25    # relative difference of the transient's and the KED's peak deviations
+
+
+def peak_translation(deviation, units):
+    """Largest norm over time of the translational columns (units ``m``) of ``deviation``
+    (n, d); 0 when there are none."""
+    units = [units] * deviation.shape[1] if isinstance(units, str) else list(units)
+    cols = [k for k, u in enumerate(units) if u == "m"]
+    if not cols or not len(deviation):
+        return 0.0
+    return float(np.linalg.norm(deviation[:, cols], axis=1).max())
+
+
+def drift_ratio(violation, peak):
+    """``max(violation) / peak`` (NaN when the robot does not deflect)."""
+    top = float(np.max(violation)) if len(violation) else 0.0
+    return top / peak if peak > 0 else float("nan")
+
+
+def _peak(group):
+    d = group["deviation"]
+    return peak_translation(d[...], [str(u) for u in np.atleast_1d(d.attrs["units"])])
+
+
+def check(groups):
+    """Write the self-check attributes into the time-domain groups of one result file.
+
+    Parameters
+    ----------
+    groups : dict
+        h5py groups by analysis name (``transient``, ``ked``, any others ignored).
+    """
+    tr, ked = groups.get("transient"), groups.get("ked")
+    for g in (tr, ked):
+        if g is not None and "deviation" in g:
+            g.attrs["peak_deviation"] = _peak(g)
+    if tr is not None and "constraint_violation" in tr and "deviation" in tr:
+        tr.attrs["drift_ratio"] = drift_ratio(tr["constraint_violation"][...], tr.attrs["peak_deviation"])
+    if tr is not None and ked is not None and "deviation" in tr and "deviation" in ked:
+        p_tr, p_ked = tr.attrs["peak_deviation"], ked.attrs["peak_deviation"]
+        value = abs(p_ked - p_tr) / p_tr if p_tr > 0 else float("nan")
+        for g in (tr, ked):
+            g.attrs["ked_agreement"] = value
+
+
+def warnings(groups):
+    """One line per failed check of :func:`check`'s attributes (empty when all pass)."""
+    out = []
+    tr, ked = groups.get("transient"), groups.get("ked")
+    if tr is not None and tr.attrs.get("drift_ratio", 0) > DRIFT_LIMIT:
+        ratio = tr.attrs["drift_ratio"]
+        out.append(f"transient: constraint violation up to {ratio * tr.attrs['peak_deviation']:.3g} m is "
+                   f"{100 * ratio:.3g} % of the peak deviation {tr.attrs['peak_deviation']:.3g} m (limit "
+                   f"{100 * DRIFT_LIMIT:g} %): raise transient.alpha and transient.beta (default 1/step) "
+                   f"or lower transient.step")
+    if tr is not None and ked is not None and tr.attrs.get("ked_agreement", 0) > AGREEMENT_LIMIT:
+        out.append(f"transient and ked disagree: peak deviations {tr.attrs['peak_deviation']:.3g} m and "
+                   f"{ked.attrs['peak_deviation']:.3g} m differ by {100 * tr.attrs['ked_agreement']:.3g} % "
+                   f"(limit {100 * AGREEMENT_LIMIT:g} %): raise ked.modes or ked.intervals, lower "
+                   f"transient.step, or give the circle a trajectory.ramp")
+    return out
