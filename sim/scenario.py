@@ -123,10 +123,10 @@ SCHEMA = {
         "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
                       "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4)"),
         "alpha": Key("float", "nonnegative", None, "1/s",
-                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 1/step: the drift left by "
-                     "each step decays by 3x per step)"),
+                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 0.2/step: the constraint "
+                     "error left by a step decays by 18 % per step)"),
         "beta": Key("float", "nonnegative", None, "1/s",
-                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 1/step)"),
+                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 0.2/step)"),
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),

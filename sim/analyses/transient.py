@@ -39,6 +39,9 @@ REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (at most)
 REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
 REFERENCE_TOL = 1e-11     # rad or m: largest interpolation error of the drive law (quintic Hermite)
 REFERENCE_MAX_SAMPLES = 200_001
+BAUMGARTE_RATE = 0.2      # default Baumgarte gains alpha = beta = BAUMGARTE_RATE / step: the constraint
+#                           error left by a step decays by (1 - r/2) / (1 + r/2) = 0.82 per step (Newmark);
+#                           larger rates cost Newton iterations for little less drift
 REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (quintic Hermite)
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
@@ -152,7 +155,8 @@ def elastic_state(model, spec, where):
 
 
 def consistent_state(model, q_guess, v_elastic, targets, rates):
-    """Assemble the rigid coordinates (elastic ones kept) and solve the rigid velocities.
+    """Assemble the rigid coordinates (elastic ones kept) and solve the rigid velocities
+    (then the least change of all velocities that meets every constraint row).
 
     ``targets``/``rates`` (n_a,) or None (actuators free: rigid velocities of least norm).
     """
@@ -171,6 +175,10 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
     rigid = model.v_rigid
     v = v_elastic.copy()
     v[rigid] = lstsq(J[:, rigid], rhs - J @ v_elastic, cond=1e-10)
+    # A deformed overconstrained loop (a planar loop of spatial joints, deflected out of its
+    # plane) may leave no rigid velocity that meets every row: the least change of all the
+    # velocities (elastic ones too) that does.
+    v += lstsq(J, rhs - J @ v, cond=1e-10)
     return q, v
 
 
@@ -301,7 +309,7 @@ def run(model, scenario, group, progress):
     drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
-    gains = tuple(1.0 / h if table[k] is None else table[k] for k in ("alpha", "beta"))
+    gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
     bar = progress(int(round(duration / h)), "transient")
     result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
                       output_step=table["output_step"], rho_inf=table["rho_inf"],
