@@ -287,7 +287,7 @@ def test_sim_run_loads_the_kernels_before_the_clocks(tmp_path):
     for table in ("[transient]", "[inverse_dynamics]", "[frequencies]"):
         text = text.replace(table, table.replace("[", "[x_"))
     text = "\n".join(line for line in text.splitlines() if not line.startswith("[x_")
-                     and not line.split("=")[0].strip() in ("step", "output_step", "samples", "frame", "count"))
+                     and not line.split("=")[0].strip() in ("step", "output_step", "samples", "frame", "count", "start"))
     text = text.replace("duration = 5.0", "duration = 0.4").replace("intervals = 512", "intervals = 40")
     scenario = tmp_path / "ked.toml"
     scenario.write_text(text)
