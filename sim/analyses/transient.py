@@ -12,6 +12,12 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
   ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
 * ``free``: actuators neither driven nor loaded.
 
+``start``: ``"static"`` (default) adds the static deflection at rest at the first pose
+(:func:`rest_deflection`) to the initial elastic state, ``"undeformed"`` does not; the
+initial velocities meet every constraint row (:func:`consistent_state`).  The Baumgarte gains
+default to ``BAUMGARTE_RATE / step``.  The group holds the static deflection along the path
+(:func:`static_deviation`) and the dynamic rest of the deviation.
+
 ``drive_law`` (instead of a trajectory): ``{kind = "constant_rate", rate = ...}``
 (``s = s_home + rate t``) or ``{kind = "spinup", rate = omega_s, ramp = T}`` (Simo–Vu-Quoc:
 ``s = omega_s/T (t^2/2 + (T/2pi)^2 (cos(2 pi t/T) - 1))`` for ``t < T``, then
