@@ -68,6 +68,7 @@ def _drive_law(spec, model, where):
         raise SimError(f"{where} drive_law.rate must be a number or {n_a} numbers [rad/s or m/s], "
                        f"got {spec.get('rate')!r}")
     from sim.constraints import actuator_values
+    from sim.trajectory import ramp_phase
     s0 = actuator_values(model, model.q_home)[0]
     if kind == "constant_rate":
         return lambda t: (s0 + rate * t, rate.copy(), np.zeros(n_a))
@@ -80,11 +81,8 @@ def _drive_law(spec, model, where):
             raise SimError(f"{where} drive_law.ramp must be a positive duration [s], got {spec.get('ramp')!r}")
 
         def law(t):
-            if t < T:
-                c = 2 * np.pi / T
-                return (s0 + rate / T * (t**2 / 2 + (np.cos(c * t) - 1) / c**2),
-                        rate / T * (t - np.sin(c * t) / c), rate / T * (1 - np.cos(c * t)))
-            return s0 + rate * (t - T / 2), rate.copy(), np.zeros(n_a)
+            th, thd, thdd = ramp_phase(t, 1.0, T)     # the unit-rate phase of Simo and Vu-Quoc's law
+            return s0 + rate * th, rate * thd, rate * thdd
         return law
     raise SimError(f"{where} drive_law.kind must be `constant_rate` or `spinup`, got {kind!r}")
 
@@ -359,8 +357,7 @@ def static_deviation(model, times, qs):
     ev = Evaluator(model)
     values = []
     for q in qs:
-        u = rest_deflection(model, q, ev)
-        ev.evaluate(q, np.zeros(model.n_v), bodies=False)
+        u = rest_deflection(model, q, ev)      # leaves ev evaluated at q
         values.append(ev.pose()[1] @ u)
     spline = scipy.interpolate.CubicSpline(times, np.array(values), axis=0)
     return lambda t: spline(np.atleast_1d(t))
