@@ -9,12 +9,15 @@ orthonormal basis of the null space of ``C_q``, :func:`sim.modal.constraint_null
 Damping models, combinable:
 
 * structural (hysteretic): ``K (1 + i eta)`` (paper 004 eq. 33, eta = 0.096 for the Surgiscope);
-* Rayleigh: ``C = alpha M + beta K``;
+* Rayleigh material damping of the flexible bodies: ``C_ff = alpha M_ff + beta K_ff`` on each
+  body's elastic coordinates (:func:`material_matrix`), nothing on the body frames, so that a
+  rigid motion is not damped (rigid links have no material to damp);
 * modal damping ratios: ``C = M Phi diag(2 zeta_r omega_r) Phi^T M`` (``Phi`` mass-normalised);
 * the lumped dampers of springs and compliant actuators (:func:`sim.dynamics.damping_matrix`).
 
-The first three keep the undamped mode shapes (proportional damping).  Lumped dampers in
-general do not: :func:`complex_modes` then solves the state-space eigenproblem
+Structural and modal damping keep the undamped mode shapes (proportional damping); Rayleigh
+material damping does when the flexible bodies carry all the mass (``N^T C N = alpha M_n +
+beta K_n``), otherwise nearly.  Lumped dampers in general do not: :func:`complex_modes` then solves the state-space eigenproblem
 
     A z = lambda z,   A = [[0, I], [-M^-1 K*, -M^-1 C]],   K* = K (1 + i eta),
 
@@ -22,6 +25,12 @@ whose eigenvalues ``lambda_r = -zeta_r omega_r + i omega_r sqrt(1 - zeta_r^2)`` 
 damped natural frequencies ``|Im lambda_r| / 2 pi``.  For pure structural damping
 ``lambda_r = i omega_r sqrt(1 + i eta)``, whose imaginary part is ``omega_r (1 + eta^2/8 + ...)``;
 the receptance peak of such a mode lies at ``omega_r`` itself.
+
+The time-domain analyses use the same models.  KED gives each kept mode of each frozen
+structure the ratio :func:`modal_ratios`, ``zeta_r = zeta + eta/2 + psi_r^T C_ff psi_r /
+(2 omega_r)`` (structural damping as its viscous equivalent at resonance, ``zeta = eta/2``);
+the transient applies the material part as such and the modal part on the lowest modes of the
+structure frozen along the path (:class:`Schedule`), so that both damp each mode alike.
 
 References
 ----------
@@ -36,6 +45,9 @@ import scipy.linalg
 from .errors import SimError
 
 KINDS = ("none", "structural", "rayleigh", "modal")
+ELASTIC_SHARE_MIN = 0.01   # modes with less of their strain energy in the flexible bodies
+#                            (mechanism modes on lumped springs) get no modal damping in the transient
+SCHEDULE_FRAMES = 200      # most frozen structures for the transient's modal damping
 PROPORTIONAL_RTOL = 1e-8   # Caughey test: ||C M^-1 K - K M^-1 C|| relative to ||C M^-1 K||
 
 
@@ -71,6 +83,28 @@ class Damping:
         if z.size == 0 or not np.all((z >= 0) & (z < 1)):
             raise SimError(f"damping `zeta` must be in [0, 1), got {self.zeta!r}")
 
+    @classmethod
+    def from_table(cls, table):
+        """From a scenario table's ``eta``, ``rayleigh_alpha``, ``rayleigh_beta``, ``damping_ratio``."""
+        return cls(eta=table["eta"], alpha=table["rayleigh_alpha"], beta=table["rayleigh_beta"],
+                   zeta=table["damping_ratio"])
+
+    @property
+    def modal(self):
+        """Whether modal ratios or structural damping are set (damping defined on modes)."""
+        return bool(self.eta or np.any(np.asarray(self.zeta) > 0))
+
+    def ratios(self, omega):
+        """``zeta_r + eta / 2`` per mode, ``omega`` (..., r) ascending: the modal part."""
+        z = np.atleast_1d(np.asarray(self.zeta, dtype=float))
+        r = np.shape(omega)[-1]
+        return np.broadcast_to(z[np.minimum(np.arange(r), z.size - 1)] + 0.5 * self.eta, np.shape(omega))
+
+    def attrs(self):
+        """The model as HDF5 attributes."""
+        return {"eta": float(self.eta), "rayleigh_alpha": float(self.alpha), "rayleigh_beta": float(self.beta),
+                "damping_ratio": np.atleast_1d(np.asarray(self.zeta, dtype=float))}
+
 
 @dataclass(frozen=True)
 class Reduced:
@@ -83,6 +117,9 @@ class Reduced:
     M, K, C : ndarray, shape (n, n)
         Reduced mass, stiffness and lumped viscous damping.
     q : ndarray, shape (n_q,)
+    M_f, K_f : ndarray, shape (n, n)
+        The flexible bodies' own ``M_ff``, ``K_ff`` (elastic coordinates only), reduced: the
+        material Rayleigh damping is ``alpha M_f + beta K_f``.
     """
 
     N: np.ndarray
@@ -90,6 +127,8 @@ class Reduced:
     K: np.ndarray
     C: np.ndarray
     q: np.ndarray
+    M_f: np.ndarray
+    K_f: np.ndarray
 
 
 def reduce(model, q, locked=True):
@@ -118,12 +157,155 @@ def reduce(model, q, locked=True):
     dampers = any(a.damping for a in model.actuators if a.stiffness is not None) or \
         bool(model.springs and np.any(model.spring_tables["C"]))
     C = project(damping_matrix(model, q)) if dampers else np.zeros((N.shape[1], N.shape[1]))
-    return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q)
+    return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q,
+                   M_f=project(material_matrix(model, 1.0, 0.0)), K_f=project(material_matrix(model, 0.0, 1.0)))
 
 
 def rayleigh(M, K, alpha, beta):
     """Rayleigh damping ``alpha M + beta K`` (n, n)."""
     return alpha * M + beta * K
+
+
+def material_matrix(model, alpha, beta):
+    """Rayleigh material damping of the flexible bodies, (n_v, n_v): ``alpha M_ff + beta K_ff``
+    on each body's elastic coordinates, zero on the reference coordinates.
+
+    ``M_ff`` and ``K_ff`` do not depend on the configuration (floating frame of reference), so
+    the matrix is constant; it damps the deformation rates relative to the body frames only.
+    """
+    from .dynamics import mass_matrix, stiffness_matrix
+
+    D = np.zeros((model.n_v, model.n_v))
+    e = np.ix_(model.v_elastic, model.v_elastic)
+    if alpha or beta:
+        D[e] = rayleigh(mass_matrix(model, model.q_home)[e], stiffness_matrix(model)[e], alpha, beta)
+    return D
+
+
+def modal_ratios(damping, omega, shapes, material):
+    """Damping ratio of each mode of each frozen structure under ``damping``.
+
+    ``zeta_r + eta / 2 + psi_r^T C_ff psi_r / (2 omega_r)``: the modal part, plus the diagonal
+    of the material Rayleigh damping in the modes (its exact share when the flexible bodies
+    carry all the mass, and ``beta omega_r / 2`` when the elastic stiffness is all of ``K``).
+
+    Parameters
+    ----------
+    damping : Damping
+    omega : ndarray, shape (n, r)
+        Circular frequencies [rad/s] (0 for unfilled rows).
+    shapes : ndarray, shape (n, n_v, r)
+        Mass-normalised mode shapes.
+    material : ndarray, shape (n_v, n_v)
+        :func:`material_matrix`.
+
+    Returns
+    -------
+    ndarray, shape (n, r)
+    """
+    zeta = np.array(damping.ratios(omega), dtype=float)
+    if damping.alpha or damping.beta:
+        energy = np.einsum("kvr,vw,kwr->kr", shapes, material, shapes)
+        zeta += np.divide(energy, 2 * omega, out=np.zeros_like(energy), where=omega > 0)
+    return zeta
+
+
+def modal_factor(shapes, omega, mass_ee, stiffness_ee, elastic):
+    """``F`` (n_e, r) with ``F diag(c) F^T`` the elastic-coordinate damping that gives mode ``r``
+    exactly the modal damping ``c_r`` (``B^T F diag(c) F^T B = diag(c)``, ``B`` the modes'
+    elastic rows): ``F = M_ee B W^-1``, ``W = B^T M_ee B``.
+
+    Acting on the elastic coordinates only, it leaves the rigid motion undamped.  Modes with
+    less than ``ELASTIC_SHARE_MIN`` of their strain energy in the flexible bodies (the mechanism
+    swinging on lumped springs, whose dampers are the springs') get a zero column.
+
+    Parameters
+    ----------
+    shapes : ndarray, shape (n_v, r)
+        Mass-normalised modes.
+    omega : ndarray, shape (r,)
+        [rad/s].
+    mass_ee, stiffness_ee : ndarray, shape (n_e, n_e)
+        The bodies' ``M_ff``, ``K_ff`` on the elastic coordinates ``elastic`` (n_e,).
+    """
+    B = shapes[elastic]
+    keep = np.einsum("er,ef,fr->r", B, stiffness_ee, B) >= ELASTIC_SHARE_MIN * omega**2
+    F = np.zeros_like(B)
+    if keep.any():
+        B = B[:, keep]
+        F[:, keep] = np.linalg.solve(B.T @ mass_ee @ B, (mass_ee @ B).T).T
+    return F
+
+
+class Schedule:
+    """The transient's viscous damping ``D(t)`` (n_v, n_v): the constant material part plus the
+    modal part of the structure frozen at the last instant ``t_k <= t`` (as KED's intervals).
+
+    Parameters
+    ----------
+    base : ndarray, shape (n_v, n_v)
+        Constant part (:func:`material_matrix`).
+    elastic : ndarray of int, shape (n_e,)
+    times : ndarray, shape (k,)
+        Instants of the frozen structures [s], increasing, the first at the start.
+    factors : ndarray, shape (k, n_e, r)
+        :func:`modal_factor` of each.
+    rates : ndarray, shape (k, r)
+        ``2 zeta_r omega_r`` [1/s].
+
+    Attributes
+    ----------
+    matrix : ndarray, shape (n_v, n_v)
+        ``D`` at the instant of the last :meth:`at`; updated in place, so a solver holding it
+        sees the new values.
+    """
+
+    def __init__(self, base, elastic, times, factors, rates):
+        self.base, self.elastic = base, np.ix_(elastic, elastic)
+        self.times, self.factors, self.rates = times, factors, rates
+        self.matrix = base.copy()
+        self.index = -1
+        self.at(times[0] if len(times) else 0.0)
+
+    def at(self, t):
+        """Set :attr:`matrix` to ``D(t)``."""
+        if not len(self.times):
+            return
+        k = max(0, int(np.searchsorted(self.times, t, side="right")) - 1)
+        if k != self.index:
+            F = self.factors[k]
+            self.matrix[self.elastic] = self.base[self.elastic] + (F * self.rates[k]) @ F.T
+            self.index = k
+
+
+def schedule(model, damping, count, times, qs):
+    """:class:`Schedule` of ``damping`` along the rigid configurations ``qs`` (k, n_q) at
+    ``times`` (k,), with modal damping on the lowest ``count`` modes (at most
+    ``SCHEDULE_FRAMES`` evenly spaced structures); None when nothing is damped."""
+    if not (damping.alpha or damping.beta or damping.modal) or not len(model.v_elastic):
+        return None
+    base = material_matrix(model, damping.alpha, damping.beta)
+    elastic = np.asarray(model.v_elastic)
+    n_e = elastic.size
+    if not damping.modal:
+        return Schedule(base, elastic, np.zeros(0), np.zeros((0, n_e, 0)), np.zeros((0, 0)))
+    from .constraints import actuator_values
+    from .dynamics import mass_matrix, stiffness_matrix
+    from .ked import FramePool, _workers
+
+    pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
+    count = min(int(count), n_e)
+    zero = np.zeros(model.n_v)
+    with FramePool(model, count, pick.size, _workers(None, pick.size)) as pool:
+        for k in pick:
+            pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
+        frames = pool.finish()
+    e = np.ix_(elastic, elastic)
+    mass_ee, stiffness_ee = mass_matrix(model, model.q_home)[e], stiffness_matrix(model)[e]
+    factors = np.stack([modal_factor(frames.shapes[k], frames.omega[k], mass_ee, stiffness_ee, elastic)
+                        for k in range(pick.size)])
+    rates = 2 * damping.ratios(frames.omega) * frames.omega
+    return Schedule(base, elastic, np.asarray(times)[pick], factors, rates)
 
 
 def rayleigh_coefficients(f1, f2, zeta1, zeta2):
@@ -150,9 +332,10 @@ def undamped_modes(red):
 
 
 def viscous_matrix(red, damping, omega=None, X=None):
-    """Total viscous damping ``C_n`` (n, n): lumped + Rayleigh + modal ratios."""
+    """Total viscous damping ``C_n`` (n, n): lumped + Rayleigh material + modal ratios."""
     C = red.C.copy() if damping.lumped else np.zeros_like(red.M)
-    C += rayleigh(red.M, red.K, damping.alpha, damping.beta)
+    if damping.alpha or damping.beta:
+        C += rayleigh(red.M_f, red.K_f, damping.alpha, damping.beta)
     if np.any(np.asarray(damping.zeta) > 0):
         if omega is None:
             omega, X = undamped_modes(red)

@@ -127,10 +127,10 @@ def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end
 
 @njit(cache=True)
 def _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U):
-    """All the intervals of :func:`integrate_frames` (frames stacked on the first axis);
-    rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled."""
+    """All the intervals of :func:`integrate_frames` (frames and ``zeta`` stacked on the first
+    axis); rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled."""
     for i in range(time.size - 1):
-        _modal_step(u, u_dot, omega[i], shapes[i], mass_shapes[i], zeta, load[i], load[i + 1],
+        _modal_step(u, u_dot, omega[i], shapes[i], mass_shapes[i], zeta[i], load[i], load[i + 1],
                     time[i + 1] - time[i], eta[i + 1], eta_dot[i + 1])
         U[i + 1] = u
 
@@ -651,7 +651,8 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     frames : Frames or sequence of Frame, length n + 1
         Frame ``i`` freezes interval ``i``; the last one gives the final load and Jacobian.
     pose_rigid : ndarray, shape (n + 1, d)
-    damping_ratio : float or ndarray, shape (r,)
+    damping_ratio : float or ndarray, shape (r,) or (n + 1, r)
+        Modal damping ratios, per mode and optionally per frame (:func:`sim.damping.modal_ratios`).
     u0, u_dot0 : ndarray, shape (n_v,), optional
         Initial elastic state (default zero; with ``start = "static"``, ``u0`` defaults to the
         static deflection at rest of the first frame).
@@ -669,7 +670,7 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
                                         for name in ("omega", "shapes", "mass_shapes", "load"))
     n, n_v, r = shapes.shape
     time = np.asarray(time, dtype=float)
-    zeta = np.broadcast_to(np.asarray(damping_ratio, dtype=float), r).copy()
+    zeta = np.broadcast_to(np.asarray(damping_ratio, dtype=float), (n, r)).copy()
     if start not in ("undeformed", "static"):
         raise ValueError(f"`start` must be 'undeformed' or 'static', got {start!r}")
     if u0 is None:

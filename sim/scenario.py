@@ -73,6 +73,21 @@ def _configuration(use):
     }
 
 
+#: Damping keys, the same in [transient], [ked] and [frf] (:mod:`sim.damping`).
+DAMPING = {
+    "eta": Key("float", "nonnegative", 0.0, "1",
+               "structural loss factor: K (1 + i eta) in [frf]; in [ked] and [transient] its viscous "
+               "equivalent at resonance, ζ = eta/2 per mode"),
+    "rayleigh_alpha": Key("float", "nonnegative", 0.0, "1/s",
+                          "Rayleigh material damping of the flexible bodies, C_ff = alpha M_ff + beta K_ff "
+                          "(elastic coordinates; rigid motion undamped)"),
+    "rayleigh_beta": Key("float", "nonnegative", 0.0, "s",
+                         "Rayleigh material damping of the flexible bodies, C_ff = alpha M_ff + beta K_ff"),
+    "damping_ratio": Key("float", "damping", 0.0, "1",
+                         "modal damping ratio ζ of every mode (in [transient]: of the lowest "
+                         "`damping_modes` modes of the structure frozen along the path)"),
+}
+
 SCHEMA = {
     "name": Key("str", "identifier", None, "",
                 "run name; the default output is `results/<name>.h5` "
@@ -155,12 +170,15 @@ SCHEMA = {
                              "initial elastic fields per flexible body: <body>.<axial|transverse_y|"
                              "transverse_z>_<displacement|velocity> = {sine = [...], polynomial = "
                              "[...]} along the body's chord, ξ = x/L"),
+        **DAMPING,
+        "damping_modes": Key("int", "positive", 12, "",
+                             "modes that carry damping_ratio and eta (higher ones: Rayleigh only)"),
     },
     "ked": {
         "intervals": Key("int", "positive", 512, "",
                          "intervals with frozen M and K along the trajectory"),
         "modes": Key("int", "positive", 4, "", "modes kept per interval"),
-        "damping_ratio": Key("float", "damping", REQUIRED, "1", "modal damping ratio ζ"),
+        **DAMPING,
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),
@@ -209,10 +227,7 @@ SCHEMA = {
         "f_max": Key("float", "positive", 100.0, "Hz", "highest frequency"),
         "points": Key("int", "positive", 1000, "", "number of frequencies"),
         "spacing": Key("str", ("linear", "log"), "linear", "", "frequency spacing"),
-        "eta": Key("float", "nonnegative", 0.0, "1", "structural loss factor: K (1 + i eta)"),
-        "rayleigh_alpha": Key("float", "nonnegative", 0.0, "1/s", "Rayleigh C = alpha M + beta K"),
-        "rayleigh_beta": Key("float", "nonnegative", 0.0, "s", "Rayleigh C = alpha M + beta K"),
-        "damping_ratio": Key("float", "damping", 0.0, "1", "modal damping ratio of every mode"),
+        **DAMPING,
         "method": Key("str", ("auto", "modal", "state", "direct"), "auto", "",
                       "modal superposition (proportional damping), complex-mode (state-space) "
                       "superposition, or one solve per frequency"),

@@ -205,7 +205,9 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
         Spacing of the samples [s] (default: every step); rounded to a multiple of ``h``.
     rho_inf, baumgarte, newton_tol, newton_max_iter
         Integrator options (:class:`sim.integrators.Integrator`).
-    damping : ndarray, shape (n_v, n_v), optional
+    damping : ndarray, shape (n_v, n_v), or sim.damping.Schedule, optional
+        Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (set at
+        the start of each step).
     progress : tqdm-like, optional
         Updated with the number of steps taken.
 
@@ -219,7 +221,8 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     # One evaluator for the steps and the samples (the samples read its marker arrays right
     # after their own evaluation).
     fast = Evaluator(model)
-    problem = make_problem(model, drive, damping=damping, fast=fast)
+    schedule = damping if hasattr(damping, "at") else None
+    problem = make_problem(model, drive, damping=damping if schedule is None else schedule.matrix, fast=fast)
     options = {"baumgarte": baumgarte}
     if newton_tol is not None:
         options["newton_tol"] = newton_tol
@@ -242,6 +245,8 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     status = "complete"
     try:
         for k in range(1, n_steps + 1):
+            if schedule is not None:
+                schedule.at(integrator.t)     # in place: the problem holds the same matrix
             integrator.step()
             iterations = max(iterations, integrator.last_iterations)
             if integrator.status != "running":

@@ -139,8 +139,8 @@ def test_choice_suggests_close_match(write):
 
 
 def test_missing_required_key(write):
-    path = write(SCENARIO.replace("damping_ratio = 0.001\n", ""))
-    assert error(path) == f"{path}: missing required key `ked.damping_ratio`"
+    path = write(SCENARIO.replace("step = 1e-3\n", ""))
+    assert error(path) == f"{path}: missing required key `transient.step`"
 
 
 def test_trajectory_key_of_other_kind(write):

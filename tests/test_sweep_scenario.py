@@ -155,12 +155,12 @@ def test_sweep_table_errors(tmp_path, extra, message):
 
 
 def test_parameter_grid_needs_analysis_table_defaults(tmp_path):
-    path = tmp_path / "ked.toml"
-    path.write_text(SCENARIO.replace('analysis = "modes"', 'analysis = "ked"')
+    path = tmp_path / "transient.toml"
+    path.write_text(SCENARIO.replace('analysis = "modes"', 'analysis = "transient"')
                     .replace("[modes]\ncount = 3\n", "[modes]\n"))
     with pytest.raises(SimError) as info:
         load_scenario(path)
-    assert "missing required key `ked.damping_ratio`" in str(info.value)
+    assert "missing required key `transient.step`" in str(info.value)
 
 
 def test_pose_grid_still_validates():

@@ -35,7 +35,7 @@ def run(model, scenario, group, progress):
     pose, q = configuration(model, t["pose"], f"{where} pose")
     grid = np.geomspace if t["spacing"] == "log" else np.linspace
     f = grid(t["f_min"], t["f_max"], t["points"])
-    damping = Damping(eta=t["eta"], alpha=t["rayleigh_alpha"], beta=t["rayleigh_beta"], zeta=t["damping_ratio"])
+    damping = Damping.from_table(t)
     r = frf(model, q, t["inputs"], t["outputs"], f, damping, t["method"])
     units = [u for row in r.units for u in row]
     group.put("frequency", f, "Hz", "excitation frequency")

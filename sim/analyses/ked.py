@@ -1,7 +1,9 @@
 """Kineto-elastodynamics along the trajectory (SPEC §2.3 item 5): group ``ked``.
 
-Table ``[ked]``: ``intervals``, ``modes``, ``damping_ratio``, ``start``; the method is in
-:mod:`sim.ked`.  With ``start = "static"`` (default) the robot starts in its static equilibrium
+Table ``[ked]``: ``intervals``, ``modes``, the damping keys, ``start``; the method is in
+:mod:`sim.ked`.  Damping (:mod:`sim.damping`, the same keys as ``[transient]`` and ``[frf]``):
+each kept mode of each frozen structure gets ``damping_ratio + eta/2`` plus the diagonal share
+of the flexible bodies' Rayleigh material damping (:func:`sim.damping.modal_ratios`).  With ``start = "static"`` (default) the robot starts in its static equilibrium
 at rest at the first pose (gravity and preloads carried), so only the motion sets it vibrating;
 ``"undeformed"``: gravity is switched on at t = 0 as well.  The deviation is split into the
 static deflection at rest along the path and the dynamic rest.
@@ -26,6 +28,8 @@ def run(model, scenario, group, progress):
     dict
         Peak deviation per coordinate and the frequency range [Hz].
     """
+    from sim.damping import Damping, material_matrix, modal_ratios
+    from sim.errors import SimError
     from sim.ked import integrate_frames, motion_and_frames
     from sim.trajectory import from_scenario
 
@@ -37,7 +41,13 @@ def run(model, scenario, group, progress):
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
         motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
                                            progress_frames=bar_modes)
-    result = integrate_frames(time, frames, motion.pose, table["damping_ratio"], start=table["start"])
+    damping = Damping.from_table(table)
+    zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
+    if zeta.max() >= 1:
+        k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
+        raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "
+                       f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower rayleigh_beta or modes")
+    result = integrate_frames(time, frames, motion.pose, zeta, start=table["start"])
 
     units = list(model.pose_units)
     names = " ".join(model.pose_names)
@@ -60,7 +70,9 @@ def run(model, scenario, group, progress):
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["intervals"] = int(n)
     group.attrs["modes"] = int(table["modes"])
-    group.attrs["damping_ratio"] = float(table["damping_ratio"])
+    for key, value in damping.attrs().items():
+        group.attrs[key] = value
+    group.put("damping_ratios", zeta, "1", "damping ratio of each kept mode of each frozen structure (all models)")
     group.attrs["start"] = table["start"]
     group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"
     peaks = np.abs(result.deviation).max(axis=0)

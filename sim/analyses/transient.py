@@ -12,6 +12,13 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
   ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
 * ``free``: actuators neither driven nor loaded.
 
+Damping (:mod:`sim.damping`, the same keys as ``[ked]`` and ``[frf]``): the flexible bodies'
+Rayleigh material damping ``alpha M_ff + beta K_ff`` on their elastic coordinates, and the
+modal ratios ``damping_ratio + eta/2`` on the lowest ``damping_modes`` modes of the structure
+frozen at (up to 200 of) the rigid reference's configurations (:func:`sim.damping.schedule`);
+each acts on the deformation rates only, so the rigid motion is not damped, and each kept mode
+gets the damping KED gives it.
+
 ``start``: ``"static"`` (default) adds the static deflection at rest at the first pose
 (:func:`rest_deflection`) to the initial elastic state, ``"undeformed"`` does not; the
 initial velocities meet every constraint row (:func:`consistent_state`).  The Baumgarte gains
@@ -293,6 +300,7 @@ def run(model, scenario, group, progress):
     SimError
         A bad table, or an integration that stops (after writing what was computed).
     """
+    from sim.damping import Damping, schedule
     from sim.simulate import Drive, simulate
 
     table = scenario.data["transient"]
@@ -315,16 +323,21 @@ def run(model, scenario, group, progress):
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
+    damping = Damping.from_table(table)
+    damped = schedule(model, damping, table["damping_modes"], *samples)
     bar = progress(int(round(duration / h)), "transient")
     result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
                       output_step=table["output_step"], rho_inf=table["rho_inf"],
                       baumgarte=gains, newton_tol=table["newton_tol"],
-                      newton_max_iter=table["newton_max_iter"], progress=bar)
+                      newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
     bar.close()
     summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1),
                     static(result.t))
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["start"] = table["start"]
+    for key, value in damping.attrs().items():
+        group.attrs[key] = value
+    group.attrs["damping_modes"] = int(table["damping_modes"])
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
         raise KeyboardInterrupt
