@@ -43,6 +43,7 @@ integrals, quadratic velocity vector).
 import numpy as np
 
 from . import springs
+from .kernels.stretch import stretch
 from .kinematics import markers
 from .linalg import flush
 from .rotations import cross, quat_to_matrix, skew
@@ -101,18 +102,13 @@ def _stretch_bodies(model):
 
 def stretch_terms(model, q, b):
     """Geometric-stiffening force (n_f,), tangent stiffness (n_f, n_f) and extra potential [J]
-    of body ``b`` (see the module docstring)."""
+    of body ``b`` (see the module docstring; :func:`sim.kernels.stretch.stretch`)."""
     body = model.bodies[b]
     s = model.q_index[b][0] + 7
-    qf = q[s:s + body.n_f]
-    A, k = body.stretch_rows, body.stretch_k
-    Gq = np.einsum("eab,b->ea", body.stretch_slopes, qf)
-    du, g = A @ qf, Gq @ qf
-    N = k * (du + 0.5 * g)
-    force = -(0.5 * k * g) @ A - N @ Gq
-    AG = A + Gq
-    tangent = np.einsum("e,eab->ab", N, body.stretch_slopes) + AG.T @ (k[:, None] * AG) - A.T @ (k[:, None] * A)
-    return force, tangent, float(np.sum(0.5 * k * du * g + 0.125 * k * g**2))
+    force, tangent = np.zeros(body.n_f), np.zeros((body.n_f, body.n_f))
+    energy = stretch(np.ascontiguousarray(q[s:s + body.n_f]), body.stretch_rows, body.stretch_k,
+                     body.stretch_slopes, force, tangent, True)
+    return force, tangent, energy
 
 
 def _scatter(model, grp, Mb, M):

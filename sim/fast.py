@@ -12,8 +12,12 @@ formulas into three compiled loops:
 * :func:`_rows`: constraint values, Jacobian rows and ``gamma`` (``sim.constraints``).
 
 It computes nothing new: ``tests/test_fast.py`` checks it against the reference kernels to
-round-off on random states of every shipped model.  Lumped springs, compliant actuators and
-geometric stiffening are added with the reference functions (cheap, and rare in the hot path).
+round-off on random states of every shipped model.  Geometric stiffening is the compiled
+kernel :func:`sim.kernels.stretch.stretch` (the one :mod:`sim.dynamics` calls too); lumped
+springs and compliant actuators are added with the reference functions.
+
+The model enters the kernels as one typed record, :class:`Tables` (arrays and tuples of
+arrays, fields by name).
 """
 import contextlib
 import signal
@@ -25,6 +29,7 @@ from numba import njit
 
 from . import dynamics, springs
 from .constraints import drive_residual
+from .kernels.stretch import stretch
 from .integrators import newton_update
 from .kinematics import pose_terms
 from .linalg import FLUSH_RTOL
@@ -609,17 +614,22 @@ def _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J
 @njit(cache=True)
 def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff, g_Kff,
               marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
-              kinds, row, mi, mj, ai, aj, cols, M, Q, phi, J, gamma, flush_rtol, dpq, dAq, G, Gg, with_G, bodies):
+              kinds, row, mi, mj, ai, aj, cols, M, Q, phi, J, gamma, flush_rtol, dpq, dAq, G, Gg, with_G, bodies,
+              st_q, st_v, st_nf, st_A, st_k, st_G):
     """All of :meth:`Evaluator.evaluate`'s compiled work in one call (one dispatch, not six).
 
-    ``g_*`` are tuples over the body groups (same arrays as :class:`sim.model.BodyGroup`).
-    With ``with_G``, also ``G = dQ/dv`` and ``Gg = d gamma/dv``.  Without ``bodies``, the
-    markers and constraint rows only (``M``, ``Q`` untouched).
+    ``g_*`` are tuples over the body groups (same arrays as :class:`sim.model.BodyGroup`);
+    ``st_*`` the stiffening bodies (:class:`Tables`).  With ``with_G``, also ``G = dQ/dv`` and
+    ``Gg = d gamma/dv``.  Without ``bodies``, the markers and constraint rows only (``M``,
+    ``Q`` untouched).
     """
     if bodies:
         for g in range(len(g_qs)):
             _group_terms(q, v, gravity, g_qs[g], g_vs[g], g_mass[g], g_S[g], g_T[g], g_Jrot[g], g_Grot[g],
                          g_Mff[g], g_Kff[g], M, Q, G, with_G)
+        for b in range(st_q.size):
+            n = st_nf[b]
+            stretch(q[st_q[b]:st_q[b] + n], st_A[b], st_k[b], st_G[b], Q[st_v[b]:st_v[b] + n], M, False)
         if flush_rtol > 0:
             _flush(M, flush_rtol)
     _markers(q, v, marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
@@ -627,23 +637,81 @@ def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff
     _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G)
 
 
+class Tables(NamedTuple):
+    """Everything the compiled evaluation reads besides the state: the model's tables and the
+    evaluator's work arrays (one record; the compiled loops pass it on as it is).
+
+    ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`); ``st_*``: the bodies
+    with geometric stiffening, padded to the most elements and elastic coordinates (start of
+    their elastic coordinates in ``q`` and ``v``, count, elongation rows (n_s, e, f), ``EA/L``
+    (n_s, e; 0 on padding), slope matrices (n_s, e, f, f)); the rest as :class:`Evaluator`.
+    """
+
+    gravity: np.ndarray
+    g_qs: tuple
+    g_vs: tuple
+    g_mass: tuple
+    g_S: tuple
+    g_T: tuple
+    g_Jrot: tuple
+    g_Grot: tuple
+    g_Mff: tuple
+    g_Kff: tuple
+    marker_body: np.ndarray
+    body_q: np.ndarray
+    body_v: np.ndarray
+    qf_idx: np.ndarray
+    D: np.ndarray
+    E: np.ndarray
+    p0: np.ndarray
+    R_BM: np.ndarray
+    p: np.ndarray
+    A: np.ndarray
+    Jp: np.ndarray
+    Ja: np.ndarray
+    Jw: np.ndarray
+    pd: np.ndarray
+    Ad: np.ndarray
+    pq: np.ndarray
+    Aq: np.ndarray
+    wq: np.ndarray
+    kinds: np.ndarray
+    row: np.ndarray
+    mi: np.ndarray
+    mj: np.ndarray
+    ai: np.ndarray
+    aj: np.ndarray
+    cols: np.ndarray
+    dpq: np.ndarray
+    dAq: np.ndarray
+    st_q: np.ndarray
+    st_v: np.ndarray
+    st_nf: np.ndarray
+    st_A: np.ndarray
+    st_k: np.ndarray
+    st_G: np.ndarray
+
+
 @njit(cache=True, nogil=True)
 def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, with_G, flush=True, bodies=True):
-    """:func:`_evaluate` with its model tables ``t`` (:attr:`Evaluator.tables`) as one tuple.
+    """:func:`_evaluate` with its model tables ``t`` (:class:`Tables`).
 
     ``flush``: flush ``M`` (:func:`sim.linalg.flush`) for the LAPACK calls it goes to; the
     Newton residual (products in compiled loops only) skips it, a third of the evaluation
     on the larger models.  ``bodies``: see :func:`_evaluate`.
     """
     rtol = FLUSH_RTOL if flush else 0.0
-    _evaluate(q, v, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14],
-              t[15], t[16], t[17], t[18], t[19], t[20], t[21], t[22], t[23], t[24], t[25], t[26], t[27], t[28], t[29],
-              t[30], t[31], t[32], t[33], t[34], M, Q, phi, J, gamma, rtol, t[35], t[36], G, Gg, with_G, bodies)
+    _evaluate(q, v, t.gravity, t.g_qs, t.g_vs, t.g_mass, t.g_S, t.g_T, t.g_Jrot, t.g_Grot, t.g_Mff, t.g_Kff,
+              t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja, t.Jw,
+              t.pd, t.Ad, t.pq, t.Aq, t.wq, t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, M, Q, phi, J, gamma,
+              rtol, t.dpq, t.dAq, G, Gg, with_G, bodies, t.st_q, t.st_v, t.st_nf, t.st_A, t.st_k, t.st_G)
 
 
 @njit(cache=True)
-def _potential(q, gravity, g_qs, g_mass, g_S, g_Kff):
-    """Gravitational and elastic energy [J] of the bodies (see :func:`sim.dynamics.potential`)."""
+def _potential(q, t):
+    """Gravitational and elastic energy [J] of the bodies (see :func:`sim.dynamics.potential`),
+    geometric stiffening included; ``t``: :class:`Tables`."""
+    gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff
     R = np.empty((3, 3))
     grav = 0.0
     elastic = 0.0
@@ -668,6 +736,10 @@ def _potential(q, gravity, g_qs, g_mass, g_S, g_Kff):
                 for e in range(n):
                     acc += K[b, f, e] * q[qs + 7 + e]
                 elastic += 0.5 * q[qs + 7 + f] * acc
+    scratch = np.zeros(t.st_A.shape[2])
+    for b in range(t.st_q.size):
+        n = t.st_nf[b]
+        elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R, False)
     return grav, elastic
 
 
@@ -769,17 +841,26 @@ class Evaluator:
         self.compliant = springs.compliant_mask(model)
         self.keep = np.concatenate([np.ones(model.rows["n_joint"], dtype=bool), ~self.compliant])
         self.lumped = dynamics._has_lumped(model)
-        self.stretch = dynamics._stretch_bodies(model)
+        stiffened = [model.bodies[b] for b in dynamics._stretch_bodies(model)]
+        n_e = max((b.stretch_k.size for b in stiffened), default=0)
+        n_f = max((b.n_f for b in stiffened), default=0)
+        st_A, st_k, st_G = (np.zeros((len(stiffened), n_e, n_f)), np.zeros((len(stiffened), n_e)),
+                            np.zeros((len(stiffened), n_e, n_f, n_f)))
+        for i, b in enumerate(stiffened):
+            e, f = b.stretch_k.size, b.n_f
+            st_A[i, :e, :f], st_k[i, :e], st_G[i, :e, :f, :f] = b.stretch_rows, b.stretch_k, b.stretch_slopes
+        st = dynamics._stretch_bodies(model)
+        stretch_tables = (np.array([model.q_index[b][0] + 7 for b in st], dtype=np.int64),
+                          np.array([model.q_index[b][1] + 6 for b in st], dtype=np.int64),
+                          np.array([model.bodies[b].n_f for b in st], dtype=np.int64), st_A, st_k, st_G)
         self._nq, self._nv = nq, nv
         self._empty = np.zeros((0, 0))
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
         w = self.work
-        # Everything _evaluate reads besides the state, in its argument order (one tuple: the
-        # compiled Newton loop of StepIterations passes it on as it is).
-        self.tables = (model.gravity, *self.groups, self.marker_body, self.body_q, self.body_v, self.qf_idx,
-                       self.marker_D, self.marker_E, model.marker_p0, model.marker_R, w["p"], w["A"], w["Jp"],
-                       w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"], w["Aq"], w["wq"], *self.rows, self.cols,
-                       w["dpq"], w["dAq"])
+        self.tables = Tables(np.ascontiguousarray(model.gravity, dtype=float), *self.groups, self.marker_body,
+                             self.body_q, self.body_v, self.qf_idx, self.marker_D, self.marker_E, model.marker_p0,
+                             model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"],
+                             w["Aq"], w["wq"], *self.rows, self.cols, w["dpq"], w["dAq"], *stretch_tables)
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with _sigint_deferred():
@@ -806,11 +887,8 @@ class Evaluator:
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.dynamics.potential`."""
-        grav, elastic = _potential(q, self.model.gravity, self.groups[0], self.groups[2], self.groups[3],
-                                   self.groups[8])
+        grav, elastic = _potential(np.ascontiguousarray(q, dtype=float), self.tables)
         model = self.model
-        for b in self.stretch:
-            elastic += dynamics.stretch_terms(model, q, b)[2]
         if model.springs:
             from .kinematics import markers
             d, _ = springs.deflections(model, markers(model, q))
@@ -855,9 +933,6 @@ class Evaluator:
         G = G if velocity_jacobian else None
         if not bodies:
             M = Q = None
-        for b in self.stretch if bodies else ():
-            i = model.q_index[b][1] + 6
-            Q[i:i + model.bodies[b].n_f] += dynamics.stretch_terms(model, q, b)[0]
         nj = self.n_joint
         if self.lumped and bodies:
             if model.springs:
@@ -903,7 +978,7 @@ def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s
         a_hat = c * a[i] + offset[i]
         v1[i] = v_base[i] + hg * a_hat
         dq[i] = dq_base[i] + hhb * a_hat
-    _integrate(q, dq, t[11], t[12], body_nf, q1)
+    _integrate(q, dq, t.body_q, t.body_v, body_nf, q1)
     M[:] = 0.0
     J[:] = 0.0
     _evaluate_tables(q1, v1, t, M, Q, phi, J, gamma, empty, empty, False, False)
@@ -970,8 +1045,8 @@ class StepIterations:
     The Python loop of :meth:`sim.integrators.GeneralizedAlpha._iterate` spends about two
     thirds of each iteration outside the compiled evaluation (calls, small arrays, the drive
     law); here residual, back-substitution and Broyden update run in one compiled loop per
-    step.  Only for models whose forces are all compiled: no lumped springs, compliant
-    actuators or geometric stiffening (:meth:`applies`); the drive law and feed-forward are
+    step.  Only for models whose forces are all compiled: no lumped springs or compliant
+    actuators (:meth:`applies`); the drive law and feed-forward are
     evaluated once per step, in Python.
 
     Parameters
@@ -985,8 +1060,8 @@ class StepIterations:
 
     def __init__(self, ev, kind, kp=0.0, kd=0.0, damping=None):
         if not self.applies(ev):
-            raise ValueError("compiled step iterations need a model without lumped springs, compliant "
-                             "actuators or geometric stiffening")
+            raise ValueError("compiled step iterations need a model without lumped springs or compliant "
+                             "actuators")
         self.ev = ev
         self.kind = DRIVE_KINDS[kind]
         self.kp, self.kd = float(kp), float(kd)
@@ -1008,7 +1083,7 @@ class StepIterations:
     @staticmethod
     def applies(ev):
         """Whether the model of ``ev`` has only compiled forces."""
-        return not ev.lumped and not ev.stretch
+        return not ev.lumped
 
     def __call__(self, a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged, s_ref=None, sd_ref=None,
                  sdd_ref=None, ff=None):
