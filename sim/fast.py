@@ -780,6 +780,7 @@ class Evaluation(NamedTuple):
     gamma_s: np.ndarray
     Q_v: np.ndarray = None
     gamma_v: np.ndarray = None
+    K_t: np.ndarray = None
 
 
 class Evaluator:
@@ -918,7 +919,8 @@ class Evaluator:
             when ``targets`` is given); ``s``, ``J_s`` the values and Jacobian of all actuators.
             With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the bodies'
             velocity-quadratic forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); the
-            velocity-dependent forces of lumped springs are not in ``Q_v``.
+            velocity-dependent forces of lumped springs are not in ``Q_v``; ``K_t`` the tangent
+            stiffness of the geometric stiffening (None without stiffened bodies).
         """
         model = self.model
         M, Q = (np.zeros((self._nv, self._nv)), np.zeros(self._nv)) if bodies else (self._empty, np.zeros(0))
@@ -931,6 +933,7 @@ class Evaluator:
             G = Gg = self._empty
         _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian, flush, bodies)
         G = G if velocity_jacobian else None
+        K_t = self.stiffening_tangent(q) if velocity_jacobian and self.tables.st_q.size else None
         if not bodies:
             M = Q = None
         nj = self.n_joint
@@ -943,15 +946,28 @@ class Evaluator:
         s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()
         if targets is None:
             return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s, G,
-                              Gg[:nj] if velocity_jacobian else None)
+                              Gg[:nj] if velocity_jacobian else None, K_t)
         phi[nj:] = drive_residual(model, s, targets, self.angle)
         if target_acc is not None:
             gamma[nj:] += target_acc
         if self.compliant.any():   # compliant actuators are springs, not constraints
             keep = self.keep
             return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
-                              Gg[keep] if velocity_jacobian else None)
-        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None)
+                              Gg[keep] if velocity_jacobian else None, K_t)
+        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t)
+
+    def stiffening_tangent(self, q):
+        """Tangent stiffness ``-dQ/dq`` (n_v, n_v) of the geometric stiffening at ``q``
+        (:func:`sim.kernels.stretch.stretch`), zero outside the stiffened bodies' blocks."""
+        t = self.tables
+        K_t = np.zeros((self._nv, self._nv))
+        for b in range(t.st_q.size):
+            n, i = t.st_nf[b], t.st_v[b]
+            block = np.zeros((n, n))
+            stretch(np.ascontiguousarray(q[t.st_q[b]:t.st_q[b] + n]), t.st_A[b], t.st_k[b], t.st_G[b],
+                    np.zeros(n), block, True)
+            K_t[i:i + n, i:i + n] = block
+        return K_t
 
 
 # --- Newton iterations of a time step ---------------------------------------------------------

@@ -94,7 +94,9 @@ class Problem:
         ``integrate(q, dv) -> q ⊕ dv``.
     velocity_jacobian : bool
         Whether ``evaluate(t, q, v, velocity_jacobian=True)`` also returns ``dQ/dv`` (n_v, n_v)
-        and ``d gamma/dv`` (n_c, n_v) (appended to the tuple).
+        and ``d gamma/dv`` (n_c, n_v) (appended to the tuple), and optionally a third item, a
+        tangent stiffness ``K_t = -dQ/dq`` (n_v, n_v) of forces that vary fast with the
+        configuration (or None).
     iterate : callable, optional
         Compiled Newton iterations of the step residual, the same algorithm as
         :meth:`GeneralizedAlpha._iterate` (the problem's residual and :func:`newton_update`
@@ -340,14 +342,19 @@ class GeneralizedAlpha(Integrator):
         V = self._velocity_part(J, *out[6:]) if velocity_jacobian else None
         return r, a_hat, v1, q1, M, J, V
 
-    def _velocity_part(self, J, Q_v, gamma_v):
+    def _velocity_part(self, J, Q_v, gamma_v, K_t=None):
         """``d r / d v * dv/da`` (n, n): ``-dQ/dv`` and ``-d gamma/dv + 2 alpha J`` times
         ``gamma' h`` (the gyroscopic, Coriolis and Baumgarte-rate terms; they follow the
-        velocities, which the unresolved stiff modes change from step to step)."""
+        velocities, which the unresolved stiff modes change from step to step); plus, when the
+        problem gives one, ``K_t dq/da = beta' h^2 K_t`` (e.g. geometric stiffening, which
+        follows the axial forces)."""
         n, n_c = J.shape[1], J.shape[0]
-        f = self.h * self.gamma * (1 - self.alpha_f) / (1 - self.alpha_m)
+        c = (1 - self.alpha_f) / (1 - self.alpha_m)
+        f = self.h * self.gamma * c
         V = np.zeros((n + n_c, n + n_c))
         V[:n, :n] = -f * Q_v
+        if K_t is not None:
+            V[:n, :n] += (self.h**2 * self.beta * c) * K_t
         V[n:, :n] = f * (2 * self.baumgarte[0] * J - gamma_v)
         return V
 

@@ -148,7 +148,7 @@ def make_problem(model, drive, damping=None, fast=None):
             Q_v = Q_v - drive.kd * (E.J_s.T @ E.J_s)
         if damping is not None:
             Q_v = Q_v - damping
-        return M, Q, C, J, gamma, C_dot, Q_v, E.gamma_v
+        return M, Q, C, J, gamma, C_dot, Q_v, E.gamma_v, E.K_t
 
     return Problem(model.n_v, evaluate, fast.integrate, velocity_jacobian=True,
                    iterate=_compiled_iterations(fast, drive, reference, damping))
