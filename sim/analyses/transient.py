@@ -356,6 +356,8 @@ def rest_deflection(model, q, ev=None):
     ev = Evaluator(model) if ev is None else ev
     rest = np.zeros(model.n_v)
     E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
+    if not E.Q.any():      # no gravity, no preloads: nothing to solve for
+        return rest
     return static_response(model, q, E.Q[:, None], J=E.J, J_s=E.J_s)[:, 0]
 
 
