@@ -122,13 +122,26 @@ def test_velocity_jacobians_match_central_differences(state):
     assert np.abs(E.Q_v).max() > 1e-3 and np.abs(E.gamma_v).max() > 1e-3, f"{name}: trivial velocity Jacobians"
 
 
+def compiled_and_python(model, compiled, h, steps):
+    """Newmark integrators after ``steps`` steps of ``h`` from rest at home: with the problem's
+    compiled Newton loop, and with the Python loop."""
+    from dataclasses import replace
+    from sim.integrators import Newmark
+    runs = []
+    for problem in (compiled, replace(compiled, iterate=None)):
+        integrator = Newmark(problem, 0.0, model.q_home, np.zeros(model.n_v), h, newton_tol=1e-12)
+        for _ in range(steps):
+            integrator.step()
+            assert integrator.status == "running", integrator.message
+        runs.append(integrator)
+    return runs
+
+
 @pytest.mark.parametrize("kind", ["prescribed", "torque", "free"])
 def test_compiled_step_iterations_match_python_loop(kind):
     """StepIterations (Problem.iterate) runs the Newton loop of GeneralizedAlpha._iterate:
     same states to the Newton tolerance, same iteration counts, with each drive kind (and
     damping with the torque drive)."""
-    from dataclasses import replace
-    from sim.integrators import Newmark
     from sim.simulate import Drive, make_problem
     model = load_model(ROOT / "models/rrru3.py", {"elements_per_link": 2})
     s0 = actuator_values(model, model.q_home)[0]
@@ -144,14 +157,7 @@ def test_compiled_step_iterations_match_python_loop(kind):
         drive = Drive("free")
     compiled = make_problem(model, drive, damping=damping)
     assert compiled.iterate is not None
-    runs = []
-    for problem in (compiled, replace(compiled, iterate=None)):
-        integrator = Newmark(problem, 0.0, model.q_home, np.zeros(model.n_v), 1e-3, newton_tol=1e-12)
-        for _ in range(40):
-            integrator.step()
-            assert integrator.status == "running", integrator.message
-        runs.append(integrator)
-    fast, slow = runs
+    fast, slow = compiled_and_python(model, compiled, 1e-3, 40)
     assert np.abs(fast.q - model.q_home).max() > 1e-4          # the robot has moved
     assert_allclose(fast.q, slow.q, rtol=0, atol=1e-10)
     assert_allclose(fast.v, slow.v, rtol=0, atol=1e-7)
@@ -168,22 +174,13 @@ def test_compiled_step_iterations_only_for_compiled_forces():
 def test_compiled_step_iterations_cover_geometric_stiffening():
     """The stiffened slider-crank (the axial force's tangent stiffness matters) runs the compiled
     Newton loop, with the same states as the Python loop to the Newton tolerance."""
-    from dataclasses import replace
-    from sim.integrators import Newmark
     from sim.simulate import Drive, make_problem
     model = load_model(ROOT / CASES["slider_crank"][0], CASES["slider_crank"][1])
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 150.0 * t, np.full(s0.size, 150.0), np.zeros(s0.size)))
     compiled = make_problem(model, Drive("prescribed", reference=law))
     assert compiled.iterate is not None
-    runs = []
-    for problem in (compiled, replace(compiled, iterate=None)):
-        integrator = Newmark(problem, 0.0, model.q_home, np.zeros(model.n_v), 5e-5, newton_tol=1e-12)
-        for _ in range(200):
-            integrator.step()
-            assert integrator.status == "running", integrator.message
-        runs.append(integrator)
-    fast, slow = runs
+    fast, slow = compiled_and_python(model, compiled, 5e-5, 200)
     assert np.abs(fast.q[model.q_elastic]).max() > 1e-7          # the rod has deformed
     assert_allclose(fast.q, slow.q, rtol=0, atol=1e-10)
     assert abs(fast.n_iterations - slow.n_iterations) <= 4
