@@ -94,11 +94,15 @@ class Damping:
         """Whether modal ratios or structural damping are set (damping defined on modes)."""
         return bool(self.eta or np.any(np.asarray(self.zeta) > 0))
 
+    def per_mode(self, r):
+        """The modal damping ratios of ``r`` ascending modes (r,): the list, its last value
+        repeated."""
+        z = np.atleast_1d(np.asarray(self.zeta, dtype=float))
+        return z[np.minimum(np.arange(r), z.size - 1)]
+
     def ratios(self, omega):
         """``zeta_r + eta / 2`` per mode, ``omega`` (..., r) ascending: the modal part."""
-        z = np.atleast_1d(np.asarray(self.zeta, dtype=float))
-        r = np.shape(omega)[-1]
-        return np.broadcast_to(z[np.minimum(np.arange(r), z.size - 1)] + 0.5 * self.eta, np.shape(omega))
+        return np.broadcast_to(self.per_mode(np.shape(omega)[-1]) + 0.5 * self.eta, np.shape(omega))
 
     def attrs(self):
         """The model as HDF5 attributes."""
@@ -157,8 +161,10 @@ def reduce(model, q, locked=True):
     dampers = any(a.damping for a in model.actuators if a.stiffness is not None) or \
         bool(model.springs and np.any(model.spring_tables["C"]))
     C = project(damping_matrix(model, q)) if dampers else np.zeros((N.shape[1], N.shape[1]))
+    elastic, M_ee, K_ee = material_blocks(model)
+    N_e = N[elastic]
     return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q,
-                   M_f=project(material_matrix(model, 1.0, 0.0)), K_f=project(material_matrix(model, 0.0, 1.0)))
+                   M_f=N_e.T @ M_ee @ N_e, K_f=N_e.T @ K_ee @ N_e)
 
 
 def rayleigh(M, K, alpha, beta):
@@ -166,19 +172,28 @@ def rayleigh(M, K, alpha, beta):
     return alpha * M + beta * K
 
 
+def material_blocks(model):
+    """The bodies' own mass and stiffness on the elastic coordinates: ``elastic`` (n_e,) their
+    indices in ``v``, ``M_ee``, ``K_ee`` (n_e, n_e), block diagonal over bodies.  ``M_ff`` and
+    ``K_ff`` do not depend on the configuration (floating frame of reference)."""
+    elastic = np.asarray(model.v_elastic, dtype=int)
+    M_ee, K_ee = np.zeros((elastic.size, elastic.size)), np.zeros((elastic.size, elastic.size))
+    i = 0
+    for body in model.bodies:
+        n = body.n_f
+        M_ee[i:i + n, i:i + n], K_ee[i:i + n, i:i + n] = body.mass_ff, body.stiffness_ff
+        i += n
+    return elastic, M_ee, K_ee
+
+
 def material_matrix(model, alpha, beta):
     """Rayleigh material damping of the flexible bodies, (n_v, n_v): ``alpha M_ff + beta K_ff``
-    on each body's elastic coordinates, zero on the reference coordinates.
-
-    ``M_ff`` and ``K_ff`` do not depend on the configuration (floating frame of reference), so
-    the matrix is constant; it damps the deformation rates relative to the body frames only.
-    """
-    from .dynamics import mass_matrix, stiffness_matrix
-
+    on each body's elastic coordinates (:func:`material_blocks`), zero on the reference
+    coordinates: constant, it damps the deformation rates relative to the body frames only."""
     D = np.zeros((model.n_v, model.n_v))
-    e = np.ix_(model.v_elastic, model.v_elastic)
     if alpha or beta:
-        D[e] = rayleigh(mass_matrix(model, model.q_home)[e], stiffness_matrix(model)[e], alpha, beta)
+        elastic, M_ee, K_ee = material_blocks(model)
+        D[np.ix_(elastic, elastic)] = rayleigh(M_ee, K_ee, alpha, beta)
     return D
 
 
@@ -265,12 +280,10 @@ class Schedule:
         self.times, self.factors, self.rates = times, factors, rates
         self.matrix = base.copy()
         self.index = -1
-        self.at(times[0] if len(times) else 0.0)
+        self.at(times[0])
 
     def at(self, t):
         """Set :attr:`matrix` to ``D(t)``."""
-        if not len(self.times):
-            return
         k = max(0, int(np.searchsorted(self.times, t, side="right")) - 1)
         if k != self.index:
             F = self.factors[k]
@@ -281,27 +294,24 @@ class Schedule:
 def schedule(model, damping, count, times, qs):
     """:class:`Schedule` of ``damping`` along the rigid configurations ``qs`` (k, n_q) at
     ``times`` (k,), with modal damping on the lowest ``count`` modes (at most
-    ``SCHEDULE_FRAMES`` evenly spaced structures); None when nothing is damped."""
+    ``SCHEDULE_FRAMES`` evenly spaced structures); the constant material damping (n_v, n_v)
+    when no modal damping is set, None when nothing is damped."""
     if not (damping.alpha or damping.beta or damping.modal) or not len(model.v_elastic):
         return None
     base = material_matrix(model, damping.alpha, damping.beta)
-    elastic = np.asarray(model.v_elastic)
-    n_e = elastic.size
     if not damping.modal:
-        return Schedule(base, elastic, np.zeros(0), np.zeros((0, n_e, 0)), np.zeros((0, 0)))
+        return base
     from .constraints import actuator_values
-    from .dynamics import mass_matrix, stiffness_matrix
     from .ked import FramePool, _workers
 
+    elastic, mass_ee, stiffness_ee = material_blocks(model)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
-    count = min(int(count), n_e)
+    count = min(int(count), elastic.size)
     zero = np.zeros(model.n_v)
     with FramePool(model, count, pick.size, _workers(None, pick.size)) as pool:
         for k in pick:
             pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
         frames = pool.finish()
-    e = np.ix_(elastic, elastic)
-    mass_ee, stiffness_ee = mass_matrix(model, model.q_home)[e], stiffness_matrix(model)[e]
     factors = np.stack([modal_factor(frames.shapes[k], frames.omega[k], mass_ee, stiffness_ee, elastic)
                         for k in range(pick.size)])
     rates = 2 * damping.ratios(frames.omega) * frames.omega
@@ -339,8 +349,7 @@ def viscous_matrix(red, damping, omega=None, X=None):
     if np.any(np.asarray(damping.zeta) > 0):
         if omega is None:
             omega, X = undamped_modes(red)
-        z = np.atleast_1d(np.asarray(damping.zeta, dtype=float))
-        C += modal_damping_matrix(red.M, X, omega, z[np.minimum(np.arange(omega.size), z.size - 1)])
+        C += modal_damping_matrix(red.M, X, omega, damping.per_mode(omega.size))
     return C
 
 

@@ -147,10 +147,18 @@ def stiffness_matrix(model, q=None, J_s=None):
         from .constraints import actuator_values
         K += springs.actuator_stiffness(model, actuator_values(model, q)[1] if J_s is None else J_s)
     if q is not None:
-        for b in _stretch_bodies(model):
-            i = model.q_index[b][1] + 6
-            n = model.bodies[b].n_f
-            K[i:i + n, i:i + n] += stretch_terms(model, q, b)[1]
+        K += stiffening_tangent(model, q)
+    return K
+
+
+def stiffening_tangent(model, q):
+    """Tangent stiffness ``-dQ/dq`` (n_v, n_v) of the geometric stiffening at ``q``, zero
+    outside the stiffened bodies' elastic blocks."""
+    K = np.zeros((model.n_v, model.n_v))
+    for b in _stretch_bodies(model):
+        i = model.q_index[b][1] + 6
+        n = model.bodies[b].n_f
+        K[i:i + n, i:i + n] = stretch_terms(model, q, b)[1]
     return K
 
 

@@ -767,6 +767,22 @@ def _sigint_deferred():
 KINDS = ("point", "dot", "ddot", "angle")
 
 
+def _stretch_tables(model):
+    """The ``st_*`` fields of :class:`Tables`: the stiffened bodies' elastic starts in ``q`` and
+    ``v``, counts, and their stiffening tables padded to the most elements and coordinates."""
+    bodies = dynamics._stretch_bodies(model)
+    n_e = max((model.bodies[b].stretch_k.size for b in bodies), default=0)
+    n_f = max((model.bodies[b].n_f for b in bodies), default=0)
+    A, k, G = np.zeros((len(bodies), n_e, n_f)), np.zeros((len(bodies), n_e)), np.zeros((len(bodies), n_e, n_f, n_f))
+    for i, b in enumerate(bodies):
+        body = model.bodies[b]
+        e, f = body.stretch_k.size, body.n_f
+        A[i, :e, :f], k[i, :e], G[i, :e, :f, :f] = body.stretch_rows, body.stretch_k, body.stretch_slopes
+    return (np.array([model.q_index[b][0] + 7 for b in bodies], dtype=np.int64),
+            np.array([model.q_index[b][1] + 6 for b in bodies], dtype=np.int64),
+            np.array([model.bodies[b].n_f for b in bodies], dtype=np.int64), A, k, G)
+
+
 class Evaluation(NamedTuple):
     """Equations at one state; see :meth:`Evaluator.evaluate`."""
 
@@ -842,18 +858,6 @@ class Evaluator:
         self.compliant = springs.compliant_mask(model)
         self.keep = np.concatenate([np.ones(model.rows["n_joint"], dtype=bool), ~self.compliant])
         self.lumped = dynamics._has_lumped(model)
-        stiffened = [model.bodies[b] for b in dynamics._stretch_bodies(model)]
-        n_e = max((b.stretch_k.size for b in stiffened), default=0)
-        n_f = max((b.n_f for b in stiffened), default=0)
-        st_A, st_k, st_G = (np.zeros((len(stiffened), n_e, n_f)), np.zeros((len(stiffened), n_e)),
-                            np.zeros((len(stiffened), n_e, n_f, n_f)))
-        for i, b in enumerate(stiffened):
-            e, f = b.stretch_k.size, b.n_f
-            st_A[i, :e, :f], st_k[i, :e], st_G[i, :e, :f, :f] = b.stretch_rows, b.stretch_k, b.stretch_slopes
-        st = dynamics._stretch_bodies(model)
-        stretch_tables = (np.array([model.q_index[b][0] + 7 for b in st], dtype=np.int64),
-                          np.array([model.q_index[b][1] + 6 for b in st], dtype=np.int64),
-                          np.array([model.bodies[b].n_f for b in st], dtype=np.int64), st_A, st_k, st_G)
         self._nq, self._nv = nq, nv
         self._empty = np.zeros((0, 0))
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
@@ -861,7 +865,7 @@ class Evaluator:
         self.tables = Tables(np.ascontiguousarray(model.gravity, dtype=float), *self.groups, self.marker_body,
                              self.body_q, self.body_v, self.qf_idx, self.marker_D, self.marker_E, model.marker_p0,
                              model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"],
-                             w["Aq"], w["wq"], *self.rows, self.cols, w["dpq"], w["dAq"], *stretch_tables)
+                             w["Aq"], w["wq"], *self.rows, self.cols, w["dpq"], w["dAq"], *_stretch_tables(model))
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with _sigint_deferred():
@@ -933,7 +937,7 @@ class Evaluator:
             G = Gg = self._empty
         _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian, flush, bodies)
         G = G if velocity_jacobian else None
-        K_t = self.stiffening_tangent(q) if velocity_jacobian and self.tables.st_q.size else None
+        K_t = dynamics.stiffening_tangent(model, q) if velocity_jacobian and self.tables.st_q.size else None
         if not bodies:
             M = Q = None
         nj = self.n_joint
@@ -955,20 +959,6 @@ class Evaluator:
             return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
                               Gg[keep] if velocity_jacobian else None, K_t)
         return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t)
-
-    def stiffening_tangent(self, q):
-        """Tangent stiffness ``-dQ/dq`` (n_v, n_v) of the geometric stiffening at ``q``
-        (:func:`sim.kernels.stretch.stretch`), zero outside the stiffened bodies' blocks."""
-        t = self.tables
-        K_t = np.zeros((self._nv, self._nv))
-        for b in range(t.st_q.size):
-            n, i = t.st_nf[b], t.st_v[b]
-            block = np.zeros((n, n))
-            stretch(np.ascontiguousarray(q[t.st_q[b]:t.st_q[b] + n]), t.st_A[b], t.st_k[b], t.st_G[b],
-                    np.zeros(n), block, True)
-            K_t[i:i + n, i:i + n] = block
-        return K_t
-
 
 # --- Newton iterations of a time step ---------------------------------------------------------
 

@@ -176,8 +176,19 @@ def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
     from sim.motion import rigid_motion
 
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
-    assert sim.motion._fast_segments(rrru3_coarse, sim.motion.Evaluator(rrru3_coarse)) is not None
+    segments = []
+    compiled_segment = sim.motion._segment
+
+    def counted(*args):
+        end = compiled_segment(*args)
+        segments.append((args[0], end))
+        return end
+
+    monkeypatch.setattr(sim.motion, "_segment", counted)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    assert sum(end - k0 for k0, end in segments) == t.size - 1, \
+        "the compiled sample loop did not compute every sample after the first"
+    monkeypatch.setattr(sim.motion, "_segment", compiled_segment)
     quick = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
     monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)
     slow = rigid_motion(rrru3_coarse, SHORT_ARC, t)
