@@ -141,11 +141,11 @@ def stiffness_matrix(model, q=None, J_s=None):
         if body.n_f:
             i = model.q_index[b][1] + 6
             K[i:i + body.n_f, i:i + body.n_f] = body.stiffness_ff
-    if q is not None and model.springs:
-        K += springs.spring_stiffness(model, markers(model, q))
-    if q is not None and springs.compliant_mask(model).any():
+    if q is not None and _has_lumped(model):
         from .constraints import actuator_values
-        K += springs.actuator_stiffness(model, actuator_values(model, q)[1] if J_s is None else J_s)
+        ms = markers(model, q)
+        J_s = actuator_values(model, q, ms)[1] if J_s is None else J_s
+        K += springs.lumped(model, ms, J_s=J_s).K
     if q is not None:
         K += stiffening_tangent(model, q)
     return K
@@ -168,13 +168,7 @@ def damping_matrix(model, q):
         return np.zeros((model.n_v, model.n_v))
     from .constraints import actuator_values
     ms = markers(model, q)
-    C = springs.spring_damping(model, ms)
-    mask = springs.compliant_mask(model)
-    if mask.any():
-        J = actuator_values(model, q, ms)[1][mask]
-        c = np.array([a.damping for a in model.actuators])[mask]
-        C += J.T @ (c[:, None] * J)
-    return C
+    return springs.lumped(model, ms, J_s=actuator_values(model, q, ms)[1]).C
 
 
 def mass_and_forces(model, q, v, targets=None):
@@ -195,10 +189,8 @@ def mass_and_forces(model, q, v, targets=None):
     if _has_lumped(model):
         from .constraints import actuator_values
         ms = markers(model, q)
-        Q += springs.spring_forces(model, ms, v)
-        if targets is not None:
-            s, J_s = actuator_values(model, q, ms)
-            Q += springs.actuator_spring_forces(model, s, J_s, v, targets)
+        s, J_s = actuator_values(model, q, ms)
+        Q += springs.lumped(model, ms, v, s, J_s, targets).Q
     return flush(M), Q
 
 
@@ -229,6 +221,5 @@ def potential(model, q):
     for b in _stretch_bodies(model):
         elastic += stretch_terms(model, q, b)[2]
     if model.springs:
-        d, _ = springs.deflections(model, markers(model, q))
-        elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)
+        elastic += springs.lumped(model, markers(model, q)).energy
     return gravity, elastic

@@ -29,6 +29,7 @@ from numba import njit
 
 from . import dynamics, springs
 from .constraints import drive_residual
+from .kernels.springs import actuator_springs, springs as lumped_springs
 from .kernels.stretch import stretch
 from .integrators import newton_update
 from .kinematics import pose_terms
@@ -611,32 +612,6 @@ def _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J
                 _add_row(Gg, r, cYq * xj, dAq[i, 1], cols[i])
 
 
-@njit(cache=True)
-def _evaluate(q, v, gravity, g_qs, g_vs, g_mass, g_S, g_T, g_Jrot, g_Grot, g_Mff, g_Kff,
-              marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
-              kinds, row, mi, mj, ai, aj, cols, M, Q, phi, J, gamma, flush_rtol, dpq, dAq, G, Gg, with_G, bodies,
-              st_q, st_v, st_nf, st_A, st_k, st_G):
-    """All of :meth:`Evaluator.evaluate`'s compiled work in one call (one dispatch, not six).
-
-    ``g_*`` are tuples over the body groups (same arrays as :class:`sim.model.BodyGroup`);
-    ``st_*`` the stiffening bodies (:class:`Tables`).  With ``with_G``, also ``G = dQ/dv`` and
-    ``Gg = d gamma/dv``.  Without ``bodies``, the markers and constraint rows only (``M``,
-    ``Q`` untouched).
-    """
-    if bodies:
-        for g in range(len(g_qs)):
-            _group_terms(q, v, gravity, g_qs[g], g_vs[g], g_mass[g], g_S[g], g_T[g], g_Jrot[g], g_Grot[g],
-                         g_Mff[g], g_Kff[g], M, Q, G, with_G)
-        for b in range(st_q.size):
-            n = st_nf[b]
-            stretch(q[st_q[b]:st_q[b] + n], st_A[b], st_k[b], st_G[b], Q[st_v[b]:st_v[b] + n], M, False)
-        if flush_rtol > 0:
-            _flush(M, flush_rtol)
-    _markers(q, v, marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
-             dpq, dAq, with_G)
-    _rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G)
-
-
 class Tables(NamedTuple):
     """Everything the compiled evaluation reads besides the state: the model's tables and the
     evaluator's work arrays (one record; the compiled loops pass it on as it is).
@@ -644,7 +619,12 @@ class Tables(NamedTuple):
     ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`); ``st_*``: the bodies
     with geometric stiffening, padded to the most elements and elastic coordinates (start of
     their elastic coordinates in ``q`` and ``v``, count, elongation rows (n_s, e, f), ``EA/L``
-    (n_s, e; 0 on padding), slope matrices (n_s, e, f, f)); the rest as :class:`Evaluator`.
+    (n_s, e; 0 on padding), slope matrices (n_s, e, f, f)); ``sp_*``: the lumped springs
+    (markers, 6x6 stiffness and damping, home deflections; :mod:`sim.kernels.springs`);
+    ``ca_*``: the compliant actuators (indices, stiffness, damping); ``angle`` (n_a,): the
+    actuators measured as angles; ``n_joint``: the joint rows before the actuator rows;
+    ``n_v``: the velocity coordinates; ``body_nf``: each body's elastic coordinates; the
+    rest as :class:`Evaluator`.
     """
 
     gravity: np.ndarray
@@ -690,27 +670,64 @@ class Tables(NamedTuple):
     st_A: np.ndarray
     st_k: np.ndarray
     st_G: np.ndarray
+    sp_mi: np.ndarray
+    sp_mj: np.ndarray
+    sp_K: np.ndarray
+    sp_C: np.ndarray
+    sp_home: np.ndarray
+    ca_idx: np.ndarray
+    ca_k: np.ndarray
+    ca_c: np.ndarray
+    angle: np.ndarray
+    n_joint: int
+    n_v: int
+    body_nf: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, with_G, flush=True, bodies=True):
-    """:func:`_evaluate` with its model tables ``t`` (:class:`Tables`).
+def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush=True, bodies=True):
+    """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables`.
 
-    ``flush``: flush ``M`` (:func:`sim.linalg.flush`) for the LAPACK calls it goes to; the
-    Newton residual (products in compiled loops only) skips it, a third of the evaluation
-    on the larger models.  ``bodies``: see :func:`_evaluate`.
+    ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
+    stiffening and the lumped springs, and of the compliant actuators pulled towards
+    ``targets`` (n_a,; size 0: no actuator forces); ``phi``, ``J``, ``gamma`` (n_rows, ...):
+    the constraint rows, joints then actuators (:func:`_rows`).  With ``with_G``, also ``G =
+    dQ/dv`` (n_v, n_v) and ``Gg = d gamma/dv``; with ``with_K`` the tangent stiffness ``Kt``
+    (n_v, n_v) of the stiffening and the lumped compliance.  ``flush``: flush ``M``
+    (:func:`sim.linalg.flush`) for the LAPACK calls it goes to (the Newton residual, products
+    in compiled loops only, skips it: a third of the evaluation on the larger models).
+    Without ``bodies``, the markers and constraint rows only (``M``, ``Q`` untouched).
     """
-    rtol = FLUSH_RTOL if flush else 0.0
-    _evaluate(q, v, t.gravity, t.g_qs, t.g_vs, t.g_mass, t.g_S, t.g_T, t.g_Jrot, t.g_Grot, t.g_Mff, t.g_Kff,
-              t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja, t.Jw,
-              t.pd, t.Ad, t.pq, t.Aq, t.wq, t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, M, Q, phi, J, gamma,
-              rtol, t.dpq, t.dAq, G, Gg, with_G, bodies, t.st_q, t.st_v, t.st_nf, t.st_A, t.st_k, t.st_G)
+    if bodies:
+        for g in range(len(t.g_qs)):
+            _group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Jrot[g],
+                         t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, G, with_G)
+        for b in range(t.st_q.size):
+            n, i = t.st_nf[b], t.st_v[b]
+            tangent = np.zeros((n, n)) if with_K else M
+            stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], Q[i:i + n], tangent, with_K)
+            if with_K:
+                Kt[i:i + n, i:i + n] += tangent
+        if flush:
+            _flush(M, FLUSH_RTOL)
+    _markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
+             t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, with_G)
+    _rows(t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, t.p, t.A, t.Jp, t.Ja, t.pd, t.Ad, t.pq, t.Aq, phi, J,
+          gamma, t.dpq, t.dAq, Gg, with_G)
+    if bodies and t.sp_mi.size:
+        lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw, v, Q,
+                        G, Kt, with_G, with_K)
+    if bodies and t.ca_idx.size and targets.size:
+        nj = t.n_joint
+        actuator_springs(t.ca_idx, t.ca_k, t.ca_c, t.angle, phi[nj:], J[nj:], targets, v, Q, G, Kt,
+                                 with_G, with_K)
 
 
 @njit(cache=True)
 def _potential(q, t):
-    """Gravitational and elastic energy [J] of the bodies (see :func:`sim.dynamics.potential`),
-    geometric stiffening included; ``t``: :class:`Tables`."""
+    """Gravitational and elastic energy [J] (see :func:`sim.dynamics.potential`): bodies,
+    geometric stiffening and lumped springs; ``t``: :class:`Tables` (with springs, its marker
+    work arrays are overwritten)."""
     gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff
     R = np.empty((3, 3))
     grav = 0.0
@@ -740,6 +757,13 @@ def _potential(q, t):
     for b in range(t.st_q.size):
         n = t.st_nf[b]
         elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R, False)
+    if t.sp_mi.size:
+        v = np.zeros(t.n_v)
+        _markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
+                 t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, False)
+        none = np.zeros((0, 0))
+        elastic += lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw,
+                                  v, v.copy(), none, none, False, False)
     return grav, elastic
 
 
@@ -781,6 +805,15 @@ def _stretch_tables(model):
     return (np.array([model.q_index[b][0] + 7 for b in bodies], dtype=np.int64),
             np.array([model.q_index[b][1] + 6 for b in bodies], dtype=np.int64),
             np.array([model.bodies[b].n_f for b in bodies], dtype=np.int64), A, k, G)
+
+
+def _lumped_tables(model):
+    """The ``sp_*``, ``ca_*`` and ``angle`` fields of :class:`Tables`."""
+    t = model.spring_tables if model.springs else dict(
+        mi=np.zeros(0), mj=np.zeros(0), K=np.zeros((0, 6, 6)), C=np.zeros((0, 6, 6)), d_home=np.zeros((0, 6)))
+    return (t["mi"].astype(np.int64), t["mj"].astype(np.int64), *(np.ascontiguousarray(t[k], dtype=float)
+                                                                  for k in ("K", "C", "d_home")),
+            *springs.actuator_tables(model))
 
 
 class Evaluation(NamedTuple):
@@ -854,10 +887,11 @@ class Evaluator:
               for f in ("first_moment", "second_moment", "rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff"))))
         self.n_rows = model.rows["n_total"]
         self.n_joint = model.rows["n_joint"]
-        self.angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
         self.compliant = springs.compliant_mask(model)
         self.keep = np.concatenate([np.ones(model.rows["n_joint"], dtype=bool), ~self.compliant])
-        self.lumped = dynamics._has_lumped(model)
+        # Whether any force has a tangent stiffness (K_t) besides the bodies' constant K_ff.
+        self.stiff = dynamics._has_lumped(model) or bool(dynamics._stretch_bodies(model))
+        self._no_targets = np.zeros(0)
         self._nq, self._nv = nq, nv
         self._empty = np.zeros((0, 0))
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
@@ -865,7 +899,8 @@ class Evaluator:
         self.tables = Tables(np.ascontiguousarray(model.gravity, dtype=float), *self.groups, self.marker_body,
                              self.body_q, self.body_v, self.qf_idx, self.marker_D, self.marker_E, model.marker_p0,
                              model.marker_R, w["p"], w["A"], w["Jp"], w["Ja"], w["Jw"], w["pd"], w["Ad"], w["pq"],
-                             w["Aq"], w["wq"], *self.rows, self.cols, w["dpq"], w["dAq"], *_stretch_tables(model))
+                             w["Aq"], w["wq"], *self.rows, self.cols, w["dpq"], w["dAq"], *_stretch_tables(model),
+                             *_lumped_tables(model), int(self.n_joint), int(nv), self.body_nf)
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with _sigint_deferred():
@@ -892,13 +927,7 @@ class Evaluator:
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.dynamics.potential`."""
-        grav, elastic = _potential(np.ascontiguousarray(q, dtype=float), self.tables)
-        model = self.model
-        if model.springs:
-            from .kinematics import markers
-            d, _ = springs.deflections(model, markers(model, q))
-            elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)
-        return grav, elastic
+        return _potential(np.ascontiguousarray(q, dtype=float), self.tables)
 
     def integrate(self, q, dv):
         """``q ⊕ dv`` (n_q,), as :func:`sim.kinematics.integrate`."""
@@ -921,10 +950,10 @@ class Evaluator:
             (``targets`` also pull compliant actuators); ``C``, ``J``, ``gamma`` of
             :func:`sim.constraints.constraints` (joint rows, plus the rigid actuators' rows
             when ``targets`` is given); ``s``, ``J_s`` the values and Jacobian of all actuators.
-            With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the bodies'
-            velocity-quadratic forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); the
-            velocity-dependent forces of lumped springs are not in ``Q_v``; ``K_t`` the tangent
-            stiffness of the geometric stiffening (None without stiffened bodies).
+            With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the velocity-dependent
+            forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); ``K_t`` the tangent
+            stiffness of the geometric stiffening and the linearised lumped compliance (None
+            when the model has neither).
         """
         model = self.model
         M, Q = (np.zeros((self._nv, self._nv)), np.zeros(self._nv)) if bodies else (self._empty, np.zeros(0))
@@ -932,26 +961,22 @@ class Evaluator:
         J = np.zeros((self.n_rows, self._nv))
         gamma = np.zeros(self.n_rows)
         if velocity_jacobian:
-            G, Gg = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv))
+            G, Gg, K_t = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv)), np.zeros((self._nv,) * 2)
         else:
-            G = Gg = self._empty
-        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, velocity_jacobian, flush, bodies)
+            G = Gg = K_t = self._empty
+        pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
+        _evaluate_tables(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, K_t, pull, velocity_jacobian,
+                         velocity_jacobian, flush, bodies)
         G = G if velocity_jacobian else None
-        K_t = dynamics.stiffening_tangent(model, q) if velocity_jacobian and self.tables.st_q.size else None
+        K_t = K_t if velocity_jacobian and self.stiff else None
         if not bodies:
             M = Q = None
         nj = self.n_joint
-        if self.lumped and bodies:
-            if model.springs:
-                from .kinematics import markers
-                Q += springs.spring_forces(model, markers(model, q), v)
-            if targets is not None:
-                Q += springs.actuator_spring_forces(model, phi[nj:], J[nj:], v, targets)
         s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()
         if targets is None:
             return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s, G,
                               Gg[:nj] if velocity_jacobian else None, K_t)
-        phi[nj:] = drive_residual(model, s, targets, self.angle)
+        phi[nj:] = drive_residual(model, s, targets, self.tables.angle)
         if target_acc is not None:
             gamma[nj:] += target_acc
         if self.compliant.any():   # compliant actuators are springs, not constraints
@@ -966,43 +991,36 @@ DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
 
 
 @njit(cache=True)
-def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s_ref, sd_ref, sdd_ref, ff, angle,
-                   kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r, empty):
+def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, kind, rows, s_ref, sd_ref, sdd_ref, ff, kp, kd, D,
+                   q1, v1, dq, M, Q, phi, J, gamma, r, empty):
     """Step residual ``r`` (n_v + n_c,) of :meth:`sim.integrators.GeneralizedAlpha._residual`
     for the problem of :func:`sim.simulate.make_problem` (same formulas, in place).
 
     ``coef = (c, h gamma', h^2 beta', 2 alpha, beta^2, ...)``: ``a_hat = c a + offset``,
-    ``v1 = v_base + h gamma' a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta' a_hat)``.  Drive ``kind``
-    (:data:`DRIVE_KINDS`): prescribed rows ``s - s_ref`` after the joint rows (``sd_ref``,
-    ``sdd_ref`` their rates), or torques ``ff + kp (s_ref - s) + kd (sd_ref - s_dot)``.
-    ``D`` (n_v, n_v) or (0, 0): linear damping.  ``empty`` (0, 0): stands for the velocity
-    Jacobians, not computed here.
+    ``v1 = v_base + h gamma' a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta' a_hat)``.  ``rows``
+    (n_c,): the constraint rows of the problem, the joints' then (prescribed drives) the rigid
+    actuators'.  Drive ``kind`` (:data:`DRIVE_KINDS`): prescribed, rows ``s - s_ref`` (``sd_ref``,
+    ``sdd_ref`` their rates) and compliant actuators pulled towards ``s_ref``; or torques
+    ``ff + kp (s_ref - s) + kd (sd_ref - s_dot)``.  ``D`` (n_v, n_v) or (0, 0): linear
+    damping.  ``empty`` (0, 0): stands for the velocity Jacobians, not computed here.
     """
     c, hg, hhb, alpha2, beta2 = coef[0], coef[1], coef[2], coef[3], coef[4]
     n = a.size
+    nj = t.n_joint
     for i in range(n):
         a_hat = c * a[i] + offset[i]
         v1[i] = v_base[i] + hg * a_hat
         dq[i] = dq_base[i] + hhb * a_hat
-    _integrate(q, dq, t.body_q, t.body_v, body_nf, q1)
+    _integrate(q, dq, t.body_q, t.body_v, t.body_nf, q1)
     M[:] = 0.0
     J[:] = 0.0
-    _evaluate_tables(q1, v1, t, M, Q, phi, J, gamma, empty, empty, False, False)
-    n_a = phi.size - n_joint
-    n_c = n_joint
-    if kind == 1:
-        n_c = phi.size
-        for k in range(n_a):
-            res = phi[n_joint + k] - s_ref[k]
-            if angle[k]:
-                res = (res + np.pi) % (2 * np.pi) - np.pi
-            phi[n_joint + k] = res
-            gamma[n_joint + k] += sdd_ref[k]
-    elif kind == 2:
-        for k in range(n_a):
-            row = n_joint + k
+    _evaluate_tables(q1, v1, t, M, Q, phi, J, gamma, empty, empty, empty, s_ref if kind == 1 else s_ref[:0],
+                     False, False, False)
+    if kind == 2:
+        for k in range(phi.size - nj):
+            row = nj + k
             err = s_ref[k] - phi[row]
-            if angle[k]:
+            if t.angle[k]:
                 err = (err + np.pi) % (2 * np.pi) - np.pi
             tau = ff[k] + kp * err + kd * (sd_ref[k] - np.dot(J[row], v1))
             for j in range(n):
@@ -1012,20 +1030,26 @@ def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s
             Q[i] -= np.dot(D[i], v1)
     for i in range(n):
         r[i] = np.dot(M[i], a) - Q[i]
-    for k in range(n_c):
-        C_dot = np.dot(J[k], v1)
-        if k >= n_joint:
-            C_dot -= sd_ref[k - n_joint]
-        r[n + k] = np.dot(J[k], a) - (gamma[k] - alpha2 * C_dot - beta2 * phi[k])
+    for k in range(rows.size):
+        row = rows[k]
+        C = phi[row]
+        C_dot = np.dot(J[row], v1)
+        rhs = gamma[row]
+        if row >= nj:          # a driving row: s - s_ref
+            C -= s_ref[row - nj]
+            if t.angle[row - nj]:
+                C = (C + np.pi) % (2 * np.pi) - np.pi
+            C_dot -= sd_ref[row - nj]
+            rhs += sdd_ref[row - nj]
+        r[n + k] = np.dot(J[row], a) - (rhs - alpha2 * C_dot - beta2 * C)
         lk = lam[k]
         for j in range(n):
-            r[j] += J[k, j] * lk
+            r[j] += J[row, j] * lk
 
 
 @njit(cache=True)
 def _step_iterations(a, lam, r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol, max_iter, diverged, t,
-                     body_nf, kind, s_ref, sd_ref, sdd_ref, ff, angle, kp, kd, D, n_joint, q1, v1, dq, M, Q, phi,
-                     J, gamma):
+                     kind, rows, s_ref, sd_ref, sdd_ref, ff, kp, kd, D, q1, v1, dq, M, Q, phi, J, gamma):
     """The loop of :meth:`sim.integrators.GeneralizedAlpha._iterate`, compiled: residual
     (:func:`_step_residual`) and :func:`sim.integrators.newton_update` per iteration."""
     steps = np.empty((max_iter, r.size))
@@ -1034,8 +1058,8 @@ def _step_iterations(a, lam, r, have_r, lu, piv, q, offset, v_base, dq_base, coe
     err = rate = np.inf
     for iteration in range(1, max_iter + 1):
         if iteration > 1 or not have_r:
-            _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, body_nf, kind, s_ref, sd_ref, sdd_ref, ff,
-                           angle, kp, kd, D, n_joint, q1, v1, dq, M, Q, phi, J, gamma, r, empty)
+            _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, kind, rows, s_ref, sd_ref, sdd_ref, ff, kp,
+                           kd, D, q1, v1, dq, M, Q, phi, J, gamma, r, empty)
             evaluations += 1
         code, k, err, rate = newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, coef[5], tol,
                                            diverged)
@@ -1051,9 +1075,8 @@ class StepIterations:
     The Python loop of :meth:`sim.integrators.GeneralizedAlpha._iterate` spends about two
     thirds of each iteration outside the compiled evaluation (calls, small arrays, the drive
     law); here residual, back-substitution and Broyden update run in one compiled loop per
-    step.  Only for models whose forces are all compiled: no lumped springs or compliant
-    actuators (:meth:`applies`); the drive law and feed-forward are
-    evaluated once per step, in Python.
+    step, for every model (all forces are compiled kernels).  The drive law and feed-forward
+    are evaluated once per step, in Python.
 
     Parameters
     ----------
@@ -1065,9 +1088,6 @@ class StepIterations:
     """
 
     def __init__(self, ev, kind, kp=0.0, kd=0.0, damping=None):
-        if not self.applies(ev):
-            raise ValueError("compiled step iterations need a model without lumped springs or compliant "
-                             "actuators")
         self.ev = ev
         self.kind = DRIVE_KINDS[kind]
         self.kp, self.kd = float(kp), float(kd)
@@ -1075,21 +1095,17 @@ class StepIterations:
         self.D = np.zeros((0, 0)) if damping is None else np.ascontiguousarray(damping, dtype=float)
         self.work = (np.empty(n_q), np.empty(n_v), np.empty(n_v), np.zeros((n_v, n_v)), np.zeros(n_v),
                      np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows))
-        n_c = n_rows if self.kind == 1 else ev.n_joint
-        self.r = np.empty(n_v + n_c)
+        # Constraint rows: the joints', and with prescribed drives the rigid actuators'.
+        self.rows = np.flatnonzero(ev.keep if self.kind == 1 else np.arange(n_rows) < ev.n_joint).astype(np.int64)
+        self.r = np.empty(n_v + self.rows.size)
         self._no_drive = np.zeros(n_rows - ev.n_joint)     # drive arrays of free drives
         # Compile (or load from the cache) now, with Ctrl-C held back (see Evaluator); no
         # iteration is run.
         zero = np.zeros(n_v)
         with _sigint_deferred():
-            self(zero.copy(), np.zeros(n_c), None, np.asfortranarray(np.eye(self.r.size)),
+            self(zero.copy(), np.zeros(self.rows.size), None, np.asfortranarray(np.eye(self.r.size)),
                  np.zeros(self.r.size, dtype=np.int32), ev.model.q_home, (0.0, zero, zero, zero, 1.0), np.ones(6),
                  1.0, 0, 1.0)
-
-    @staticmethod
-    def applies(ev):
-        """Whether the model of ``ev`` has only compiled forces."""
-        return not ev.lumped
 
     def __call__(self, a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged, s_ref=None, sd_ref=None,
                  sdd_ref=None, ff=None):
@@ -1102,6 +1118,5 @@ class StepIterations:
             self.r[:] = r
         s_ref, sd_ref, sdd_ref, ff = (self._no_drive if x is None else x for x in (s_ref, sd_ref, sdd_ref, ff))
         return _step_iterations(a, lam, self.r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol,
-                                int(max_iter), diverged, self.ev.tables, self.ev.body_nf, self.kind,
-                                s_ref, sd_ref, sdd_ref, ff,
-                                self.ev.angle, self.kp, self.kd, self.D, self.ev.n_joint, *self.work)
+                                int(max_iter), diverged, self.ev.tables, self.kind, self.rows, s_ref, sd_ref, sdd_ref,
+                                ff, self.kp, self.kd, self.D, *self.work)

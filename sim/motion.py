@@ -123,7 +123,8 @@ def _kinematics(q, v, tables, phi, J, gamma):
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
-    _evaluate_tables(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, False, True, False)
+    _evaluate_tables(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0), False, False,
+                     True, False)
 
 
 @njit(cache=True, nogil=True)

@@ -92,8 +92,7 @@ def load_kernels(model):
     evaluation, the rigid reference's sample loop and the compiled Newton loop."""
     ev = Evaluator(model)
     load_kernels_motion(model, ev)
-    if StepIterations.applies(ev):
-        StepIterations(ev, "prescribed")
+    StepIterations(ev, "prescribed")
 
 
 def make_problem(model, drive, damping=None, fast=None):
@@ -156,9 +155,7 @@ def make_problem(model, drive, damping=None, fast=None):
 
 def _compiled_iterations(fast, drive, reference, damping):
     """The compiled Newton loop of the problem (:class:`sim.fast.StepIterations`), with the
-    drive law evaluated once per step; None when the model has forces it does not compile."""
-    if not StepIterations.applies(fast):
-        return None
+    drive law evaluated once per step."""
     kernel = StepIterations(fast, drive.kind, drive.kp, drive.kd, damping)
     if drive.kind == "free":
         return kernel

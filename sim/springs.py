@@ -1,83 +1,37 @@
-r"""Lumped compliance: 6x6 springs between markers and compliant actuators (paper 004).
+r"""Lumped compliance of a model: 6x6 springs between markers and compliant actuators.
 
-A spring between markers i and j measures, in the axes of marker i,
-
-    d = (R_i^T (p_j - p_i),  -z_j . y_i,  z_j . x_i,  atan2(x_j . y_i, x_j . x_i)) - d_home,
-
-translations, then the two tilts and the twist about z_i.  The tilts are the small relative
-rotations about x_i and y_i; the twist is exact for any angle, so a spring standing for a
-revolute bearing (zero stiffness about z) lets the joint turn freely.  Its potential is
-``1/2 d^T K d`` and its dissipation ``d_dot^T C d_dot``:
-
-    Q = -J_d^T (K d + C J_d v),      K_spring = J_d^T K J_d   (linearised stiffness).
-
-A compliant actuator (``stiffness`` set) is a spring on its joint coordinate ``s``:
-``Q = -J_s^T (k (s - s_target) + c s_dot)``; it replaces the actuator's driving constraint.
+The equations are the compiled kernels of :mod:`sim.kernels.springs`; the functions here
+allocate and call them with the dense marker Jacobians of :func:`sim.kinematics.markers`
+(the compiled evaluator, :class:`sim.fast.Evaluator`, calls the same kernels with its local
+ones).
 """
+from typing import NamedTuple
+
 import numpy as np
 
-from .rotations import skew
+from .kernels import springs as kernel
 
 
-def deflections(model, ms):
-    """Spring deflections ``d`` (n_s, 6) and Jacobians ``J_d`` (n_s, 6, n_v)."""
-    t = model.spring_tables
-    if not model.springs:
-        return np.zeros((0, 6)), np.zeros((0, 6, model.n_v))
-    mi, mj = t["mi"], t["mj"]
-    Ai, Aj = ms.A[mi], ms.A[mj]
-    x = ms.p[mj] - ms.p[mi]
-    xi, yi = Ai[:, :, 0], Ai[:, :, 1]
-    xj, zj = Aj[:, :, 0], Aj[:, :, 2]
-    n = mi.size
-    d = np.empty((n, 6))
-    Jd = np.empty((n, 6, model.n_v))
-    d[:, :3] = np.einsum("nki,nk->ni", Ai, x)
-    # d(R_i^T x) = R_i^T (dx + skew(x) dphi_i)
-    Jd[:, :3] = np.einsum("nki,nkv->niv", Ai, ms.Jp[mj] - ms.Jp[mi] + skew(x) @ ms.Jw[mi])
+class Lumped(NamedTuple):
+    """Terms of the lumped springs and compliant actuators at one state.
 
-    def dot(a, Ja, b, Jb):
-        return np.sum(a * b, axis=1), np.einsum("nk,nkv->nv", b, Ja) + np.einsum("nk,nkv->nv", a, Jb)
+    Attributes
+    ----------
+    Q : ndarray, shape (n_v,)
+        Generalized forces.
+    K : ndarray, shape (n_v, n_v)
+        Linearised stiffness ``sum J_d^T K J_d + sum k J_s^T J_s``.
+    C : ndarray, shape (n_v, n_v)
+        Linearised damping ``-dQ/dv``.
+    energy : float
+        Potential of the springs [J] (the compliant actuators' depends on their targets and
+        is not counted).
+    """
 
-    zy, Jzy = dot(zj, ms.Ja[mj, 2], yi, ms.Ja[mi, 1])
-    zx, Jzx = dot(zj, ms.Ja[mj, 2], xi, ms.Ja[mi, 0])
-    X, JX = dot(xj, ms.Ja[mj, 0], xi, ms.Ja[mi, 0])
-    Y, JY = dot(xj, ms.Ja[mj, 0], yi, ms.Ja[mi, 1])
-    d[:, 3], Jd[:, 3] = -zy, -Jzy
-    d[:, 4], Jd[:, 4] = zx, Jzx
-    d[:, 5] = np.arctan2(Y, X)
-    Jd[:, 5] = (X[:, None] * JY - Y[:, None] * JX) / (X**2 + Y**2)[:, None]
-    d -= t["d_home"]
-    d[:, 5] = (d[:, 5] + np.pi) % (2 * np.pi) - np.pi
-    return d, Jd
-
-
-def spring_forces(model, ms, v):
-    """Generalized forces (n_v,) of the springs at the marker state ``ms`` and velocity ``v``."""
-    if not model.springs:
-        return np.zeros(model.n_v)
-    d, Jd = deflections(model, ms)
-    t = model.spring_tables
-    f = np.einsum("nij,nj->ni", t["K"], d) + np.einsum("nij,njv,v->ni", t["C"], Jd, v)
-    return -np.einsum("niv,ni->v", Jd, f)
-
-
-def spring_stiffness(model, ms):
-    """Linearised spring stiffness ``sum J_d^T K J_d`` (n_v, n_v)."""
-    if not model.springs:
-        return np.zeros((model.n_v, model.n_v))
-    _, Jd = deflections(model, ms)
-    KJ = model.spring_tables["K"] @ Jd                       # (n_s, 6, n_v)
-    return Jd.reshape(-1, model.n_v).T @ KJ.reshape(-1, model.n_v)
-
-
-def spring_damping(model, ms):
-    """Linearised spring damping ``sum J_d^T C J_d`` (n_v, n_v)."""
-    if not model.springs:
-        return np.zeros((model.n_v, model.n_v))
-    _, Jd = deflections(model, ms)
-    CJ = model.spring_tables["C"] @ Jd
-    return Jd.reshape(-1, model.n_v).T @ CJ.reshape(-1, model.n_v)
+    Q: np.ndarray
+    K: np.ndarray
+    C: np.ndarray
+    energy: float
 
 
 def compliant_mask(model):
@@ -85,25 +39,68 @@ def compliant_mask(model):
     return np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
 
 
-def actuator_spring_forces(model, s, J_s, v, targets):
-    """Forces (n_v,) of the compliant actuators for actuator values ``s`` (n_a,) and Jacobian."""
-    mask = compliant_mask(model)
-    if not mask.any() or targets is None:
-        return np.zeros(model.n_v)
-    k = np.array([a.stiffness for a in model.actuators])[mask]
-    c = np.array([a.damping for a in model.actuators])[mask]
-    J = J_s[mask]
-    e = s[mask] - np.asarray(targets, dtype=float)[mask]
-    ang = np.array([a.kind == "angle" for a in model.actuators])[mask]
-    e[ang] = (e[ang] + np.pi) % (2 * np.pi) - np.pi
-    return -J.T @ (k * e + c * (J @ v))
+def actuator_tables(model):
+    """Compliant actuators: indices (n_c,), stiffness and damping (n_c,), angle flags (n_a,)."""
+    idx = np.flatnonzero(compliant_mask(model)).astype(np.int64)
+    acts = model.actuators
+    return (idx, np.array([acts[a].stiffness for a in idx], dtype=float),
+            np.array([acts[a].damping for a in idx], dtype=float),
+            np.array([a.kind == "angle" for a in acts], dtype=bool))
 
 
-def actuator_stiffness(model, J_s):
-    """Stiffness (n_v, n_v) of the locked compliant actuators: ``sum k J_s^T J_s``."""
-    mask = compliant_mask(model)
-    if not mask.any():
-        return np.zeros((model.n_v, model.n_v))
-    k = np.array([a.stiffness for a in model.actuators])[mask]
-    J = J_s[mask]
-    return J.T @ (k[:, None] * J)
+def _dense_cols(model):
+    return np.tile(np.arange(model.n_v, dtype=np.int64), (len(model.markers), 1))
+
+
+def deflections(model, ms):
+    """Spring deflections ``d`` (n_s, 6) and Jacobians ``J_d`` (n_s, 6, n_v) at the marker
+    state ``ms`` (:func:`sim.kinematics.markers`)."""
+    t = model.spring_tables
+    n_s = len(model.springs)
+    d, Jd = np.zeros((n_s, 6)), np.zeros((n_s, 6, model.n_v))
+    loc = np.empty((6, 2, model.n_v))
+    home = t["d_home"] if n_s else None
+    for s in range(n_s):
+        kernel.deflection(t["mi"][s], t["mj"][s], home[s], ms.p, ms.A, ms.Jp, ms.Ja, ms.Jw, d[s], loc)
+        Jd[s] = loc[:, 0] + loc[:, 1]
+    return d, Jd
+
+
+def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
+    """Forces, linearised stiffness and damping, and potential of the lumped springs and
+    compliant actuators.
+
+    Parameters
+    ----------
+    ms : MarkerState
+        :func:`sim.kinematics.markers` at ``q``.
+    v : ndarray, shape (n_v,), optional
+        Velocities (default zero).
+    s, J_s : ndarray, shapes (n_a,), (n_a, n_v), optional
+        Actuator values and Jacobian (:func:`sim.constraints.actuator_values`); needed for
+        the compliant actuators' stiffness and damping, and with ``targets`` for their forces.
+    targets : ndarray, shape (n_a,), optional
+        What the compliant actuators pull towards (none: no actuator forces).
+
+    Returns
+    -------
+    Lumped
+    """
+    n = model.n_v
+    v = np.zeros(n) if v is None else np.ascontiguousarray(v, dtype=float)
+    Q, K, G = np.zeros(n), np.zeros((n, n)), np.zeros((n, n))
+    energy = 0.0
+    if model.springs:
+        t = model.spring_tables
+        energy = kernel.springs(t["mi"].astype(np.int64), t["mj"].astype(np.int64), t["K"], t["C"], t["d_home"],
+                                _dense_cols(model), ms.p, ms.A, np.ascontiguousarray(ms.Jp),
+                                np.ascontiguousarray(ms.Ja), np.ascontiguousarray(ms.Jw), v, Q, G, K, True, True)
+    idx, k, c, angle = actuator_tables(model)
+    if idx.size and J_s is not None:
+        Q_a = np.zeros(n)
+        kernel.actuator_springs(idx, k, c, angle, np.zeros(angle.size) if s is None else s,
+                                np.ascontiguousarray(J_s), np.zeros(angle.size) if targets is None else
+                                np.asarray(targets, dtype=float), v, Q_a, G, K, True, True)
+        if targets is not None and s is not None:
+            Q += Q_a
+    return Lumped(Q, K, -G, energy)

@@ -13,3 +13,91 @@ def stretch_terms(qf, A, k, G):
     AG = A + Gq
     tangent = np.einsum("e,eab->ab", N, G) + AG.T @ (k[:, None] * AG) - A.T @ (k[:, None] * A)
     return force, tangent, float(np.sum(0.5 * k * du * g + 0.125 * k * g**2))
+
+
+# --- lumped springs and compliant actuators (sim.kernels.springs) ---------------------------
+
+
+def deflections(model, ms):
+    """Spring deflections ``d`` (n_s, 6) and Jacobians ``J_d`` (n_s, 6, n_v)."""
+    t = model.spring_tables
+    if not model.springs:
+        return np.zeros((0, 6)), np.zeros((0, 6, model.n_v))
+    mi, mj = t["mi"], t["mj"]
+    Ai, Aj = ms.A[mi], ms.A[mj]
+    x = ms.p[mj] - ms.p[mi]
+    xi, yi = Ai[:, :, 0], Ai[:, :, 1]
+    xj, zj = Aj[:, :, 0], Aj[:, :, 2]
+    n = mi.size
+    d = np.empty((n, 6))
+    Jd = np.empty((n, 6, model.n_v))
+    d[:, :3] = np.einsum("nki,nk->ni", Ai, x)
+    # d(a_k . x) = x . d a_k + a_k . dx  (a_k: axis k of marker i)
+    Jd[:, :3] = np.einsum("nk,nakv->nav", x, ms.Ja[mi]) + np.einsum("nki,nkv->niv", Ai, ms.Jp[mj] - ms.Jp[mi])
+
+    def dot(a, Ja, b, Jb):
+        return np.sum(a * b, axis=1), np.einsum("nk,nkv->nv", b, Ja) + np.einsum("nk,nkv->nv", a, Jb)
+
+    zy, Jzy = dot(zj, ms.Ja[mj, 2], yi, ms.Ja[mi, 1])
+    zx, Jzx = dot(zj, ms.Ja[mj, 2], xi, ms.Ja[mi, 0])
+    X, JX = dot(xj, ms.Ja[mj, 0], xi, ms.Ja[mi, 0])
+    Y, JY = dot(xj, ms.Ja[mj, 0], yi, ms.Ja[mi, 1])
+    d[:, 3], Jd[:, 3] = -zy, -Jzy
+    d[:, 4], Jd[:, 4] = zx, Jzx
+    d[:, 5] = np.arctan2(Y, X)
+    Jd[:, 5] = (X[:, None] * JY - Y[:, None] * JX) / (X**2 + Y**2)[:, None]
+    d -= t["d_home"]
+    d[:, 5] = (d[:, 5] + np.pi) % (2 * np.pi) - np.pi
+    return d, Jd
+
+
+def spring_forces(model, ms, v):
+    """Generalized forces (n_v,) of the springs at the marker state ``ms`` and velocity ``v``."""
+    if not model.springs:
+        return np.zeros(model.n_v)
+    d, Jd = deflections(model, ms)
+    t = model.spring_tables
+    f = np.einsum("nij,nj->ni", t["K"], d) + np.einsum("nij,njv,v->ni", t["C"], Jd, v)
+    return -np.einsum("niv,ni->v", Jd, f)
+
+
+def spring_stiffness(model, ms):
+    """Linearised spring stiffness ``sum J_d^T K J_d`` (n_v, n_v)."""
+    if not model.springs:
+        return np.zeros((model.n_v, model.n_v))
+    _, Jd = deflections(model, ms)
+    KJ = model.spring_tables["K"] @ Jd                       # (n_s, 6, n_v)
+    return Jd.reshape(-1, model.n_v).T @ KJ.reshape(-1, model.n_v)
+
+
+def spring_damping(model, ms):
+    """Linearised spring damping ``sum J_d^T C J_d`` (n_v, n_v)."""
+    if not model.springs:
+        return np.zeros((model.n_v, model.n_v))
+    _, Jd = deflections(model, ms)
+    CJ = model.spring_tables["C"] @ Jd
+    return Jd.reshape(-1, model.n_v).T @ CJ.reshape(-1, model.n_v)
+
+
+def actuator_spring_forces(model, s, J_s, v, targets):
+    """Forces (n_v,) of the compliant actuators for actuator values ``s`` (n_a,) and Jacobian."""
+    mask = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+    if not mask.any() or targets is None:
+        return np.zeros(model.n_v)
+    k = np.array([a.stiffness for a in model.actuators])[mask]
+    c = np.array([a.damping for a in model.actuators])[mask]
+    J = J_s[mask]
+    e = s[mask] - np.asarray(targets, dtype=float)[mask]
+    ang = np.array([a.kind == "angle" for a in model.actuators])[mask]
+    e[ang] = (e[ang] + np.pi) % (2 * np.pi) - np.pi
+    return -J.T @ (k * e + c * (J @ v))
+
+
+def actuator_stiffness(model, J_s):
+    """Stiffness (n_v, n_v) of the locked compliant actuators: ``sum k J_s^T J_s``."""
+    mask = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+    if not mask.any():
+        return np.zeros((model.n_v, model.n_v))
+    k = np.array([a.stiffness for a in model.actuators])[mask]
+    J = J_s[mask]
+    return J.T @ (k[:, None] * J)

@@ -179,10 +179,20 @@ def test_compiled_step_iterations_match_python_loop(kind):
     assert fast.n_evaluations == pytest.approx(slow.n_evaluations, abs=2)
 
 
-def test_compiled_step_iterations_only_for_compiled_forces():
+@pytest.mark.parametrize("name, params", [("delta_surgiscope", {}), ("navaro", {"clutch_stiffness": 2000.0})])
+def test_compiled_step_iterations_cover_lumped_compliance(name, params):
+    """Lumped springs (with their damping) and compliant actuators pulled along a prescribed
+    law run the compiled Newton loop, with the same states as the Python loop to the Newton
+    tolerance."""
     from sim.simulate import Drive, make_problem
-    model = load_model(ROOT / CASES["navaro_compliant"][0], CASES["navaro_compliant"][1])   # compliant drives
-    assert make_problem(model, Drive("free")).iterate is None
+    model = load_model(ROOT / f"models/{name}.py", params)
+    s0 = actuator_values(model, model.q_home)[0]
+    law = (lambda t: (s0 + 0.02 * np.sin(40 * t), 0.8 * np.cos(40 * t) + 0 * s0, -32 * np.sin(40 * t) + 0 * s0))
+    compiled = make_problem(model, Drive("prescribed", reference=law))
+    fast, slow = compiled_and_python(model, compiled, 1e-3, 30)
+    assert np.abs(fast.q - model.q_home).max() > 1e-4          # the robot has moved
+    assert_allclose(fast.q, slow.q, rtol=0, atol=1e-10)
+    assert abs(fast.n_iterations - slow.n_iterations) <= 2
 
 
 def test_compiled_step_iterations_cover_geometric_stiffening():

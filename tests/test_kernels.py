@@ -58,3 +58,73 @@ def test_stretch_force_is_minus_the_gradient_of_its_energy_and_tangent_its_jacob
         jac[:, i] = -(fp - fm) / (2 * eps)
     np.testing.assert_allclose(force, -grad, rtol=0, atol=1e-6 * np.abs(force).max())
     np.testing.assert_allclose(tangent, jac, rtol=0, atol=1e-6 * np.abs(tangent).max())
+
+
+# --- lumped springs and compliant actuators -----------------------------------------------------
+
+LUMPED = [("delta_surgiscope", {}), ("delta_surgiscope", {"joints": "rigid"}),
+          ("navaro", {"clutch_stiffness": 2000.0}), ("pss6", {"compliant_drives": True})]
+
+
+@pytest.fixture(scope="module", params=LUMPED + [("spring_chain", {"c1": 30.0})], ids=lambda p: f"{p[0]}{p[1]}")
+def lumped_model(request):
+    name, params = request.param
+    if name == "spring_chain":
+        import spring_chain_model
+        return spring_chain_model.build(**params)
+    return load(name, **params)
+
+
+def test_lumped_kernels_match_oracle_on_random_states(lumped_model):
+    """Forces, linearised stiffness and damping, and potential of the springs and compliant
+    actuators (:func:`sim.springs.lumped`) against the numpy statement, to round-off, on 20
+    random states each (rotations of ~0.5 rad, elastic coordinates of ~2 mm)."""
+    from conftest import random_state
+    from sim.constraints import actuator_values
+    from sim.kinematics import markers
+    from sim.springs import deflections, lumped
+    model = lumped_model
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        q, v = random_state(model, 100 + trial)
+        ms = markers(model, q)
+        s, J_s = actuator_values(model, q, ms)
+        targets = s + 0.1 * rng.standard_normal(s.size)
+        got = lumped(model, ms, v, s, J_s, targets)
+        Q = oracles.spring_forces(model, ms, v) + oracles.actuator_spring_forces(model, s, J_s, v, targets)
+        K = oracles.spring_stiffness(model, ms) + oracles.actuator_stiffness(model, J_s)
+        C = oracles.spring_damping(model, ms)
+        mask = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+        if mask.any():
+            c = np.array([a.damping for a in model.actuators])[mask]
+            C = C + J_s[mask].T @ (c[:, None] * J_s[mask])
+        scale = max(np.abs(Q).max(), 1e-300)
+        np.testing.assert_allclose(got.Q, Q, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(got.K, K, rtol=0, atol=1e-12 * np.abs(K).max())
+        np.testing.assert_allclose(got.C, C, rtol=0, atol=1e-12 * max(np.abs(C).max(), 1e-300))
+        if model.springs:
+            d, Jd = deflections(model, ms)
+            d_ref, Jd_ref = oracles.deflections(model, ms)
+            np.testing.assert_allclose(d, d_ref, rtol=0, atol=1e-14)
+            np.testing.assert_allclose(Jd, Jd_ref, rtol=0, atol=1e-13 * np.abs(Jd_ref).max())
+            energy = 0.5 * np.einsum("ni,nij,nj->", d_ref, model.spring_tables["K"], d_ref)
+            assert got.energy == pytest.approx(energy, rel=1e-12, abs=1e-300)
+
+
+def test_spring_force_is_minus_the_gradient_of_its_energy(lumped_model):
+    """Central differences on the manifold (``q ⊕ s e_k``): ``Q = -dV/dq`` at rest, and at the
+    home state, where every spring is unloaded, ``K = -dQ/dq`` (1e-6 relative)."""
+    from conftest import fd_jacobian, random_state
+    from sim.kinematics import markers
+    from sim.springs import lumped
+    model = lumped_model
+    if not model.springs:
+        pytest.skip("no lumped springs")
+    q, _ = random_state(model, 4)
+    Q = lumped(model, markers(model, q)).Q
+    grad = fd_jacobian(lambda x: lumped(model, markers(model, x)).energy, model, q)
+    np.testing.assert_allclose(Q, -grad, rtol=0, atol=1e-6 * np.abs(Q).max())
+    q = model.q_home
+    K = lumped(model, markers(model, q)).K
+    jac = fd_jacobian(lambda x: lumped(model, markers(model, x)).Q, model, q)
+    np.testing.assert_allclose(K, -jac, rtol=0, atol=1e-6 * np.abs(K).max())

@@ -1,0 +1,201 @@
+r"""Lumped compliance: 6x6 springs between markers and compliant actuators (paper 004).
+
+A spring between markers i and j measures, in the axes of marker i,
+
+    d = (R_i^T (p_j - p_i),  -z_j . y_i,  z_j . x_i,  atan2(x_j . y_i, x_j . x_i)) - d_home,
+
+translations, then the two tilts and the twist about z_i.  The tilts are the small relative
+rotations about x_i and y_i; the twist is exact for any angle (wrapped to (-pi, pi]), so a
+spring standing for a revolute bearing (zero stiffness about z) lets the joint turn freely.
+Its potential is ``1/2 d^T K d`` and its dissipation ``d_dot^T C d_dot``:
+
+    Q = -J_d^T (K d + C J_d v),     dQ/dv = -J_d^T C J_d,     K_t = J_d^T K J_d
+
+(``K_t``: the linearised stiffness, without the term in ``dJ_d/dq``).  ``J_d`` is the exact
+derivative of ``d``, so that ``Q = -dV/dq``: the translations ``a_k . x`` (``a_k`` the axes of
+marker i, ``x = p_j - p_i``) give ``x^T J_ak + a_k^T (J_pj - J_pi)`` -- on a flexible body the
+marker axes are the linearised rotation of the node (not orthonormal), and ``R_i^T skew(x)
+J_wi`` would miss the change of their length; a dot product ``a . b`` gives ``b^T J_a + a^T
+J_b``; the twist ``atan2(Y, X)``, ``(X J_Y - Y J_X) / (X^2 + Y^2)``.
+
+A compliant actuator (``stiffness`` set) is a spring on its joint coordinate ``s``, pulled
+towards a target: ``Q = -J_s^T (k (s - s_target) + c s_dot)``; it replaces the actuator's
+driving constraint.
+
+The marker terms come with local Jacobians: ``Jp[m]`` (3, n_loc), ``Ja[m, k]`` (3, n_loc) the
+derivative of axis ``k``, ``Jw[m]`` (3, n_loc), whose column ``c`` is column ``cols[m, c]`` of
+``v`` (-1: none).  Dense Jacobians (n_loc = n_v, ``cols[m] = arange(n_v)``) are the special case.
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def deflection(i, j, home, p, A, Jp, Ja, Jw, d, Jd):
+    """Deflection ``d`` (6,) of the spring from marker ``i`` to ``j`` and its Jacobian ``Jd``
+    (6, 2, n_loc): ``Jd[:, 0]`` on the columns of marker ``i``, ``Jd[:, 1]`` on those of ``j``.
+
+    ``home`` (6,): the deflection subtracted (the spring's unloaded state).
+    """
+    n = Jp.shape[2]
+    x0, x1, x2 = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1], p[j, 2] - p[i, 2]
+    for a in range(3):
+        d[a] = A[i, 0, a] * x0 + A[i, 1, a] * x1 + A[i, 2, a] * x2
+        for c in range(n):
+            Jd[a, 0, c] = x0 * Ja[i, a, 0, c] + x1 * Ja[i, a, 1, c] + x2 * Ja[i, a, 2, c] \
+                - (A[i, 0, a] * Jp[i, 0, c] + A[i, 1, a] * Jp[i, 1, c] + A[i, 2, a] * Jp[i, 2, c])
+            Jd[a, 1, c] = A[i, 0, a] * Jp[j, 0, c] + A[i, 1, a] * Jp[j, 1, c] + A[i, 2, a] * Jp[j, 2, c]
+    # dot products of axis kj of marker j with axis ki of marker i: value and Jacobian rows
+    # (tilt about x_i: -z_j.y_i; about y_i: z_j.x_i; twist: atan2(x_j.y_i, x_j.x_i))
+    zy = zx = X = Y = 0.0
+    for r in range(3):
+        zy += A[j, r, 2] * A[i, r, 1]
+        zx += A[j, r, 2] * A[i, r, 0]
+        X += A[j, r, 0] * A[i, r, 0]
+        Y += A[j, r, 0] * A[i, r, 1]
+    r2 = X * X + Y * Y
+    for c in range(n):
+        zy_i = zy_j = zx_i = zx_j = X_i = X_j = Y_i = Y_j = 0.0
+        for r in range(3):
+            zy_i += A[j, r, 2] * Ja[i, 1, r, c]
+            zy_j += A[i, r, 1] * Ja[j, 2, r, c]
+            zx_i += A[j, r, 2] * Ja[i, 0, r, c]
+            zx_j += A[i, r, 0] * Ja[j, 2, r, c]
+            X_i += A[j, r, 0] * Ja[i, 0, r, c]
+            X_j += A[i, r, 0] * Ja[j, 0, r, c]
+            Y_i += A[j, r, 0] * Ja[i, 1, r, c]
+            Y_j += A[i, r, 1] * Ja[j, 0, r, c]
+        Jd[3, 0, c], Jd[3, 1, c] = -zy_i, -zy_j
+        Jd[4, 0, c], Jd[4, 1, c] = zx_i, zx_j
+        Jd[5, 0, c] = (X * Y_i - Y * X_i) / r2
+        Jd[5, 1, c] = (X * Y_j - Y * X_j) / r2
+    d[3], d[4], d[5] = -zy, zx, np.arctan2(Y, X)
+    for a in range(6):
+        d[a] -= home[a]
+    d[5] = (d[5] + np.pi) % (2 * np.pi) - np.pi
+
+
+@njit(cache=True, nogil=True)
+def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, G, Kt, with_G, with_K):
+    """Add the springs' forces into ``Q`` (n_v,), with ``with_G`` their ``dQ/dv`` into ``G``
+    (n_v, n_v), with ``with_K`` their linearised stiffness into ``Kt`` (n_v, n_v); return
+    their potential [J].
+
+    Parameters
+    ----------
+    mi, mj : ndarray of int, shape (n_s,)
+        Markers of each spring.
+    K, C : ndarray, shape (n_s, 6, 6)
+        Stiffness and damping in the deflection coordinates.
+    home : ndarray, shape (n_s, 6)
+        Deflections at the unloaded state.
+    cols : ndarray of int, shape (n_m, n_loc)
+    p, A, Jp, Ja, Jw
+        Marker origins (n_m, 3), axes (n_m, 3, 3) and local Jacobians (see the module docstring).
+    v : ndarray, shape (n_v,)
+    """
+    n = Jp.shape[2]
+    d = np.empty(6)
+    Jd = np.empty((6, 2, n))
+    f = np.empty(6)
+    dv = np.empty(6)
+    KJ = np.empty((6, 2, n))
+    energy = 0.0
+    for s in range(mi.size):
+        i, j = mi[s], mj[s]
+        deflection(i, j, home[s], p, A, Jp, Ja, Jw, d, Jd)
+        for a in range(6):
+            acc = 0.0
+            for side in range(2):
+                m = i if side == 0 else j
+                for c in range(n):
+                    col = cols[m, c]
+                    if col >= 0:
+                        acc += Jd[a, side, c] * v[col]
+            dv[a] = acc
+        for a in range(6):
+            acc = 0.0
+            for b in range(6):
+                acc += K[s, a, b] * d[b] + C[s, a, b] * dv[b]
+                energy += 0.5 * d[a] * K[s, a, b] * d[b]
+            f[a] = acc
+        for side in range(2):
+            m = i if side == 0 else j
+            for c in range(n):
+                col = cols[m, c]
+                if col >= 0:
+                    acc = 0.0
+                    for a in range(6):
+                        acc += Jd[a, side, c] * f[a]
+                    Q[col] -= acc
+        for which in range(2):
+            if (which == 0 and not with_G) or (which == 1 and not with_K):
+                continue
+            W = C[s] if which == 0 else K[s]
+            out = G if which == 0 else Kt
+            sign = -1.0 if which == 0 else 1.0
+            for a in range(6):
+                for side in range(2):
+                    for c in range(n):
+                        acc = 0.0
+                        for b in range(6):
+                            acc += W[a, b] * Jd[b, side, c]
+                        KJ[a, side, c] = acc
+            for s1 in range(2):
+                m1 = i if s1 == 0 else j
+                for c1 in range(n):
+                    r = cols[m1, c1]
+                    if r < 0:
+                        continue
+                    for s2 in range(2):
+                        m2 = i if s2 == 0 else j
+                        for c2 in range(n):
+                            col = cols[m2, c2]
+                            if col < 0:
+                                continue
+                            acc = 0.0
+                            for a in range(6):
+                                acc += Jd[a, s1, c1] * KJ[a, s2, c2]
+                            out[r, col] += sign * acc
+    return energy
+
+
+@njit(cache=True, nogil=True)
+def actuator_springs(idx, k, c, angle, s, J_s, targets, v, Q, G, Kt, with_G, with_K):
+    """Add the compliant actuators' forces ``-J_s^T (k e + c J_s v)`` (``e = s - target``, wrapped
+    for angles) into ``Q`` (n_v,), ``-c J_s^T J_s`` into ``G`` with ``with_G``, ``k J_s^T J_s``
+    into ``Kt`` with ``with_K``.
+
+    Parameters
+    ----------
+    idx : ndarray of int, shape (n_c,)
+        The compliant actuators (rows of ``s``, ``J_s``, ``targets``).
+    k, c : ndarray, shape (n_c,)
+        Stiffness and damping [N/m or N m/rad, N s/m or N m s/rad].
+    angle : ndarray of bool, shape (n_a,)
+    s : ndarray, shape (n_a,)
+    J_s : ndarray, shape (n_a, n_v)
+    targets : ndarray, shape (n_a,)
+    """
+    n = v.size
+    for r in range(idx.size):
+        a = idx[r]
+        e = s[a] - targets[a]
+        if angle[a]:
+            e = (e + np.pi) % (2 * np.pi) - np.pi
+        rate = 0.0
+        for col in range(n):
+            rate += J_s[a, col] * v[col]
+        f = k[r] * e + c[r] * rate
+        for col in range(n):
+            Q[col] -= J_s[a, col] * f
+        if with_G or with_K:
+            for row in range(n):
+                x = J_s[a, row]
+                if x == 0.0:
+                    continue
+                for col in range(n):
+                    if with_G:
+                        G[row, col] -= c[r] * x * J_s[a, col]
+                    if with_K:
+                        Kt[row, col] += k[r] * x * J_s[a, col]
