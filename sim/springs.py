@@ -48,8 +48,18 @@ def actuator_tables(model):
             np.array([a.kind == "angle" for a in acts], dtype=bool))
 
 
-def _dense_cols(model):
-    return np.tile(np.arange(model.n_v, dtype=np.int64), (len(model.markers), 1))
+def _local(model, ms):
+    """Columns (n_m, n_loc) of each marker's body in ``v`` (-1: none) and the marker
+    Jacobians of ``ms`` gathered on them: the kernels' local form (a spring touches two
+    bodies, not all of ``v``)."""
+    n_v = model.n_v
+    cols = np.where((model.marker_vcols < n_v) & (model.marker_body >= 0)[:, None], model.marker_vcols, -1)
+    safe = np.where(cols < 0, 0, cols)
+    keep = cols >= 0
+    Jp = np.where(keep[:, None], np.take_along_axis(ms.Jp, safe[:, None, :], axis=2), 0.0)
+    Jw = np.where(keep[:, None], np.take_along_axis(ms.Jw, safe[:, None, :], axis=2), 0.0)
+    Ja = np.where(keep[:, None, None], np.take_along_axis(ms.Ja, safe[:, None, None, :], axis=3), 0.0)
+    return cols.astype(np.int64), Jp, Ja, Jw
 
 
 def deflections(model, ms):
@@ -57,13 +67,17 @@ def deflections(model, ms):
     state ``ms`` (:func:`sim.kinematics.markers`)."""
     t = model.spring_tables
     n_s = len(model.springs)
-    d, Jd = np.zeros((n_s, 6)), np.zeros((n_s, 6, model.n_v))
-    loc = np.empty((6, 2, model.n_v))
-    home = t["d_home"] if n_s else None
+    d, Jd = np.zeros((n_s, 6)), np.zeros((n_s, 6, model.n_v + 1))
+    if not n_s:
+        return d, Jd[..., :-1]
+    cols, Jp, Ja, Jw = _local(model, ms)
+    loc = np.empty((6, 2, cols.shape[1]))
     for s in range(n_s):
-        kernel.deflection(t["mi"][s], t["mj"][s], home[s], ms.p, ms.A, ms.Jp, ms.Ja, ms.Jw, d[s], loc)
-        Jd[s] = loc[:, 0] + loc[:, 1]
-    return d, Jd
+        i, j = t["mi"][s], t["mj"][s]
+        kernel.deflection(i, j, t["d_home"][s], ms.p, ms.A, Jp, Ja, Jw, d[s], loc)
+        for side, m in enumerate((i, j)):
+            np.add.at(Jd[s], (slice(None), cols[m]), loc[:, side])    # column -1: the padding
+    return d, Jd[..., :-1]
 
 
 def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
@@ -92,9 +106,9 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
     energy = 0.0
     if model.springs:
         t = model.spring_tables
+        cols, Jp, Ja, Jw = _local(model, ms)
         energy = kernel.springs(t["mi"].astype(np.int64), t["mj"].astype(np.int64), t["K"], t["C"], t["d_home"],
-                                _dense_cols(model), ms.p, ms.A, np.ascontiguousarray(ms.Jp),
-                                np.ascontiguousarray(ms.Ja), np.ascontiguousarray(ms.Jw), v, Q, G, K, True, True)
+                                cols, ms.p, ms.A, Jp, Ja, Jw, v, Q, G, K, True, True)
     idx, k, c, angle = actuator_tables(model)
     if idx.size and J_s is not None:
         Q_a = np.zeros(n)
