@@ -31,11 +31,22 @@ from . import dynamics, springs
 from .constraints import drive_residual
 from .kernels.springs import actuator_springs, springs as lumped_springs
 from .kernels.stretch import stretch
-from .integrators import newton_update
 from .kinematics import pose_terms
 from .linalg import FLUSH_RTOL
 
 # --- small 3-vector helpers -----------------------------------------------------------------
+
+
+_BOOLS = np.array([False, True])
+
+
+@njit(cache=True)
+def runtime(flag):
+    """``flag`` as a run-time value.  A constant passed from one compiled function to another
+    is typed as a literal, and each literal compiles its own copy of the callee (and of
+    everything it calls): flags pass through this, an array look-up, so that one compilation
+    serves all calls."""
+    return _BOOLS[1 if flag else 0]
 
 
 @njit(cache=True)
@@ -756,14 +767,14 @@ def _potential(q, t):
     scratch = np.zeros(t.st_A.shape[2])
     for b in range(t.st_q.size):
         n = t.st_nf[b]
-        elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R, False)
+        elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R, runtime(False))
     if t.sp_mi.size:
         v = np.zeros(t.n_v)
         _markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
-                 t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, False)
+                 t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, runtime(False))
         none = np.zeros((0, 0))
         elastic += lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw,
-                                  v, v.copy(), none, none, False, False)
+                                  v, v.copy(), none, none, runtime(False), runtime(False))
     return grav, elastic
 
 
@@ -892,7 +903,7 @@ class Evaluator:
         # Whether any force has a tangent stiffness (K_t) besides the bodies' constant K_ff.
         self.stiff = dynamics._has_lumped(model) or bool(dynamics._stretch_bodies(model))
         self._no_targets = np.zeros(0)
-        self._nq, self._nv = nq, nv
+        self.n_q, self.n_v = nq, nv
         self._empty = np.zeros((0, 0))
         self.body_nf = np.array([b.n_f for b in model.bodies], dtype=np.int64)
         w = self.work
@@ -915,8 +926,8 @@ class Evaluator:
         ``x, J`` and, with the velocity ``v`` of that evaluation, ``x_q``."""
         e = self.model.ee_marker
         w = self.work
-        Jp = np.zeros((3, self._nv))
-        Jw = np.zeros((3, self._nv))
+        Jp = np.zeros((3, self.n_v))
+        Jw = np.zeros((3, self.n_v))
         cols = self.cols[e]
         ok = cols >= 0
         Jp[:, cols[ok]] = w["Jp"][e][:, ok]
@@ -956,12 +967,12 @@ class Evaluator:
             when the model has neither).
         """
         model = self.model
-        M, Q = (np.zeros((self._nv, self._nv)), np.zeros(self._nv)) if bodies else (self._empty, np.zeros(0))
+        M, Q = (np.zeros((self.n_v, self.n_v)), np.zeros(self.n_v)) if bodies else (self._empty, np.zeros(0))
         phi = np.zeros(self.n_rows)
-        J = np.zeros((self.n_rows, self._nv))
+        J = np.zeros((self.n_rows, self.n_v))
         gamma = np.zeros(self.n_rows)
         if velocity_jacobian:
-            G, Gg, K_t = np.zeros((self._nv, self._nv)), np.zeros((self.n_rows, self._nv)), np.zeros((self._nv,) * 2)
+            G, Gg, K_t = np.zeros((self.n_v, self.n_v)), np.zeros((self.n_rows, self.n_v)), np.zeros((self.n_v,) * 2)
         else:
             G = Gg = K_t = self._empty
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
@@ -984,139 +995,3 @@ class Evaluator:
             return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
                               Gg[keep] if velocity_jacobian else None, K_t)
         return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t)
-
-# --- Newton iterations of a time step ---------------------------------------------------------
-
-DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
-
-
-@njit(cache=True)
-def _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, kind, rows, s_ref, sd_ref, sdd_ref, ff, kp, kd, D,
-                   q1, v1, dq, M, Q, phi, J, gamma, r, empty):
-    """Step residual ``r`` (n_v + n_c,) of :meth:`sim.integrators.GeneralizedAlpha._residual`
-    for the problem of :func:`sim.simulate.make_problem` (same formulas, in place).
-
-    ``coef = (c, h gamma', h^2 beta', 2 alpha, beta^2, ...)``: ``a_hat = c a + offset``,
-    ``v1 = v_base + h gamma' a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta' a_hat)``.  ``rows``
-    (n_c,): the constraint rows of the problem, the joints' then (prescribed drives) the rigid
-    actuators'.  Drive ``kind`` (:data:`DRIVE_KINDS`): prescribed, rows ``s - s_ref`` (``sd_ref``,
-    ``sdd_ref`` their rates) and compliant actuators pulled towards ``s_ref``; or torques
-    ``ff + kp (s_ref - s) + kd (sd_ref - s_dot)``.  ``D`` (n_v, n_v) or (0, 0): linear
-    damping.  ``empty`` (0, 0): stands for the velocity Jacobians, not computed here.
-    """
-    c, hg, hhb, alpha2, beta2 = coef[0], coef[1], coef[2], coef[3], coef[4]
-    n = a.size
-    nj = t.n_joint
-    for i in range(n):
-        a_hat = c * a[i] + offset[i]
-        v1[i] = v_base[i] + hg * a_hat
-        dq[i] = dq_base[i] + hhb * a_hat
-    _integrate(q, dq, t.body_q, t.body_v, t.body_nf, q1)
-    M[:] = 0.0
-    J[:] = 0.0
-    _evaluate_tables(q1, v1, t, M, Q, phi, J, gamma, empty, empty, empty, s_ref if kind == 1 else s_ref[:0],
-                     False, False, False)
-    if kind == 2:
-        for k in range(phi.size - nj):
-            row = nj + k
-            err = s_ref[k] - phi[row]
-            if t.angle[k]:
-                err = (err + np.pi) % (2 * np.pi) - np.pi
-            tau = ff[k] + kp * err + kd * (sd_ref[k] - np.dot(J[row], v1))
-            for j in range(n):
-                Q[j] += J[row, j] * tau
-    if D.shape[0]:
-        for i in range(n):
-            Q[i] -= np.dot(D[i], v1)
-    for i in range(n):
-        r[i] = np.dot(M[i], a) - Q[i]
-    for k in range(rows.size):
-        row = rows[k]
-        C = phi[row]
-        C_dot = np.dot(J[row], v1)
-        rhs = gamma[row]
-        if row >= nj:          # a driving row: s - s_ref
-            C -= s_ref[row - nj]
-            if t.angle[row - nj]:
-                C = (C + np.pi) % (2 * np.pi) - np.pi
-            C_dot -= sd_ref[row - nj]
-            rhs += sdd_ref[row - nj]
-        r[n + k] = np.dot(J[row], a) - (rhs - alpha2 * C_dot - beta2 * C)
-        lk = lam[k]
-        for j in range(n):
-            r[j] += J[row, j] * lk
-
-
-@njit(cache=True)
-def _step_iterations(a, lam, r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol, max_iter, diverged, t,
-                     kind, rows, s_ref, sd_ref, sdd_ref, ff, kp, kd, D, q1, v1, dq, M, Q, phi, J, gamma):
-    """The loop of :meth:`sim.integrators.GeneralizedAlpha._iterate`, compiled: residual
-    (:func:`_step_residual`) and :func:`sim.integrators.newton_update` per iteration."""
-    steps = np.empty((max_iter, r.size))
-    empty = np.zeros((0, 0))
-    k, previous, evaluations = 0, np.inf, 0
-    err = rate = np.inf
-    for iteration in range(1, max_iter + 1):
-        if iteration > 1 or not have_r:
-            _step_residual(a, lam, q, offset, v_base, dq_base, coef, t, kind, rows, s_ref, sd_ref, sdd_ref, ff, kp,
-                           kd, D, q1, v1, dq, M, Q, phi, J, gamma, r, empty)
-            evaluations += 1
-        code, k, err, rate = newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, coef[5], tol,
-                                           diverged)
-        if code >= 0:
-            return code, iteration, err, rate, evaluations
-        previous = err
-    return 3, max_iter, err, rate, evaluations
-
-
-class StepIterations:
-    """Compiled Newton iterations of a time step (:attr:`sim.integrators.Problem.iterate`).
-
-    The Python loop of :meth:`sim.integrators.GeneralizedAlpha._iterate` spends about two
-    thirds of each iteration outside the compiled evaluation (calls, small arrays, the drive
-    law); here residual, back-substitution and Broyden update run in one compiled loop per
-    step, for every model (all forces are compiled kernels).  The drive law and feed-forward
-    are evaluated once per step, in Python.
-
-    Parameters
-    ----------
-    ev : Evaluator
-    kind : {"free", "prescribed", "torque"}
-    kp, kd : float
-        PD gains of torque drives.
-    damping : ndarray, shape (n_v, n_v), optional
-    """
-
-    def __init__(self, ev, kind, kp=0.0, kd=0.0, damping=None):
-        self.ev = ev
-        self.kind = DRIVE_KINDS[kind]
-        self.kp, self.kd = float(kp), float(kd)
-        n_v, n_q, n_rows = ev._nv, ev._nq, ev.n_rows
-        self.D = np.zeros((0, 0)) if damping is None else np.ascontiguousarray(damping, dtype=float)
-        self.work = (np.empty(n_q), np.empty(n_v), np.empty(n_v), np.zeros((n_v, n_v)), np.zeros(n_v),
-                     np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows))
-        # Constraint rows: the joints', and with prescribed drives the rigid actuators'.
-        self.rows = np.flatnonzero(ev.keep if self.kind == 1 else np.arange(n_rows) < ev.n_joint).astype(np.int64)
-        self.r = np.empty(n_v + self.rows.size)
-        self._no_drive = np.zeros(n_rows - ev.n_joint)     # drive arrays of free drives
-        # Compile (or load from the cache) now, with Ctrl-C held back (see Evaluator); no
-        # iteration is run.
-        zero = np.zeros(n_v)
-        with _sigint_deferred():
-            self(zero.copy(), np.zeros(self.rows.size), None, np.asfortranarray(np.eye(self.r.size)),
-                 np.zeros(self.r.size, dtype=np.int32), ev.model.q_home, (0.0, zero, zero, zero, 1.0), np.ones(6),
-                 1.0, 0, 1.0)
-
-    def __call__(self, a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged, s_ref=None, sd_ref=None,
-                 sdd_ref=None, ff=None):
-        """Iterate from ``(a, lam)`` (updated in place); see
-        :meth:`sim.integrators.GeneralizedAlpha._iterate`.  ``s_ref, sd_ref, sdd_ref`` (n_a,):
-        the drive law at the step's end; ``ff`` (n_a,): feed-forward torques."""
-        _, offset, v_base, dq_base, _ = base
-        have_r = r is not None
-        if have_r:
-            self.r[:] = r
-        s_ref, sd_ref, sdd_ref, ff = (self._no_drive if x is None else x for x in (s_ref, sd_ref, sdd_ref, ff))
-        return _step_iterations(a, lam, self.r, have_r, lu, piv, q, offset, v_base, dq_base, coef, tol,
-                                int(max_iter), diverged, self.ev.tables, self.kind, self.rows, s_ref, sd_ref, sdd_ref,
-                                ff, self.kp, self.kd, self.D, *self.work)

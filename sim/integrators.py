@@ -42,6 +42,20 @@ absorb that drift (:func:`_broyden`).  Convergence: the configuration
 correction ``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the
 contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
 
+The whole step -- predictor, drive law, residual, factorisation (LAPACK ``getrf``, see
+:mod:`sim.kernels.lapack`), Newton and Broyden updates, acceptance, output samples -- runs in
+one compiled loop over a chunk of steps (:func:`_run`); Python only tabulates the drive law
+for the chunk and the damping schedule between chunks.
+
+The drives (actuators ``s(q)``, ``J_s = ds/dq``) enter the residual as
+
+* ``prescribed``: driving constraints ``s(q) - s_ref(t) = 0`` (rows after the joint rows);
+  compliant actuators are springs pulled towards ``s_ref``;
+* ``torque``: actuator forces ``tau = tau_ff(t) + kp (s_ref - s) + kd (s_ref_dot - s_dot)``;
+* ``free``: actuators unconstrained and unloaded,
+
+and a linear damping ``D`` (constant or piecewise constant in time) as ``Q -= D v``.
+
 References
 ----------
 N. M. Newmark, "A method of computation for structural dynamics", J. Eng. Mech. Div. 85 (1959).
@@ -55,20 +69,30 @@ E. Hairer, G. Wanner, *Solving Ordinary Differential Equations II*, 2nd ed., Spr
 C. T. Kelley, *Iterative Methods for Linear and Nonlinear Equations*, SIAM, 1995, §7-8
 (Broyden's method, storage of the steps).
 """
-import abc
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 from numba import njit
-from scipy.linalg.lapack import dgetrf as getrf
+
+from .fast import _evaluate_tables, _integrate, _potential, _sigint_deferred, runtime
+from .kernels.lapack import getrf
 
 NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-12          # m or rad: configuration correction at convergence
 SLOW_RATE = 0.25            # contraction rate above which the Jacobian correction is refreshed
 KEEP_RATE = 0.05            # contraction rate below which the last factorisation is kept
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
-FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton did not converge"}
+PIVOT_RTOL = 1e-13          # smallest LU pivot, relative to the largest, of a regular matrix
+FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton did not converge",
+            4: "singular iteration matrix (redundant or singular constraints)"}
+DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
+CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
+
+# counters of State.counts
+STEPS, ITERATIONS, EVALUATIONS, FACTORIZATIONS, JACOBIANS, LAST, MAX_SINCE, SAMPLES, HAVE_PREV, LU_OK, \
+    DELTA_OK = range(11)
 
 
 def _validate_positive(name, value):
@@ -79,37 +103,86 @@ def _validate_positive(name, value):
     return value
 
 
-@dataclass(frozen=True)
-class Problem:
-    """What an integrator sees: the equations, never bodies or joints.
+class Scheme(NamedTuple):
+    """Constants of the step: ``h`` [s], generalized-α ``alpha_m, alpha_f, gamma, beta``,
+    ``c = (1 - alpha_f)/(1 - alpha_m)``, Baumgarte ``2 alpha`` and ``beta^2`` [1/s, 1/s^2],
+    Newton ``tol`` [m or rad], ``max_iter``, ``diverged``; the drive ``kind``
+    (:data:`DRIVE_KINDS`) and its PD gains ``kp, kd``."""
 
-    Attributes
-    ----------
-    n_v : int
-    evaluate : callable
-        ``evaluate(t, q, v) -> (M (n_v, n_v), Q (n_v,), C (n_c,), J (n_c, n_v), gamma (n_c,),
-        C_dot (n_c,))``: mass matrix, forces, constraints, their Jacobian, the velocity-
-        quadratic (and driving) acceleration right-hand side and the constraint rate.
-    integrate : callable
-        ``integrate(q, dv) -> q ⊕ dv``.
-    velocity_jacobian : bool
-        Whether ``evaluate(t, q, v, velocity_jacobian=True)`` also returns ``dQ/dv`` (n_v, n_v)
-        and ``d gamma/dv`` (n_c, n_v) (appended to the tuple), and optionally a third item, a
-        tangent stiffness ``K_t = -dQ/dq`` (n_v, n_v) of forces that vary fast with the
-        configuration (or None).
-    iterate : callable, optional
-        Compiled Newton iterations of the step residual, the same algorithm as
-        :meth:`GeneralizedAlpha._iterate` (the problem's residual and :func:`newton_update`
-        in one compiled loop, e.g. :class:`sim.fast.StepIterations`), called as
-        ``iterate(a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged)``; None: the
-        Python loop over ``evaluate``.
-    """
+    h: float
+    alpha_m: float
+    alpha_f: float
+    gamma: float
+    beta: float
+    c: float
+    alpha2: float
+    beta2: float
+    tol: float
+    max_iter: int
+    diverged: float
+    kind: int
+    kp: float
+    kd: float
 
-    n_v: int
-    evaluate: object
-    integrate: object
-    velocity_jacobian: bool = False
-    iterate: object = None
+
+class State(NamedTuple):
+    """What the compiled loop advances, in place: ``time = (t, last correction)``, ``q``
+    (n_q,), ``v, a, a_hat, a_prev`` (n_v,), ``lam, lam_prev`` (n_c,), the factorised iteration
+    matrix ``lu`` (n, n, Fortran order), ``piv`` (n,), the Jacobian correction ``delta`` (n, n)
+    (``n = n_v + n_c``) and ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...)."""
+
+    time: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    a_hat: np.ndarray
+    a_prev: np.ndarray
+    lam: np.ndarray
+    lam_prev: np.ndarray
+    lu: np.ndarray
+    piv: np.ndarray
+    delta: np.ndarray
+    counts: np.ndarray
+
+
+class Work(NamedTuple):
+    """Scratch arrays of the compiled step (allocated once per integrator)."""
+
+    q1: np.ndarray
+    v1: np.ndarray
+    dq: np.ndarray
+    offset: np.ndarray
+    v_base: np.ndarray
+    dq_base: np.ndarray
+    M: np.ndarray
+    Q: np.ndarray
+    phi: np.ndarray
+    J: np.ndarray
+    gamma: np.ndarray
+    G: np.ndarray
+    Gg: np.ndarray
+    Kt: np.ndarray
+    r: np.ndarray
+    r2: np.ndarray
+    x: np.ndarray
+    steps: np.ndarray
+    known: np.ndarray
+
+
+class Samples(NamedTuple):
+    """Output samples, preallocated: ``t`` (k,), ``q`` (k, n_q), ``v`` (k, n_v), ``energy`` (k, 3)
+    (kinetic, gravitational, elastic [J]), ``violation`` (k,) (norm of the constraint rows),
+    ``iterations`` (k,) (most Newton iterations of a step since the previous sample), marker
+    origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    energy: np.ndarray
+    violation: np.ndarray
+    iterations: np.ndarray
+    p: np.ndarray
+    A: np.ndarray
 
 
 @njit(cache=True)
@@ -173,9 +246,11 @@ def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol,
     The core shared by the Python and the compiled Newton loops: ``-A^-1 r`` from the
     factorised iteration matrix, Broyden's update (:func:`_broyden`), the divergence guard
     and the stopping test on the configuration correction ``err = scale |delta a|_inf``
-    (``scale = beta' h^2``): done when ``err``, or the error it leaves as estimated from the
-    contraction rate ``rho`` (``rho / (1 - rho) err``, Hairer & Wanner §IV.8), is below
-    ``tol``.
+    (``scale = beta' h^2``): done when ``err``, or from the third iteration on the error it
+    leaves as estimated from the contraction rate ``rho`` (``rho / (1 - rho) err``, Hairer &
+    Wanner §IV.8), is below ``tol``.  The second correction's ratio to the first says little:
+    the first carries the predictor's error, and the iteration matrix, exact there, ages
+    within the step where the forces are stiffly nonlinear.
 
     Returns
     -------
@@ -204,75 +279,449 @@ def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol,
     if not (ok and np.isfinite(err)):
         return 1, k, err, np.inf
     rate = err / previous
-    if err <= tol or (iteration > 1 and rate < 1 and rate / (1 - rate) * err <= tol):
+    if err <= tol or (iteration > 2 and rate < 1 and rate / (1 - rate) * err <= tol):
         return 0, k, err, rate
     if iteration > 2 and rate > 0.9:
         return 2, k, err, rate
     return -1, k, err, rate
 
 
-class Integrator(abc.ABC):
-    """Base class: guards, status and counters; subclasses implement ``_step()``.
+# --- the compiled step ------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _row(k, row, nj, phi, J, gamma, v, s, sd, sdd, angle):
+    """Constraint row ``k`` of the problem (row ``row`` of the evaluation): value ``C``, rate
+    ``C_dot`` and acceleration right-hand side ``gamma``; a driving row (``row >= nj``) is
+    ``s - s_ref`` (wrapped for angles), with the law's rates."""
+    C = phi[row]
+    C_dot = np.dot(J[row], v)
+    rhs = gamma[row]
+    if row >= nj:
+        i = row - nj
+        C -= s[i]
+        if angle[i]:
+            C = (C + np.pi) % (2 * np.pi) - np.pi
+        C_dot -= sd[i]
+        rhs += sdd[i]
+    return C, C_dot, rhs
+
+
+@njit(cache=True)
+def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
+    """Residual ``w.r = [M a + J^T lam - Q ; J a - gamma + 2 alpha C_dot + beta^2 C]`` at the
+    state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
+    tangent stiffness ``w.Kt`` too (drive and damping terms included)."""
+    n = a.size
+    nj = t.n_joint
+    w.M[:] = 0.0
+    w.J[:] = 0.0
+    if jacobian:
+        w.G[:] = 0.0
+        w.Gg[:] = 0.0
+        w.Kt[:] = 0.0
+    _evaluate_tables(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0],
+                     jacobian, jacobian, jacobian, runtime(True))
+    Q, J = w.Q, w.J
+    if sch.kind == 2:
+        for k in range(w.phi.size - nj):
+            row = nj + k
+            err = s[k] - w.phi[row]
+            if t.angle[k]:
+                err = (err + np.pi) % (2 * np.pi) - np.pi
+            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - np.dot(J[row], v1))
+            for j in range(n):
+                Q[j] += J[row, j] * tau
+            if jacobian and sch.kd != 0.0:
+                for i in range(n):
+                    if J[row, i] != 0.0:
+                        for j in range(n):
+                            w.G[i, j] -= sch.kd * J[row, i] * J[row, j]
+    if D.shape[0]:
+        for i in range(n):
+            Q[i] -= np.dot(D[i], v1)
+        if jacobian:
+            G = w.G
+            for i in range(n):
+                for j in range(n):
+                    G[i, j] -= D[i, j]
+    r = w.r
+    for i in range(n):
+        r[i] = np.dot(w.M[i], a) - Q[i]
+    for k in range(rows.size):
+        row = rows[k]
+        C, C_dot, rhs = _row(k, row, nj, w.phi, J, w.gamma, v1, s, sd, sdd, t.angle)
+        r[n + k] = np.dot(J[row], a) - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
+        lk = lam[k]
+        for j in range(n):
+            r[j] += J[row, j] * lk
+
+
+@njit(cache=True, inline="always")
+def _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
+    """:func:`_equations` at ``a_{n+1} = a``: ``a_hat = c a + offset``, ``v1 = v_base + h gamma
+    a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta a_hat)`` (the step's bases in ``w``)."""
+    hg, hhb = sch.h * sch.gamma, sch.h * sch.h * sch.beta
+    for i in range(a.size):
+        a_hat = sch.c * a[i] + w.offset[i]
+        w.v1[i] = w.v_base[i] + hg * a_hat
+        w.dq[i] = w.dq_base[i] + hhb * a_hat
+    _integrate(st.q, w.dq, t.body_q, t.body_v, t.body_nf, w.q1)
+    _equations(w.q1, w.v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian)
+
+
+@njit(cache=True, inline="always")
+def _known(sch, rows, w):
+    """The part of the iteration matrix computed at every factorisation, into ``w.known``:
+    ``[[M, J^T], [J, 0]]`` plus the velocity terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d
+    gamma/dv, 0]]`` and the tangent stiffness through the Newmark map, ``beta' h^2 K_t``
+    (``gamma' h = h gamma c``, ``beta' h^2 = h^2 beta c``)."""
+    n = w.M.shape[0]
+    f = sch.h * sch.gamma * sch.c
+    g = sch.h * sch.h * sch.beta * sch.c
+    A = w.known
+    A[:] = 0.0
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = w.M[i, j] - f * w.G[i, j] + g * w.Kt[i, j]
+    for k in range(rows.size):
+        row = rows[k]
+        for j in range(n):
+            A[j, n + k] = w.J[row, j]
+            A[n + k, j] = w.J[row, j] + f * (sch.alpha2 * w.J[row, j] - w.Gg[row, j])
+
+
+@njit(cache=True, inline="always")
+def _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
+    """Residual at ``(a, lam)`` into ``w.r``, the known part of the iteration matrix, its
+    correction ``delta`` (forward differences of the residual, one evaluation per unknown)
+    when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
+    when the matrix is singular."""
+    n = a.size
+    m = w.r.size
+    _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, runtime(True))
+    st.counts[EVALUATIONS] += 1
+    _known(sch, rows, w)
+    if fresh or st.counts[DELTA_OK] == 0:
+        x = w.x
+        x[:n] = a
+        x[n:] = lam
+        r0 = w.r.copy()
+        for k in range(m):
+            # The residual is linear in lam and nearly linear in a (through beta' h^2 << 1):
+            # steps of order 1 in SI units resolve the position terms far above round-off.
+            step = max(1e-6 * abs(x[k]), 1.0)
+            keep = x[k]
+            x[k] += step
+            _residual(x[:n], x[n:], st, t, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            x[k] = keep
+            for i in range(m):
+                st.delta[i, k] = (w.r[i] - r0[i]) / step - w.known[i, k]
+        w.r[:] = r0
+        st.counts[EVALUATIONS] += m
+        st.counts[JACOBIANS] += 1
+        st.counts[DELTA_OK] = 1
+    lu = st.lu
+    for j in range(m):
+        for i in range(m):
+            lu[i, j] = w.known[i, j] + st.delta[i, j]
+    info = getrf(lu, st.piv)
+    st.counts[FACTORIZATIONS] += 1
+    top = 0.0
+    low = np.inf
+    for i in range(m):
+        d = abs(lu[i, i])
+        top = max(top, d)
+        low = min(low, d)
+    ok = info >= 0 and np.isfinite(top) and low > PIVOT_RTOL * top
+    st.counts[LU_OK] = 1 if ok else 0
+    return ok
+
+
+@njit(cache=True, inline="always")
+def _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
+    """One attempt at the step from the predictor: ``(code, iterations, err, rate)``, ``code``
+    0 when converged, else a key of :data:`FAILURES`."""
+    n = a.size
+    have_r = False
+    if st.counts[LU_OK] == 0 or fresh or st.counts[DELTA_OK] == 0:
+        # The known part follows the state; delta varies slowly; while Newton contracts
+        # strongly the last factorisation is kept.
+        if not _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
+            return 4, 1, np.inf, np.inf
+        have_r = True
+    scale = sch.h * sch.h * sch.beta * sch.c
+    k, previous = 0, np.inf
+    err = rate = np.inf
+    for iteration in range(1, sch.max_iter + 1):
+        if not have_r:
+            _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            st.counts[EVALUATIONS] += 1
+        have_r = False
+        code, k, err, rate = newton_update(w.r, st.lu, st.piv, w.steps, k, a, lam, iteration, previous, scale,
+                                           sch.tol, sch.diverged)
+        if code >= 0:
+            return code, iteration, err, rate
+        previous = err
+    return 3, sch.max_iter, err, rate
+
+
+@njit(cache=True, inline="always")
+def _step(st, t, sch, rows, s, sd, sdd, ff, D, w):
+    """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
+    failure code (0: accepted) and the Newton iterations of the last attempt."""
+    h, g, b, am, af = sch.h, sch.gamma, sch.beta, sch.alpha_m, sch.alpha_f
+    n = st.a.size
+    for i in range(n):
+        w.offset[i] = (af * st.a[i] - am * st.a_hat[i]) / (1 - am)
+        w.v_base[i] = st.v[i] + h * (1 - g) * st.a_hat[i]
+        w.dq_base[i] = h * st.v[i] + h * h * (0.5 - b) * st.a_hat[i]
+    a = np.empty(n)
+    lam = np.empty(st.lam.size)
+    code, iterations, err = 0, 0, 0.0
+    for attempt in range(2):
+        # Predictor: linear extrapolation of the last two steps' accelerations and multipliers
+        # (it halves the first Newton correction on smooth motions).
+        if st.counts[HAVE_PREV]:
+            a[:] = 2 * st.a - st.a_prev
+            lam[:] = 2 * st.lam - st.lam_prev
+        else:
+            a[:] = st.a
+            lam[:] = st.lam
+        code, iterations, err, rate = _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, attempt == 1)
+        st.counts[ITERATIONS] += iterations
+        if code == 0:
+            break
+    st.time[1] = err
+    st.counts[STEPS] += 1
+    st.counts[LAST] = iterations
+    if code:
+        return code, iterations
+    if rate > SLOW_RATE:
+        st.counts[DELTA_OK] = 0      # refresh the Jacobian correction on the next step
+    if rate > KEEP_RATE or iterations > 4:
+        st.counts[LU_OK] = 0         # refactorise on the next step
+    for i in range(n):
+        a_hat = sch.c * a[i] + w.offset[i]
+        st.v[i] = w.v_base[i] + h * g * a_hat
+        w.dq[i] = w.dq_base[i] + h * h * b * a_hat
+        st.a_hat[i] = a_hat
+    _integrate(st.q.copy(), w.dq, t.body_q, t.body_v, t.body_nf, st.q)
+    st.a_prev[:] = st.a
+    st.lam_prev[:] = st.lam
+    st.a[:] = a
+    st.lam[:] = lam
+    st.counts[HAVE_PREV] = 1
+    st.time[0] += h
+    return 0, iterations
+
+
+@njit(cache=True, inline="always")
+def _record(st, t, sch, rows, s, sd, sdd, ff, D, w, out):
+    """Output sample of the current state into ``out`` (:class:`Samples`)."""
+    j = st.counts[SAMPLES]
+    n = st.v.size
+    zero = np.zeros(n)
+    _equations(st.q, st.v, zero, np.zeros(rows.size), t, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+    out.t[j] = st.time[0]
+    out.q[j] = st.q
+    out.v[j] = st.v
+    out.p[j] = t.p
+    out.A[j] = t.A
+    kinetic = 0.0
+    for i in range(n):
+        kinetic += 0.5 * st.v[i] * np.dot(w.M[i], st.v)
+    violation = 0.0
+    for k in range(rows.size):
+        C = _row(k, rows[k], t.n_joint, w.phi, w.J, w.gamma, st.v, s, sd, sdd, t.angle)[0]
+        violation += C * C
+    gravity, elastic = _potential(st.q, t)
+    out.energy[j, 0], out.energy[j, 1], out.energy[j, 2] = kinetic, gravity, elastic
+    out.violation[j] = np.sqrt(violation)
+    out.iterations[j] = st.counts[MAX_SINCE]
+    st.counts[MAX_SINCE] = 0
+    st.counts[SAMPLES] += 1
+
+
+EQUATIONS, RECORD, ADVANCE = range(3)     # tasks of _run
+
+
+@njit(cache=True)
+def _run(task, count, k0, every, total, st, t, sch, rows, S, SD, SDD, FF, D, w, out):
+    """The compiled entry point (one, so that the evaluation is compiled into one loop only).
+
+    ``task``: ``EQUATIONS``, the residual at the current state for ``a = 0, lam = 0`` into
+    ``w`` (:func:`_equations`; drive tables' row 0); ``RECORD``, a sample into ``out``;
+    ``ADVANCE``, steps ``k0 + 1 .. k0 + count`` of ``total`` (row ``i`` of the drive tables
+    ``S, SD, SDD, FF`` (count, n_a) at the end of step ``k0 + 1 + i``), sampled into ``out``
+    after every ``every``-th step and the last (``every = 0``: no samples).  Returns
+    ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
+    """
+    if task == EQUATIONS:
+        _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), t, sch, rows, S[0], SD[0], SDD[0], FF[0],
+                   D, w, runtime(False))
+        return 0, 0
+    if task == RECORD:
+        _record(st, t, sch, rows, S[0], SD[0], SDD[0], FF[0], D, w, out)
+        return 0, 0
+    for i in range(count):
+        code, iterations = _step(st, t, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w)
+        st.counts[MAX_SINCE] = max(st.counts[MAX_SINCE], iterations)
+        if code:
+            return code, i
+        k = k0 + i + 1
+        if every > 0 and (k % every == 0 or k == total):
+            _record(st, t, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w, out)
+    return 0, count
+
+
+# --- the integrator ---------------------------------------------------------------------------
+
+
+class GeneralizedAlpha:
+    """Generalized-α (Arnold–Brüls form) with Newton iterations; see the module docstring.
 
     Parameters
     ----------
-    problem : Problem
+    ev : sim.fast.Evaluator
+        The model's compiled tables.
+    drive : sim.simulate.Drive
+        How the actuators act; its laws are tabulated at the steps' ends.
     t0 : float
         Initial time [s].
     q0 : ndarray, shape (n_q,)
     v0 : ndarray, shape (n_v,)
     h : float
         Step [s].
+    rho_inf : float
+        Spectral radius at infinite frequency, in [0, 1] (1: no numerical damping).
     baumgarte : tuple of float
         ``(alpha, beta)`` [1/s] of ``C_ddot + 2 alpha C_dot + beta^2 C = 0``.
     newton_tol : float
         Configuration correction at convergence [m or rad].
     newton_max_iter : int
         Newton iterations per step (with a fresh iteration matrix, the step is retried once).
+    damping : ndarray, shape (n_v, n_v), or sim.damping.Schedule, optional
+        Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (the value
+        at the start of each step).
 
     Attributes
     ----------
     t, q, v, a, lam : the state after the last step
     status : {"running", "failed"}
     message : str
-    n_steps, n_iterations, n_evaluations, n_factorizations : int
-    last_iterations : int
-        Newton iterations of the last step.
+    n_steps, n_iterations, n_evaluations, n_factorizations, n_jacobians, last_iterations : int
     """
 
     order = 2
 
-    def __init__(self, problem, t0, q0, v0, h, baumgarte=(10.0, 10.0), newton_tol=NEWTON_TOL,
-                 newton_max_iter=NEWTON_MAX_ITER):
-        self.problem = problem
-        self.h = _validate_positive("h", h)
-        self.baumgarte = tuple(float(x) for x in baumgarte)
-        if len(self.baumgarte) != 2 or min(self.baumgarte) < 0:
+    def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=0.9, baumgarte=(10.0, 10.0), newton_tol=NEWTON_TOL,
+                 newton_max_iter=NEWTON_MAX_ITER, damping=None):
+        rho = float(rho_inf)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"`rho_inf` must be in [0, 1], got {rho_inf!r}")
+        h = _validate_positive("h", h)
+        baumgarte = tuple(float(x) for x in baumgarte)
+        if len(baumgarte) != 2 or min(baumgarte) < 0:
             raise ValueError(f"`baumgarte` must be two non-negative gains, got {baumgarte!r}")
-        self.newton_tol = _validate_positive("newton_tol", newton_tol)
-        self.newton_max_iter = int(newton_max_iter)
-        self.t, self.q, self.v = float(t0), np.array(q0, dtype=float), np.array(v0, dtype=float)
+        tol = _validate_positive("newton_tol", newton_tol)
+        am, af = self.coefficients(rho)
+        gamma = 0.5 + af - am
+        kind = DRIVE_KINDS[drive.kind]
+        self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
+                             baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, kind, float(drive.kp),
+                             float(drive.kd))
+        self.ev, self.drive = ev, drive
+        self.schedule = damping if hasattr(damping, "at") else None
+        self.D = np.zeros((0, 0)) if damping is None else \
+            (self.schedule.matrix if self.schedule is not None else np.ascontiguousarray(damping, dtype=float))
+        n_v, n_rows = ev.n_v, ev.n_rows
+        # Constraint rows: the joints', and with prescribed drives the rigid actuators'.
+        self.rows = np.flatnonzero(ev.keep if kind == 1 else np.arange(n_rows) < ev.n_joint).astype(np.int64)
+        m = n_v + self.rows.size
+        n_c = self.rows.size
+        self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
+                           np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
+                           np.zeros((m, m), order="F"), np.zeros(m, dtype=np.int32), np.zeros((m, m)),
+                           np.zeros(11, dtype=np.int64))
+        self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
+                         np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
+                         np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)), np.zeros((n_v, n_v)),
+                         np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
+                         np.zeros((m, m)))
         self.status, self.message = "running", ""
-        self.n_steps = self.n_iterations = self.n_evaluations = self.n_factorizations = self.n_jacobians = 0
-        self.last_iterations = 0
-        self.residual = 0.0
-        self.a, self.lam = self._initial_acceleration()
+        self._initial_acceleration()
 
-    def _baumgarte_rhs(self, gamma, C, C_dot):
-        alpha, beta = self.baumgarte
-        return gamma - 2 * alpha * C_dot - beta**2 * C
+    @staticmethod
+    def coefficients(rho):
+        """``(alpha_m, alpha_f)`` for spectral radius ``rho``."""
+        return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
+
+    # state and counters -------------------------------------------------------------------
+    t = property(lambda self: float(self.state.time[0]))
+    q = property(lambda self: self.state.q.copy())
+    v = property(lambda self: self.state.v.copy())
+    a = property(lambda self: self.state.a.copy())
+    lam = property(lambda self: self.state.lam.copy())
+    n_steps = property(lambda self: int(self.state.counts[STEPS]))
+    n_iterations = property(lambda self: int(self.state.counts[ITERATIONS]))
+    n_evaluations = property(lambda self: int(self.state.counts[EVALUATIONS]))
+    n_factorizations = property(lambda self: int(self.state.counts[FACTORIZATIONS]))
+    n_jacobians = property(lambda self: int(self.state.counts[JACOBIANS]))
+    last_iterations = property(lambda self: int(self.state.counts[LAST]))
+    n_samples = property(lambda self: int(self.state.counts[SAMPLES]))
+    residual = property(lambda self: float(self.state.time[1]))
+
+    def _drive(self, times):
+        """The drive law at ``times`` (k,): ``S, SD, SDD, FF``, each (k, n_a)."""
+        return self.drive.table(times, self.ev.n_rows - self.ev.n_joint)
 
     def _initial_acceleration(self):
         """Consistent ``(a, lam)`` at the initial state (least squares: redundant rows allowed)."""
-        M, Q, C, J, gamma, C_dot = self.problem.evaluate(self.t, self.q, self.v)
-        self.n_evaluations += 1
-        n = self.problem.n_v
-        A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
-        x = scipy.linalg.lstsq(A, np.concatenate([Q, self._baumgarte_rhs(gamma, C, C_dot)]))[0]
-        return x[:n], x[n:]
+        st, w, n = self.state, self.work, self.ev.n_v
+        self._call(EQUATIONS, self._no_samples)
+        st.counts[EVALUATIONS] += 1
+        J = w.J[self.rows]
+        A = np.block([[w.M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+        x = scipy.linalg.lstsq(A, -w.r)[0]
+        st.a[:], st.lam[:] = x[:n], x[n:]
+        st.a_hat[:] = st.a
 
-    def step(self):
-        """Advance one step; returns the status message ('' while running).
+    def samples(self, count):
+        """Empty :class:`Samples` for ``count`` output instants."""
+        n_m = self.ev.tables.p.shape[0]
+        return Samples(np.zeros(count), np.zeros((count, self.ev.n_q)), np.zeros((count, self.ev.n_v)),
+                       np.zeros((count, 3)), np.zeros(count), np.zeros(count, dtype=np.int64),
+                       np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)))
+
+    def record(self, out):
+        """Sample the current state into ``out`` (:class:`Samples`)."""
+        self._call(RECORD, out)
+
+    def _call(self, task, out, count=1, k0=0, every=0, total=0):
+        """:func:`_run` with the drive law at the ``count`` next steps' ends (at the current
+        instant for a sample or the equations)."""
+        h = self.scheme.h
+        times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
+        return _run(task, count, k0, every, total, self.state, self.ev.tables, self.scheme, self.rows,
+                    *self._drive(times), self.D, self.work, out)
+
+    def advance(self, count, out=None, every=0, total=None, progress=None):
+        """Take up to ``count`` steps; stop early on a failure (:attr:`status`, :attr:`message`).
+
+        Parameters
+        ----------
+        count : int
+        out : Samples, optional
+            Where to record samples: after every ``every``-th step (counted from the
+            integrator's first step) and after step ``total``.
+        progress : tqdm-like, optional
+            Updated with the steps taken.
+
+        Returns
+        -------
+        int
+            Steps taken.
 
         Raises
         ------
@@ -281,209 +730,49 @@ class Integrator(abc.ABC):
         """
         if self.status != "running":
             raise RuntimeError(f"cannot step a {self.status} integrator")
-        ok, message = self._step()
-        self.n_steps += 1
-        self.status = "running" if ok else "failed"
-        self.message = message
-        return message
+        out = self._no_samples if out is None else out
+        sch, st = self.scheme, self.state
+        total = self.n_steps + count if total is None else total
+        taken = 0
+        while taken < count:
+            k0 = self.n_steps
+            chunk = min(CHUNK, count - taken)
+            if self.schedule is not None:
+                # Each step uses D at its start: the chunk ends where the schedule changes.
+                starts = self.t + sch.h * np.arange(chunk)
+                index = np.searchsorted(self.schedule.times, starts, side="right")
+                chunk = max(1, int(np.count_nonzero(index == index[0])))
+                self.schedule.at(self.t)
+            code, done = self._call(ADVANCE, out, chunk, k0, every if out is not self._no_samples else 0, total)
+            taken += done + (1 if code else 0)
+            if progress is not None:
+                progress.update(done)
+            if code:
+                self.status = "failed"
+                self.message = (f"{FAILURES[code]} at t = {self.t + sch.h:.6g} s (Newton correction "
+                                f"{self.residual:.3g} m or rad after {self.last_iterations} iterations, "
+                                f"step {sch.h:.3g} s)")
+                break
+        return taken
 
-    @abc.abstractmethod
-    def _step(self):
-        """Advance one step; return ``(ok, message)``."""
+    @property
+    def _no_samples(self):
+        if not hasattr(self, "_empty_samples"):
+            self._empty_samples = self.samples(0)
+        return self._empty_samples
 
-
-class GeneralizedAlpha(Integrator):
-    """Generalized-α (Arnold–Brüls form) with Newton iterations; see the module docstring.
-
-    Parameters
-    ----------
-    rho_inf : float
-        Spectral radius at infinite frequency, in [0, 1] (1: no numerical damping).
-    **options
-        As :class:`Integrator`.
-    """
-
-    def __init__(self, problem, t0, q0, v0, h, rho_inf=0.9, **options):
-        rho = float(rho_inf)
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"`rho_inf` must be in [0, 1], got {rho_inf!r}")
-        self.alpha_m, self.alpha_f = self.coefficients(rho)
-        self.gamma = 0.5 + self.alpha_f - self.alpha_m
-        self.beta = 0.25 * (self.gamma + 0.5) ** 2
-        self._delta = None
-        self._lu = None
-        self._previous = None
-        super().__init__(problem, t0, q0, v0, h, **options)
-        self.a_hat = self.a.copy()
-
-    @staticmethod
-    def coefficients(rho):
-        """``(alpha_m, alpha_f)`` for spectral radius ``rho``."""
-        return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
-
-    def _residual(self, a, lam, base, velocity_jacobian=False):
-        """Step residual (n_v + n_c,) at ``a_{n+1} = a``, the state it implies, ``(M, J)`` and,
-        with ``velocity_jacobian``, the velocity part of the iteration matrix (or None)."""
-        h, g, b = self.h, self.gamma, self.beta
-        t1, offset, v_base, dq_base, c = base
-        a_hat = c * a + offset
-        v1 = v_base + (h * g) * a_hat
-        q1 = self.problem.integrate(self.q, dq_base + (h * h * b) * a_hat)
-        out = self.problem.evaluate(t1, q1, v1, velocity_jacobian=True) if velocity_jacobian else \
-            self.problem.evaluate(t1, q1, v1)
-        M, Q, C, J, gamma, C_dot = out[:6]
-        n = a.size
-        r = np.empty(n + lam.size)
-        np.dot(M, a, out=r[:n])
-        r[:n] += lam @ J
-        r[:n] -= Q
-        np.dot(J, a, out=r[n:])
-        r[n:] -= self._baumgarte_rhs(gamma, C, C_dot)
-        V = self._velocity_part(J, *out[6:]) if velocity_jacobian else None
-        return r, a_hat, v1, q1, M, J, V
-
-    def _velocity_part(self, J, Q_v, gamma_v, K_t=None):
-        """``d r / d v * dv/da`` (n, n): ``-dQ/dv`` and ``-d gamma/dv + 2 alpha J`` times
-        ``gamma' h`` (the gyroscopic, Coriolis and Baumgarte-rate terms; they follow the
-        velocities, which the unresolved stiff modes change from step to step); plus, when the
-        problem gives one, ``K_t dq/da = beta' h^2 K_t`` (e.g. geometric stiffening, which
-        follows the axial forces)."""
-        n, n_c = J.shape[1], J.shape[0]
-        c = (1 - self.alpha_f) / (1 - self.alpha_m)
-        f = self.h * self.gamma * c
-        V = np.zeros((n + n_c, n + n_c))
-        V[:n, :n] = -f * Q_v
-        if K_t is not None:
-            V[:n, :n] += (self.h**2 * self.beta * c) * K_t
-        V[n:, :n] = f * (2 * self.baumgarte[0] * J - gamma_v)
-        return V
-
-    def _known(self, M, J, V):
-        """The part of the iteration matrix computed at every factorisation: ``[[M, J^T], [J, 0]]``
-        plus the velocity part ``V`` when the problem provides it."""
-        n_c = J.shape[0]
-        A = np.block([[M, J.T], [J, np.zeros((n_c, n_c))]])
-        return A if V is None else A + V
-
-    def _jacobian_correction(self, a, lam, r, M, J, V, base):
-        """``Delta``: forward-difference Jacobian of the residual minus the known part."""
-        n = self.problem.n_v
-        x = np.concatenate([a, lam])
-        A = np.empty((r.size, r.size))
-        # The residual is linear in lam and nearly linear in a (through beta' h^2 << 1):
-        # steps of order 1 in SI units resolve the position terms far above round-off.
-        step = np.maximum(1e-6 * np.abs(x), 1.0)
-        for k in range(r.size):
-            xk = x.copy()
-            xk[k] += step[k]
-            A[:, k] = (self._residual(xk[:n], xk[n:], base)[0] - r) / step[k]
-        self.n_jacobians += 1
-        self.n_evaluations += r.size
-        return A - self._known(M, J, V)
-
-    def _factorize(self, M, J, V):
-        """LU of the known part plus ``Delta`` at the current state, or None if singular."""
-        with np.errstate(all="ignore"):
-            lu, piv, info = getrf(self._known(M, J, V) + self._delta, overwrite_a=True)
-        self.n_factorizations += 1
-        pivots = np.abs(np.diag(lu))
-        if info < 0 or not np.all(np.isfinite(pivots)) or pivots.min() <= 1e-13 * pivots.max():
-            return None
-        return lu, piv
-
-    def _newton(self, fresh):
-        h, b = self.h, self.beta
-        am, af = self.alpha_m, self.alpha_f
-        c = (1 - af) / (1 - am)
-        t1 = self.t + h
-        # Predictor: linear extrapolation of the accelerations (and multipliers) of the last
-        # two steps; it halves the first Newton correction on smooth motions.
-        if self._previous is None:
-            a, lam = self.a.copy(), self.lam.copy()
-        else:
-            a, lam = 2 * self.a - self._previous[0], 2 * self.lam - self._previous[1]
-        base = (t1, (af * self.a - am * self.a_hat) / (1 - am), self.v + h * (1 - self.gamma) * self.a_hat,
-                h * self.v + h**2 * (0.5 - b) * self.a_hat, c)
-        r = None
-        if self._lu is None or fresh or self._delta is None:
-            # The known part of the iteration matrix follows the state; Delta varies slowly.
-            # While Newton contracts strongly the last factorisation is kept.
-            r, _, _, _, M, J, V = self._residual(a, lam, base, velocity_jacobian=self.problem.velocity_jacobian)
-            self.n_evaluations += 1
-            if self._delta is None or fresh or self._delta.shape[0] != r.size:
-                self._delta = self._jacobian_correction(a, lam, r, M, J, V, base)
-            self._lu = self._factorize(M, J, V)
-            if self._lu is None:
-                return False, 1, np.inf, "singular iteration matrix (redundant or singular constraints)"
-        alpha, beta = self.baumgarte
-        coef = np.array([c, h * self.gamma, h * h * b, 2 * alpha, beta**2, b * c * h**2])
-        iterate = self._iterate if self.problem.iterate is None else self.problem.iterate
-        code, iterations, err, rate, evaluations = iterate(a, lam, r, *self._lu, self.q, base, coef,
-                                                           self.newton_tol, self.newton_max_iter, DIVERGED)
-        self.n_evaluations += evaluations
-        self.residual = err
-        if code:
-            return False, iterations, err, FAILURES[code]
-        if rate > SLOW_RATE:
-            self._delta = None       # refresh the Jacobian correction on the next step
-        if rate > KEEP_RATE or iterations > 4:
-            self._lu = None          # refactorise the saddle part on the next step
-        a_hat = c * a + base[1]
-        self._accept(t1, a, lam, a_hat, base[2] + h * self.gamma * a_hat,
-                     self.problem.integrate(self.q, base[3] + h**2 * b * a_hat))
-        return True, iterations, err, ""
-
-    def _iterate(self, a, lam, r, lu, piv, q, base, coef, tol, max_iter, diverged):
-        """Newton iterations on the step residual from ``(a, lam)`` (updated in place).
-
-        ``r``: the residual there, if at hand (else None); ``lu, piv``: the factorised
-        iteration matrix; ``coef[5]``: the configuration scale ``beta' h^2`` of the
-        corrections.  The Python loop over :attr:`Problem.evaluate` (``q``, the integrator's
-        own, is not used); a problem may provide the same loop compiled
-        (:attr:`Problem.iterate`).
-
-        Returns
-        -------
-        code, iterations, err, rate, evaluations
-            ``code`` 0 when converged, else a key of :data:`FAILURES`.
-        """
-        steps = np.empty((max_iter, a.size + lam.size))
-        k, previous, evaluations = 0, np.inf, 0
-        err = rate = np.inf
-        for iteration in range(1, max_iter + 1):
-            if r is None:
-                r = self._residual(a, lam, base)[0]
-                evaluations += 1
-            code, k, err, rate = newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, coef[5], tol,
-                                               diverged)
-            if code >= 0:
-                return code, iteration, err, rate, evaluations
-            previous, r = err, None
-        return 3, max_iter, err, rate, evaluations
-
-    def _accept(self, t1, a, lam, a_hat, v1, q1):
-        self._previous = (self.a, self.lam)
-        self.t, self.q, self.v, self.a, self.lam, self.a_hat = t1, q1, v1, a, lam, a_hat
-
-    def _step(self):
-        ok, iterations, err, why = self._newton(fresh=False)
-        if not ok:
-            self.n_iterations += iterations
-            ok, iterations, err, why = self._newton(fresh=True)
-        self.n_iterations += iterations
-        self.last_iterations = iterations
-        if ok:
-            return True, ""
-        return False, (f"{why} at t = {self.t + self.h:.6g} s (Newton correction {err:.3g} m or rad "
-                       f"after {iterations} iterations, step {self.h:.3g} s)")
+    def step(self):
+        """Advance one step; returns the status message ('' while running)."""
+        self.advance(1)
+        return self.message
 
 
 class Newmark(GeneralizedAlpha):
     """Newmark-β, average acceleration (gamma = 1/2, beta = 1/4): energy conserving for
     linear systems, second order, no numerical damping."""
 
-    def __init__(self, problem, t0, q0, v0, h, rho_inf=1.0, **options):
-        super().__init__(problem, t0, q0, v0, h, rho_inf=1.0, **options)
+    def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=1.0, **options):
+        super().__init__(ev, drive, t0, q0, v0, h, rho_inf=1.0, **options)
 
     @staticmethod
     def coefficients(rho):
@@ -493,10 +782,10 @@ class Newmark(GeneralizedAlpha):
 class HHT(GeneralizedAlpha):
     """HHT-α in the generalized-α form (alpha_m = 0, alpha_f = (1 - rho)/(1 + rho))."""
 
-    def __init__(self, problem, t0, q0, v0, h, rho_inf=0.9, **options):
+    def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=0.9, **options):
         if not 0.5 <= float(rho_inf) <= 1.0:
             raise ValueError(f"`rho_inf` must be in [0.5, 1] for HHT, got {rho_inf!r}")
-        super().__init__(problem, t0, q0, v0, h, rho_inf=rho_inf, **options)
+        super().__init__(ev, drive, t0, q0, v0, h, rho_inf=rho_inf, **options)
 
     @staticmethod
     def coefficients(rho):
@@ -504,3 +793,15 @@ class HHT(GeneralizedAlpha):
 
 
 METHODS = {"newmark": Newmark, "hht": HHT, "generalized-alpha": GeneralizedAlpha}
+
+
+def load_kernels(ev):
+    """Compile, or load from numba's cache, the step loop now (with Ctrl-C held back:
+    :func:`sim.fast._sigint_deferred`): one step of the free model from home, whatever its
+    outcome."""
+    from .simulate import Drive
+    model = ev.model
+    with _sigint_deferred():
+        integrator = GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4)
+        out = integrator.samples(1)
+        integrator.advance(1, out, every=1)

@@ -43,7 +43,7 @@ from numba import njit
 
 from .assembly import SINGULAR_RATIO
 from .dynamics import mass_and_forces
-from .fast import Evaluator, _evaluate_tables, _sigint_deferred
+from .fast import Evaluator, _evaluate_tables, _sigint_deferred, runtime
 from .kinematics import pose_jacobian
 from .linalg import flush
 from .modal import modes, static_response
@@ -299,13 +299,14 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
     rest = np.zeros(n_v)
     F = np.zeros((n_v, 2))
     X, X_prev, fresh = seed, none, True
+    off, on = runtime(False), runtime(True)
     for k in range(vs.shape[0]):
         # Q(q, 0) first: the second evaluation leaves M and J of the state itself.
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
-        _evaluate_tables(qs[k], rest, tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], False, False, False)
+        _evaluate_tables(qs[k], rest, tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
         F[:, 1] = Q
         J[:] = 0.0
-        _evaluate_tables(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], False, False, False)
+        _evaluate_tables(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
         F[:, 0] = Q - M @ accs[k]
         lam, sh, msh, X_new, sweeps[k], U = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X,
                                                    X_prev, r, tol, seed_iter if fresh else max_iter, basis_max, F)

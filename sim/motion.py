@@ -23,7 +23,7 @@ from .assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO
                        assemble, correct, solve_pose)
 from .constraints import constraints
 from .errors import SimError
-from .fast import Evaluator, _evaluate_tables, _flush, _integrate, _sigint_deferred
+from .fast import Evaluator, _evaluate_tables, _flush, _integrate, _sigint_deferred, runtime
 from .kinematics import markers, pose_jacobian, pose_rates
 from .linalg import FLUSH_RTOL, flush, lu_solve, normal_solver, sparse_lu
 
@@ -123,8 +123,8 @@ def _kinematics(q, v, tables, phi, J, gamma):
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
-    _evaluate_tables(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0), False, False,
-                     True, False)
+    _evaluate_tables(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0), runtime(False),
+                     runtime(False), runtime(True), runtime(False))
 
 
 @njit(cache=True, nogil=True)

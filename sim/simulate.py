@@ -1,32 +1,20 @@
-r"""The time loop of the full FFR transient: drives, problem assembly, output sampling.
+r"""The time loop of the full FFR transient: drives, output sampling, the result record.
 
-:func:`simulate` is the only time loop of the project (STYLE §8.2 rule 6).  It turns a model
-and a :class:`Drive` into the :class:`sim.integrators.Problem` of :mod:`sim.dynamics`
-
-    M(q) a + J^T lam = Q_e + Q_v - K q (+ J_s^T tau for torque drives),
-
-samples the state at output instants and returns a :class:`Result`; it writes nothing.
-
-Drives (actuators ``s(q)``, ``J_s = ds/dq``):
-
-* ``prescribed``: driving constraints ``s(q) - s_ref(t) = 0`` (rows after the joint rows);
-* ``torque``: actuator forces ``tau = tau_ff(t) + kp (s_ref - s) + kd (s_ref_dot - s_dot)``;
-* ``free``: actuators unconstrained and unloaded (the mechanism moves freely).
-
-Bodies built with geometric stiffening (:mod:`sim.dynamics`) get their stiffening forces in
-``Q`` (and, through the residual Jacobian, in the iteration matrix); without it, a linear FFR beam spun faster than
-its first bending frequency softens without bound (the spin-up beam).
+:func:`simulate` is the only time loop of the project (STYLE §8.2 rule 6).  It hands a
+model's compiled tables, a :class:`Drive` and the damping to an integrator of
+:mod:`sim.integrators` (which solves ``M(q) a + J^T lam = Q`` with the drive's terms in one
+compiled loop), has it sample the state at output instants and returns a :class:`Result`; it
+writes nothing.
 """
 from dataclasses import dataclass, field
-from typing import NamedTuple
 import time
 
 import numpy as np
 
-from .fast import Evaluator, StepIterations
+from .fast import Evaluator
+from .integrators import METHODS, load_kernels as load_kernels_step
+from .kinematics import pose, sensor_values
 from .motion import load_kernels as load_kernels_motion
-from .integrators import METHODS, Problem
-from .kinematics import sensor_values, pose
 
 
 @dataclass(frozen=True)
@@ -49,6 +37,44 @@ class Drive:
     feedforward: object = None
     kp: float = 0.0
     kd: float = 0.0
+
+    def table(self, times, n_a):
+        """The laws at ``times`` (k,): ``s, s_dot, s_ddot, tau_ff``, each (k, n_a) (zeros where
+        the drive has none).  Laws that take an array of times (``(k,) -> (k, n_a)``) are
+        called once; others once per instant."""
+        times = np.asarray(times, dtype=float)
+        k = times.size
+        ref = (np.zeros((k, n_a)),) * 3 if self.reference is None or self.kind == "free" else \
+            _tabulate(self.reference, times, n_a, 3)
+        ff = _tabulate(self.feedforward, times, n_a, 1)[0] if self.kind == "torque" and self.feedforward else \
+            np.zeros((k, n_a))
+        return (*ref, ff)
+
+
+def _tabulate(law, times, n_a, parts):
+    """``law`` at ``times`` as ``parts`` arrays (k, n_a): one vectorised call when the law
+    accepts arrays, else one call per instant."""
+    k = times.size
+    try:
+        out = law(times)
+        out = (out,) if parts == 1 else tuple(out)
+        arrays = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (k, n_a))) for x in out)
+        if len(arrays) == parts and (k == 1 or n_a != k or _consistent(law, times, arrays, parts)):
+            return arrays
+    except (ValueError, TypeError, IndexError):
+        pass
+    rows = [law(x) for x in times]
+    rows = [(r,) if parts == 1 else tuple(r) for r in rows]
+    return tuple(np.array([np.asarray(r[j], dtype=float).reshape(n_a) for r in rows]).reshape(k, n_a)
+                 for j in range(parts))
+
+
+def _consistent(law, times, arrays, parts):
+    """Whether the vectorised call agrees with a scalar call at the last instant (an
+    ambiguous shape when there are as many instants as actuators)."""
+    last = law(times[-1])
+    last = (last,) if parts == 1 else tuple(last)
+    return all(np.allclose(np.asarray(x, dtype=float), y[-1]) for x, y in zip(last, arrays))
 
 
 @dataclass(frozen=True)
@@ -89,99 +115,17 @@ class Result:
 
 def load_kernels(model):
     """Compile, or load from numba's cache, the transient's kernels for ``model`` now: the
-    evaluation, the rigid reference's sample loop and the compiled Newton loop."""
+    evaluation, the rigid reference's sample loop and the step loop."""
     ev = Evaluator(model)
     load_kernels_motion(model, ev)
-    StepIterations(ev, "prescribed")
+    load_kernels_step(ev)
 
 
-def make_problem(model, drive, damping=None, fast=None):
-    """:class:`sim.integrators.Problem` of ``model`` under ``drive``.
+class _Markers:
+    """Marker origins and axes of one sample (what :func:`sim.kinematics.pose` reads)."""
 
-    Parameters
-    ----------
-    model : Model
-    drive : Drive
-    damping : ndarray, shape (n_v, n_v), optional
-        Linear damping matrix ``D`` (``Q -= D v``).
-    fast : sim.fast.Evaluator, optional
-        The compiled evaluator to use (one is built otherwise).
-    """
-    nj = model.rows["n_joint"]
-    angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
-    driven = np.array([a.stiffness is None for a in model.actuators], dtype=bool)   # rigid drives: constraint rows
-
-    fast = Evaluator(model) if fast is None else fast
-    memo = {}
-
-    def reference(t):
-        # The drive law is evaluated once per instant: every Newton iteration of a step asks
-        # for the same time.
-        if memo.get("t") != t:
-            memo["t"], memo["ref"] = t, drive.reference(t)
-        return memo["ref"]
-
-    def evaluate(t, q, v, velocity_jacobian=False):
-        if drive.kind == "prescribed":
-            s, sd, sdd = reference(t)
-            E = fast.evaluate(q, v, targets=s, target_acc=sdd, velocity_jacobian=velocity_jacobian)
-            M, Q, C, J, gamma = E.M, E.Q, E.C, E.J, E.gamma
-            C_dot = J @ v
-            C_dot[nj:] -= sd[driven]
-        else:
-            E = fast.evaluate(q, v, velocity_jacobian=velocity_jacobian)
-            M, Q, C, J, gamma, s, J_s = E.M, E.Q, E.C, E.J, E.gamma, E.s, E.J_s
-            C_dot = J @ v
-            if drive.kind == "torque":
-                s_ref, sd_ref, _ = reference(t)
-                err = s_ref - s
-                err[angle] = (err[angle] + np.pi) % (2 * np.pi) - np.pi
-                tau = drive.feedforward(t) + drive.kp * err + drive.kd * (sd_ref - J_s @ v)
-                Q = Q + J_s.T @ tau
-        if damping is not None:
-            Q = Q - damping @ v
-        if not velocity_jacobian:
-            return M, Q, C, J, gamma, C_dot
-        Q_v = E.Q_v
-        if drive.kind == "torque" and drive.kd:
-            Q_v = Q_v - drive.kd * (E.J_s.T @ E.J_s)
-        if damping is not None:
-            Q_v = Q_v - damping
-        return M, Q, C, J, gamma, C_dot, Q_v, E.gamma_v, E.K_t
-
-    return Problem(model.n_v, evaluate, fast.integrate, velocity_jacobian=True,
-                   iterate=_compiled_iterations(fast, drive, reference, damping))
-
-
-def _compiled_iterations(fast, drive, reference, damping):
-    """The compiled Newton loop of the problem (:class:`sim.fast.StepIterations`), with the
-    drive law evaluated once per step."""
-    kernel = StepIterations(fast, drive.kind, drive.kp, drive.kd, damping)
-    if drive.kind == "free":
-        return kernel
-
-    def iterate(a, lam, r, lu, piv, q, base, *options):
-        t1 = base[0]     # the step's end, where the drive law applies
-        s, sd, sdd = (np.ascontiguousarray(x, dtype=float) for x in reference(t1))
-        ff = np.ascontiguousarray(drive.feedforward(t1), dtype=float) if drive.kind == "torque" else None
-        return kernel(a, lam, r, lu, piv, q, base, *options, s_ref=s, sd_ref=sd, sdd_ref=sdd, ff=ff)
-
-    return iterate
-
-
-
-class _Markers(NamedTuple):
-    p: np.ndarray
-    A: np.ndarray
-
-
-def _sample(model, fast, drive, t, q, v):
-    """Outputs at one instant: pose (d,), sensors (n_s,), energy (3,), constraint norm."""
-    targets = drive.reference(t)[0] if drive.kind == "prescribed" else None
-    M, _, C, *_ = fast.evaluate(q, v, targets=targets)
-    ms = _Markers(fast.work["p"], fast.work["A"])
-    return (pose(model, q, ms), sensor_values(model, q, ms), np.array([0.5 * v @ M @ v, *fast.potential(q)]),
-            np.linalg.norm(C))
+    def __init__(self, p, A):
+        self.p, self.A = p, A
 
 
 def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None, t0=0.0, rho_inf=0.9,
@@ -201,7 +145,7 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     output_step : float, optional
         Spacing of the samples [s] (default: every step); rounded to a multiple of ``h``.
     rho_inf, baumgarte, newton_tol, newton_max_iter
-        Integrator options (:class:`sim.integrators.Integrator`).
+        Integrator options (:class:`sim.integrators.GeneralizedAlpha`).
     damping : ndarray, shape (n_v, n_v), or sim.damping.Schedule, optional
         Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (set at
         the start of each step).
@@ -215,57 +159,36 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
         integration stops early; the samples computed so far are kept.
     """
     start = time.perf_counter()
-    # One evaluator for the steps and the samples (the samples read its marker arrays right
-    # after their own evaluation).
-    fast = Evaluator(model)
-    schedule = damping if hasattr(damping, "at") else None
-    problem = make_problem(model, drive, damping=damping if schedule is None else schedule.matrix, fast=fast)
-    options = {"baumgarte": baumgarte}
+    ev = Evaluator(model)
+    options = {"baumgarte": baumgarte, "damping": damping}
     if newton_tol is not None:
         options["newton_tol"] = newton_tol
     if newton_max_iter is not None:
         options["newton_max_iter"] = newton_max_iter
     if method != "newmark":
         options["rho_inf"] = rho_inf
-    integrator = METHODS[method](problem, t0, q0, v0, h, **options)
+    integrator = METHODS[method](ev, drive, t0, q0, v0, h, **options)
     n_steps = int(round((t_end - t0) / h))
     every = max(1, int(round((output_step or h) / h)))
-    rows = {k: [] for k in ("t", "q", "v", "pose", "sensors", "energy", "violation", "iterations")}
-
-    def record(iterations):
-        x, s, e, c = _sample(model, fast, drive, integrator.t, integrator.q, integrator.v)
-        for key, value in zip(rows, (integrator.t, integrator.q, integrator.v, x, s, e, c, iterations)):
-            rows[key].append(value)
-
-    record(0)
-    iterations = 0
+    out = integrator.samples(1 + n_steps // every + (1 if n_steps % every else 0))
+    integrator.record(out)
     status = "complete"
     try:
-        for k in range(1, n_steps + 1):
-            if schedule is not None:
-                schedule.at(integrator.t)     # in place: the problem holds the same matrix
-            integrator.step()
-            iterations = max(iterations, integrator.last_iterations)
-            if integrator.status != "running":
-                status = "failed"
-                break
-            if k % every == 0 or k == n_steps:
-                record(iterations)
-                iterations = 0
-            if progress is not None:
-                progress.update(1)
+        integrator.advance(n_steps, out, every, progress=progress)
+        if integrator.status != "running":
+            status = "failed"
     except KeyboardInterrupt:
         # Ctrl-C: keep the samples computed so far; the caller writes them and stops.
         status = "interrupted"
     message = integrator.message if status == "failed" else (
         f"interrupted at t = {integrator.t:.6g} s" if status == "interrupted" else "")
-    n_s = len(model.sensors)
-    return Result(t=np.array(rows["t"]), q=np.array(rows["q"]), v=np.array(rows["v"]),
-                  pose=np.array(rows["pose"]), sensors=np.array(rows["sensors"]).reshape(len(rows["t"]), n_s),
-                  energy=np.array(rows["energy"]), constraint_violation=np.array(rows["violation"]),
-                  newton_iterations=np.array(rows["iterations"], dtype=int),
-                  status=status, message=message,
+    k = integrator.n_samples
+    frames = [_Markers(out.p[j], out.A[j]) for j in range(k)]
+    poses = np.array([pose(model, out.q[j], ms) for j, ms in enumerate(frames)]).reshape(k, -1)
+    sensors = np.array([sensor_values(model, out.q[j], ms) for j, ms in enumerate(frames)]).reshape(k, len(model.sensors))
+    return Result(t=out.t[:k].copy(), q=out.q[:k].copy(), v=out.v[:k].copy(), pose=poses, sensors=sensors,
+                  energy=out.energy[:k].copy(), constraint_violation=out.violation[:k].copy(),
+                  newton_iterations=out.iterations[:k].astype(int), status=status, message=message,
                   counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
-                                jacobians=integrator.n_jacobians,
-                                wall_time_s=time.perf_counter() - start))
+                                jacobians=integrator.n_jacobians, wall_time_s=time.perf_counter() - start))

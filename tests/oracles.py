@@ -101,3 +101,76 @@ def actuator_stiffness(model, J_s):
     k = np.array([a.stiffness for a in model.actuators])[mask]
     J = J_s[mask]
     return J.T @ (k[:, None] * J)
+
+
+# --- the time step (sim.integrators) ----------------------------------------------------------
+
+
+def equations(ev, drive, t, q, v, damping=None):
+    """``M, Q, C, J, gamma, C_dot`` of the transient's problem at ``(t, q, v)`` from the public
+    evaluator: driving rows ``s - s_ref`` (prescribed; compliant actuators pulled towards
+    ``s_ref``), PD torques plus feed-forward (torque), nothing (free); ``Q -= D v``."""
+    nj = ev.n_joint
+    angle = np.array([a.kind == "angle" for a in ev.model.actuators], dtype=bool)
+    if drive.kind == "prescribed":
+        s, sd, sdd = drive.reference(t)
+        E = ev.evaluate(q, v, targets=s, target_acc=sdd)
+        C_dot = E.J @ v
+        C_dot[nj:] -= np.asarray(sd)[~ev.compliant]
+        Q = E.Q
+    else:
+        E = ev.evaluate(q, v)
+        C_dot = E.J @ v
+        Q = E.Q
+        if drive.kind == "torque":
+            s_ref, sd_ref, _ = drive.reference(t)
+            err = s_ref - E.s
+            err[angle] = (err[angle] + np.pi) % (2 * np.pi) - np.pi
+            Q = Q + E.J_s.T @ (drive.feedforward(t) + drive.kp * err + drive.kd * (sd_ref - E.J_s @ v))
+    if damping is not None:
+        Q = Q - damping @ v
+    return E.M, Q, E.C, E.J, E.gamma, C_dot
+
+
+def generalized_alpha(ev, drive, q0, v0, h, steps, alpha_m=0.0, alpha_f=0.0, baumgarte=(10.0, 10.0), damping=None,
+                      tol=1e-13):
+    """``steps`` steps of the generalized-α scheme (Newmark for ``alpha_m = alpha_f = 0``) on
+    the index-1 equations with Baumgarte terms, solved by plain Newton iterations with a
+    forward-difference Jacobian at every iteration; returns the states ``q`` (steps + 1, n_q)
+    and ``v`` (steps + 1, n_v)."""
+    gamma = 0.5 + alpha_f - alpha_m
+    beta = 0.25 * (gamma + 0.5) ** 2
+    al, be = baumgarte
+    n = ev.n_v
+
+    def residual(x, t, q, v, a, a_hat):
+        a1, lam = x[:n], x[n:]
+        a_hat1 = ((1 - alpha_f) * a1 + alpha_f * a - alpha_m * a_hat) / (1 - alpha_m)
+        v1 = v + h * ((1 - gamma) * a_hat + gamma * a_hat1)
+        q1 = ev.integrate(q, h * v + h * h * ((0.5 - beta) * a_hat + beta * a_hat1))
+        M, Q, C, J, g, C_dot = equations(ev, drive, t, q1, v1, damping)
+        return np.concatenate([M @ a1 + J.T @ lam - Q, J @ a1 - (g - 2 * al * C_dot - be**2 * C)]), q1, v1, a_hat1
+
+    M, Q, C, J, g, C_dot = equations(ev, drive, 0.0, q0, v0, damping)
+    A = np.block([[M, J.T], [J, np.zeros((J.shape[0],) * 2)]])
+    x = np.linalg.lstsq(A, np.concatenate([Q, g - 2 * al * C_dot - be**2 * C]), rcond=None)[0]
+    q, v, a, a_hat = q0.copy(), v0.copy(), x[:n], x[:n].copy()
+    qs, vs = [q], [v]
+    for k in range(1, steps + 1):
+        t = k * h
+        for _ in range(20):
+            r = residual(x, t, q, v, a, a_hat)[0]
+            jac = np.empty((r.size, r.size))
+            for i in range(r.size):
+                dx = np.zeros(r.size)
+                dx[i] = max(1e-6 * abs(x[i]), 1e-3)
+                jac[:, i] = (residual(x + dx, t, q, v, a, a_hat)[0] - r) / dx[i]
+            dx = np.linalg.solve(jac, -r)
+            x = x + dx
+            if beta * h * h * np.abs(dx[:n]).max() < tol:
+                break
+        _, q, v, a_hat = residual(x, t, q, v, a, a_hat)
+        a = x[:n].copy()
+        qs.append(q)
+        vs.append(v)
+    return np.array(qs), np.array(vs)

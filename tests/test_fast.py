@@ -11,6 +11,8 @@ from sim.fast import Evaluator
 from sim.kinematics import integrate
 from sim.loader import load_model
 
+import oracles
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {
     "navaro": ("models/navaro.py", {}),
@@ -106,15 +108,6 @@ def test_velocity_jacobians_match_central_differences(state):
                                                                                     target_acc=sdd)
         Q_v[:, k] = (plus.Q - minus.Q) / 2
         g_v[:, k] = (plus.gamma - minus.gamma) / 2
-    # the lumped springs' damping forces are outside Q_v by design
-    if model.springs:
-        from sim.springs import spring_forces
-        from sim.kinematics import markers
-        ms = markers(model, q)
-        for k in range(model.n_v):
-            dv = np.zeros(model.n_v)
-            dv[k] = 1.0
-            Q_v[:, k] -= (spring_forces(model, ms, v + dv) - spring_forces(model, ms, v - dv)) / 2
     scale = np.abs(E.Q).max() + np.abs(Q_v).max()
     assert_allclose(E.Q_v, Q_v, atol=1e-13 * scale, err_msg=f"{name}: dQ/dv")
     assert_allclose(E.gamma_v, g_v, atol=1e-13 * (np.abs(E.gamma).max() + np.abs(g_v).max()),
@@ -122,43 +115,27 @@ def test_velocity_jacobians_match_central_differences(state):
     assert np.abs(E.Q_v).max() > 1e-3 and np.abs(E.gamma_v).max() > 1e-3, f"{name}: trivial velocity Jacobians"
 
 
-def compiled_and_python(model, compiled, h, steps):
-    """Newmark integrators after ``steps`` steps of ``h`` from rest at home: with the problem's
-    compiled Newton loop, and with the Python loop.  The compiled run must not have iterated
-    in Python: both call the problem's Python ``evaluate`` to build iteration matrices, the
-    Python loop also once per iteration, so the compiled run calls it at least half an
-    iteration count fewer times."""
-    from dataclasses import replace
-    from sim.integrators import Newmark
-    runs = []
-    for problem in (compiled, replace(compiled, iterate=None)):
-        calls = [0]
-
-        def counted(*args, _evaluate=problem.evaluate, **kwargs):
-            calls[0] += 1
-            return _evaluate(*args, **kwargs)
-
-        integrator = Newmark(replace(problem, evaluate=counted), 0.0, model.q_home, np.zeros(model.n_v), h,
-                             newton_tol=1e-12)
-        for _ in range(steps):
-            integrator.step()
-            assert integrator.status == "running", integrator.message
-        integrator.python_evaluations = calls[0]
-        runs.append(integrator)
-    fast, slow = runs
-    assert slow.python_evaluations >= slow.n_iterations
-    assert fast.python_evaluations <= slow.python_evaluations - 0.5 * slow.n_iterations, \
-        "the compiled Newton loop did not run"
-    return runs
+def against_oracle(model, drive, h, steps, damping=None, method="newmark", rho_inf=1.0):
+    """States after ``steps`` steps of ``h`` from rest at home: :func:`sim.simulate.simulate`
+    (the compiled step loop) and the plain generalized-α of ``tests/oracles.py`` (Newton with a
+    fresh finite-difference Jacobian at every iteration, on the public evaluator)."""
+    from sim.integrators import METHODS
+    from sim.simulate import simulate
+    res = simulate(model, model.q_home, np.zeros(model.n_v), steps * h, h, drive, method=method, rho_inf=rho_inf,
+                   newton_tol=1e-13, damping=damping)
+    assert res.status == "complete", res.message
+    am, af = METHODS[method].coefficients(rho_inf)
+    q, v = oracles.generalized_alpha(Evaluator(model), drive, model.q_home, np.zeros(model.n_v), h, steps, am, af,
+                                     damping=damping)
+    return res, q, v
 
 
 @pytest.mark.parametrize("kind", ["prescribed", "torque", "free"])
-def test_compiled_step_iterations_match_python_loop(kind):
-    """StepIterations (Problem.iterate) runs the Newton loop of GeneralizedAlpha._iterate:
-    same states to the Newton tolerance, same iteration counts, with each drive kind (and
-    damping with the torque drive)."""
-    from sim.simulate import Drive, make_problem
-    model = load_model(ROOT / "models/rrru3.py", {"elements_per_link": 2})
+def test_step_loop_matches_oracle(kind):
+    """The compiled step loop against the plain generalized-α oracle, with each drive kind
+    (and damping with the torque drive): same states to the Newton tolerance."""
+    from sim.simulate import Drive
+    model = load_model(ROOT / "models/rrru3.py", {"elements_per_link": 1})
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 0.05 * np.sin(3 * t), 0.15 * np.cos(3 * t) + 0 * s0, -0.45 * np.sin(3 * t) + 0 * s0))
     damping = None
@@ -170,40 +147,33 @@ def test_compiled_step_iterations_match_python_loop(kind):
         damping = 1e-4 * np.diag(np.arange(1.0, model.n_v + 1))
     else:
         drive = Drive("free")
-    compiled = make_problem(model, drive, damping=damping)
-    fast, slow = compiled_and_python(model, compiled, 1e-3, 40)
-    assert np.abs(fast.q - model.q_home).max() > 1e-4          # the robot has moved
-    assert_allclose(fast.q, slow.q, rtol=0, atol=1e-10)
-    assert_allclose(fast.v, slow.v, rtol=0, atol=1e-7)
-    assert abs(fast.n_iterations - slow.n_iterations) <= 2
-    assert fast.n_evaluations == pytest.approx(slow.n_evaluations, abs=2)
+    res, q, v = against_oracle(model, drive, 1e-3, 20, damping)
+    assert np.abs(res.q[-1] - model.q_home).max() > 1e-5          # the robot has moved
+    assert_allclose(res.q, q, rtol=0, atol=1e-10)
+    assert_allclose(res.v, v, rtol=0, atol=1e-7)
 
 
 @pytest.mark.parametrize("name, params", [("delta_surgiscope", {}), ("navaro", {"clutch_stiffness": 2000.0})])
-def test_compiled_step_iterations_cover_lumped_compliance(name, params):
-    """Lumped springs (with their damping) and compliant actuators pulled along a prescribed
-    law run the compiled Newton loop, with the same states as the Python loop to the Newton
-    tolerance."""
-    from sim.simulate import Drive, make_problem
+def test_step_loop_covers_lumped_compliance(name, params):
+    """Lumped springs and compliant actuators pulled along a prescribed law, generalized-α
+    with numerical damping: the compiled step loop against the oracle."""
+    from sim.simulate import Drive
     model = load_model(ROOT / f"models/{name}.py", params)
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 0.02 * np.sin(40 * t), 0.8 * np.cos(40 * t) + 0 * s0, -32 * np.sin(40 * t) + 0 * s0))
-    compiled = make_problem(model, Drive("prescribed", reference=law))
-    fast, slow = compiled_and_python(model, compiled, 1e-3, 30)
-    assert np.abs(fast.q - model.q_home).max() > 1e-4          # the robot has moved
-    assert_allclose(fast.q, slow.q, rtol=0, atol=1e-10)
-    assert abs(fast.n_iterations - slow.n_iterations) <= 2
+    res, q, v = against_oracle(model, Drive("prescribed", reference=law), 1e-3, 10, method="generalized-alpha",
+                               rho_inf=0.8)
+    assert np.abs(res.q[-1] - model.q_home).max() > 1e-5
+    assert_allclose(res.q, q, rtol=0, atol=1e-10)
 
 
-def test_compiled_step_iterations_cover_geometric_stiffening():
-    """The stiffened slider-crank (the axial force's tangent stiffness matters) runs the compiled
-    Newton loop, with the same states as the Python loop to the Newton tolerance."""
-    from sim.simulate import Drive, make_problem
+def test_step_loop_covers_geometric_stiffening():
+    """The stiffened slider-crank (the axial force's tangent stiffness matters): the compiled
+    step loop against the oracle."""
+    from sim.simulate import Drive
     model = load_model(ROOT / CASES["slider_crank"][0], CASES["slider_crank"][1])
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 150.0 * t, np.full(s0.size, 150.0), np.zeros(s0.size)))
-    compiled = make_problem(model, Drive("prescribed", reference=law))
-    fast, slow = compiled_and_python(model, compiled, 5e-5, 200)
-    assert np.abs(fast.q[model.q_elastic]).max() > 1e-7          # the rod has deformed
-    assert_allclose(fast.q, slow.q, rtol=0, atol=1e-10)
-    assert abs(fast.n_iterations - slow.n_iterations) <= 4
+    res, q, _ = against_oracle(model, Drive("prescribed", reference=law), 5e-5, 40)
+    assert np.abs(res.q[-1][model.q_elastic]).max() > 1e-7          # the rod has deformed
+    assert_allclose(res.q, q, rtol=0, atol=1e-10)
