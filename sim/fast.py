@@ -97,7 +97,7 @@ def _flush(A, rtol):
 
 
 @njit(cache=True)
-def _group_terms(q, v, gravity, q_start, v_start, mass, S, T, Jrot, Grot, Mff, Kff, M, Q, G, with_G):
+def _group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, M, Q, G, with_G):
     """Write the mass blocks and forces of one body group into M (n_v, n_v) and Q (n_v,).
 
     Same formulas as :func:`sim.dynamics.mass_and_forces`; scalar loops and scratch arrays
@@ -128,19 +128,21 @@ def _group_terms(q, v, gravity, q_start, v_start, mass, S, T, Jrot, Grot, Mff, K
         for i in range(n):
             z[i + 1] = q[qs + 7 + i]
             zd[i + 1] = v[vs + 6 + i]
+        # Tz[k, l, a] = sum_c T[l, k, c, a] z[c] (T[k, l] = T[l, k]^T, int rho u_k u_l dV) over
+        # the nonzeros of T only: a beam's shape functions overlap only within an element, and
+        # each displacement component involves few of them (a few per cent of the dense T).
         for k in range(3):
             for l in range(3):
-                # T[k, l] = T[l, k]^T (int rho u_k u_l dV): summing over the rows of T[l, k]
-                # keeps the inner loop contiguous and free of a reduction chain (SIMD).
                 for a in range(n + 1):
                     Tz[k, l, a] = 0.0
                     Tzd[k, l, a] = 0.0
-                for c in range(n + 1):
-                    zc, zdc = z[c], zd[c]
-                    for a in range(n + 1):
-                        t = T[b, l, k, c, a]
-                        Tz[k, l, a] += t * zc
-                        Tzd[k, l, a] += t * zdc
+        for e in range(T_nz.shape[0]):
+            t = T_val[b, e]
+            k, l, c, a = T_nz[e, 0], T_nz[e, 1], T_nz[e, 2], T_nz[e, 3]
+            Tz[k, l, a] += t * z[c]
+            Tzd[k, l, a] += t * zd[c]
+        for k in range(3):
+            for l in range(3):
                 u_kl = 0.0
                 p_kl = 0.0
                 for a in range(n + 1):
@@ -627,7 +629,8 @@ class Tables(NamedTuple):
     """Everything the compiled evaluation reads besides the state: the model's tables and the
     evaluator's work arrays (one record; the compiled loops pass it on as it is).
 
-    ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`); ``st_*``: the bodies
+    ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`), the second moments
+    also as their nonzeros (``g_Tnz``, ``g_Tval``: :func:`_sparse_T`); ``st_*``: the bodies
     with geometric stiffening, padded to the most elements and elastic coordinates (start of
     their elastic coordinates in ``q`` and ``v``, count, elongation rows (n_s, e, f), ``EA/L``
     (n_s, e; 0 on padding), slope matrices (n_s, e, f, f)); ``sp_*``: the lumped springs
@@ -644,6 +647,8 @@ class Tables(NamedTuple):
     g_mass: tuple
     g_S: tuple
     g_T: tuple
+    g_Tnz: tuple
+    g_Tval: tuple
     g_Jrot: tuple
     g_Grot: tuple
     g_Mff: tuple
@@ -711,7 +716,8 @@ def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, w
     """
     if bodies:
         for g in range(len(t.g_qs)):
-            _group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Jrot[g],
+            _group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
+                         t.g_Tval[g], t.g_Jrot[g],
                          t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, G, with_G)
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
@@ -818,6 +824,15 @@ def _stretch_tables(model):
             np.array([model.bodies[b].n_f for b in bodies], dtype=np.int64), A, k, G)
 
 
+def _sparse_T(group):
+    """The nonzeros of a body group's second moments ``T`` (n_b, 3, 3, n+1, n+1), as the
+    ``g_Tnz`` (nnz, 4) and ``g_Tval`` (n_b, nnz) fields of :class:`Tables`: row ``(k, l, c, a)``
+    stands for ``T[:, l, k, c, a]`` (the pattern of all the group's bodies)."""
+    T = np.asarray(group.second_moment, dtype=float)
+    l, k, c, a = np.nonzero(np.any(T != 0, axis=0))
+    return np.stack([k, l, c, a], axis=1).astype(np.int64), np.ascontiguousarray(T[:, l, k, c, a])
+
+
 def _lumped_tables(model):
     """The ``sp_*``, ``ca_*`` and ``angle`` fields of :class:`Tables`."""
     t = model.spring_tables if model.springs else dict(
@@ -891,11 +906,11 @@ class Evaluator:
         self.rows = (np.concatenate([np.full(t["row"].size, k, dtype=np.int64) for k, t in tables]) if tables
                      else np.zeros(0, dtype=np.int64), *(cat(f) for f in ("row", "mi", "mj", "ai", "aj")))
         groups = model.body_groups
+        dense = lambda f: [np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups]   # noqa: E731
         self.groups = tuple(tuple(x) for x in (
             [g.q_start.astype(np.int64) for g in groups], [g.v_start.astype(np.int64) for g in groups],
-            [np.ascontiguousarray(g.mass, dtype=float) for g in groups],
-            *([np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups]
-              for f in ("first_moment", "second_moment", "rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff"))))
+            dense("mass"), dense("first_moment"), dense("second_moment"), *zip(*(_sparse_T(g) for g in groups)),
+            *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff"))))
         self.n_rows = model.rows["n_total"]
         self.n_joint = model.rows["n_joint"]
         self.compliant = springs.compliant_mask(model)

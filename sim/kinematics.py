@@ -134,13 +134,14 @@ def markers(model, q, v=None):
 def pose(model, q, ms=None):
     """End-effector coordinates (d,) in the model's declared order (m, rad).
 
-    ``ms`` needs only marker origins ``p`` and axes ``A`` (any object with those arrays).
+    ``ms`` needs only marker origins ``p`` (..., n_m, 3) and axes ``A`` (..., n_m, 3, 3) (any
+    object with those arrays); with leading dimensions (samples), the result is (..., d).
     """
     ms = markers(model, q) if ms is None else ms
     e = model.ee_marker
-    angles = tait_bryan_zyx(ms.A[e])
-    return np.array([ms.p[e, "xyz".index(k)] if k in "xyz" else angles[("rx", "ry", "rz").index(k)]
-                     for k in model.pose_kinds])
+    p, angles = ms.p[..., e, :], tait_bryan_zyx(ms.A[..., e, :, :])
+    return np.stack([p[..., "xyz".index(k)] if k in "xyz" else angles[..., ("rx", "ry", "rz").index(k)]
+                     for k in model.pose_kinds], axis=-1)
 
 
 def pose_jacobian(model, q, ms=None):
@@ -205,26 +206,30 @@ def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):
 
 
 def sensor_values(model, q, ms=None):
-    """Values (n_s,) of the model's sensors.
+    """Values (n_s,) of the model's sensors (..., n_s with sampled marker states, as
+    :func:`pose`).
 
     ``deflection`` (markers a, m, b): distance of m from the chord a–b, signed along axis
     ``axis`` of marker a (made perpendicular to the chord).  ``joint`` (markers i, j): angle of
     x_j about z_i [rad].
     """
     ms = markers(model, q) if ms is None else ms
+    p, A = ms.p, ms.A
     out = []
     for s in model.sensors:
         if s.kind == "deflection":
             a, m, b = s.markers
-            chord = ms.p[b] - ms.p[a]
-            e = chord / np.linalg.norm(chord)
-            n = ms.A[a][:, s.axis] - e * (e @ ms.A[a][:, s.axis])
-            n /= np.linalg.norm(n)
-            out.append((ms.p[m] - ms.p[a]) @ n)
+            chord = p[..., b, :] - p[..., a, :]
+            e = chord / np.linalg.norm(chord, axis=-1, keepdims=True)
+            axis = A[..., a, :, s.axis]
+            n = axis - e * np.sum(e * axis, axis=-1, keepdims=True)
+            n /= np.linalg.norm(n, axis=-1, keepdims=True)
+            out.append(np.sum((p[..., m, :] - p[..., a, :]) * n, axis=-1))
         else:
             i, j = s.markers
-            out.append(np.arctan2(ms.A[j][:, 0] @ ms.A[i][:, 1], ms.A[j][:, 0] @ ms.A[i][:, 0]))
-    return np.array(out)
+            x_j = A[..., j, :, 0]
+            out.append(np.arctan2(np.sum(x_j * A[..., i, :, 1], axis=-1), np.sum(x_j * A[..., i, :, 0], axis=-1)))
+    return np.stack(out, axis=-1) if out else np.zeros(p.shape[:-2] + (0,))
 
 
 def skeleton(model, q):

@@ -58,7 +58,7 @@ def _tabulate(law, times, n_a, parts):
     try:
         out = law(times)
         out = (out,) if parts == 1 else tuple(out)
-        arrays = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (k, n_a))) for x in out)
+        arrays = tuple(np.array(np.broadcast_to(np.asarray(x, dtype=float), (k, n_a))) for x in out)   # writable
         if len(arrays) == parts and (k == 1 or n_a != k or _consistent(law, times, arrays, parts)):
             return arrays
     except (ValueError, TypeError, IndexError):
@@ -122,7 +122,7 @@ def load_kernels(model):
 
 
 class _Markers:
-    """Marker origins and axes of one sample (what :func:`sim.kinematics.pose` reads)."""
+    """Marker origins and axes of the samples (what :func:`sim.kinematics.pose` reads)."""
 
     def __init__(self, p, A):
         self.p, self.A = p, A
@@ -183,9 +183,8 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     message = integrator.message if status == "failed" else (
         f"interrupted at t = {integrator.t:.6g} s" if status == "interrupted" else "")
     k = integrator.n_samples
-    frames = [_Markers(out.p[j], out.A[j]) for j in range(k)]
-    poses = np.array([pose(model, out.q[j], ms) for j, ms in enumerate(frames)]).reshape(k, -1)
-    sensors = np.array([sensor_values(model, out.q[j], ms) for j, ms in enumerate(frames)]).reshape(k, len(model.sensors))
+    frames = _Markers(out.p[:k], out.A[:k])
+    poses, sensors = pose(model, out.q[:k], frames), sensor_values(model, out.q[:k], frames)
     return Result(t=out.t[:k].copy(), q=out.q[:k].copy(), v=out.v[:k].copy(), pose=poses, sensors=sensors,
                   energy=out.energy[:k].copy(), constraint_violation=out.violation[:k].copy(),
                   newton_iterations=out.iterations[:k].astype(int), status=status, message=message,
