@@ -27,20 +27,21 @@ Newton iterations per step run on ``(a_{n+1}, lam)`` from the predictor
     r(a, lam) = [M a + J^T lam - Q ;  J a - gamma + 2 alpha C_dot + beta^2 C]
 
 evaluated at ``q_{n+1}(a), v_{n+1}(a)``.  The iteration matrix is the Jacobian of ``r``,
-split into a known part computed at every factorisation -- ``[[M, J^T], [J, 0]]`` plus, when
-the problem provides ``dQ/dv`` and ``d gamma/dv`` (the compiled model does), the velocity
-terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d gamma/dv, 0]]`` (gyroscopic, Coriolis and
-Baumgarte-rate terms, which follow the velocities) -- and ``Delta``: the rest (stiffness
-``-dQ/dq``, ``d(J^T lam)/dq``, the position terms of the Baumgarte rows, through the Newmark map
-``dq/da = beta' h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per
-unknown).  ``Delta`` varies slowly and is kept until Newton slows down (rate above
+split into a known part computed at every factorisation -- ``[[M, J^T], [J, 0]]`` plus the
+velocity terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d gamma/dv, 0]]`` (gyroscopic, Coriolis,
+damping and Baumgarte-rate terms, which follow the velocities) and the tangent stiffness of the
+forces that vary fast with the configuration, ``beta' h^2 [[K_t, 0], [0, 0]]`` (geometric
+stiffening, lumped springs) -- and ``Delta``: the rest (the bodies' stiffness, ``d(J^T
+lam)/dq``, the position terms of the Baumgarte rows, through the Newmark map ``dq/da = beta'
+h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown).  ``Delta`` varies slowly and is kept until Newton slows down (rate above
 ``SLOW_RATE``); the LU factorisation is kept from step to step while Newton contracts strongly
 (rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
 would make simplified Newton contract only linearly at that rate: within each step the
 corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
 absorb that drift (:func:`_broyden`).  Convergence: the configuration
-correction ``beta' h^2 |delta a|_inf`` [m or rad], or the error it leaves estimated from the
-contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below ``newton_tol``.
+correction ``beta' h^2 |delta a|_inf`` [m or rad], or (from the third iteration) the error it
+leaves estimated from the contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below
+``newton_tol``.
 
 The whole step -- predictor, drive law, residual, factorisation (LAPACK ``getrf``, see
 :mod:`sim.kernels.lapack`), Newton and Broyden updates, acceptance, output samples -- runs in

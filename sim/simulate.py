@@ -25,9 +25,11 @@ class Drive:
     ----------
     kind : {"prescribed", "torque", "free"}
     reference : callable or None
-        ``reference(t) -> (s, s_dot, s_ddot)``, each (n_a,) [rad or m and rates].
+        ``reference(t) -> (s, s_dot, s_ddot)``, each (n_a,) [rad or m and rates].  A law that
+        also takes times (k,) and returns (k, n_a) arrays is tabulated in one call per chunk
+        of steps; any other is called once per step (:meth:`table`).
     feedforward : callable or None
-        ``feedforward(t) -> tau`` (n_a,) [N m or N] (torque drives).
+        ``feedforward(t) -> tau`` (n_a,) [N m or N] (torque drives), likewise.
     kp, kd : float
         PD gains (torque drives).
     """

@@ -156,3 +156,28 @@ def test_simeon_two_mode_rod_matches_published_deflection(tmp_path):
         t = f["transient/time"][-1]
     assert abs(t - 0.1) < 1e-9
     assert_allclose(w, 0.1893e-3, rtol=0.01, err_msg="mid-span deflection at t = 0.1 s vs Simeon")
+
+
+def test_drive_tables_agree_for_vectorised_and_scalar_laws():
+    """The step loop reads the drive law as tables over a chunk of steps: a law of arrays of
+    times is called once, a law of one time per instant -- and a law that broadcasts wrongly
+    over as many instants as actuators is caught -- with the same tables as instant by
+    instant."""
+    import math
+    times = np.array([0.1, 0.25])
+    s0, rate = np.array([0.3, -0.2]), np.array([2.0, 5.0])
+
+    def exact(t):
+        return np.array([s0 + rate * x for x in t]), np.tile(rate, (t.size, 1)), np.zeros((t.size, 2))
+
+    laws = {
+        "vectorised": lambda t: (s0 + rate * np.asarray(t)[..., None],
+                                 np.broadcast_to(rate, np.shape(t) + (2,)), np.zeros(np.shape(t) + (2,))),
+        "scalar only": lambda t: (s0 + rate * math.fsum([t]), rate, np.zeros(2)),
+        "broadcasts wrongly": lambda t: (s0 + rate * t, rate, np.zeros(2)),
+    }
+    for name, law in laws.items():
+        S, SD, SDD, FF = Drive("prescribed", reference=law).table(times, 2)
+        for got, want in zip((S, SD, SDD), exact(times)):
+            assert_allclose(got, want, rtol=0, atol=1e-15, err_msg=name)
+        assert FF.shape == (2, 2) and not FF.any() and S.flags.writeable, name

@@ -77,8 +77,12 @@ def _drive_law(spec, model, where):
     from sim.constraints import actuator_values
     from sim.trajectory import ramp_phase
     s0 = actuator_values(model, model.q_home)[0]
+    # Laws of a time (n_a,) or of times (k,) -> (k, n_a) (the transient tabulates them).
     if kind == "constant_rate":
-        return lambda t: (s0 + rate * t, rate.copy(), np.zeros(n_a))
+        def law(t):
+            t = np.asarray(t, dtype=float)[..., None]
+            return s0 + rate * t, np.broadcast_to(rate, t.shape[:-1] + (n_a,)).copy(), np.zeros(t.shape[:-1] + (n_a,))
+        return law
     if kind == "spinup":
         try:
             T = float(spec.get("ramp", 0.0))
@@ -88,7 +92,8 @@ def _drive_law(spec, model, where):
             raise SimError(f"{where} drive_law.ramp must be a positive duration [s], got {spec.get('ramp')!r}")
 
         def law(t):
-            th, thd, thdd = ramp_phase(t, 1.0, T)     # the unit-rate phase of Simo and Vu-Quoc's law
+            # the unit-rate phase of Simo and Vu-Quoc's law
+            th, thd, thdd = ramp_phase(np.asarray(t, dtype=float)[..., None], 1.0, T)
             return s0 + rate * th, rate * thd, rate * thdd
         return law
     raise SimError(f"{where} drive_law.kind must be `constant_rate` or `spinup`, got {kind!r}")
