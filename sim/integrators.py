@@ -291,12 +291,22 @@ def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol,
 
 
 @njit(cache=True, inline="always")
+def _dot(x, y):
+    """``x . y`` as a plain loop: for the short rows here, a BLAS call costs more than the
+    arithmetic."""
+    acc = 0.0
+    for i in range(x.size):
+        acc += x[i] * y[i]
+    return acc
+
+
+@njit(cache=True, inline="always")
 def _row(k, row, nj, phi, J, gamma, v, s, sd, sdd, angle):
     """Constraint row ``k`` of the problem (row ``row`` of the evaluation): value ``C``, rate
     ``C_dot`` and acceleration right-hand side ``gamma``; a driving row (``row >= nj``) is
     ``s - s_ref`` (wrapped for angles), with the law's rates."""
     C = phi[row]
-    C_dot = np.dot(J[row], v)
+    C_dot = _dot(J[row], v)
     rhs = gamma[row]
     if row >= nj:
         i = row - nj
@@ -315,7 +325,7 @@ def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
     tangent stiffness ``w.Kt`` too (drive and damping terms included)."""
     n = a.size
     nj = t.n_joint
-    w.M[:] = 0.0
+    # M needs no reset: the evaluation writes every body's block and M has no other entries.
     w.J[:] = 0.0
     if jacobian:
         w.G[:] = 0.0
@@ -330,7 +340,7 @@ def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
             err = s[k] - w.phi[row]
             if t.angle[k]:
                 err = (err + np.pi) % (2 * np.pi) - np.pi
-            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - np.dot(J[row], v1))
+            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - _dot(J[row], v1))
             for j in range(n):
                 Q[j] += J[row, j] * tau
             if jacobian and sch.kd != 0.0:
@@ -340,19 +350,26 @@ def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
                             w.G[i, j] -= sch.kd * J[row, i] * J[row, j]
     if D.shape[0]:
         for i in range(n):
-            Q[i] -= np.dot(D[i], v1)
+            Q[i] -= _dot(D[i], v1)
         if jacobian:
             G = w.G
             for i in range(n):
                 for j in range(n):
                     G[i, j] -= D[i, j]
     r = w.r
-    for i in range(n):
-        r[i] = np.dot(w.M[i], a) - Q[i]
+    M = w.M
+    for b in range(t.body_v.size):       # M a, body block by body block (M is block diagonal)
+        v0 = t.body_v[b]
+        v1_ = v0 + 6 + t.body_nf[b]
+        for i in range(v0, v1_):
+            acc = 0.0
+            for j in range(v0, v1_):
+                acc += M[i, j] * a[j]
+            r[i] = acc - Q[i]
     for k in range(rows.size):
         row = rows[k]
         C, C_dot, rhs = _row(k, row, nj, w.phi, J, w.gamma, v1, s, sd, sdd, t.angle)
-        r[n + k] = np.dot(J[row], a) - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
+        r[n + k] = _dot(J[row], a) - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
         lk = lam[k]
         for j in range(n):
             r[j] += J[row, j] * lk
