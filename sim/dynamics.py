@@ -43,7 +43,7 @@ integrals, quadratic velocity vector).
 import numpy as np
 
 from . import springs
-from .kernels.stretch import stretch
+from .kernels.stretch import compact, stretch
 from .kinematics import markers
 from .linalg import flush
 from .rotations import cross, quat_to_matrix, skew
@@ -106,8 +106,8 @@ def stretch_terms(model, q, b):
     body = model.bodies[b]
     s = model.q_index[b][0] + 7
     force, tangent = np.zeros(body.n_f), np.zeros((body.n_f, body.n_f))
-    energy = stretch(np.ascontiguousarray(q[s:s + body.n_f]), body.stretch_rows, body.stretch_k,
-                     body.stretch_slopes, force, tangent, True)
+    idx, A, G = compact(body.stretch_rows, body.stretch_slopes)
+    energy = stretch(np.ascontiguousarray(q[s:s + body.n_f]), idx, A, body.stretch_k, G, force, tangent, True)
     return force, tangent, energy
 
 

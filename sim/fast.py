@@ -30,7 +30,7 @@ from numba import njit
 from . import dynamics, springs
 from .constraints import drive_residual
 from .kernels.springs import actuator_springs, springs as lumped_springs
-from .kernels.stretch import stretch
+from .kernels.stretch import compact, stretch
 from .kinematics import pose_terms
 from .linalg import FLUSH_RTOL
 
@@ -631,9 +631,10 @@ class Tables(NamedTuple):
 
     ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`), the second moments
     also as their nonzeros (``g_Tnz``, ``g_Tval``: :func:`_sparse_T`); ``st_*``: the bodies
-    with geometric stiffening, padded to the most elements and elastic coordinates (start of
-    their elastic coordinates in ``q`` and ``v``, count, elongation rows (n_s, e, f), ``EA/L``
-    (n_s, e; 0 on padding), slope matrices (n_s, e, f, f)); ``sp_*``: the lumped springs
+    with geometric stiffening, padded to the most elements and coordinates per element (start
+    of their elastic coordinates in ``q`` and ``v``, count, the coordinates of each element
+    (n_s, e, m), elongation rows (n_s, e, m), ``EA/L`` (n_s, e; 0 on padding), slope matrices
+    (n_s, e, m, m)); ``sp_*``: the lumped springs
     (markers, 6x6 stiffness and damping, home deflections; :mod:`sim.kernels.springs`);
     ``ca_*``: the compliant actuators (indices, stiffness, damping); ``angle`` (n_a,): the
     actuators measured as angles; ``n_joint``: the joint rows before the actuator rows;
@@ -683,6 +684,7 @@ class Tables(NamedTuple):
     st_q: np.ndarray
     st_v: np.ndarray
     st_nf: np.ndarray
+    st_idx: np.ndarray
     st_A: np.ndarray
     st_k: np.ndarray
     st_G: np.ndarray
@@ -722,7 +724,8 @@ def _evaluate_tables(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, w
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
             tangent = np.zeros((n, n)) if with_K else M
-            stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], Q[i:i + n], tangent, with_K)
+            stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], Q[i:i + n], tangent,
+                    with_K)
             if with_K:
                 Kt[i:i + n, i:i + n] += tangent
         if flush:
@@ -770,10 +773,11 @@ def _potential(q, t):
                 for e in range(n):
                     acc += K[b, f, e] * q[qs + 7 + e]
                 elastic += 0.5 * q[qs + 7 + f] * acc
-    scratch = np.zeros(t.st_A.shape[2])
+    scratch = np.zeros(t.body_nf.max() if t.body_nf.size else 0)
     for b in range(t.st_q.size):
         n = t.st_nf[b]
-        elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R, runtime(False))
+        elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R,
+                           runtime(False))
     if t.sp_mi.size:
         v = np.zeros(t.n_v)
         _markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
@@ -810,18 +814,20 @@ KINDS = ("point", "dot", "ddot", "angle")
 
 def _stretch_tables(model):
     """The ``st_*`` fields of :class:`Tables`: the stiffened bodies' elastic starts in ``q`` and
-    ``v``, counts, and their stiffening tables padded to the most elements and coordinates."""
+    ``v``, counts, and their per-element stiffening tables (:func:`sim.kernels.stretch.compact`)
+    padded to the most elements and coordinates per element."""
     bodies = dynamics._stretch_bodies(model)
+    tables = [compact(model.bodies[b].stretch_rows, model.bodies[b].stretch_slopes) for b in bodies]
     n_e = max((model.bodies[b].stretch_k.size for b in bodies), default=0)
-    n_f = max((model.bodies[b].n_f for b in bodies), default=0)
-    A, k, G = np.zeros((len(bodies), n_e, n_f)), np.zeros((len(bodies), n_e)), np.zeros((len(bodies), n_e, n_f, n_f))
-    for i, b in enumerate(bodies):
-        body = model.bodies[b]
-        e, f = body.stretch_k.size, body.n_f
-        A[i, :e, :f], k[i, :e], G[i, :e, :f, :f] = body.stretch_rows, body.stretch_k, body.stretch_slopes
+    m = max((t[0].shape[1] for t in tables), default=0)
+    idx, A = np.zeros((len(bodies), n_e, m), dtype=np.int64), np.zeros((len(bodies), n_e, m))
+    k, G = np.zeros((len(bodies), n_e)), np.zeros((len(bodies), n_e, m, m))
+    for i, (b, (ix, a, g)) in enumerate(zip(bodies, tables)):
+        e, f = ix.shape
+        idx[i, :e, :f], A[i, :e, :f], k[i, :e], G[i, :e, :f, :f] = ix, a, model.bodies[b].stretch_k, g
     return (np.array([model.q_index[b][0] + 7 for b in bodies], dtype=np.int64),
             np.array([model.q_index[b][1] + 6 for b in bodies], dtype=np.int64),
-            np.array([model.bodies[b].n_f for b in bodies], dtype=np.int64), A, k, G)
+            np.array([model.bodies[b].n_f for b in bodies], dtype=np.int64), idx, A, k, G)
 
 
 def _sparse_T(group):
