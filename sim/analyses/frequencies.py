@@ -23,9 +23,9 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
-    from sim.dynamics import mass_matrix
+    from sim.fast import Evaluator
     from sim.ked import has_free_motions
-    from sim.modal import modes
+    from sim.modal import locked_jacobian, modes
     from sim.motion import rigid_motion
     from sim.tracking import track_modes
     from sim.trajectory import from_scenario
@@ -37,11 +37,15 @@ def run(model, scenario, group, progress):
     with progress(m, "frequencies: rigid motion") as bar:
         motion = rigid_motion(model, trajectory, time, progress=bar, condition=False)
     free = has_free_motions(model, motion.q[0])
+    ev = Evaluator(model)
+    rest = np.zeros(model.n_v)
     omegas, shapes, masses = [], [], []
     with progress(m, "frequencies: modes") as bar:
         for q in motion.q:
-            M = mass_matrix(model, q)
-            r = modes(model, q, k + EXTRA_MODES, M=M, free=free, energies=False)
+            E = ev.evaluate(q, rest)     # M and the rows, compiled, in one evaluation
+            M = E.M
+            r = modes(model, q, k + EXTRA_MODES, M=M, free=free, energies=False,
+                      J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
             omegas.append(r.omega)
             shapes.append(r.shapes)
             masses.append(M)
