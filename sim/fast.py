@@ -12,9 +12,10 @@ formulas into three compiled loops:
 * :func:`_rows`: constraint values, Jacobian rows and ``gamma`` (``sim.constraints``).
 
 It computes nothing new: ``tests/test_fast.py`` checks it against the reference kernels to
-round-off on random states of every shipped model.  Geometric stiffening is the compiled
-kernel :func:`sim.kernels.stretch.stretch` (the one :mod:`sim.dynamics` calls too); lumped
-springs and compliant actuators are added with the reference functions.
+round-off on random states of every shipped model.  Geometric stiffening, lumped springs and
+compliant actuators are the compiled kernels of :mod:`sim.kernels` (the ones :mod:`sim.dynamics`
+calls too).  The integrators (:mod:`sim.integrators`), the rigid motion, KED, the frequencies
+along a path and the inverse dynamics evaluate through here.
 
 The model enters the kernels as one typed record, :class:`Tables` (arrays and tuples of
 arrays, fields by name).
