@@ -77,7 +77,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from .fast import _evaluate_tables, _integrate, _potential, _sigint_deferred, runtime
+from .fast import _evaluate_tables, _integrate, _potential, runtime
 from .kernels.lapack import getrf
 
 NEWTON_MAX_ITER = 12
@@ -668,6 +668,7 @@ class GeneralizedAlpha:
                          np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
                          np.zeros((m, m)))
         self.status, self.message = "running", ""
+        self._no_samples = self.samples(0)
         self._initial_acceleration()
 
     @staticmethod
@@ -773,12 +774,6 @@ class GeneralizedAlpha:
                 break
         return taken
 
-    @property
-    def _no_samples(self):
-        if not hasattr(self, "_empty_samples"):
-            self._empty_samples = self.samples(0)
-        return self._empty_samples
-
     def step(self):
         """Advance one step; returns the status message ('' while running)."""
         self.advance(1)
@@ -811,15 +806,3 @@ class HHT(GeneralizedAlpha):
 
 
 METHODS = {"newmark": Newmark, "hht": HHT, "generalized-alpha": GeneralizedAlpha}
-
-
-def load_kernels(ev):
-    """Compile, or load from numba's cache, the step loop now (with Ctrl-C held back:
-    :func:`sim.fast._sigint_deferred`): one step of the free model from home, whatever its
-    outcome."""
-    from .simulate import Drive
-    model = ev.model
-    with _sigint_deferred():
-        integrator = GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4)
-        out = integrator.samples(1)
-        integrator.advance(1, out, every=1)

@@ -160,41 +160,39 @@ def joint_wrenches(model, q, lam, frame="world", ev=None):
 
 
 def _wrench_tables(model):
-    """Per joint: first row, the body whose reference coordinates receive the reaction (marker
-    j's, or marker i's when j is on the ground), the sign (-1: the wrench on the ground side)
-    and whether any body receives it."""
-    slices = joint_row_slices(model)
-    start = np.array([sl.start for sl in slices], dtype=int)
-    body, sign = [], []
-    for joint in model.joints:
-        on_j = model.markers[joint.marker_j].body >= 0
-        body.append(model.markers[joint.marker_j if on_j else joint.marker_i].body)
-        sign.append(1.0 if on_j else -1.0)
-    body = np.array(body, dtype=int)
-    return start, body, np.array(sign), body >= 0
+    """Per joint, for :func:`_wrenches`: its first row; which joints load a body (``live``);
+    for those, the sign (-1: marker j on the ground, the wrench on the ground side), the body
+    that receives the reaction, that body's six reference columns of ``v``, and the markers
+    i and j."""
+    start = np.array([sl.start for sl in joint_row_slices(model)], dtype=int)
+    on_j = np.array([model.markers[j.marker_j].body >= 0 for j in model.joints], dtype=bool)
+    body = np.array([model.markers[j.marker_j if o else j.marker_i].body for j, o in zip(model.joints, on_j)],
+                    dtype=int)
+    live = body >= 0
+    b = body[live]
+    cols = np.array([model.q_index[x][1] for x in b], dtype=int).reshape(-1, 1) + np.arange(6)
+    mi = np.array([j.marker_i for j in model.joints], dtype=int)[live]
+    mj = np.array([j.marker_j for j in model.joints], dtype=int)[live]
+    return start, live, np.where(on_j, 1.0, -1.0)[live], b, cols, mi, mj
 
 
 def _wrenches(model, q, lam, J, p, A, frame, tables=None):
     """:func:`joint_wrenches` from the joint rows ``J`` and the marker origins ``p`` and axes
     ``A`` at ``q``, all joints at once."""
-    start, body, sign, live = _wrench_tables(model) if tables is None else tables
+    start, live, sign, b, cols, mi, mj = _wrench_tables(model) if tables is None else tables
     out = np.zeros((len(model.joints), 6))
     if not live.any():
         return out
-    # generalized force of each joint's rows: -sum_rows J_row lam_row, rows of a joint contiguous
+    # generalized force of each joint's rows: -sum_rows J_row lam_row (a joint's rows are contiguous)
     G = -np.add.reduceat(J * lam[:J.shape[0], None], start, axis=0)
-    r_WB, R_WB = body_frames(model, q)
-    b = body[live]
-    cols = np.array([model.q_index[x][1] for x in b])[:, None] + np.arange(6)
     g = G[np.flatnonzero(live)[:, None], cols]
+    r_WB, R_WB = body_frames(model, q)
     force = g[:, :3]
-    mj = np.array([model.joints[k].marker_j for k in np.flatnonzero(live)])
     moment = np.einsum("kij,kj->ki", R_WB[b], g[:, 3:6]) - np.cross(p[mj] - r_WB[b], force)
-    wrench = sign[live][:, None] * np.concatenate([force, moment], axis=1)
+    wrench = sign[:, None] * np.concatenate([force, moment], axis=1)
     if frame == "joint":
-        Ai = A[np.array([model.joints[k].marker_i for k in np.flatnonzero(live)])]
-        wrench = np.concatenate([np.einsum("kji,kj->ki", Ai, wrench[:, :3]),
-                                 np.einsum("kji,kj->ki", Ai, wrench[:, 3:])], axis=1)
+        wrench = np.concatenate([np.einsum("kji,kj->ki", A[mi], wrench[:, :3]),
+                                 np.einsum("kji,kj->ki", A[mi], wrench[:, 3:])], axis=1)
     out[live] = wrench
     return out
 

@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from .fast import Evaluator
-from .integrators import METHODS, load_kernels as load_kernels_step
+from .fast import Evaluator, _sigint_deferred
+from .integrators import METHODS, GeneralizedAlpha
 from .kinematics import pose, sensor_values
 from .motion import load_kernels as load_kernels_motion
 
@@ -120,7 +120,10 @@ def load_kernels(model):
     evaluation, the rigid reference's sample loop and the step loop."""
     ev = Evaluator(model)
     load_kernels_motion(model, ev)
-    load_kernels_step(ev)
+    # One step of the free model from home, whatever its outcome, with Ctrl-C held back.
+    with _sigint_deferred():
+        integrator = GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4)
+        integrator.advance(1, integrator.samples(1), every=1)
 
 
 class _Markers:
