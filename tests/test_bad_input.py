@@ -234,3 +234,17 @@ def test_interrupted_run(tmp_path):
     if out.exists():
         with h5py.File(out, "r") as f:
             assert f.attrs["status"] == "incomplete" and f.attrs["message"] == "interrupted"
+
+
+def test_transient_drive_law_on_bodies_held_by_springs_only(sim_run):
+    """The Delta-Surgiscope's links hang on lumped springs: turning its motors places no
+    body, so a drive-law transient has no rigid reference to measure the deviation from."""
+    code, err, out = sim_run(f"""\
+[model]
+file = "{MODELS / 'delta_surgiscope.py'}"
+[transient]
+step = 1e-3
+duration = 0.01
+drive_law = {{ kind = "constant_rate", rate = 1.0 }}
+""")
+    check_outcome(code, err, out, "s.toml: [transient]", "`delta_surgiscope`", "held by springs only")

@@ -228,6 +228,12 @@ def reference(model, scenario, table, progress):
     traj = scenario.data.get("trajectory")
     duration = table["duration"]
     if table.get("drive_law") is not None:
+        if not model.pose_determined:
+            # As sim.assembly.solve_pose: the rigid reference (and the deviation from it) needs
+            # joints that place every body once the actuators are set.
+            raise SimError(f"{where} `{model.name}`: its joints do not determine the configuration from the "
+                           f"actuators (bodies held by springs only), so there is no rigid reference to "
+                           f"deviate from; join those bodies with joints")
         law = _drive_law(table["drive_law"], model, where)
         if duration is None:
             raise SimError(f"{where} duration is required with drive_law")
