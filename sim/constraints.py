@@ -12,66 +12,26 @@ Actuator rows follow the joint rows: ``s(q) - s_target``, for the rigid actuator
 compliant actuator is a spring, :mod:`sim.springs`).  ``gamma`` is the velocity-quadratic
 part of ``-C_ddot`` (``C_q q_ddot = gamma`` for constant targets); a driving law adds its
 second derivative ``s_target_ddot`` (see :func:`constraints`).
-Each primitive is evaluated for all its rows at once.
+The rows are evaluated by the compiled kernel :func:`sim.kernels.rows.rows`.
 """
 import numpy as np
 
+from .kernels import rows as kernel
 from .kinematics import markers
 
 
-def _eval(model, ms, with_rates):
-    """phi (n_rows,), J (n_rows, n_v), gamma (n_rows,) or None over all joint and actuator rows."""
-    n, n_v = model.rows["n_total"], model.n_v
-    phi = np.zeros(n)
-    J = np.zeros((n, n_v))
-    gamma = np.zeros(n) if with_rates else None
-    t = model.rows["point"]
-    if t["row"].size:
-        rows = t["row"][:, None] + np.arange(3)
-        phi[rows] = ms.p[t["mj"]] - ms.p[t["mi"]]
-        J[rows] = ms.Jp[t["mj"]] - ms.Jp[t["mi"]]
-        if with_rates:
-            gamma[rows] = -(ms.pq[t["mj"]] - ms.pq[t["mi"]])
-    t = model.rows["dot"]
-    if t["row"].size:
-        mi, mj, ai, aj = t["mi"], t["mj"], t["ai"], t["aj"]
-        a, b = ms.A[mi, :, ai], ms.A[mj, :, aj]
-        phi[t["row"]] = np.sum(a * b, axis=1)
-        J[t["row"]] = np.einsum("rk,rkv->rv", b, ms.Ja[mi, ai]) + np.einsum("rk,rkv->rv", a, ms.Ja[mj, aj])
-        if with_rates:
-            ad, bd = ms.Ad[mi, :, ai], ms.Ad[mj, :, aj]
-            aq, bq = ms.Aq[mi, :, ai], ms.Aq[mj, :, aj]
-            gamma[t["row"]] = -np.sum(aq * b + 2 * ad * bd + a * bq, axis=1)
-    t = model.rows["ddot"]
-    if t["row"].size:
-        mi, mj, ai = t["mi"], t["mj"], t["ai"]
-        a = ms.A[mi, :, ai]
-        d = ms.p[mj] - ms.p[mi]
-        phi[t["row"]] = np.sum(a * d, axis=1)
-        J[t["row"]] = np.einsum("rk,rkv->rv", d, ms.Ja[mi, ai]) + np.einsum("rk,rkv->rv", a, ms.Jp[mj] - ms.Jp[mi])
-        if with_rates:
-            ad, aq = ms.Ad[mi, :, ai], ms.Aq[mi, :, ai]
-            dd, dq = ms.pd[mj] - ms.pd[mi], ms.pq[mj] - ms.pq[mi]
-            gamma[t["row"]] = -np.sum(aq * d + 2 * ad * dd + a * dq, axis=1)
-    t = model.rows["angle"]
-    if t["row"].size:
-        mi, mj = t["mi"], t["mj"]
-        xi, yi, xj = ms.A[mi, :, 0], ms.A[mi, :, 1], ms.A[mj, :, 0]
-        X, Y = np.sum(xj * xi, axis=1), np.sum(xj * yi, axis=1)
-        JX = np.einsum("rk,rkv->rv", xi, ms.Ja[mj, 0]) + np.einsum("rk,rkv->rv", xj, ms.Ja[mi, 0])
-        JY = np.einsum("rk,rkv->rv", yi, ms.Ja[mj, 0]) + np.einsum("rk,rkv->rv", xj, ms.Ja[mi, 1])
-        r2 = (X**2 + Y**2)[:, None]
-        phi[t["row"]] = np.arctan2(Y, X)
-        J[t["row"]] = (X[:, None] * JY - Y[:, None] * JX) / r2
-        if with_rates:
-            xid, yid, xjd = ms.Ad[mi, :, 0], ms.Ad[mi, :, 1], ms.Ad[mj, :, 0]
-            xiq, yiq, xjq = ms.Aq[mi, :, 0], ms.Aq[mi, :, 1], ms.Aq[mj, :, 0]
-            Xd, Yd = np.sum(xjd * xi + xj * xid, axis=1), np.sum(xjd * yi + xj * yid, axis=1)
-            Xq = np.sum(xjq * xi + 2 * xjd * xid + xj * xiq, axis=1)
-            Yq = np.sum(xjq * yi + 2 * xjd * yid + xj * yiq, axis=1)
-            r2 = r2[:, 0]
-            gamma[t["row"]] = -((X * Yq - Y * Xq) / r2 - 2 * (X * Yd - Y * Xd) * (X * Xd + Y * Yd) / r2**2)
-    return phi, J, gamma
+def _eval(model, q, v, ms):
+    """phi (n_rows,), J (n_rows, n_v), gamma (n_rows,) or None over all joint and actuator rows
+    (:func:`sim.kernels.rows.rows`), from the marker state ``ms`` if given."""
+    ms = markers(model, q, v) if ms is None else ms
+    if v is not None and ms.pd is None:
+        raise ValueError("constraints with velocities need the marker state at those velocities")
+    t = ms.tables
+    n = model.rows["n_total"]
+    phi, J, gamma, none = np.zeros(n), np.zeros((n, model.n_v)), np.zeros(n), np.zeros((0, 0))
+    kernel.rows(t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, t.p, t.A, t.Jp, t.Ja, t.pd, t.Ad, t.pq, t.Aq, phi, J,
+                gamma, t.dpq, t.dAq, none, False)
+    return phi, J, (None if v is None else gamma)
 
 
 def drive_residual(model, s, targets, angle=None):
@@ -108,8 +68,13 @@ def constraints(model, q, v=None, targets=None, target_acc=None, ms=None, all_dr
     J : ndarray, shape (n_c, n_v)
     gamma : ndarray, shape (n_c,), only when ``v`` is given
     """
-    ms = markers(model, q, v) if ms is None else ms
-    phi, J, gamma = _eval(model, ms, v is not None)
+    phi, J, gamma = _eval(model, q, v, ms)
+    return select(model, phi, J, gamma, targets, target_acc, all_drives)
+
+
+def select(model, phi, J, gamma, targets=None, target_acc=None, all_drives=False):
+    """The rows :func:`constraints` returns, from all joint and actuator rows ``phi`` (n_rows,),
+    ``J`` (n_rows, n_v) and ``gamma`` (n_rows,, or None); arguments as there."""
     nj = model.rows["n_joint"]
     if targets is None:
         phi, J = phi[:nj], J[:nj]
@@ -124,14 +89,13 @@ def constraints(model, q, v=None, targets=None, target_acc=None, ms=None, all_dr
             keep = np.concatenate([np.ones(nj, dtype=bool), ~compliant])
             phi, J = phi[keep], J[keep]
             gamma = None if gamma is None else gamma[keep]
-    return (phi, J) if v is None else (phi, J, gamma)
+    return (phi, J) if gamma is None else (phi, J, gamma)
 
 
 def actuator_values(model, q, ms=None, v=None):
     """Actuator coordinates (n_a,) [rad or m] and their Jacobian (n_a, n_v) -- of every
     actuator, rigid or compliant.  With ``v``, also ``gamma_s`` (n_a,): ``s_ddot = J_s a -
     gamma_s``."""
-    ms = (markers(model, q) if v is None else markers(model, q, v)) if ms is None else ms
-    phi, J, gamma = _eval(model, ms, v is not None)
+    phi, J, gamma = _eval(model, q, v, ms)
     nj = model.rows["n_joint"]
     return (phi[nj:], J[nj:]) if v is None else (phi[nj:], J[nj:], gamma[nj:])

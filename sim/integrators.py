@@ -77,7 +77,9 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from .fast import _evaluate_tables, _integrate, _potential, runtime
+from .kernels.common import runtime
+from .kernels.equations import evaluate, potential
+from .kernels.frames import integrate
 from .kernels.lapack import getrf
 
 NEWTON_MAX_ITER = 12
@@ -331,7 +333,7 @@ def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
         w.G[:] = 0.0
         w.Gg[:] = 0.0
         w.Kt[:] = 0.0
-    _evaluate_tables(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0],
+    evaluate(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0],
                      jacobian, jacobian, jacobian, runtime(True))
     Q, J = w.Q, w.J
     if sch.kind == 2:
@@ -384,7 +386,7 @@ def _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
         a_hat = sch.c * a[i] + w.offset[i]
         w.v1[i] = w.v_base[i] + hg * a_hat
         w.dq[i] = w.dq_base[i] + hhb * a_hat
-    _integrate(st.q, w.dq, t.body_q, t.body_v, t.body_nf, w.q1)
+    integrate(st.q, w.dq, t.body_q, t.body_v, t.body_nf, w.q1)
     _equations(w.q1, w.v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian)
 
 
@@ -460,7 +462,6 @@ def _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
 def _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
     """One attempt at the step from the predictor: ``(code, iterations, err, rate)``, ``code``
     0 when converged, else a key of :data:`FAILURES`."""
-    n = a.size
     have_r = False
     if st.counts[LU_OK] == 0 or fresh or st.counts[DELTA_OK] == 0:
         # The known part follows the state; delta varies slowly; while Newton contracts
@@ -524,7 +525,7 @@ def _step(st, t, sch, rows, s, sd, sdd, ff, D, w):
         st.v[i] = w.v_base[i] + h * g * a_hat
         w.dq[i] = w.dq_base[i] + h * h * b * a_hat
         st.a_hat[i] = a_hat
-    _integrate(st.q.copy(), w.dq, t.body_q, t.body_v, t.body_nf, st.q)
+    integrate(st.q.copy(), w.dq, t.body_q, t.body_v, t.body_nf, st.q)
     st.a_prev[:] = st.a
     st.lam_prev[:] = st.lam
     st.a[:] = a
@@ -553,7 +554,7 @@ def _record(st, t, sch, rows, s, sd, sdd, ff, D, w, out):
     for k in range(rows.size):
         C = _row(k, rows[k], t.n_joint, w.phi, w.J, w.gamma, st.v, s, sd, sdd, t.angle)[0]
         violation += C * C
-    gravity, elastic = _potential(st.q, t)
+    gravity, elastic = potential(st.q, t)
     out.energy[j, 0], out.energy[j, 1], out.energy[j, 2] = kinetic, gravity, elastic
     out.violation[j] = np.sqrt(violation)
     out.iterations[j] = st.counts[MAX_SINCE]
@@ -750,7 +751,7 @@ class GeneralizedAlpha:
         if self.status != "running":
             raise RuntimeError(f"cannot step a {self.status} integrator")
         out = self._no_samples if out is None else out
-        sch, st = self.scheme, self.state
+        sch = self.scheme
         total = self.n_steps + count if total is None else total
         taken = 0
         while taken < count:

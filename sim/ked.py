@@ -43,7 +43,9 @@ from numba import njit
 
 from .assembly import SINGULAR_RATIO
 from .dynamics import mass_and_forces
-from .fast import Evaluator, _evaluate_tables, _sigint_deferred, runtime
+from .fast import Evaluator, _sigint_deferred
+from .kernels.common import runtime
+from .kernels.equations import evaluate
 from .kinematics import pose_jacobian
 from .linalg import flush
 from .modal import modes, static_response
@@ -303,10 +305,10 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
     for k in range(vs.shape[0]):
         # Q(q, 0) first: the second evaluation leaves M and J of the state itself.
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
-        _evaluate_tables(qs[k], rest, tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
+        evaluate(qs[k], rest, tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
         F[:, 1] = Q
         J[:] = 0.0
-        _evaluate_tables(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
+        evaluate(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
         F[:, 0] = Q - M @ accs[k]
         lam, sh, msh, X_new, sweeps[k], U = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X,
                                                    X_prev, r, tol, seed_iter if fresh else max_iter, basis_max, F)

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rotations import cross, quat_multiply, quat_from_rotvec, quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
+from .kernels import frames, markers as kernel
+from .kernels.equations import Tables
+from .rotations import quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
+from .tables import tables
+
+_BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
 
 
 def _starts(model):
@@ -34,17 +39,13 @@ def body_frames(model, q):
 
 
 def integrate(model, q, dv):
-    """Configuration ``q ⊕ dv``: translations and elastic coordinates add, rotations compose.
-
-    ``R_WB <- R_WB exp(skew(dw_B))``, the rotation increment being in body components.
-    """
-    sq, sv = _starts(model)
-    out = q.copy()
-    out[sq[:, None] + np.arange(3)] += dv[sv[:, None] + np.arange(3)]
-    p = q[sq[:, None] + 3 + np.arange(4)]
-    p = quat_multiply(p, quat_from_rotvec(dv[sv[:, None] + 3 + np.arange(3)]))
-    out[sq[:, None] + 3 + np.arange(4)] = p / np.linalg.norm(p, axis=1, keepdims=True)
-    out[model.q_elastic] += dv[model.v_elastic]
+    """Configuration ``q ⊕ dv`` (n_q,): translations and elastic coordinates add, rotations
+    compose, ``R_WB <- R_WB exp(skew(dw_B))``, the rotation increment being in body components
+    (:func:`sim.kernels.frames.integrate`)."""
+    t = model.kernel
+    out = np.empty(model.n_q)
+    frames.integrate(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(dv, dtype=float),
+                     t[_BODY_Q], t[_BODY_V], t[_BODY_NF], out)
     return out
 
 
@@ -55,8 +56,10 @@ class MarkerState:
     ``p`` (n_m, 3) origins; ``A`` (n_m, 3, 3) axes as columns (world); ``Jp`` (n_m, 3, n_v),
     ``Ja`` (n_m, 3 axes, 3, n_v), ``Jw`` (n_m, 3, n_v) Jacobians of origin, axes and angular
     velocity; with velocities: ``pd``, ``Ad`` first derivatives (Ad[m, :, k] = axis k),
-    ``pq``, ``Aq`` velocity-quadratic accelerations; ``w`` (n_m, 3) angular velocities and
-    ``wq`` their velocity-quadratic derivative ``R_WB (w_B x E q_f_dot)``.
+    ``pq``, ``Aq`` velocity-quadratic accelerations and ``wq`` (n_m, 3) the velocity-quadratic
+    derivative ``R_WB (w_B x E q_f_dot)`` of the angular velocity.  ``tables``: the kernels'
+    record (:class:`sim.kernels.equations.Tables`) holding the same kinematics with local
+    Jacobians, for the kernels that take them.
     """
 
     p: np.ndarray
@@ -68,67 +71,37 @@ class MarkerState:
     Ad: np.ndarray | None = None
     pq: np.ndarray | None = None
     Aq: np.ndarray | None = None
-    w: np.ndarray | None = None
     wq: np.ndarray | None = None
+    tables: tuple | None = None
+
+
+def _dense(local, cols, n_v):
+    """Local Jacobians (n_m, ..., n_loc) on the columns ``cols`` (n_m, n_loc; -1: none) of
+    ``v`` as dense ones (n_m, ..., n_v)."""
+    n_m, n_loc = cols.shape
+    flat = local.reshape(n_m, -1, n_loc)
+    out = np.zeros(flat.shape[:2] + (n_v + 1,))
+    out[np.arange(n_m)[:, None, None], np.arange(flat.shape[1])[None, :, None], cols[:, None, :]] = flat
+    return out[..., :n_v].reshape(local.shape[:-1] + (n_v,))    # column -1 (none): the padding column n_v
 
 
 def markers(model, q, v=None):
-    """Poses, Jacobians and (with ``v``) rates of all markers; see the module docstring."""
-    n_m, n_v = len(model.markers), model.n_v
-    r_b, R_b = body_frames(model, q)
-    R_ext = np.concatenate([R_b, np.eye(3)[None]])          # index -1: ground
-    r_ext = np.concatenate([r_b, np.zeros((1, 3))])
-    R = R_ext[model.marker_body]
-    r = r_ext[model.marker_body]
-    qf = np.append(q, 0.0)[model.marker_qf]
-    D, E, R_BM = model.marker_D, model.marker_E, model.marker_R
-    u = model.marker_p0 + np.einsum("mkf,mf->mk", D, qf)
-    th = np.einsum("mkf,mf->mk", E, qf)
-    Ap = R_BM + skew(th) @ R_BM                                  # a' = a_B + th x a_B
-    p = r + np.einsum("mij,mj->mi", R, u)
-    A = R @ Ap
-    nf = D.shape[2]
-    Jp_loc = np.zeros((n_m, 3, 6 + nf))
-    Jp_loc[:, :, :3] = np.eye(3)
-    Jp_loc[:, :, 3:6] = -R @ skew(u)
-    Jp_loc[:, :, 6:] = R @ D
-    Ja_loc = np.zeros((n_m, 3, 3, 6 + nf))
-    Ja_loc[:, :, :, 3:6] = -R[:, None] @ skew(np.swapaxes(Ap, 1, 2))
-    Ja_loc[:, :, :, 6:] = -R[:, None] @ skew(np.swapaxes(R_BM, 1, 2)) @ E[:, None]
-    Jw_loc = np.zeros((n_m, 3, 6 + nf))
-    Jw_loc[:, :, 3:6] = R
-    Jw_loc[:, :, 6:] = R @ E
-    cols = model.marker_vcols
-    Jp = np.zeros((n_m, 3, n_v + 1))
-    Ja = np.zeros((n_m, 3, 3, n_v + 1))
-    Jw = np.zeros((n_m, 3, n_v + 1))
-    m = np.arange(n_m)[:, None, None]
-    k = np.arange(3)[None, :, None]
-    Jp[m, k, cols[:, None, :]] = Jp_loc
-    Jw[m, k, cols[:, None, :]] = Jw_loc
-    Ja[m[..., None], k[..., None], np.arange(3)[None, None, :, None], cols[:, None, None, :]] = Ja_loc
-    # Ground markers wrote into the padding column n_v, which is dropped here.
-    Jp, Ja, Jw = Jp[..., :n_v], Ja[..., :n_v], Jw[..., :n_v]
-    Jp[model.marker_body < 0] = 0.0
-    Ja[model.marker_body < 0] = 0.0
-    Jw[model.marker_body < 0] = 0.0
-    if v is None:
-        return MarkerState(p, A, Jp, Ja, Jw)
-    v_ext = np.append(v, 0.0)
-    vr, w, qfd = v_ext[cols[:, :3]], v_ext[cols[:, 3:6]], v_ext[cols[:, 6:]]
-    ud = np.einsum("mkf,mf->mk", D, qfd)
-    thd = np.einsum("mkf,mf->mk", E, qfd)
-    wu = cross(w, u)
-    pd = vr + np.einsum("mij,mj->mi", R, wu + ud)
-    pq = np.einsum("mij,mj->mi", R, cross(w, wu + 2 * ud))
-    ta = skew(thd) @ R_BM                                        # (E q_f_dot) x a_B, per axis column
-    Wm = skew(w)
-    wa = Wm @ Ap
-    Ad = R @ (wa + ta)
-    Aq = R @ (Wm @ (wa + 2 * ta))
-    w_W = np.einsum("mij,mj->mi", R, w + thd)
-    wq = np.einsum("mij,mj->mi", R, cross(w, thd))
-    return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, w_W, wq)
+    """Poses, Jacobians and (with ``v``) rates of all markers; see the module docstring and
+    :func:`sim.kernels.markers.markers`, which computes them.
+
+    Returns
+    -------
+    MarkerState
+    """
+    t = tables(model)
+    zero = v is None
+    v = np.zeros(model.n_v) if zero else np.ascontiguousarray(v, dtype=float)
+    kernel.markers(np.ascontiguousarray(q, dtype=float), v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E,
+                   t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja, t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, False)
+    Jp, Ja, Jw = (_dense(x, t.cols, model.n_v) for x in (t.Jp, t.Ja, t.Jw))
+    if zero:
+        return MarkerState(t.p, t.A, Jp, Ja, Jw, tables=t)
+    return MarkerState(t.p, t.A, Jp, Ja, Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t)
 
 
 def pose(model, q, ms=None):

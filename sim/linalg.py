@@ -17,8 +17,9 @@ import scipy.linalg
 import scipy.linalg.lapack
 from numba import njit
 
+from .kernels.common import FLUSH_RTOL
+
 SVD_DRIVER = "gesvd"
-FLUSH_RTOL = 1e-20
 
 
 def flush(A):

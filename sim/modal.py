@@ -27,6 +27,7 @@ from .constraints import actuator_values, constraints
 from .dynamics import mass_matrix, stiffness_matrix
 from .kinematics import markers
 from .linalg import null_space, partitioned_null_space
+from .tables import compliant
 
 NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
 FREE_RTOL = 1e-9       # singular values of the deformation rows below this (relative): free motions
@@ -81,7 +82,7 @@ def constraint_jacobian(model, q, locked=True, ms=None):
 def locked_jacobian(model, J, J_s):
     """Constraint Jacobian (n_c, n_v) with the actuators locked, from the joint rows ``J`` and
     the actuator rows ``J_s`` (n_a, n_v): the compliant actuators stay springs."""
-    return np.vstack([J, J_s[~springs.compliant_mask(model)]])
+    return np.vstack([J, J_s[~compliant(model)]])
 
 
 def constraint_null_space(model, q, locked=True, ms=None):
@@ -115,7 +116,7 @@ def deformation_rows(model, q, J_s=None):
         for K6, J in zip(model.spring_tables["K"], Jd):
             lam, U = np.linalg.eigh(0.5 * (K6 + K6.T))
             rows.append(U[:, lam > 1e-12 * max(lam.max(), 1e-300)].T @ J)
-    mask = springs.compliant_mask(model)
+    mask = compliant(model)
     if mask.any():
         rows.append((actuator_values(model, q)[1] if J_s is None else J_s)[mask])
     return np.vstack(rows)
@@ -148,7 +149,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     ModalResult
     """
     M = mass_matrix(model, q) if M is None else M
-    K = stiffness_matrix(model, q, J_s) if K is None else K
+    K = stiffness_matrix(model, q) if K is None else K
     N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
     Mn = N.T @ M @ N
     Mn = 0.5 * (Mn + Mn.T)
@@ -208,7 +209,7 @@ def static_response(model, q, loads, K=None, J=None, J_s=None):
     -------
     ndarray, shape (n_v, m)
     """
-    K = stiffness_matrix(model, q, J_s) if K is None else K
+    K = stiffness_matrix(model, q) if K is None else K
     N = constrained_basis(model, constraint_jacobian(model, q) if J is None else J)
     Kn = N.T @ K @ N
     b = N.T @ loads
@@ -250,7 +251,7 @@ def body_energies(model, q, shapes, M=None):
         for s, (spring, K6) in enumerate(zip(model.springs, model.spring_tables["K"])):
             d = Jd[s] @ shapes
             ela[:, _lumped_owner(model, spring.marker_i, spring.marker_j)] += np.einsum("ik,ij,jk->k", d, K6, d)
-    mask = springs.compliant_mask(model)
+    mask = compliant(model)
     if mask.any():
         J_s = actuator_values(model, q, ms)[1]
         for a, act in enumerate(model.actuators):

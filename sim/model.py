@@ -33,6 +33,7 @@ References
 A. A. Shabana, *Dynamics of Multibody Systems*, 4th ed., 2013, ch. 5.
 S. Briot, W. Khalil, *Dynamics of Parallel Robots*, Springer, 2015 (markers and loops).
 """
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,14 +204,7 @@ class Model:
     ee_marker: int
     pose_kinds: tuple
     pose_names: tuple
-    # per-marker gather tables (entity axis first; index n_q / n_v points at a zero slot)
-    marker_body: np.ndarray      # (n_m,)
-    marker_qf: np.ndarray        # (n_m, n_fmax) indices into q (padded with n_q)
-    marker_vcols: np.ndarray     # (n_m, 6 + n_fmax) indices into v (padded with n_v)
-    marker_D: np.ndarray         # (n_m, 3, n_fmax)
-    marker_E: np.ndarray         # (n_m, 3, n_fmax)
-    marker_p0: np.ndarray        # (n_m, 3)
-    marker_R: np.ndarray         # (n_m, 3, 3)
+    marker_body: np.ndarray      # (n_m,) each marker's body (-1: ground)
     rows: dict                   # primitive tables, see sim.constraints
     row_names: tuple
     springs: tuple = ()
@@ -220,6 +214,8 @@ class Model:
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
     home_ranks: tuple = ()       # see sim.assembly.regularity
     pose_determined: bool = True  # see sim.assembly.pose_determined
+    # The constant tables of the compiled kernels (sim.tables.constants), built with the model.
+    kernel: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def body_names(self):
@@ -638,8 +634,10 @@ class ModelBuilder:
 
 
 def _replace(model, **changes):
-    import dataclasses
-    return dataclasses.replace(model, **changes)
+    """A copy of ``model`` with ``changes``, its kernel tables rebuilt (:mod:`sim.tables`)."""
+    from .tables import constants
+    model = dataclasses.replace(model, **changes)
+    return dataclasses.replace(model, kernel=constants(model))
 
 
 def _make_body(spec):
@@ -724,8 +722,8 @@ def _make_body(spec):
                 stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
                 substructure=spec["substructure"])
     if spec["stiffening"]:
-        body = _replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
-                        stretch_slopes=B.T @ mats["stretch_G"] @ B)
+        body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
+                                   stretch_slopes=B.T @ mats["stretch_G"] @ B)
     return body, (r_WB, R_WB)
 
 
@@ -761,28 +759,12 @@ def _finalise(name, bodies, markers, joints, actuators, sensors, gravity, frames
         iv += 6 + body.n_f
         q0 += [r, quat_from_matrix(R), np.zeros(body.n_f)]
     n_q, n_v = iq, iv
-    n_m = len(markers)
-    n_fmax = max([m.D.shape[1] for m in markers] + [0])
-    marker_qf = np.full((n_m, n_fmax), n_q)
-    marker_vcols = np.full((n_m, 6 + n_fmax), n_v)
-    marker_D = np.zeros((n_m, 3, n_fmax))
-    marker_E = np.zeros((n_m, 3, n_fmax))
-    for k, m in enumerate(markers):
-        if m.body < 0:
-            continue
-        sq, sv = q_index[m.body]
-        nf = m.D.shape[1]
-        marker_qf[k, :nf] = sq + 7 + np.arange(nf)
-        marker_vcols[k, :6 + nf] = sv + np.arange(6 + nf)
-        marker_D[k, :, :nf], marker_E[k, :, :nf] = m.D, m.E
     rows, row_names = _row_tables(joints, actuators)
-    return Model(name=name, bodies=bodies, markers=markers, joints=joints, actuators=actuators, sensors=sensors,
+    model = Model(name=name, bodies=bodies, markers=markers, joints=joints, actuators=actuators, sensors=sensors,
                  gravity=gravity, q_home=np.concatenate(q0), q_index=tuple(q_index), n_q=n_q, n_v=n_v, ee_marker=ee,
                  pose_kinds=kinds, pose_names=names, marker_body=np.array([m.body for m in markers], dtype=int),
-                 marker_qf=marker_qf, marker_vcols=marker_vcols, marker_D=marker_D, marker_E=marker_E,
-                 marker_p0=np.array([m.p_BM_B for m in markers]).reshape(-1, 3),
-                 marker_R=np.array([m.R_BM for m in markers]).reshape(-1, 3, 3), rows=rows,
-                 row_names=row_names, notes=notes, body_groups=_body_groups(bodies, q_index))
+                 rows=rows, row_names=row_names, notes=notes, body_groups=_body_groups(bodies, q_index))
+    return _replace(model)
 
 
 def _row_tables(joints, actuators):

@@ -23,9 +23,12 @@ from .assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO
                        assemble, correct, solve_pose)
 from .constraints import constraints
 from .errors import SimError
-from .fast import Evaluator, _evaluate_tables, _flush, _integrate, _sigint_deferred, runtime
+from .fast import Evaluator, _sigint_deferred
+from .kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
+from .kernels.equations import evaluate
+from .kernels.frames import integrate
 from .kinematics import markers, pose_jacobian, pose_rates
-from .linalg import FLUSH_RTOL, flush, lu_solve, normal_solver, sparse_lu
+from .linalg import flush, lu_solve, normal_solver, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
@@ -112,7 +115,7 @@ def _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, x_target, n_v, A, phi_ou
         phi_out[nj + r] = p[e, pose_rows[r]] - x_target[r]
         for k in range(rigid.size):
             A[nj + r, k] = Jx[r, rigid[k]]
-    _flush(A, FLUSH_RTOL)
+    flush_roundoff(A, FLUSH_RTOL)
     return Jx
 
 
@@ -123,7 +126,7 @@ def _kinematics(q, v, tables, phi, J, gamma):
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
-    _evaluate_tables(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0), runtime(False),
+    evaluate(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0), runtime(False),
                      runtime(False), runtime(True), runtime(False))
 
 
@@ -161,7 +164,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
         for i in range(n_v):
             dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
         q1 = np.empty_like(q)
-        _integrate(q, dv, body_q, body_v, body_nf, q1)
+        integrate(q, dv, body_q, body_v, body_nf, q1)
         _kinematics(q1, zero, tables, phi, J, gamma)
         _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
         norm = np.abs(res).max()
@@ -179,7 +182,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
             dv[:] = 0.0
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
-            _integrate(q1, dv, body_q, body_v, body_nf, q_try)
+            integrate(q1, dv, body_q, body_v, body_nf, q_try)
             _kinematics(q_try, zero, tables, phi, J, gamma)
             _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
             norm_new = np.abs(res).max()
@@ -278,7 +281,7 @@ def _fast_segments(model, ev):
     w = ev.work
     return (ev.tables, w["p"], w["Jp"], w["pq"], ev.cols, int(model.ee_marker),
             np.array(["xyz".index(k) for k in kinds], dtype=np.int64), np.asarray(model.v_rigid, dtype=np.int64),
-            int(ev.n_joint), ev.body_q, ev.body_v, ev.body_nf)
+            int(ev.n_joint), ev.tables.body_q, ev.tables.body_v, ev.tables.body_nf)
 
 
 def load_kernels(model, ev=None):

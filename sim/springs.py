@@ -1,9 +1,8 @@
 r"""Lumped compliance of a model: 6x6 springs between markers and compliant actuators.
 
 The equations are the compiled kernels of :mod:`sim.kernels.springs`; the functions here
-allocate and call them with the dense marker Jacobians of :func:`sim.kinematics.markers`
-(the compiled evaluator, :class:`sim.fast.Evaluator`, calls the same kernels with its local
-ones).
+allocate and call them with the marker kinematics of :func:`sim.kinematics.markers` (their
+local Jacobians), as the compiled evaluation (:func:`sim.kernels.equations.evaluate`) does.
 """
 from typing import NamedTuple
 
@@ -34,34 +33,6 @@ class Lumped(NamedTuple):
     energy: float
 
 
-def compliant_mask(model):
-    """Boolean (n_a,): actuators that are springs rather than constraints."""
-    return np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
-
-
-def actuator_tables(model):
-    """Compliant actuators: indices (n_c,), stiffness and damping (n_c,), angle flags (n_a,)."""
-    idx = np.flatnonzero(compliant_mask(model)).astype(np.int64)
-    acts = model.actuators
-    return (idx, np.array([acts[a].stiffness for a in idx], dtype=float),
-            np.array([acts[a].damping for a in idx], dtype=float),
-            np.array([a.kind == "angle" for a in acts], dtype=bool))
-
-
-def _local(model, ms):
-    """Columns (n_m, n_loc) of each marker's body in ``v`` (-1: none) and the marker
-    Jacobians of ``ms`` gathered on them: the kernels' local form (a spring touches two
-    bodies, not all of ``v``)."""
-    n_v = model.n_v
-    cols = np.where((model.marker_vcols < n_v) & (model.marker_body >= 0)[:, None], model.marker_vcols, -1)
-    safe = np.where(cols < 0, 0, cols)
-    keep = cols >= 0
-    Jp = np.where(keep[:, None], np.take_along_axis(ms.Jp, safe[:, None, :], axis=2), 0.0)
-    Jw = np.where(keep[:, None], np.take_along_axis(ms.Jw, safe[:, None, :], axis=2), 0.0)
-    Ja = np.where(keep[:, None, None], np.take_along_axis(ms.Ja, safe[:, None, None, :], axis=3), 0.0)
-    return cols.astype(np.int64), Jp, Ja, Jw
-
-
 def deflections(model, ms):
     """Spring deflections ``d`` (n_s, 6) and Jacobians ``J_d`` (n_s, 6, n_v) at the marker
     state ``ms`` (:func:`sim.kinematics.markers`)."""
@@ -70,11 +41,12 @@ def deflections(model, ms):
     d, Jd = np.zeros((n_s, 6)), np.zeros((n_s, 6, model.n_v + 1))
     if not n_s:
         return d, Jd[..., :-1]
-    cols, Jp, Ja, Jw = _local(model, ms)
+    k = ms.tables
+    cols = k.cols
     loc = np.empty((6, 2, cols.shape[1]))
     for s in range(n_s):
         i, j = t["mi"][s], t["mj"][s]
-        kernel.deflection(i, j, t["d_home"][s], ms.p, ms.A, Jp, Ja, Jw, d[s], loc)
+        kernel.deflection(i, j, t["d_home"][s], k.p, k.A, k.Jp, k.Ja, k.Jw, d[s], loc)
         for side, m in enumerate((i, j)):
             np.add.at(Jd[s], (slice(None), cols[m]), loc[:, side])    # column -1: the padding
     return d, Jd[..., :-1]
@@ -105,11 +77,10 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
     Q, K, G = np.zeros(n), np.zeros((n, n)), np.zeros((n, n))
     energy = 0.0
     if model.springs:
-        t = model.spring_tables
-        cols, Jp, Ja, Jw = _local(model, ms)
-        energy = kernel.springs(t["mi"].astype(np.int64), t["mj"].astype(np.int64), t["K"], t["C"], t["d_home"],
-                                cols, ms.p, ms.A, Jp, Ja, Jw, v, Q, G, K, True, True)
-    idx, k, c, angle = actuator_tables(model)
+        m = ms.tables
+        energy = kernel.springs(m.sp_mi, m.sp_mj, m.sp_K, m.sp_C, m.sp_home, m.cols, m.p, m.A, m.Jp, m.Ja, m.Jw, v, Q,
+                                G, K, True, True)
+    idx, k, c, angle = ms.tables.ca_idx, ms.tables.ca_k, ms.tables.ca_c, ms.tables.angle
     if idx.size and J_s is not None:
         Q_a = np.zeros(n)
         kernel.actuator_springs(idx, k, c, angle, np.zeros(angle.size) if s is None else s,

@@ -43,9 +43,10 @@ import contextlib
 import numpy as np
 from numba import njit
 
-from . import dynamics, springs
+from . import dynamics
 from .fast import _sigint_deferred
 from .linalg import sparse_solve
+from .tables import compliant, stretched
 
 RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
@@ -337,7 +338,7 @@ class Tracker:
         there are elastic coordinates (no lumped springs, compliant drives or geometric
         stiffening; no body whose reference leaves it free to move rigidly)."""
         if not (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
-                and not springs.compliant_mask(model).any() and not dynamics._stretch_bodies(model)):
+                and not compliant(model).any() and not stretched(model)):
             return False
         return elastic_stiffness(model)[1]
 

@@ -2,6 +2,9 @@
 oracles only, written for clarity, not speed (issue 15: each equation once in ``sim/``)."""
 import numpy as np
 
+from sim.kinematics import MarkerState
+from sim.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew
+
 
 def stretch_terms(qf, A, k, G):
     """Geometric stiffening of one body (:mod:`sim.dynamics` docstring): force (n,), tangent
@@ -101,6 +104,294 @@ def actuator_stiffness(model, J_s):
     k = np.array([a.stiffness for a in model.actuators])[mask]
     J = J_s[mask]
     return J.T @ (k[:, None] * J)
+
+
+# --- body frames and markers (sim.kernels.frames, sim.kernels.markers) ----------------------
+
+
+def body_frames(model, q):
+    """Body frames: ``r_WB`` (n_b, 3), ``R_WB`` (n_b, 3, 3)."""
+    sq = np.array([s for s, _ in model.q_index], dtype=int)
+    return q[sq[:, None] + np.arange(3)], quat_to_matrix(q[sq[:, None] + 3 + np.arange(4)])
+
+
+def _starts(model):
+    return np.array([s for s, _ in model.q_index], dtype=int), np.array([s for _, s in model.q_index], dtype=int)
+
+
+def integrate(model, q, dv):
+    """Configuration ``q ⊕ dv``: translations and elastic coordinates add, rotations compose.
+
+    ``R_WB <- R_WB exp(skew(dw_B))``, the rotation increment being in body components.
+    """
+    sq, sv = _starts(model)
+    out = q.copy()
+    out[sq[:, None] + np.arange(3)] += dv[sv[:, None] + np.arange(3)]
+    p = q[sq[:, None] + 3 + np.arange(4)]
+    p = quat_multiply(p, quat_from_rotvec(dv[sv[:, None] + 3 + np.arange(3)]))
+    out[sq[:, None] + 3 + np.arange(4)] = p / np.linalg.norm(p, axis=1, keepdims=True)
+    out[model.q_elastic] += dv[model.v_elastic]
+    return out
+
+
+def _gather(model):
+    """Per marker: indices of its elastic coordinates in ``q`` (padded with n_q) and of its
+    body's velocities in ``v`` (padded with n_v), its D and E padded to the most columns."""
+    n_q, n_v, n_m = model.n_q, model.n_v, len(model.markers)
+    n_fmax = max([m.D.shape[1] for m in model.markers] + [0])
+    qf, cols = np.full((n_m, n_fmax), n_q), np.full((n_m, 6 + n_fmax), n_v)
+    D, E = np.zeros((n_m, 3, n_fmax)), np.zeros((n_m, 3, n_fmax))
+    for k, m in enumerate(model.markers):
+        if m.body < 0:
+            continue
+        sq, sv = model.q_index[m.body]
+        nf = m.D.shape[1]
+        qf[k, :nf] = sq + 7 + np.arange(nf)
+        cols[k, :6 + nf] = sv + np.arange(6 + nf)
+        D[k, :, :nf], E[k, :, :nf] = m.D, m.E
+    return qf, cols, D, E
+
+
+def markers(model, q, v=None):
+    """Poses, Jacobians and (with ``v``) rates of all markers (:mod:`sim.kinematics` docstring):
+    a :class:`sim.kinematics.MarkerState` with dense Jacobians (n_m, ..., n_v)."""
+    n_m, n_v = len(model.markers), model.n_v
+    marker_qf, marker_vcols, D, E = _gather(model)
+    r_b, R_b = body_frames(model, q)
+    R_ext = np.concatenate([R_b, np.eye(3)[None]])          # index -1: ground
+    r_ext = np.concatenate([r_b, np.zeros((1, 3))])
+    R = R_ext[model.marker_body]
+    r = r_ext[model.marker_body]
+    qf = np.append(q, 0.0)[marker_qf]
+    R_BM = np.array([m.R_BM for m in model.markers]).reshape(-1, 3, 3)
+    u = np.array([m.p_BM_B for m in model.markers]).reshape(-1, 3) + np.einsum("mkf,mf->mk", D, qf)
+    th = np.einsum("mkf,mf->mk", E, qf)
+    Ap = R_BM + skew(th) @ R_BM                                  # a' = a_B + th x a_B
+    p = r + np.einsum("mij,mj->mi", R, u)
+    A = R @ Ap
+    nf = D.shape[2]
+    Jp_loc = np.zeros((n_m, 3, 6 + nf))
+    Jp_loc[:, :, :3] = np.eye(3)
+    Jp_loc[:, :, 3:6] = -R @ skew(u)
+    Jp_loc[:, :, 6:] = R @ D
+    Ja_loc = np.zeros((n_m, 3, 3, 6 + nf))
+    Ja_loc[:, :, :, 3:6] = -R[:, None] @ skew(np.swapaxes(Ap, 1, 2))
+    Ja_loc[:, :, :, 6:] = -R[:, None] @ skew(np.swapaxes(R_BM, 1, 2)) @ E[:, None]
+    Jw_loc = np.zeros((n_m, 3, 6 + nf))
+    Jw_loc[:, :, 3:6] = R
+    Jw_loc[:, :, 6:] = R @ E
+    cols = marker_vcols
+    Jp = np.zeros((n_m, 3, n_v + 1))
+    Ja = np.zeros((n_m, 3, 3, n_v + 1))
+    Jw = np.zeros((n_m, 3, n_v + 1))
+    m = np.arange(n_m)[:, None, None]
+    k = np.arange(3)[None, :, None]
+    Jp[m, k, cols[:, None, :]] = Jp_loc
+    Jw[m, k, cols[:, None, :]] = Jw_loc
+    Ja[m[..., None], k[..., None], np.arange(3)[None, None, :, None], cols[:, None, None, :]] = Ja_loc
+    # Ground markers wrote into the padding column n_v, which is dropped here.
+    Jp, Ja, Jw = Jp[..., :n_v], Ja[..., :n_v], Jw[..., :n_v]
+    Jp[model.marker_body < 0] = 0.0
+    Ja[model.marker_body < 0] = 0.0
+    Jw[model.marker_body < 0] = 0.0
+    if v is None:
+        return MarkerState(p, A, Jp, Ja, Jw)
+    v_ext = np.append(v, 0.0)
+    vr, w, qfd = v_ext[cols[:, :3]], v_ext[cols[:, 3:6]], v_ext[cols[:, 6:]]
+    ud = np.einsum("mkf,mf->mk", D, qfd)
+    thd = np.einsum("mkf,mf->mk", E, qfd)
+    wu = cross(w, u)
+    pd = vr + np.einsum("mij,mj->mi", R, wu + ud)
+    pq = np.einsum("mij,mj->mi", R, cross(w, wu + 2 * ud))
+    ta = skew(thd) @ R_BM                                        # (E q_f_dot) x a_B, per axis column
+    Wm = skew(w)
+    wa = Wm @ Ap
+    Ad = R @ (wa + ta)
+    Aq = R @ (Wm @ (wa + 2 * ta))
+    wq = np.einsum("mij,mj->mi", R, cross(w, thd))
+    return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq)
+
+
+# --- constraint rows (sim.kernels.rows) -------------------------------------------------------
+
+
+def rows(model, ms, with_rates):
+    """Constraint rows (:mod:`sim.constraints` docstring): phi (n_rows,), J (n_rows, n_v),
+    gamma (n_rows,) or None over all joint and actuator rows, from the marker state ``ms``."""
+    n, n_v = model.rows["n_total"], model.n_v
+    phi = np.zeros(n)
+    J = np.zeros((n, n_v))
+    gamma = np.zeros(n) if with_rates else None
+    t = model.rows["point"]
+    if t["row"].size:
+        rows = t["row"][:, None] + np.arange(3)
+        phi[rows] = ms.p[t["mj"]] - ms.p[t["mi"]]
+        J[rows] = ms.Jp[t["mj"]] - ms.Jp[t["mi"]]
+        if with_rates:
+            gamma[rows] = -(ms.pq[t["mj"]] - ms.pq[t["mi"]])
+    t = model.rows["dot"]
+    if t["row"].size:
+        mi, mj, ai, aj = t["mi"], t["mj"], t["ai"], t["aj"]
+        a, b = ms.A[mi, :, ai], ms.A[mj, :, aj]
+        phi[t["row"]] = np.sum(a * b, axis=1)
+        J[t["row"]] = np.einsum("rk,rkv->rv", b, ms.Ja[mi, ai]) + np.einsum("rk,rkv->rv", a, ms.Ja[mj, aj])
+        if with_rates:
+            ad, bd = ms.Ad[mi, :, ai], ms.Ad[mj, :, aj]
+            aq, bq = ms.Aq[mi, :, ai], ms.Aq[mj, :, aj]
+            gamma[t["row"]] = -np.sum(aq * b + 2 * ad * bd + a * bq, axis=1)
+    t = model.rows["ddot"]
+    if t["row"].size:
+        mi, mj, ai = t["mi"], t["mj"], t["ai"]
+        a = ms.A[mi, :, ai]
+        d = ms.p[mj] - ms.p[mi]
+        phi[t["row"]] = np.sum(a * d, axis=1)
+        J[t["row"]] = np.einsum("rk,rkv->rv", d, ms.Ja[mi, ai]) + np.einsum("rk,rkv->rv", a, ms.Jp[mj] - ms.Jp[mi])
+        if with_rates:
+            ad, aq = ms.Ad[mi, :, ai], ms.Aq[mi, :, ai]
+            dd, dq = ms.pd[mj] - ms.pd[mi], ms.pq[mj] - ms.pq[mi]
+            gamma[t["row"]] = -np.sum(aq * d + 2 * ad * dd + a * dq, axis=1)
+    t = model.rows["angle"]
+    if t["row"].size:
+        mi, mj = t["mi"], t["mj"]
+        xi, yi, xj = ms.A[mi, :, 0], ms.A[mi, :, 1], ms.A[mj, :, 0]
+        X, Y = np.sum(xj * xi, axis=1), np.sum(xj * yi, axis=1)
+        JX = np.einsum("rk,rkv->rv", xi, ms.Ja[mj, 0]) + np.einsum("rk,rkv->rv", xj, ms.Ja[mi, 0])
+        JY = np.einsum("rk,rkv->rv", yi, ms.Ja[mj, 0]) + np.einsum("rk,rkv->rv", xj, ms.Ja[mi, 1])
+        r2 = (X**2 + Y**2)[:, None]
+        phi[t["row"]] = np.arctan2(Y, X)
+        J[t["row"]] = (X[:, None] * JY - Y[:, None] * JX) / r2
+        if with_rates:
+            xid, yid, xjd = ms.Ad[mi, :, 0], ms.Ad[mi, :, 1], ms.Ad[mj, :, 0]
+            xiq, yiq, xjq = ms.Aq[mi, :, 0], ms.Aq[mi, :, 1], ms.Aq[mj, :, 0]
+            Xd, Yd = np.sum(xjd * xi + xj * xid, axis=1), np.sum(xjd * yi + xj * yid, axis=1)
+            Xq = np.sum(xjq * xi + 2 * xjd * xid + xj * xiq, axis=1)
+            Yq = np.sum(xjq * yi + 2 * xjd * yid + xj * yiq, axis=1)
+            r2 = r2[:, 0]
+            gamma[t["row"]] = -((X * Yq - Y * Xq) / r2 - 2 * (X * Yd - Y * Xd) * (X * Xd + Y * Yd) / r2**2)
+    return phi, J, gamma
+
+
+def constraints(model, q, v=None, targets=None, target_acc=None, all_drives=False):
+    """As :func:`sim.constraints.constraints`, from the numpy statements."""
+    from sim.constraints import select
+    return select(model, *rows(model, markers(model, q, v), v is not None), targets, target_acc, all_drives)
+
+
+def actuator_values(model, q, v=None):
+    """As :func:`sim.constraints.actuator_values`, from the numpy statements."""
+    phi, J, gamma = rows(model, markers(model, q, v), v is not None)
+    nj = model.rows["n_joint"]
+    return (phi[nj:], J[nj:]) if v is None else (phi[nj:], J[nj:], gamma[nj:])
+
+
+# --- bodies (sim.kernels.bodies) ----------------------------------------------------------------
+
+
+def group_terms(model, grp, q, v=None):
+    """Mass blocks (g, 6+n, 6+n) and, with ``v``, forces (g, 6+n) of one body group."""
+    n, g = grp.n_f, grp.index.size
+    qs = grp.q_start[:, None]
+    R = quat_to_matrix(q[qs + 3 + np.arange(4)])
+    qf = q[qs + 7 + np.arange(n)]
+    z = np.concatenate([np.ones((g, 1)), qf], axis=1)
+    Tz = np.einsum("gklab,gb->gkla", grp.second_moment, z)        # T_kl z
+    U = np.einsum("gkla,ga->gkl", Tz, z)                            # int rho u_k u_l
+    s = np.einsum("gka,ga->gk", grp.first_moment, z)                # int rho u
+    Mb = np.zeros((g, 6 + n, 6 + n))
+    Mb[:, :3, :3] = grp.mass[:, None, None] * np.eye(3)
+    Mb[:, :3, 3:6] = -R @ skew(s)
+    Mb[:, 3:6, :3] = np.swapaxes(Mb[:, :3, 3:6], 1, 2)
+    Mb[:, 3:6, 3:6] = np.trace(U, axis1=1, axis2=2)[:, None, None] * np.eye(3) - U + grp.rot_inertia
+    if n:
+        Mb[:, :3, 6:] = R @ grp.first_moment[:, :, 1:]
+        Mb[:, 6:, :3] = np.swapaxes(Mb[:, :3, 6:], 1, 2)
+        m_tf = np.stack([Tz[:, 2, 1] - Tz[:, 1, 2], Tz[:, 0, 2] - Tz[:, 2, 0], Tz[:, 1, 0] - Tz[:, 0, 1]], axis=1)
+        Mb[:, 3:6, 6:] = m_tf[:, :, 1:] + grp.rot_coupling
+        Mb[:, 6:, 3:6] = np.swapaxes(Mb[:, 3:6, 6:], 1, 2)
+        Mb[:, 6:, 6:] = grp.mass_ff
+    if v is None:
+        return Mb, None
+    vs = grp.v_start[:, None]
+    w = v[vs + 3 + np.arange(3)]
+    qfd = v[vs + 6 + np.arange(n)]
+    g_B = np.einsum("gji,j->gi", R, model.gravity)
+    W = skew(w)
+    Iw = np.einsum("gij,gj->gi", Mb[:, 3:6, 3:6], w)
+    Qb = np.empty((g, 6 + n))
+    Qb[:, :3] = grp.mass[:, None] * model.gravity - np.einsum("gij,gj->gi", R, cross(w, cross(w, s)))
+    Qb[:, 3:6] = cross(s, g_B) - cross(w, Iw)
+    if n:
+        Sf = grp.first_moment[:, :, 1:]
+        zd = np.concatenate([np.zeros((g, 1)), qfd], axis=1)
+        Tzd = np.einsum("gklab,gb->gkla", grp.second_moment, zd)
+        P = np.einsum("gkla,ga->gkl", Tzd, z)                       # int rho u_k (S B q_f_dot)_l
+        Qb[:, :3] -= 2 * np.einsum("gij,gj->gi", R, cross(w, np.einsum("gka,ga->gk", Sf, qfd)))
+        Qb[:, 3:6] -= (cross(w, np.einsum("gka,ga->gk", grp.rot_coupling, qfd))
+                       + 2 * (w * np.trace(P, axis1=1, axis2=2)[:, None] - np.einsum("glk,gl->gk", P, w)))
+        Qb[:, 6:] = (np.einsum("gka,gk->ga", Sf, g_B) - np.einsum("gab,gb->ga", grp.stiffness_ff, qf)
+                     - np.einsum("gkl,gklf->gf", W @ W, Tz[:, :, :, 1:])
+                     - 2 * np.einsum("gkl,gklf->gf", W, Tzd[:, :, :, 1:]))
+    return Mb, Qb
+
+
+def _stretched(model):
+    return [b for b, body in enumerate(model.bodies) if body.stretch_k.size]
+
+
+def _stretch(model, q, b):
+    body = model.bodies[b]
+    s = model.q_index[b][0] + 7
+    return stretch_terms(q[s:s + body.n_f], body.stretch_rows, body.stretch_k, body.stretch_slopes)
+
+
+def mass_and_forces(model, q, v, targets=None):
+    """As :func:`sim.dynamics.mass_and_forces`, from the numpy statements."""
+    M, Q = np.zeros((model.n_v, model.n_v)), np.zeros(model.n_v)
+    for grp in model.body_groups:
+        Mb, Qb = group_terms(model, grp, q, v)
+        idx = grp.v_start[:, None] + np.arange(6 + grp.n_f)
+        M[idx[:, :, None], idx[:, None, :]] = Mb
+        Q[idx] = Qb
+    for b in _stretched(model):
+        i = model.q_index[b][1] + 6
+        Q[i:i + model.bodies[b].n_f] += _stretch(model, q, b)[0]
+    ms = markers(model, q)
+    Q += spring_forces(model, ms, v)
+    s, J_s = actuator_values(model, q)
+    Q += actuator_spring_forces(model, s, J_s, v, targets)
+    return M, Q
+
+
+def stiffness_matrix(model, q):
+    """As :func:`sim.dynamics.stiffness_matrix` at ``q``, from the numpy statements."""
+    K = np.zeros((model.n_v, model.n_v))
+    for b, body in enumerate(model.bodies):
+        i = model.q_index[b][1] + 6
+        K[i:i + body.n_f, i:i + body.n_f] = body.stiffness_ff
+        if body.stretch_k.size:
+            K[i:i + body.n_f, i:i + body.n_f] += _stretch(model, q, b)[1]
+    return K + spring_stiffness(model, markers(model, q)) + actuator_stiffness(model, actuator_values(model, q)[1])
+
+
+def potential(model, q):
+    """Gravitational and elastic (bodies, stiffening, lumped springs) potential energy [J]."""
+    gravity = 0.0
+    elastic = 0.0
+    for grp in model.body_groups:
+        qs = grp.q_start[:, None]
+        r = q[qs + np.arange(3)]
+        R = quat_to_matrix(q[qs + 3 + np.arange(4)])
+        qf = q[qs + 7 + np.arange(grp.n_f)]
+        z = np.concatenate([np.ones((qf.shape[0], 1)), qf], axis=1)
+        s = np.einsum("gka,ga->gk", grp.first_moment, z)
+        gravity -= np.sum((grp.mass[:, None] * r + np.einsum("gij,gj->gi", R, s)) @ model.gravity)
+        elastic += 0.5 * np.einsum("ga,gab,gb->", qf, grp.stiffness_ff, qf)
+    for b in _stretched(model):
+        elastic += _stretch(model, q, b)[2]
+    if model.springs:
+        d, _ = deflections(model, markers(model, q))
+        elastic += 0.5 * np.einsum("ni,nij,nj->", d, model.spring_tables["K"], d)
+    return gravity, elastic
 
 
 # --- the time step (sim.integrators) ----------------------------------------------------------

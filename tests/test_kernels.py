@@ -3,7 +3,7 @@ random states, and their tangents against finite differences of their forces."""
 import numpy as np
 import pytest
 
-from sim import dynamics
+from sim.tables import stretched
 from sim.kernels.stretch import compact, stretch
 
 import oracles
@@ -15,7 +15,7 @@ from conftest import load
 def stiffened(request):
     name, params = request.param
     model = load(name, **params)
-    (b,) = dynamics._stretch_bodies(model)
+    (b,) = stretched(model)
     return model, model.bodies[b]
 
 

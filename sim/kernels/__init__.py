@@ -1,5 +1,16 @@
 """Compiled physics kernels: pure functions over arrays (numba), no solver, no model object.
 
-Each equation of the model lives here once; :mod:`sim.dynamics` and :mod:`sim.fast` allocate
-and call them.
+Each equation of the model lives here once; the public functions (:mod:`sim.dynamics`,
+:mod:`sim.kinematics`, :mod:`sim.constraints`, :mod:`sim.springs`) allocate and call them, and
+the compiled loops of the solvers call them directly.
+
+* :mod:`~sim.kernels.frames`: rotation matrices, the configuration update ``q ⊕ dv``;
+* :mod:`~sim.kernels.bodies`: mass blocks, forces and ``dQ/dv`` of the flexible bodies;
+* :mod:`~sim.kernels.markers`: marker poses, local Jacobians, velocity-quadratic terms;
+* :mod:`~sim.kernels.rows`: the joint primitives' constraint rows and ``gamma``;
+* :mod:`~sim.kernels.springs`: lumped 6x6 springs and compliant actuators;
+* :mod:`~sim.kernels.stretch`: geometric stiffening of beams;
+* :mod:`~sim.kernels.equations`: the model's tables (:class:`~sim.kernels.equations.Tables`)
+  and all of the above at one state, and the potential energy;
+* :mod:`~sim.kernels.lapack`, :mod:`~sim.kernels.common`: LAPACK's LU, small helpers.
 """

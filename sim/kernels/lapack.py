@@ -6,7 +6,6 @@ declares ``dgetrf`` the same way, so that compiled loops factorise without retur
 Python, and stay cacheable (a symbol, not a process address).  The back-substitution is
 :func:`sim.integrators.lu_solve`.
 """
-import numpy as np
 from numba import njit, types
 from numba.np.linalg import _LAPACK, ensure_lapack
 

@@ -1,0 +1,207 @@
+r"""The equations of motion of a whole model at one state: one compiled call.
+
+:class:`Tables` is the model as the kernels see it (arrays and tuples of arrays, fields by
+name; built once per model by :func:`sim.tables.tables`) plus work arrays; :func:`evaluate`
+fills ``M``, ``Q``, the constraint rows and on request their velocity Jacobians and the tangent
+stiffness; :func:`potential` gives the gravitational and elastic energy.  The public functions
+(:mod:`sim.dynamics`, :mod:`sim.constraints`, :mod:`sim.kinematics`), the evaluator of the
+solvers (:class:`sim.fast.Evaluator`) and the compiled time loops all evaluate through here.
+"""
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .bodies import group_terms
+from .common import FLUSH_RTOL, flush as flush_roundoff, runtime
+from .frames import quat_R_into
+from .markers import markers
+from .rows import rows
+from .springs import actuator_springs, springs as lumped_springs
+from .stretch import stretch
+
+
+class Tables(NamedTuple):
+    """Everything the compiled evaluation reads besides the state: the model's constant tables
+    (the first :data:`N_CONSTANT` fields, :attr:`sim.model.Model.kernel`) and work arrays (the
+    last ones: the markers' kinematics), in one record that compiled loops pass on as it is.
+
+    ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`): reference starts in
+    ``q`` and ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3,
+    n+1, n+1) also as their nonzeros (``g_Tnz`` (nnz, 4) rows ``(k, l, c, a)`` standing for
+    ``T[:, l, k, c, a]``, ``g_Tval`` (g, nnz)), ``J_rot``, ``G_rot``, ``M_ff``, ``K_ff``.
+    Markers: ``marker_body`` (n_m,; -1 ground), ``body_q``, ``body_v`` (n_b,) each body's
+    start in ``q`` and ``v``, ``qf_idx`` (n_m, nf) the elastic coordinates a marker's shape
+    functions ``D``, ``E`` (n_m, 3, nf) act on (-1: padding), ``p0`` (n_m, 3), ``R_BM``
+    (n_m, 3, 3), ``cols`` (n_m, 6 + nf) the columns of ``v`` of the local Jacobians (-1:
+    none).  Rows: ``kinds`` (0 point, 1 dot, 2 ddot, 3 angle), first ``row``, markers
+    ``mi``, ``mj`` and axes ``ai``, ``aj`` of each primitive, joints first, then actuators.
+    ``st_*``: the bodies with geometric stiffening, padded to the most elements and
+    coordinates per element (start of their elastic coordinates in ``q`` and ``v``, count,
+    the coordinates of each element (n_s, e, m), elongation rows (n_s, e, m), ``EA/L`` (n_s,
+    e; 0 on padding), slope matrices (n_s, e, m, m)); ``sp_*``: the lumped springs (markers,
+    6x6 stiffness and damping, home deflections; :mod:`sim.kernels.springs`); ``ca_*``: the
+    compliant actuators (indices, stiffness, damping); ``angle`` (n_a,): the actuators
+    measured as angles; ``n_joint``: the joint rows before the actuator rows; ``n_v``: the
+    velocity coordinates; ``body_nf``: each body's elastic coordinates.  Work arrays: the
+    markers' ``p``, ``A``, local ``Jp``, ``Ja``, ``Jw``, ``pd``, ``Ad``, ``pq``, ``Aq``,
+    ``wq`` (:func:`sim.kernels.markers.markers`) and the velocity derivatives ``dpq``, ``dAq``.
+    """
+
+    gravity: np.ndarray
+    g_qs: tuple
+    g_vs: tuple
+    g_mass: tuple
+    g_S: tuple
+    g_T: tuple
+    g_Tnz: tuple
+    g_Tval: tuple
+    g_Jrot: tuple
+    g_Grot: tuple
+    g_Mff: tuple
+    g_Kff: tuple
+    marker_body: np.ndarray
+    body_q: np.ndarray
+    body_v: np.ndarray
+    qf_idx: np.ndarray
+    D: np.ndarray
+    E: np.ndarray
+    p0: np.ndarray
+    R_BM: np.ndarray
+    cols: np.ndarray
+    kinds: np.ndarray
+    row: np.ndarray
+    mi: np.ndarray
+    mj: np.ndarray
+    ai: np.ndarray
+    aj: np.ndarray
+    st_q: np.ndarray
+    st_v: np.ndarray
+    st_nf: np.ndarray
+    st_idx: np.ndarray
+    st_A: np.ndarray
+    st_k: np.ndarray
+    st_G: np.ndarray
+    sp_mi: np.ndarray
+    sp_mj: np.ndarray
+    sp_K: np.ndarray
+    sp_C: np.ndarray
+    sp_home: np.ndarray
+    ca_idx: np.ndarray
+    ca_k: np.ndarray
+    ca_c: np.ndarray
+    angle: np.ndarray
+    n_joint: int
+    n_v: int
+    body_nf: np.ndarray
+    p: np.ndarray
+    A: np.ndarray
+    Jp: np.ndarray
+    Ja: np.ndarray
+    Jw: np.ndarray
+    pd: np.ndarray
+    Ad: np.ndarray
+    pq: np.ndarray
+    Aq: np.ndarray
+    wq: np.ndarray
+    dpq: np.ndarray
+    dAq: np.ndarray
+
+
+N_CONSTANT = Tables._fields.index("p")
+
+
+def work(t):
+    """Fresh work arrays for the constant tables ``t`` (a :class:`Tables` or its first
+    :data:`N_CONSTANT` fields): the full record."""
+    n_m, n_loc = t[Tables._fields.index("cols")].shape
+    return Tables(*t[:N_CONSTANT], np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3, n_loc)),
+                  np.zeros((n_m, 3, 3, n_loc)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3)),
+                  np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)),
+                  np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)))
+
+
+@njit(cache=True, nogil=True)
+def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush=True, bodies=True):
+    """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables`.
+
+    ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
+    stiffening and the lumped springs, and of the compliant actuators pulled towards
+    ``targets`` (n_a,; size 0: no actuator forces); ``phi``, ``J``, ``gamma`` (n_rows, ...):
+    the constraint rows, joints then actuators (:func:`rows`).  With ``with_G``, also ``G =
+    dQ/dv`` (n_v, n_v) and ``Gg = d gamma/dv``; with ``with_K`` the tangent stiffness ``Kt``
+    (n_v, n_v) of the stiffening and the lumped compliance.  ``flush``: flush ``M``
+    (:func:`sim.linalg.flush`) for the LAPACK calls it goes to (the Newton residual, products
+    in compiled loops only, skips it: a third of the evaluation on the larger models).
+    Without ``bodies``, the markers and constraint rows only (``M``, ``Q`` untouched).
+    """
+    if bodies:
+        for g in range(len(t.g_qs)):
+            group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
+                         t.g_Tval[g], t.g_Jrot[g],
+                         t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, G, with_G)
+        for b in range(t.st_q.size):
+            n, i = t.st_nf[b], t.st_v[b]
+            tangent = np.zeros((n, n)) if with_K else M
+            stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], Q[i:i + n], tangent,
+                    with_K)
+            if with_K:
+                Kt[i:i + n, i:i + n] += tangent
+        if flush:
+            flush_roundoff(M, FLUSH_RTOL)
+    markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
+             t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, with_G)
+    rows(t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, t.p, t.A, t.Jp, t.Ja, t.pd, t.Ad, t.pq, t.Aq, phi, J,
+          gamma, t.dpq, t.dAq, Gg, with_G)
+    if bodies and t.sp_mi.size:
+        lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw, v, Q,
+                        G, Kt, with_G, with_K)
+    if bodies and t.ca_idx.size and targets.size:
+        nj = t.n_joint
+        actuator_springs(t.ca_idx, t.ca_k, t.ca_c, t.angle, phi[nj:], J[nj:], targets, v, Q, G, Kt,
+                                 with_G, with_K)
+
+
+@njit(cache=True)
+def potential(q, t):
+    """Gravitational and elastic energy [J] (see :func:`sim.dynamics.potential`): bodies,
+    geometric stiffening and lumped springs; ``t``: :class:`Tables` (with springs, its marker
+    work arrays are overwritten)."""
+    gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff
+    R = np.empty((3, 3))
+    grav = 0.0
+    elastic = 0.0
+    for g in range(len(g_qs)):
+        S, K, mass = g_S[g], g_Kff[g], g_mass[g]
+        n = K.shape[1]
+        for b in range(g_qs[g].size):
+            qs = g_qs[g][b]
+            quat_R_into(q, qs + 3, R)
+            for k in range(3):
+                s_k = S[b, k, 0]
+                for f in range(n):
+                    s_k += S[b, k, f + 1] * q[qs + 7 + f]
+                Rs = 0.0
+                for i in range(3):
+                    Rs += R[i, k] * gravity[i]
+                grav -= s_k * Rs
+            for i in range(3):
+                grav -= mass[b] * q[qs + i] * gravity[i]
+            for f in range(n):
+                acc = 0.0
+                for e in range(n):
+                    acc += K[b, f, e] * q[qs + 7 + e]
+                elastic += 0.5 * q[qs + 7 + f] * acc
+    scratch = np.zeros(t.body_nf.max() if t.body_nf.size else 0)
+    for b in range(t.st_q.size):
+        n = t.st_nf[b]
+        elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R,
+                           runtime(False))
+    if t.sp_mi.size:
+        v = np.zeros(t.n_v)
+        markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
+                 t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, runtime(False))
+        none = np.zeros((0, 0))
+        elastic += lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw,
+                                  v, v.copy(), none, none, runtime(False), runtime(False))
+    return grav, elastic

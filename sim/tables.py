@@ -1,0 +1,131 @@
+"""The model as the compiled kernels see it: typed, flat tables built once per model.
+
+:func:`constants` turns a :class:`sim.model.Model` into the constant fields of
+:class:`sim.kernels.equations.Tables` (the model keeps them as :attr:`~sim.model.Model.kernel`,
+built with it); :func:`tables` adds fresh work arrays, one set per caller, so that a model
+can be shared by threads and processes.  Array types and ranks are the same for every model
+(integers int64, reals float64, tuples over the body groups), so one compilation of the
+kernels serves all robots with the same body groups.
+"""
+import numpy as np
+
+from .kernels.equations import Tables, work
+from .kernels.stretch import compact
+
+KINDS = ("point", "dot", "ddot", "angle")
+
+
+def _markers(model):
+    """``marker_body, body_q, body_v, qf_idx, D, E, p0, R_BM, cols``.
+
+    A marker's shape functions ``D``, ``E`` (3, n_f of its body) are nonzero only on the
+    elastic coordinates of its node (6 of a beam's): the kernels keep those columns only, with
+    their elastic index (-1: padding) and their column of ``v`` (-1: none).
+    """
+    n_m = len(model.markers)
+    body_q = np.array([s for s, _ in model.q_index], dtype=np.int64)
+    body_v = np.array([s for _, s in model.q_index], dtype=np.int64)
+    used = [np.flatnonzero(np.any(m.D != 0, axis=0) | np.any(m.E != 0, axis=0)) if m.body >= 0
+            else np.zeros(0, dtype=np.int64) for m in model.markers]
+    nf = max((u.size for u in used), default=0)
+    qf_idx = np.full((n_m, nf), -1, dtype=np.int64)
+    cols = np.full((n_m, 6 + nf), -1, dtype=np.int64)
+    D, E = np.zeros((n_m, 3, nf)), np.zeros((n_m, 3, nf))
+    for k, m in enumerate(model.markers):
+        if m.body < 0:
+            continue
+        u = used[k]
+        qf_idx[k, :u.size] = u
+        cols[k, :6] = body_v[m.body] + np.arange(6)
+        cols[k, 6:6 + u.size] = body_v[m.body] + 6 + u
+        D[k, :, :u.size], E[k, :, :u.size] = m.D[:, u], m.E[:, u]
+    p0 = np.array([m.p_BM_B for m in model.markers], dtype=float).reshape(-1, 3)
+    R_BM = np.array([m.R_BM for m in model.markers], dtype=float).reshape(-1, 3, 3)
+    return (np.array([m.body for m in model.markers], dtype=np.int64), body_q, body_v, qf_idx, D, E, p0, R_BM,
+            cols)
+
+
+def _rows(model):
+    """``kinds, row, mi, mj, ai, aj``: the primitives of all rows (joints, then actuators)."""
+    present = [(k, model.rows[name]) for k, name in enumerate(KINDS) if model.rows[name]["row"].size]
+    kinds = (np.concatenate([np.full(t["row"].size, k, dtype=np.int64) for k, t in present]) if present
+             else np.zeros(0, dtype=np.int64))
+    return (kinds, *(np.concatenate([t[f] for _, t in present]).astype(np.int64) if present
+                     else np.zeros(0, dtype=np.int64) for f in ("row", "mi", "mj", "ai", "aj")))
+
+
+def _sparse_T(group):
+    """The nonzeros of a body group's second moments ``T`` (n_b, 3, 3, n+1, n+1): ``g_Tnz``
+    (nnz, 4), row ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]`` (the pattern of all the
+    group's bodies), and ``g_Tval`` (n_b, nnz)."""
+    T = np.asarray(group.second_moment, dtype=float)
+    l, k, c, a = np.nonzero(np.any(T != 0, axis=0))
+    return np.stack([k, l, c, a], axis=1).astype(np.int64), np.ascontiguousarray(T[:, l, k, c, a])
+
+
+def _groups(model):
+    """The ``g_*`` fields: tuples over the body groups."""
+    groups = model.body_groups
+    dense = lambda f: tuple(np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups)   # noqa: E731
+    sparse = [_sparse_T(g) for g in groups]
+    return (tuple(g.q_start.astype(np.int64) for g in groups), tuple(g.v_start.astype(np.int64) for g in groups),
+            dense("mass"), dense("first_moment"), dense("second_moment"), tuple(s[0] for s in sparse),
+            tuple(s[1] for s in sparse), *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")))
+
+
+def stretched(model):
+    """Indices of the bodies with geometric stiffening."""
+    return [b for b, body in enumerate(model.bodies) if body.stretch_k.size]
+
+
+def _stretch(model):
+    """The ``st_*`` fields: the stiffened bodies' elastic starts in ``q`` and ``v``, counts, and
+    their per-element tables (:func:`sim.kernels.stretch.compact`) padded to the most elements
+    and coordinates per element."""
+    bodies = stretched(model)
+    tables = [compact(model.bodies[b].stretch_rows, model.bodies[b].stretch_slopes) for b in bodies]
+    n_e = max((model.bodies[b].stretch_k.size for b in bodies), default=0)
+    m = max((t[0].shape[1] for t in tables), default=0)
+    idx, A = np.zeros((len(bodies), n_e, m), dtype=np.int64), np.zeros((len(bodies), n_e, m))
+    k, G = np.zeros((len(bodies), n_e)), np.zeros((len(bodies), n_e, m, m))
+    for i, (b, (ix, a, g)) in enumerate(zip(bodies, tables)):
+        e, f = ix.shape
+        idx[i, :e, :f], A[i, :e, :f], k[i, :e], G[i, :e, :f, :f] = ix, a, model.bodies[b].stretch_k, g
+    return (np.array([model.q_index[b][0] + 7 for b in bodies], dtype=np.int64),
+            np.array([model.q_index[b][1] + 6 for b in bodies], dtype=np.int64),
+            np.array([model.bodies[b].n_f for b in bodies], dtype=np.int64), idx, A, k, G)
+
+
+def compliant(model):
+    """Boolean (n_a,): actuators that are springs rather than constraints."""
+    return np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+
+
+def _lumped(model):
+    """The ``sp_*``, ``ca_*`` and ``angle`` fields: springs (markers, stiffness, damping, home
+    deflections), compliant actuators (indices, stiffness, damping), angle flags (n_a,)."""
+    t = model.spring_tables if model.springs else dict(
+        mi=np.zeros(0), mj=np.zeros(0), K=np.zeros((0, 6, 6)), C=np.zeros((0, 6, 6)), d_home=np.zeros((0, 6)))
+    idx = np.flatnonzero(compliant(model)).astype(np.int64)
+    acts = model.actuators
+    return (np.asarray(t["mi"], dtype=np.int64), np.asarray(t["mj"], dtype=np.int64),
+            *(np.ascontiguousarray(t[k], dtype=float).reshape(-1, *s) for k, s in
+              (("K", (6, 6)), ("C", (6, 6)), ("d_home", (6,)))),
+            idx, np.array([acts[a].stiffness for a in idx], dtype=float),
+            np.array([acts[a].damping for a in idx], dtype=float),
+            np.array([a.kind == "angle" for a in acts], dtype=bool))
+
+
+def constants(model):
+    """The constant fields of :class:`~sim.kernels.equations.Tables` for ``model`` (a tuple,
+    in field order)."""
+    out = (np.ascontiguousarray(model.gravity, dtype=float), *_groups(model), *_markers(model), *_rows(model),
+           *_stretch(model), *_lumped(model), int(model.rows["n_joint"]), int(model.n_v),
+           np.array([b.n_f for b in model.bodies], dtype=np.int64))
+    assert len(out) == Tables._fields.index("p")
+    return out
+
+
+def tables(model):
+    """:class:`~sim.kernels.equations.Tables` of ``model`` with fresh work arrays."""
+    return work(model.kernel)
