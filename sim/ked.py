@@ -42,11 +42,9 @@ import numpy as np
 from numba import njit
 
 from .assembly import SINGULAR_RATIO
-from .dynamics import mass_and_forces
 from .fast import Evaluator, _sigint_deferred
 from .kernels.common import runtime
 from .kernels.equations import evaluate
-from .kinematics import pose_jacobian
 from .linalg import flush
 from .modal import modes, static_response
 from .motion import load_kernels as load_kernels_motion
@@ -174,20 +172,14 @@ class Frame:
 def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
     """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes.
 
-    ``ev`` (:class:`sim.fast.Evaluator`) evaluates ``M``, ``Q``, ``C_q`` and the end-effector
-    Jacobian in one compiled pass; without it the reference kernels are used.  ``s`` (n_a,):
+    ``ev`` (:class:`sim.fast.Evaluator`, one is built if not given) evaluates ``M``, ``Q``,
+    ``C_q`` and the end-effector Jacobian in one compiled pass.  ``s`` (n_a,):
     the actuator values at ``q`` (where they are locked), if known.  ``tracker``
     (:class:`sim.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
     iteration from the tracker's last subspace, where its partition applies.
     """
     rest = np.zeros(model.n_v)
-    if ev is None:
-        M, Q = mass_and_forces(model, q, v)
-        r = modes(model, q, count, M=M, free=free, energies=False)
-        loads = np.column_stack([Q - M @ a, mass_and_forces(model, q, rest)[1]])
-        static = static_response(model, q, loads)
-        return Frame(load=loads[:, 0], omega=r.omega, shapes=r.shapes, mass_shapes=M @ r.shapes,
-                     pose_jacobian=pose_jacobian(model, q)[1], static_load=static[:, 0], static_rest=static[:, 1])
+    ev = Evaluator(model) if ev is None else ev
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
     Q_rest = ev.evaluate(q, rest, targets=s).Q
     tracked = tracker is not None and free is not None and not free

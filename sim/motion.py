@@ -21,13 +21,11 @@ from numba import njit
 
 from .assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO, TOLERANCE, AssemblyError,
                        assemble, correct, solve_pose)
-from .constraints import constraints
 from .errors import SimError
 from .fast import Evaluator, _sigint_deferred
 from .kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
 from .kernels.equations import evaluate
 from .kernels.frames import integrate
-from .kinematics import markers, pose_jacobian, pose_rates
 from .linalg import flush, lu_solve, normal_solver, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
@@ -237,21 +235,16 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
 def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
     """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
 
-    Returns ``v, a, cond`` (condition number over the expected rank); with the compiled
-    evaluator ``ev`` (:class:`sim.fast.Evaluator`), also its evaluation at ``(q, v)`` (kinematic
-    terms only: no ``M``, ``Q``).
+    Returns ``v, a, cond`` (condition number over the expected rank) and the evaluation of the
+    compiled evaluator ``ev`` (:class:`sim.fast.Evaluator`; one is built if not given) at
+    ``(q, v)`` (kinematic terms only: no ``M``, ``Q``).
     ``A`` (n_c + d, n_r): ``[C_q; J_x]`` over the reference coordinates at ``q``, if at hand.
     """
     rigid = model.v_rigid
+    ev = Evaluator(model) if ev is None else ev
     if A is None:
-        if ev is None:
-            ms = markers(model, q)
-            _, Jc = constraints(model, q, ms=ms)
-            _, Jx = pose_jacobian(model, q, ms)
-        else:
-            Jc = ev.evaluate(q, np.zeros(model.n_v), bodies=False).J
-            Jx = ev.pose()[1]
-        A = flush(np.vstack([Jc, Jx])[:, rigid])
+        Jc = ev.evaluate(q, np.zeros(model.n_v), bodies=False).J
+        A = flush(np.vstack([Jc, ev.pose()[1]])[:, rigid])
     n_c = A.shape[0] - len(model.pose_names)
     ls, cond = normal_solver(A, model.home_ranks[0])
 
@@ -261,11 +254,6 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
         return out
 
     v = solve(np.concatenate([np.zeros(n_c), x_dot]))
-    if ev is None:
-        ms = markers(model, q, v)
-        _, _, gamma = constraints(model, q, v, ms=ms)
-        _, _, _, xq = pose_rates(model, q, v, ms)
-        return v, solve(np.concatenate([gamma, x_ddot - xq])), cond
     E = ev.evaluate(q, v, bodies=False)
     xq = ev.pose(v)[2]
     return v, solve(np.concatenate([E.gamma, x_ddot - xq])), cond, E

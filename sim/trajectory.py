@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.interpolate
 
 from .errors import SimError
 
@@ -127,6 +126,7 @@ def table(path, d):
         raise SimError(f"{path}: the table holds NaN or infinite values")
     if data.shape[0] < 4 or np.any(np.diff(data[:, 0]) <= 0):
         raise SimError(f"{path}: times must be strictly increasing, at least 4 rows")
+    import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
     spline = scipy.interpolate.CubicSpline(data[:, 0] - data[0, 0], data[:, 1:], axis=0)
 
     def law(t):

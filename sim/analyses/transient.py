@@ -41,7 +41,6 @@ constraints and the drive.
 """
 
 import numpy as np
-import scipy.interpolate
 
 from sim.analyses import register
 from sim.rotations import skew
@@ -202,6 +201,7 @@ def hermite_law(t, s, s_dot, s_ddot):
     """``law(x) -> (s, s_dot, s_ddot)`` from samples of a motion and its two rates: piecewise
     quintic Hermite interpolation, exact (to all three) at the samples, so that the drive
     starts from the rigid motion's own state, and C2 in between; error ``h^6 |s^(6)| / 46080``."""
+    import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
     poly = scipy.interpolate.BPoly.from_derivatives(t, np.stack([s, s_dot, s_ddot], axis=1))
     return lambda x: (poly(x), poly(x, 1), poly(x, 2))
 
@@ -287,6 +287,7 @@ def reference(model, scenario, table, progress):
     torque = None
     if table["drive"] == "torque":
         from sim.inverse_dynamics import actuator_forces
+        import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q)
 
@@ -385,6 +386,7 @@ def static_deviation(model, times, qs):
     for q in qs:
         u = rest_deflection(model, q, ev)      # leaves ev evaluated at q
         values.append(ev.pose()[1] @ u)
+    import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
     spline = scipy.interpolate.CubicSpline(times, np.array(values), axis=0)
     return lambda t: spline(np.atleast_1d(t))
 
