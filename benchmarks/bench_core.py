@@ -22,9 +22,9 @@ import sim  # noqa: E402, F401  isort: skip
 import numpy as np  # noqa: E402
 import scipy  # noqa: E402
 
-from sim.assembly import solve_pose  # noqa: E402
-from sim.loader import load_model, load_module  # noqa: E402
-from sim.modal import modes  # noqa: E402
+from sim.model.assembly import solve_pose  # noqa: E402
+from sim.model.loader import load_model, load_module  # noqa: E402
+from sim.solvers.modal import modes  # noqa: E402
 
 NAVARO = ROOT / "models" / "navaro.py"
 BEAM = ROOT / "models" / "beam.py"

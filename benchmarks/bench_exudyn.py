@@ -36,8 +36,8 @@ CASES = (
 
 def ffrsim_step(scenario, params):
     """µs per step of ffrsim's transient and its summary."""
-    from sim.loader import load_model
-    from sim.scenario import load_scenario
+    from sim.model.loader import load_model
+    from sim.app.scenario import load_scenario
     sc = load_scenario(ROOT / scenario)
     model = load_model(sc.model_file, {**sc.model_parameters, **params})
     _, attrs, summary = run_analysis(scenario, "transient", 1.0, model=model)
@@ -65,8 +65,8 @@ def main():
         sys.exit("bench_exudyn: give --exudyn-python (a python with `pip install exudyn numpy`)")
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "bench_exudyn.csv"
     for name, scenario, params, script, peer_args, key, target in CASES:
-        from sim.loader import load_model
-        from sim.scenario import load_scenario
+        from sim.model.loader import load_model
+        from sim.app.scenario import load_scenario
         sc = load_scenario(ROOT / scenario)
         run_analysis(scenario, "transient", 0.01, model=load_model(sc.model_file, {**sc.model_parameters, **params}))
         ours, theirs = [], []

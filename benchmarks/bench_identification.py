@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.damping import Damping
-from sim.frf import frf
-from sim.identification import Configuration, Problem, identify
-from sim.loader import load_model
+from sim.solvers.damping import Damping
+from sim.solvers.frf import frf
+from sim.solvers.identification import Configuration, Problem, identify
+from sim.model.loader import load_model
 
 MODEL = Path(__file__).resolve().parent.parent / "models" / "delta_surgiscope.py"
 

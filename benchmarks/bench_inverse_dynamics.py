@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.inverse_dynamics import inverse_dynamics
-from sim.loader import load_model
-from sim.motion import rigid_motion
-from sim.trajectory import circle
+from sim.solvers.inverse_dynamics import inverse_dynamics
+from sim.model.loader import load_model
+from sim.solvers.motion import rigid_motion
+from sim.solvers.trajectory import circle
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.fast import Evaluator
-from sim.ked import frames_along, integrate_frames, ked
-from sim.modal import modes
-from sim.subspace import Tracker
-from sim.motion import rigid_motion
-from sim.loader import load_model
-from sim.sweep import run_cases
+from sim.model.evaluator import Evaluator
+from sim.solvers.ked import frames_along, integrate_frames, ked
+from sim.solvers.modal import modes
+from sim.solvers.subspace import Tracker
+from sim.solvers.motion import rigid_motion
+from sim.model.loader import load_model
+from sim.solvers.sweep import run_cases
 from sim.analyses.sweep import rows_frequencies
-from sim.trajectory import circle
+from sim.solvers.trajectory import circle
 
 from common import run_analysis
 

@@ -2,8 +2,8 @@
 import time
 from pathlib import Path
 
-from sim.loader import load_model
-from sim.scenario import load_scenario
+from sim.model.loader import load_model
+from sim.app.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

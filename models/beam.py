@@ -18,8 +18,7 @@ set.  End-effector coordinates: the tip position ``x y z``.
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 SUPPORTS = ("clamped-free", "pinned-pinned", "free-free", "clamped-pinned", "clamped-clamped")
 JOINT_OF = {"clamped": "fixed", "pinned": "spherical"}

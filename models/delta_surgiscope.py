@@ -52,8 +52,7 @@ Measured configurations (paper 004 §III-C): (0, 0, -1.1) m and (0.19, -0.33, -0
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 ARM = 0.75            # L_b [m]
 HALF_WIDTH = 0.125    # L_c [m]

@@ -33,8 +33,7 @@ chords, in the plane.
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 HOME = np.array([0.0, 0.35, 0.0])
 

@@ -20,8 +20,7 @@ End-effector coordinates: tip ``x y``.
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 
 def build(rho_A=2.82, c=5.974, length=3.372, tip_mass_ratio=5.18, elements=8, E=2.1e11, nu=0.3):

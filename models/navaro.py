@@ -36,8 +36,7 @@ the Cast3M model.  End-effector coordinates ``x y theta`` of the platform frame 
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 BASE_RADIUS = 0.4041
 PLATFORM_RADIUS = 0.2027

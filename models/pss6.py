@@ -37,13 +37,12 @@ position; gravity 9.81 m/s^2 along -z; the platform's centre of mass at its geom
 End-effector coordinates ``x y z rx ry rz`` of the platform centre (Z-Y-X Tait-Bryan angles,
 i.e. the paper's roll-pitch-yaw about fixed axes, R = Rz Ry Rx).  Each strut spins freely
 about its own axis between its two spherical joints: six free motions, reported as
-rigid-body modes by :func:`sim.modal.modes` (``slider_joint = "universal"`` locks them).  Substructures: ``platform``, ``sliders``,
+rigid-body modes by :func:`sim.solvers.modal.modes` (``slider_joint = "universal"`` locks them).  Substructures: ``platform``, ``sliders``,
 ``struts``.
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 Z0 = 1.744                      # m, home height of the platform centre
 PLATFORM_RADIUS = 0.5           # m, radius of the platform points A_i

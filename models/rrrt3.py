@@ -55,7 +55,7 @@ gravity 9.81 m/s^2 along -z.  End-effector coordinates ``x y z`` of the platform
 """
 import numpy as np
 
-from sim.model import ModelBuilder
+from sim import ModelBuilder
 
 BASE_RADIUS = 0.4
 PLATFORM_RADIUS = 0.1
@@ -174,7 +174,7 @@ def build(cross_mass=1e-3, platform_mass=PLATFORM_MASS, gravity=9.81):
 
 
 if __name__ == "__main__":
-    from sim.assembly import regularity
+    from sim.model.assembly import regularity
 
     model = build()
     inverse, direct = regularity(model, model.q_home)

@@ -39,8 +39,7 @@ coordinates of A_i.
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 BASE_RADIUS = 0.4
 PLATFORM_RADIUS = 0.1

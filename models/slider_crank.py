@@ -32,8 +32,7 @@ mid-node transverse distance from the chord B-C, positive along the rod's in-pla
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 CRANK_LENGTH = 0.15
 ROD_LENGTH = 0.30

@@ -13,7 +13,7 @@ as the scenario's ``[transient] drive_law``).  First clamped bending frequency
 1.8751^2 sqrt(E I / (rho A L^4)) = 3.80 rad/s.  A linear FFR beam has no centrifugal stiffening
 and its bending softens by -Omega^2 (the centrifugal "spin softening" of the reference-frame
 terms): past ~3.80 rad/s the tip deflection grows without bound.  ``stiffening=True`` (default)
-adds the geometric stiffening of the axial force (second-order axial strain, sim.dynamics),
+adds the geometric stiffening of the axial force (second-order axial strain, sim.model.dynamics),
 which keeps it bounded, as in Simo & Vu-Quoc's geometrically exact solution.
 
 *Assumed*: a square solid section h x h with h^2 / 12 = E I / E A (so A = h^2,
@@ -24,8 +24,7 @@ transverse deflection in the rotating hub frame (along the hub's y axis) [m].
 """
 import numpy as np
 
-from sim.beam import Section
-from sim.model import ModelBuilder
+from sim import ModelBuilder, Section
 
 LENGTH = 10.0
 RHO_A = 1.2

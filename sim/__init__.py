@@ -15,15 +15,26 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 threadpool_limits(limits=1, user_api="blas")
 
-from .assembly import assemble, solve_pose  # noqa: E402
-from .beam import Section  # noqa: E402
-from .dynamics import energy, mass_and_forces, mass_matrix, stiffness_matrix  # noqa: E402
-from .errors import SimError  # noqa: E402
-from .loader import load_model  # noqa: E402
-from .modal import ModalResult, modes  # noqa: E402
-from .model import Model, ModelBuilder  # noqa: E402
-from .motion import RigidMotion, rigid_motion  # noqa: E402
+# What ``from sim import NAME`` gives, imported on first use: ``sim --help`` and the model files
+# pay only for what they use.
+_LAZY = {
+    "Model": "sim.model.builder", "ModelBuilder": "sim.model.builder", "Section": "sim.model.beam",
+    "SimError": "sim.errors", "load_model": "sim.model.loader", "assemble": "sim.model.assembly",
+    "solve_pose": "sim.model.assembly", "mass_matrix": "sim.model.dynamics", "stiffness_matrix": "sim.model.dynamics",
+    "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "modes": "sim.solvers.modal",
+    "ModalResult": "sim.solvers.modal", "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
+}
+__all__ = sorted(_LAZY)
 
-__all__ = ["Model", "ModelBuilder", "Section", "SimError", "load_model", "assemble", "solve_pose", "modes",
-           "ModalResult", "mass_matrix", "stiffness_matrix", "mass_and_forces", "energy", "rigid_motion",
-           "RigidMotion"]
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

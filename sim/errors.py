@@ -2,7 +2,7 @@
 
 A bad scenario file, an unknown key, a wrong sign, an unreachable pose, a singular
 configuration or a diverging integration raise `SimError`. Its message is a single line that
-says where: the file, the key path, the time or the body. `sim.cli.main` prints it as
+says where: the file, the key path, the time or the body. `sim.app.cli.main` prints it as
 ``error: <message>`` without a traceback; anything else that escapes is a bug.
 """
 

@@ -17,7 +17,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 from numba import njit
 
-from .kernels.common import FLUSH_RTOL
+from sim.kernels.common import FLUSH_RTOL
 
 SVD_DRIVER = "gesvd"
 

@@ -1,8 +1,8 @@
 """Shared fixtures: built models (once per session), finite differences, random states.
 
-Models are loaded by path, as users load them (``sim.loader.load_model``).  The random
+Models are loaded by path, as users load them (``sim.model.loader.load_model``).  The random
 configurations are *not* assembled: they are the home configuration moved on the manifold by
-:func:`sim.kinematics.integrate` along a random increment that includes the elastic
+:func:`sim.model.kinematics.integrate` along a random increment that includes the elastic
 coordinates, which is what the pointwise invariants (mass matrix, Jacobians) need.
 """
 import os
@@ -19,9 +19,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from sim.beam import Section  # noqa: E402
-from sim.kinematics import integrate  # noqa: E402
-from sim.loader import load_model  # noqa: E402
+from sim.model.beam import Section  # noqa: E402
+from sim.model.kinematics import integrate  # noqa: E402
+from sim.model.loader import load_model  # noqa: E402
 from sim.model import ModelBuilder  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
@@ -120,7 +120,7 @@ def navaro():
 @pytest.fixture(scope="session")
 def navaro_module():
     """The NaVARo builder module (for ``POSES``)."""
-    from sim.loader import load_module
+    from sim.model.loader import load_module
     return load_module(model_path("navaro"))
 
 

@@ -2,12 +2,12 @@
 oracles only, written for clarity, not speed (issue 15: each equation once in ``sim/``)."""
 import numpy as np
 
-from sim.kinematics import MarkerState
-from sim.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew
+from sim.model.kinematics import MarkerState
+from sim.model.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew
 
 
 def stretch_terms(qf, A, k, G):
-    """Geometric stiffening of one body (:mod:`sim.dynamics` docstring): force (n,), tangent
+    """Geometric stiffening of one body (:mod:`sim.model.dynamics` docstring): force (n,), tangent
     stiffness (n, n), extra potential [J]; ``A`` (n_e, n), ``k`` (n_e,), ``G`` (n_e, n, n)."""
     Gq = np.einsum("eab,b->ea", G, qf)
     du, g = A @ qf, Gq @ qf
@@ -153,8 +153,8 @@ def _gather(model):
 
 
 def markers(model, q, v=None):
-    """Poses, Jacobians and (with ``v``) rates of all markers (:mod:`sim.kinematics` docstring):
-    a :class:`sim.kinematics.MarkerState` with dense Jacobians (n_m, ..., n_v)."""
+    """Poses, Jacobians and (with ``v``) rates of all markers (:mod:`sim.model.kinematics` docstring):
+    a :class:`sim.model.kinematics.MarkerState` with dense Jacobians (n_m, ..., n_v)."""
     n_m, n_v = len(model.markers), model.n_v
     marker_qf, marker_vcols, D, E = _gather(model)
     r_b, R_b = body_frames(model, q)
@@ -216,7 +216,7 @@ def markers(model, q, v=None):
 
 
 def rows(model, ms, with_rates):
-    """Constraint rows (:mod:`sim.constraints` docstring): phi (n_rows,), J (n_rows, n_v),
+    """Constraint rows (:mod:`sim.model.constraints` docstring): phi (n_rows,), J (n_rows, n_v),
     gamma (n_rows,) or None over all joint and actuator rows, from the marker state ``ms``."""
     n, n_v = model.rows["n_total"], model.n_v
     phi = np.zeros(n)
@@ -272,13 +272,13 @@ def rows(model, ms, with_rates):
 
 
 def constraints(model, q, v=None, targets=None, target_acc=None, all_drives=False):
-    """As :func:`sim.constraints.constraints`, from the numpy statements."""
-    from sim.constraints import select
+    """As :func:`sim.model.constraints.constraints`, from the numpy statements."""
+    from sim.model.constraints import select
     return select(model, *rows(model, markers(model, q, v), v is not None), targets, target_acc, all_drives)
 
 
 def actuator_values(model, q, v=None):
-    """As :func:`sim.constraints.actuator_values`, from the numpy statements."""
+    """As :func:`sim.model.constraints.actuator_values`, from the numpy statements."""
     phi, J, gamma = rows(model, markers(model, q, v), v is not None)
     nj = model.rows["n_joint"]
     return (phi[nj:], J[nj:]) if v is None else (phi[nj:], J[nj:], gamma[nj:])
@@ -345,7 +345,7 @@ def _stretch(model, q, b):
 
 
 def mass_and_forces(model, q, v, targets=None):
-    """As :func:`sim.dynamics.mass_and_forces`, from the numpy statements."""
+    """As :func:`sim.model.dynamics.mass_and_forces`, from the numpy statements."""
     M, Q = np.zeros((model.n_v, model.n_v)), np.zeros(model.n_v)
     for grp in model.body_groups:
         Mb, Qb = group_terms(model, grp, q, v)
@@ -363,7 +363,7 @@ def mass_and_forces(model, q, v, targets=None):
 
 
 def stiffness_matrix(model, q):
-    """As :func:`sim.dynamics.stiffness_matrix` at ``q``, from the numpy statements."""
+    """As :func:`sim.model.dynamics.stiffness_matrix` at ``q``, from the numpy statements."""
     K = np.zeros((model.n_v, model.n_v))
     for b, body in enumerate(model.bodies):
         i = model.q_index[b][1] + 6
@@ -394,7 +394,7 @@ def potential(model, q):
     return gravity, elastic
 
 
-# --- the time step (sim.integrators) ----------------------------------------------------------
+# --- the time step (sim.solvers.integrators) ----------------------------------------------------------
 
 
 def equations(ev, drive, t, q, v, damping=None):

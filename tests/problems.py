@@ -114,7 +114,7 @@ NAVARO_SYMMETRIC_POSES = ((3, 5, 7), (4, 6, 8))
 SLIDER_CRANK = '''\
 """Rigid planar slider-crank in 3D (redundant constraints), driven at the slider (test model)."""
 import numpy as np
-from sim.model import ModelBuilder
+from sim import ModelBuilder
 
 def build(angle=0.6):
     b = ModelBuilder("slider_crank_rigid", gravity=(0.0, -9.81, 0.0))

@@ -8,7 +8,7 @@ as a product and ``k_twist`` only in torsion modes (non-identifiable on purpose)
 """
 import numpy as np
 
-from sim.model import ModelBuilder
+from sim import ModelBuilder
 
 
 def build(k1=1.0e4, k2=2.0e4, m1=1.0, m2=2.0, k_twist=1.0e4, scale_a=1.0, scale_b=1.0, c1=0.0,

@@ -16,7 +16,7 @@ import h5py
 import pytest
 
 import problems
-from sim.cli import main
+from sim.app.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

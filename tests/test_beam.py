@@ -1,11 +1,11 @@
-"""The 12-dof beam element (sim.beam) and the clamped stiffness of a beam body."""
+"""The 12-dof beam element (sim.model.beam) and the clamped stiffness of a beam body."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
 from conftest import load
 from problems import bar_extension, cantilever_tip_deflection, consistent_mass, shaft_twist
-from sim import beam
+from sim.model import beam
 
 #: Element cases: (L, E, G, rho, A, Iy, Iz, J, Ip) with distinct values so that no two terms
 #: can be swapped unnoticed.

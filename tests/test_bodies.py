@@ -1,4 +1,4 @@
-"""Mass matrix and generalized forces of floating-frame bodies (sim.dynamics)."""
+"""Mass matrix and generalized forces of floating-frame bodies (sim.model.dynamics)."""
 import numpy as np
 import pytest
 import scipy.linalg
@@ -6,10 +6,10 @@ from numpy.testing import assert_allclose
 
 from conftest import central_difference, fd_jacobian, load, random_state
 from problems import slender_bar_inertia
-from sim.beam import Section
-from sim.dynamics import energy, forces, mass_and_forces, mass_matrix, stiffness_matrix
-from sim.kinematics import body_frames, integrate
-from sim.rotations import skew
+from sim.model.beam import Section
+from sim.model.dynamics import energy, forces, mass_and_forces, mass_matrix, stiffness_matrix
+from sim.model.kinematics import body_frames, integrate
+from sim.model.rotations import skew
 
 SEEDS = [0, 1, 2]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.cli import main
+from sim.app.cli import main
 from sim.errors import SimError
-from sim.results import ResultFile, read_result
+from sim.app.results import ResultFile, read_result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,10 +159,10 @@ def test_module_entry_point_without_traceback(tmp_path):
 @pytest.fixture
 def fake_engine(monkeypatch):
     """Replace model loading and the modes analysis so `sim run` runs without the engine."""
-    import sim.cli
+    import sim.app.cli
     from sim.analyses import ANALYSES
 
-    monkeypatch.setattr(sim.cli, "_load_model", lambda path, parameters: object())
+    monkeypatch.setattr(sim.app.cli, "_load_model", lambda path, parameters: object())
 
     def install(analysis):
         monkeypatch.setitem(ANALYSES, "modes", analysis)

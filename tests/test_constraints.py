@@ -1,13 +1,13 @@
-"""Constraint Jacobian, gamma, pose Jacobian and assembly (sim.constraints, sim.assembly)."""
+"""Constraint Jacobian, gamma, pose Jacobian and assembly (sim.model.constraints, sim.model.assembly)."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
 from conftest import central_difference, fd_jacobian, load, random_state
-from sim.assembly import solve_pose
-from sim.constraints import actuator_values, constraints
+from sim.model.assembly import solve_pose
+from sim.model.constraints import actuator_values, constraints
 from sim.errors import SimError
-from sim.kinematics import integrate, pose, pose_jacobian
+from sim.model.kinematics import integrate, pose, pose_jacobian
 
 SEEDS = [0, 1, 2]
 
@@ -87,7 +87,7 @@ def test_wrong_number_of_pose_values_raises(navaro, values):
 
 @pytest.mark.parametrize("name", ["navaro", "flexible_arm"])
 def test_skeleton_jacobian_matches_finite_differences(name, request):
-    from sim.kinematics import integrate, skeleton
+    from sim.model.kinematics import integrate, skeleton
     model = request.getfixturevalue(name)
     rng = np.random.default_rng(3)
     dv = 1e-2 * rng.standard_normal(model.n_v)

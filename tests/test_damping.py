@@ -1,12 +1,12 @@
-"""Damping models and complex modes (sim.damping) against closed forms."""
+"""Damping models and complex modes (sim.solvers.damping) against closed forms."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.linalg
 
-from sim import damping as dmp
-from sim.loader import load_model
+from sim.solvers import damping as dmp
+from sim.model.loader import load_model
 
 CHAIN = Path(__file__).with_name("spring_chain_model.py")
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from sim import damping as dmp
-from sim.cli import main
-from sim.constraints import actuator_values
-from sim.ked import FramePool
+from sim.solvers import damping as dmp
+from sim.app.cli import main
+from sim.model.constraints import actuator_values
+from sim.solvers.ked import FramePool
 
 from conftest import MODELS, ROOT, load
 

@@ -3,9 +3,9 @@ import sim  # noqa: F401
 import numpy as np
 import pytest
 
-from sim.design import body_energies, energy_ratios, sensitivities
-from sim.loader import load_model
-from sim.modal import modes
+from sim.solvers.design import body_energies, energy_ratios, sensitivities
+from sim.model.loader import load_model
+from sim.solvers.modal import modes
 
 from conftest import MODELS
 
@@ -46,8 +46,8 @@ def test_sensitivities_do_not_depend_on_count_at_a_repeated_frequency():
     must not change the sensitivities of the modes kept."""
     from pathlib import Path
 
-    from sim.design import sensitivities
-    from sim.loader import load_model
+    from sim.solvers.design import sensitivities
+    from sim.model.loader import load_model
     path = Path(__file__).resolve().parent.parent / "models/slider_crank.py"
 
     def build(p):

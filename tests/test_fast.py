@@ -1,4 +1,4 @@
-"""The compiled kernels, through the public functions and the evaluator (sim.fast), reproduce the
+"""The compiled kernels, through the public functions and the evaluator (sim.model.evaluator), reproduce the
 numpy statements of ``tests/oracles.py`` to round-off on random states of several models."""
 from pathlib import Path
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sim.constraints import actuator_values, constraints
-from sim.dynamics import damping_matrix, mass_and_forces, mass_matrix, potential, stiffness_matrix
-from sim.fast import Evaluator
-from sim.kinematics import integrate, markers
-from sim.loader import load_model
+from sim.model.constraints import actuator_values, constraints
+from sim.model.dynamics import damping_matrix, mass_and_forces, mass_matrix, potential, stiffness_matrix
+from sim.model.evaluator import Evaluator
+from sim.model.kinematics import integrate, markers
+from sim.model.loader import load_model
 
 import oracles
 
@@ -129,7 +129,7 @@ def test_integrate_matches_oracle(states):
 
 def test_pose_terms_match_dense_markers(state):
     """The evaluator's end-effector terms (local Jacobians) against :func:`pose_rates` (dense)."""
-    from sim.kinematics import pose_rates
+    from sim.model.kinematics import pose_rates
     name, model, q, v, _, _ = state
     ev = Evaluator(model)
     ev.evaluate(q, v)
@@ -174,11 +174,11 @@ def test_velocity_jacobians_match_central_differences(state):
 
 
 def against_oracle(model, drive, h, steps, damping=None, method="newmark", rho_inf=1.0):
-    """States after ``steps`` steps of ``h`` from rest at home: :func:`sim.simulate.simulate`
+    """States after ``steps`` steps of ``h`` from rest at home: :func:`sim.solvers.simulate.simulate`
     (the compiled step loop) and the plain generalized-α of ``tests/oracles.py`` (Newton with a
     fresh finite-difference Jacobian at every iteration, on the public evaluator)."""
-    from sim.integrators import METHODS
-    from sim.simulate import simulate
+    from sim.solvers.integrators import METHODS
+    from sim.solvers.simulate import simulate
     res = simulate(model, model.q_home, np.zeros(model.n_v), steps * h, h, drive, method=method, rho_inf=rho_inf,
                    newton_tol=1e-13, damping=damping)
     assert res.status == "complete", res.message
@@ -192,7 +192,7 @@ def against_oracle(model, drive, h, steps, damping=None, method="newmark", rho_i
 def test_step_loop_matches_oracle(kind):
     """The compiled step loop against the plain generalized-α oracle, with each drive kind
     (and damping with the torque drive): same states to the Newton tolerance."""
-    from sim.simulate import Drive
+    from sim.solvers.simulate import Drive
     model = load_model(ROOT / "models/rrru3.py", {"elements_per_link": 1})
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 0.05 * np.sin(3 * t), 0.15 * np.cos(3 * t) + 0 * s0, -0.45 * np.sin(3 * t) + 0 * s0))
@@ -215,7 +215,7 @@ def test_step_loop_matches_oracle(kind):
 def test_step_loop_covers_lumped_compliance(name, params):
     """Lumped springs and compliant actuators pulled along a prescribed law, generalized-α
     with numerical damping: the compiled step loop against the oracle."""
-    from sim.simulate import Drive
+    from sim.solvers.simulate import Drive
     model = load_model(ROOT / f"models/{name}.py", params)
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 0.02 * np.sin(40 * t), 0.8 * np.cos(40 * t) + 0 * s0, -32 * np.sin(40 * t) + 0 * s0))
@@ -228,7 +228,7 @@ def test_step_loop_covers_lumped_compliance(name, params):
 def test_step_loop_covers_geometric_stiffening():
     """The stiffened slider-crank (the axial force's tangent stiffness matters): the compiled
     step loop against the oracle."""
-    from sim.simulate import Drive
+    from sim.solvers.simulate import Drive
     model = load_model(ROOT / CASES["slider_crank"][0], CASES["slider_crank"][1])
     s0 = actuator_values(model, model.q_home)[0]
     law = (lambda t: (s0 + 150.0 * t, np.full(s0.size, 150.0), np.zeros(s0.size)))

@@ -1,13 +1,13 @@
-"""FRFs (sim.frf): closed forms, method agreement, reciprocity, static limit, peaks."""
+"""FRFs (sim.solvers.frf): closed forms, method agreement, reciprocity, static limit, peaks."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sim.damping import Damping
+from sim.solvers.damping import Damping
 from sim.errors import SimError
-from sim.frf import frf, static_compliance
-from sim.loader import load_model
+from sim.solvers.frf import frf, static_compliance
+from sim.model.loader import load_model
 
 HERE = Path(__file__).parent
 CHAIN = HERE / "spring_chain_model.py"

@@ -1,11 +1,11 @@
-"""Identification (sim.identification), MAC and pairing (sim.tracking), scenario tables."""
+"""Identification (sim.solvers.identification), MAC and pairing (sim.solvers.tracking), scenario tables."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sim.identification import Configuration, Problem, identify
-from sim.tracking import mac, pair_modes
+from sim.solvers.identification import Configuration, Problem, identify
+from sim.solvers.tracking import mac, pair_modes
 
 HERE = Path(__file__).parent
 CHAIN = HERE / "spring_chain_model.py"
@@ -69,9 +69,9 @@ def test_flags_parameters_entering_as_a_product():
 def test_pairing_by_mac_with_measured_shapes():
     """Measured modes given in swapped order with their shapes are paired by MAC."""
     outputs = ["displacement:P1:z", "displacement:P2:z"]
-    from sim.damping import reduce
-    from sim.frf import _rows
-    from sim.loader import load_model
+    from sim.solvers.damping import reduce
+    from sim.solvers.frf import _rows
+    from sim.model.loader import load_model
     import scipy.linalg
     model = load_model(CHAIN, TRUE)
     red = reduce(model, model.q_home)
@@ -88,8 +88,8 @@ def test_pairing_by_mac_with_measured_shapes():
 
 def test_mac_of_mode_set_with_itself_is_identity():
     """Mass-weighted MAC of mass-normalised modes is the identity; pairing of a permuted set."""
-    from sim.damping import reduce
-    from sim.loader import load_model
+    from sim.solvers.damping import reduce
+    from sim.model.loader import load_model
     import scipy.linalg
     model = load_model(ROOT / "models" / "delta_surgiscope.py")
     red = reduce(model, model.q_home)
@@ -106,7 +106,7 @@ def test_mac_of_mode_set_with_itself_is_identity():
 
 def test_scenario_tables_are_strict(tmp_path):
     from sim.errors import SimError
-    from sim.scenario import load_scenario
+    from sim.app.scenario import load_scenario
     s = load_scenario(ROOT / "scenarios" / "delta_identify.toml")
     t = s.data["identification"]
     assert t["configuration_1"]["use"] == "fit" and t["configuration_2"]["use"] == "predict"

@@ -1,12 +1,12 @@
-"""Integrators of the constrained equations: order, period, energy (sim.integrators, sim.simulate)."""
+"""Integrators of the constrained equations: order, period, energy (sim.solvers.integrators, sim.solvers.simulate)."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sim.integrators import METHODS
-from sim.kinematics import integrate
-from sim.model import ModelBuilder
-from sim.simulate import Drive, simulate
+from sim.solvers.integrators import METHODS
+from sim.model.kinematics import integrate
+from sim import ModelBuilder
+from sim.solvers.simulate import Drive, simulate
 
 G = 9.81
 
@@ -47,14 +47,14 @@ def test_second_order_on_pendulum(method):
 
 
 def pinned_beam(elements=4):
-    from sim.loader import load_model
+    from sim.model.loader import load_model
     return load_model("models/beam.py", {"support": "pinned-pinned", "elements": elements})
 
 
 def test_newmark_period_matches_modal_frequency():
     """Small free vibration of a pinned-pinned beam in its first mode: the Newmark period is
     the modal period lengthened by (omega h)^2 / 12 (average acceleration)."""
-    from sim.modal import modes
+    from sim.solvers.modal import modes
     model = pinned_beam()
     mr = modes(model, model.q_home, count=1)
     omega = mr.omega[0]
@@ -75,7 +75,7 @@ def test_newmark_period_matches_modal_frequency():
 def test_newmark_conserves_energy_of_free_flexible_beam():
     """Pinned-pinned beam released from a deformed state: average acceleration keeps the total
     energy (all elastic at t = 0) within 0.1 %."""
-    from sim.modal import modes
+    from sim.solvers.modal import modes
     model = pinned_beam()
     mr = modes(model, model.q_home, count=3)
     shape = mr.shapes[:, 0] + 0.5 * mr.shapes[:, 2]

@@ -16,14 +16,14 @@ import pytest
 import scipy.linalg
 
 import problems
-from sim.assembly import assemble, regularity
-from sim.cli import main
-from sim.constraints import actuator_values, constraints
+from sim.model.assembly import assemble, regularity
+from sim.app.cli import main
+from sim.model.constraints import actuator_values, constraints
 from sim.errors import SimError
-from sim.inverse_dynamics import actuator_forces, inverse_dynamics
-from sim.loader import load_model
-from sim.motion import rigid_motion, rigid_state
-from sim.trajectory import circle, polynomial
+from sim.solvers.inverse_dynamics import actuator_forces, inverse_dynamics
+from sim.model.loader import load_model
+from sim.solvers.motion import rigid_motion, rigid_state
+from sim.solvers.trajectory import circle, polynomial
 
 ROOT = Path(__file__).resolve().parents[1]
 RRRT3 = ROOT / "models" / "rrrt3.py"
@@ -72,7 +72,7 @@ def slider_crank(tmp_path_factory):
 
 def _newton_euler(model, q, v, a):
     """``M a - Q`` on the reference coordinates, body by body from the Newton–Euler equations
-    (mass centre acceleration, Euler's equation about the mass centre), without sim.dynamics."""
+    (mass centre acceleration, Euler's equation about the mass centre), without sim.model.dynamics."""
     out = []
     for b, body in enumerate(model.bodies):
         sq, sv = model.q_index[b]
@@ -238,7 +238,7 @@ def test_cli_reports_singularity(slider_crank, tmp_path, capsys):
 def test_compliant_drives_act_as_rigid_drives_of_the_rigid_robot():
     """6-PSS with compliant ball-screw drives (the default): inverse dynamics gives one force
     per actuator, equal to the virtual-work forces (Newton-Euler, passive null space)."""
-    from sim.trajectory import cycloidal
+    from sim.solvers.trajectory import cycloidal
     model = load_model(ROOT / "models/pss6.py")
     assert all(a.stiffness is not None for a in model.actuators), "the 6-PSS drives are compliant"
     law = cycloidal(model.pose_home, [0, 1, 2], 0.02, 0.4)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from sim.ked import ModalStepper, Frame, integrate_frames, ked, ramp_response
-from sim.loader import load_model
-from sim.trajectory import circle
+from sim.solvers.ked import ModalStepper, Frame, integrate_frames, ked, ramp_response
+from sim.model.loader import load_model
+from sim.solvers.trajectory import circle
 
 from conftest import MODELS
 
@@ -114,12 +114,12 @@ def _assert_same_frames(a, b, label):
 
 def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypatch):
     """Chunks computed by a worker thread, chunks taken back, and the tail: the same numbers, in order."""
-    import sim.ked
-    from sim.ked import frames_along, motion_and_frames
-    from sim.motion import rigid_motion
+    import sim.solvers.ked
+    from sim.solvers.ked import frames_along, motion_and_frames
+    from sim.solvers.motion import rigid_motion
 
-    monkeypatch.setattr(sim.ked, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
-    assert sim.ked._workers(2, 41) == 1, "the shared path is the one under test"
+    monkeypatch.setattr(sim.solvers.ked, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
+    assert sim.solvers.ked._workers(2, 41) == 1, "the shared path is the one under test"
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     serial = frames_along(rrru3_coarse, motion, 3, workers=1)
@@ -131,18 +131,18 @@ def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypa
 
 def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, monkeypatch):
     """The plain Newton corrector (from the third-order predictor) lands on the configurations
-    the line-search Newton of sim.assembly finds, and is the path taken on a smooth trajectory."""
-    import sim.assembly
-    import sim.motion
-    from sim.motion import rigid_motion
+    the line-search Newton of sim.model.assembly finds, and is the path taken on a smooth trajectory."""
+    import sim.model.assembly
+    import sim.solvers.motion
+    from sim.solvers.motion import rigid_motion
 
     calls = []
-    monkeypatch.setattr(sim.motion, "assemble", lambda *a, **k: calls.append(1) or sim.assembly.assemble(*a, **k))
+    monkeypatch.setattr(sim.solvers.motion, "assemble", lambda *a, **k: calls.append(1) or sim.model.assembly.assemble(*a, **k))
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert not calls, "the corrector fell back to the line-search Newton"
-    monkeypatch.setattr(sim.assembly, "CORRECTOR_MAX_ITER", 0)    # every sample through assemble() ...
-    monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)   # ... in the Python loop
+    monkeypatch.setattr(sim.model.assembly, "CORRECTOR_MAX_ITER", 0)    # every sample through assemble() ...
+    monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)   # ... in the Python loop
     robust = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert len(calls) == t.size - 1
     # Both stop below the 1e-11 residual tolerance; the configurations agree to that order.
@@ -153,44 +153,44 @@ def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, mon
 
 
 def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, monkeypatch):
-    """The frames' modes by warm-started subspace iteration (sim.subspace) give the KED
+    """The frames' modes by warm-started subspace iteration (sim.solvers.subspace) give the KED
     response of the dense eigensolves to 10 RESIDUAL_TOL of its peak (the shapes' error)."""
-    import sim.ked
-    import sim.subspace
+    import sim.solvers.ked
+    import sim.solvers.subspace
 
     fast = ked(rrru3_coarse, SHORT_ARC, 40, 4, 0.02)
-    monkeypatch.setattr(sim.subspace.Tracker, "applies", staticmethod(lambda model: False))
-    assert sim.ked._tracker(rrru3_coarse, 4) is None
+    monkeypatch.setattr(sim.solvers.subspace.Tracker, "applies", staticmethod(lambda model: False))
+    assert sim.solvers.ked._tracker(rrru3_coarse, 4) is None
     dense = ked(rrru3_coarse, SHORT_ARC, 40, 4, 0.02)
     np.testing.assert_allclose(fast.frequencies, dense.frequencies, rtol=1e-10)
     scale = np.abs(dense.deviation).max()
     assert scale > 1e-6
-    assert np.abs(fast.deviation - dense.deviation).max() <= 10 * sim.subspace.RESIDUAL_TOL * scale
+    assert np.abs(fast.deviation - dense.deviation).max() <= 10 * sim.solvers.subspace.RESIDUAL_TOL * scale
 
 
 def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
-    """The compiled sample loop (sim.motion._segment) and the Python loop solve the same
+    """The compiled sample loop (sim.solvers.motion._segment) and the Python loop solve the same
     equations: states to round-off, condition numbers to 1e-10; without condition numbers,
     the same states and NaN."""
-    import sim.motion
-    from sim.motion import rigid_motion
+    import sim.solvers.motion
+    from sim.solvers.motion import rigid_motion
 
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     segments = []
-    compiled_segment = sim.motion._segment
+    compiled_segment = sim.solvers.motion._segment
 
     def counted(*args):
         end = compiled_segment(*args)
         segments.append((args[0], end))
         return end
 
-    monkeypatch.setattr(sim.motion, "_segment", counted)
+    monkeypatch.setattr(sim.solvers.motion, "_segment", counted)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert sum(end - k0 for k0, end in segments) == t.size - 1, \
         "the compiled sample loop did not compute every sample after the first"
-    monkeypatch.setattr(sim.motion, "_segment", compiled_segment)
+    monkeypatch.setattr(sim.solvers.motion, "_segment", compiled_segment)
     quick = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
-    monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)
+    monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)
     slow = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     for field in ("q", "v", "a", "actuators", "actuators_dot", "actuators_ddot"):
         ref = getattr(slow, field)
@@ -204,16 +204,16 @@ def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
 def test_rigid_motion_paths_stop_at_the_same_workspace_exit(rrru3_coarse, monkeypatch):
     """A circle through the workspace boundary: the compiled loop hands the failing sample to
     the Python loop, which names the same time as the Python loop alone."""
-    import sim.motion
+    import sim.solvers.motion
     from sim.errors import SimError
-    from sim.motion import rigid_motion
+    from sim.solvers.motion import rigid_motion
 
     arc = circle([-0.3, 0.0, -0.7], 0.6, 2.0, 1.6)
     t = np.linspace(0.0, 1.6, 161)
     messages = []
     for condition in (True, False, None):
         if condition is None:
-            monkeypatch.setattr(sim.motion, "_fast_segments", lambda model, ev: None)
+            monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)
         with pytest.raises(SimError) as info:
             rigid_motion(rrru3_coarse, arc, t, condition=condition is not False)
         messages.append(str(info.value))
@@ -225,10 +225,10 @@ def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
     """The singular guard's estimate (power and inverse iteration from the previous sample's
     vectors) is a lower bound within the margin of the exact sigma_1 / sigma_n, and closes in
     on it along a motion."""
-    from sim.assembly import residual
-    from sim.fast import Evaluator
+    from sim.model.assembly import residual
+    from sim.model.evaluator import Evaluator
     from sim.linalg import flush
-    from sim.motion import ESTIMATE_MARGIN, _condition_estimate, _factor, rigid_motion
+    from sim.solvers.motion import ESTIMATE_MARGIN, _condition_estimate, _factor, rigid_motion
 
     t = np.linspace(0.0, SHORT_ARC.duration, 21)
     motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
@@ -249,11 +249,11 @@ def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
 def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
     """A tracker reset to the Ritz vectors of another configuration (its seed) gives the dense
     solve's modes within SEED_ITER sweeps, and does not extrapolate from the seed."""
-    import sim.subspace
-    from sim.fast import Evaluator
-    from sim.modal import modes
-    from sim.motion import rigid_motion
-    from sim.subspace import SEED_ITER, Tracker
+    import sim.solvers.subspace
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.modal import modes
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.subspace import SEED_ITER, Tracker
 
     t = np.linspace(0.0, SHORT_ARC.duration, 9)
     motion = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
@@ -269,7 +269,7 @@ def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
                     J_s=states[k].J_s)
         np.testing.assert_allclose(omega, ref.omega, rtol=1e-10)
         P, P_ref = shapes @ mass_shapes.T, ref.shapes @ (states[k].M @ ref.shapes).T
-        assert np.abs(P - P_ref).max() <= 10 * sim.subspace.RESIDUAL_TOL * np.abs(P_ref).max()
+        assert np.abs(P - P_ref).max() <= 10 * sim.solvers.subspace.RESIDUAL_TOL * np.abs(P_ref).max()
     assert 0 < tracker.sweeps[1] <= SEED_ITER, tracker.sweeps
     assert tracker.X_prev.shape[1] > 0 and tracker.X_prev is not tracker.seed
 
@@ -279,8 +279,8 @@ def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
 def test_free_motion_check_is_the_eigensolve(name, params):
     """The shortcut of has_free_motions (J_r regular, K_ee positive definite) agrees with the
     rigid-body count of the dense modes."""
-    from sim.ked import has_free_motions
-    from sim.modal import modes
+    from sim.solvers.ked import has_free_motions
+    from sim.solvers.modal import modes
 
     model = load_model(MODELS / f"{name}.py", params)
     assert has_free_motions(model, model.q_home) == (modes(model, model.q_home, count=1).rigid_count > 0)
@@ -290,7 +290,7 @@ def test_sim_run_loads_the_kernels_before_the_clocks(tmp_path):
     """`sim run` records the kernels' loading apart (root attribute), and the KED group its
     own wall time and the same response as the library call."""
     import h5py
-    from sim.cli import main
+    from sim.app.cli import main
 
     text = (MODELS.parent / "scenarios/rrru3_circle.toml").read_text()
     text = text.replace("../models/rrru3.py", str(MODELS / "rrru3.py")).replace("elements_per_link = 4",

@@ -3,7 +3,7 @@ random states, and their tangents against finite differences of their forces."""
 import numpy as np
 import pytest
 
-from sim.tables import stretched
+from sim.model.tables import stretched
 from sim.kernels.stretch import compact, stretch
 
 import oracles
@@ -80,12 +80,12 @@ def lumped_model(request):
 
 def test_lumped_kernels_match_oracle_on_random_states(lumped_model):
     """Forces, linearised stiffness and damping, and potential of the springs and compliant
-    actuators (:func:`sim.springs.lumped`) against the numpy statement, to round-off, on 20
+    actuators (:func:`sim.model.springs.lumped`) against the numpy statement, to round-off, on 20
     random states each (rotations of ~0.5 rad, elastic coordinates of ~2 mm)."""
     from conftest import random_state
-    from sim.constraints import actuator_values
-    from sim.kinematics import markers
-    from sim.springs import deflections, lumped
+    from sim.model.constraints import actuator_values
+    from sim.model.kinematics import markers
+    from sim.model.springs import deflections, lumped
     model = lumped_model
     rng = np.random.default_rng(11)
     for trial in range(20):
@@ -118,8 +118,8 @@ def test_spring_force_is_minus_the_gradient_of_its_energy(lumped_model):
     """Central differences on the manifold (``q ⊕ s e_k``): ``Q = -dV/dq`` at rest, and at the
     home state, where every spring is unloaded, ``K = -dQ/dq`` (1e-6 relative)."""
     from conftest import fd_jacobian, random_state
-    from sim.kinematics import markers
-    from sim.springs import lumped
+    from sim.model.kinematics import markers
+    from sim.model.springs import lumped
     model = lumped_model
     if not model.springs:
         pytest.skip("no lumped springs")

@@ -1,4 +1,4 @@
-"""Natural modes (sim.modal): beam convergence, flexible arm, NaVARo against Cast3M."""
+"""Natural modes (sim.solvers.modal): beam convergence, flexible arm, NaVARo against Cast3M."""
 from functools import lru_cache
 
 import numpy as np
@@ -8,10 +8,10 @@ from numpy.testing import assert_allclose
 from conftest import SLENDER_BEAM, load, slender_beam
 from problems import (BEAM_RIGID_MODES, BETA_L, FLEXIBLE_ARM_OMEGA, NAVARO_CAST3M_HZ,
                       NAVARO_INDEPENDENT_COORDINATES, NAVARO_SYMMETRIC_POSES, bending_omega)
-from sim.assembly import solve_pose
-from sim.beam import Section
-from sim.dynamics import mass_matrix
-from sim.modal import constraint_null_space, modes
+from sim.model.assembly import solve_pose
+from sim.model.beam import Section
+from sim.model.dynamics import mass_matrix
+from sim.solvers.modal import constraint_null_space, modes
 
 SUPPORTS = tuple(BETA_L)
 #: Nodal dof families of a beam along x: bending in x–y (v, theta_z), in x–z (w, theta_y),
@@ -190,8 +190,8 @@ def test_body_strain_energies_add_up_with_lumped_springs():
     mass-normalised mode add up to omega^2 (a spring-jointed Delta robot)."""
     from pathlib import Path
 
-    from sim.loader import load_model
-    from sim.modal import body_energies, modes
+    from sim.model.loader import load_model
+    from sim.solvers.modal import body_energies, modes
     model = load_model(Path(__file__).resolve().parent.parent / "models/delta_surgiscope.py")
     r = modes(model, model.q_home, count=4)
     _, elastic = body_energies(model, model.q_home, r.shapes)
@@ -213,9 +213,9 @@ PARTITIONED_CASES = {
 def test_partitioned_basis_gives_the_orthonormal_basis_modes(case, monkeypatch):
     """Frequencies to 1e-9 and the same modal subspaces as with an orthonormal basis of the
     constraint null space (the eigenproblem's round-off floor is about 1e-10 here)."""
-    import sim.modal
+    import sim.solvers.modal
     from sim.linalg import partitioned_null_space
-    from sim.modal import PARTITION_RTOL, constraint_jacobian
+    from sim.solvers.modal import PARTITION_RTOL, constraint_jacobian
 
     model = PARTITIONED_CASES[case]()
     q = model.q_home
@@ -223,7 +223,7 @@ def test_partitioned_basis_gives_the_orthonormal_basis_modes(case, monkeypatch):
     assert partitioned_null_space(J, model.v_rigid, model.v_elastic, PARTITION_RTOL) is not None, \
         f"{case}: the partitioned basis must apply (it is the path under test)"
     fast = modes(model, q, 10)
-    monkeypatch.setattr(sim.modal, "partitioned_null_space", lambda *args: None)
+    monkeypatch.setattr(sim.solvers.modal, "partitioned_null_space", lambda *args: None)
     ref = modes(model, q, 10)
     assert fast.rigid_count == ref.rigid_count
     assert_allclose(fast.omega, ref.omega, rtol=1e-9, err_msg=f"{case}: frequencies, partitioned vs orthonormal")
@@ -246,7 +246,7 @@ def test_partitioned_basis_gives_the_orthonormal_basis_modes(case, monkeypatch):
 def test_redundant_rows_fall_back_to_the_orthonormal_basis(navaro):
     """NaVARo's planar loops give more constraint rows than reference coordinates can take."""
     from sim.linalg import partitioned_null_space
-    from sim.modal import PARTITION_RTOL, constrained_basis, constraint_jacobian
+    from sim.solvers.modal import PARTITION_RTOL, constrained_basis, constraint_jacobian
 
     J = constraint_jacobian(navaro, navaro.q_home)
     assert partitioned_null_space(J, navaro.v_rigid, navaro.v_elastic, PARTITION_RTOL) is None

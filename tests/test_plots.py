@@ -4,9 +4,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from sim.cli import main
-from sim.plots import _panels
-from sim.results import read_result
+from sim.app.cli import main
+from sim.app.plots import _panels
+from sim.app.results import read_result
 
 ROOT = Path(__file__).resolve().parent.parent
 

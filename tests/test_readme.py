@@ -1,7 +1,7 @@
 """The README's scenario reference is generated from the schema: keep them in sync."""
 from pathlib import Path
 
-from sim.scenario import schema_markdown
+from sim.app.scenario import schema_markdown
 
 
 def test_readme_holds_current_schema():

@@ -8,7 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sim.errors import SimError
-from sim.results import ResultFile, describe, read_result
+from sim.app.results import ResultFile, describe, read_result
 
 TOML = 'name = "a"\n'
 

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from sim.errors import SimError
-from sim.scenario import SCHEMA, Key, apply_overrides, load_scenario, schema_markdown
+from sim.app.scenario import SCHEMA, Key, apply_overrides, load_scenario, schema_markdown
 
 SCENARIO = """\
 name = "circle"

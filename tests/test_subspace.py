@@ -1,15 +1,15 @@
-"""Warm-started subspace iteration (sim.subspace) against dense eigensolves."""
+"""Warm-started subspace iteration (sim.solvers.subspace) against dense eigensolves."""
 import sim  # noqa: F401  (single-threaded BLAS before numpy)
 import numpy as np
 import pytest
 import scipy.linalg
 
-from sim.fast import Evaluator
-from sim.loader import load_model
-from sim.modal import modes
-from sim.motion import rigid_motion
-from sim.subspace import RESIDUAL_TOL, Tracker, subspace_iteration
-from sim.trajectory import circle
+from sim.model.evaluator import Evaluator
+from sim.model.loader import load_model
+from sim.solvers.modal import modes
+from sim.solvers.motion import rigid_motion
+from sim.solvers.subspace import RESIDUAL_TOL, Tracker, subspace_iteration
+from sim.solvers.trajectory import circle
 
 from conftest import MODELS
 
@@ -93,7 +93,7 @@ def rrru3_states():
 def test_tracker_follows_the_dense_modes_along_a_motion(rrru3_states):
     """3-RRRU along an arc: frequencies to 1e-10 (eigenvalues converge like the square of
     the residual) and the modal subspace (M-orthogonal projector) to 10 RESIDUAL_TOL of the
-    dense solve of sim.modal.modes, mostly by iteration."""
+    dense solve of sim.solvers.modal.modes, mostly by iteration."""
     model, motion, evals = rrru3_states
     assert Tracker.applies(model)
     tracker = Tracker(model, 4)
@@ -109,7 +109,7 @@ def test_tracker_follows_the_dense_modes_along_a_motion(rrru3_states):
 
 
 def test_tracker_refuses_what_it_cannot_partition(rrru3_states):
-    """Redundant rows, or a singular J_r: None (sim.modal.modes chooses its basis there)."""
+    """Redundant rows, or a singular J_r: None (sim.solvers.modal.modes chooses its basis there)."""
     model, _, evals = rrru3_states
     tracker = Tracker(model, 4)
     E = evals[0]

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.sweep import modes_case, run_cases
+from sim.solvers.sweep import modes_case, run_cases
 
 BEAM = str(Path(__file__).resolve().parent.parent / "models" / "beam.py")
 
@@ -48,7 +48,7 @@ def test_dask_local_cluster_gives_identical_numbers(local_results):
 
 
 def test_unreachable_scheduler_is_one_line_error(monkeypatch):
-    from sim import sweep
+    from sim.solvers import sweep
     from sim.errors import SimError
     monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", 1.0)      # the default 10 s would only slow the test
     with pytest.raises(SimError, match="Dask scheduler"):
@@ -59,9 +59,9 @@ def test_pose_map_continuation_matches_modes_at_each_pose():
     """6-PSS frequency map (compliant ball-screw drives): every grid pose reached and regular,
     and the continuation's frequencies those of a modal analysis at the pose solved from home."""
     from sim.analyses.sweep import rows_frequencies
-    from sim.assembly import solve_pose
-    from sim.loader import load_model
-    from sim.modal import modes
+    from sim.model.assembly import solve_pose
+    from sim.model.loader import load_model
+    from sim.solvers.modal import modes
 
     pss6 = str(Path(BEAM).parent / "pss6.py")
     params = {"slider_joint": "universal"}

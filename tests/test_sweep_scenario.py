@@ -7,9 +7,9 @@ import h5py
 import numpy as np
 import pytest
 
-from sim.cli import main
+from sim.app.cli import main
 from sim.errors import SimError
-from sim.scenario import load_scenario
+from sim.app.scenario import load_scenario
 
 BEAM = Path(__file__).resolve().parent.parent / "models" / "beam.py"
 MODULI = [7e10, 1.1e11, 2.1e11, -1.0, 3e11]   # E = -1 Pa must fail without stopping the sweep

@@ -1,7 +1,7 @@
 """Mode tracking by MAC through a crossing."""
 import numpy as np
 
-from sim.tracking import mac, track_modes
+from sim.solvers.tracking import mac, track_modes
 
 
 def test_tracking_follows_a_crossing():

@@ -10,9 +10,9 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sim.analyses.transient import consistent_state, elastic_state
-from sim.inverse_dynamics import multipliers
-from sim.loader import load_model
-from sim.simulate import Drive, simulate
+from sim.solvers.inverse_dynamics import multipliers
+from sim.model.loader import load_model
+from sim.solvers.simulate import Drive, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def simeon_state(model):
 
 def test_simeon_initial_state_gives_published_rod_rate(slider_crank):
     """Simeon's initial fields with the crank at 150 rad/s: chord rate -74.99577 rad/s, slider at rest."""
-    from sim.kinematics import markers
+    from sim.model.kinematics import markers
     q0, v0 = simeon_state(slider_crank)
     names = [m.name for m in slider_crank.markers]
     ms = markers(slider_crank, q0, v0)
@@ -63,7 +63,7 @@ def test_torque_drive_reproduces_rigid_motion_of_a_stiff_robot():
     prescribed = simulate(model, q0, v0, 0.02, 1e-4, Drive("prescribed", reference=law), output_step=1e-3)
     samples = [(q, v) for q, v in zip(prescribed.q, prescribed.v)]
     import oracles
-    from sim.fast import Evaluator
+    from sim.model.evaluator import Evaluator
     ev = Evaluator(model)
     taus = []
     for (q, v), t in zip(samples, prescribed.t):
@@ -102,8 +102,8 @@ def test_absurd_step_writes_incomplete_file(tmp_path):
 def test_rrru3_conservative_energy_drift_below_0p1_percent():
     """Issue 3: no drive, no damping, no gravity, released from a deformed state; average-
     acceleration Newmark keeps the total energy within 0.1 % over 1 s."""
-    from sim.assembly import assemble
-    from sim.dynamics import stiffness_matrix
+    from sim.model.assembly import assemble
+    from sim.model.dynamics import stiffness_matrix
 
     model = load_model(ROOT / "models/rrru3.py", {"elements_per_link": 2, "gravity": 0.0})
     q = model.q_home.copy()

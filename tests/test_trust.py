@@ -12,13 +12,13 @@ import pytest
 import scipy.linalg
 
 from sim.analyses.transient import consistent_state, hermite_error, hermite_law, rest_deflection
-from sim.cli import main
-from sim.fast import Evaluator
-from sim.ked import Frame, integrate_frames, ked, static_correction, Frames
-from sim.loader import load_model
-from sim.modal import static_response
-from sim.subspace import Tracker
-from sim.trajectory import circle, ramp_phase
+from sim.app.cli import main
+from sim.model.evaluator import Evaluator
+from sim.solvers.ked import Frame, integrate_frames, ked, static_correction, Frames
+from sim.model.loader import load_model
+from sim.solvers.modal import static_response
+from sim.solvers.subspace import Tracker
+from sim.solvers.trajectory import circle, ramp_phase
 
 from conftest import MODELS, ROOT
 

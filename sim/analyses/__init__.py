@@ -4,8 +4,8 @@ An analysis is a function ``run(model, scenario, group, progress) -> dict`` regi
 its scenario table's name:
 
 * `model` -- the `Model` built from the scenario's model file;
-* `scenario` -- the validated `sim.scenario.Scenario` (its table: ``scenario.data[name]``);
-* `group` -- a `sim.results.GroupWriter` for the HDF5 group of the same name;
+* `scenario` -- the validated `sim.app.scenario.Scenario` (its table: ``scenario.data[name]``);
+* `group` -- a `sim.app.results.GroupWriter` for the HDF5 group of the same name;
 * `progress` -- ``progress(total, desc)`` returns a tqdm bar (silent when not interactive).
 
 It returns a short summary, e.g. ``{"frequency_range_hz": (lo, hi)}``, which `sim run`

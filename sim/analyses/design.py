@@ -8,7 +8,7 @@ Table ``[design]``::
     rel_step = 1e-4     # relative step of the matrix finite differences
 
 Sensitivities ``d f_r / d p`` by the analytic formula with finite-difference matrices, and the
-kinetic and elastic energy ratios of each substructure in each mode (:mod:`sim.design`).
+kinetic and elastic energy ratios of each substructure in each mode (:mod:`sim.solvers.design`).
 """
 import numpy as np
 
@@ -22,7 +22,7 @@ def _options(table, scenario, model, where):
     unknown = set(table) - set(KEYS)
     if unknown:
         raise SimError(f"{where} unknown key `{sorted(unknown)[0]}` (keys: {', '.join(KEYS)})")
-    from sim.loader import parameters as model_parameters
+    from sim.model.loader import parameters as model_parameters
     known = model_parameters(scenario.model_file)
     names = table.get("parameters", [])
     if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
@@ -56,9 +56,9 @@ def run(model, scenario, group, progress):
     dict
         Sensitivity of the first frequency to each parameter [Hz per unit].
     """
-    from sim.design import EXTRA_MODES, energy_ratios, matrices_at, sensitivities_at
-    from sim.loader import load_model
-    from sim.modal import modes
+    from sim.solvers.design import EXTRA_MODES, energy_ratios, matrices_at, sensitivities_at
+    from sim.model.loader import load_model
+    from sim.solvers.modal import modes
 
     where = f"{scenario.path}: [design]"
     names, params, pose, count, rel_step = _options(scenario.data["design"], scenario, model, where)

@@ -3,7 +3,7 @@
 Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants.  Two extra modes are
 computed at every instant so that a tracked mode crossing the ``count``-th one is still found;
 pairing uses the mass-weighted MAC with ``M`` of the later instant
-(:func:`sim.tracking.track_modes`).
+(:func:`sim.solvers.tracking.track_modes`).
 """
 import numpy as np
 
@@ -23,12 +23,12 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
-    from sim.fast import Evaluator
-    from sim.ked import has_free_motions
-    from sim.modal import locked_jacobian, modes
-    from sim.motion import rigid_motion
-    from sim.tracking import track_modes
-    from sim.trajectory import from_scenario
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.ked import has_free_motions
+    from sim.solvers.modal import locked_jacobian, modes
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.tracking import track_modes
+    from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["frequencies"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")

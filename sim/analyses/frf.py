@@ -24,8 +24,8 @@ def run(model, scenario, group, progress):
         Peak |H| of the first pair and the damped natural-frequency range.
     """
     from sim.analyses.modes import configuration
-    from sim.damping import Damping
-    from sim.frf import frf
+    from sim.solvers.damping import Damping
+    from sim.solvers.frf import frf
 
     t = scenario.data["frf"]
     where = f"{scenario.path}: [frf]"

@@ -28,8 +28,8 @@ def run(model, scenario, group, progress):
     dict
         Fitted values, RMS error of the fit and the largest prediction error.
     """
-    from sim.identification import Configuration, identify
-    from sim.loader import parameters
+    from sim.solvers.identification import Configuration, identify
+    from sim.model.loader import parameters
 
     t = scenario.data["identification"]
     where = f"{scenario.path}: [identification]"

@@ -3,7 +3,7 @@
 import numpy as np
 
 from sim.analyses import register
-from sim.assembly import SINGULAR_RATIO
+from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError
 
 REACTION_UNITS = ["N", "N", "N", "N m", "N m", "N m"]
@@ -34,9 +34,9 @@ def run(model, scenario, group, progress):
         Trajectory outside the workspace, or a serial or parallel singular instant (named by
         its time and condition number); the samples before a parallel singularity are kept.
     """
-    from sim.inverse_dynamics import check_regular, inverse_dynamics
-    from sim.motion import rigid_motion
-    from sim.trajectory import from_scenario
+    from sim.solvers.inverse_dynamics import check_regular, inverse_dynamics
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["inverse_dynamics"]
     where = f"{scenario.path}: [inverse_dynamics]"

@@ -1,9 +1,9 @@
 """Kineto-elastodynamics along the trajectory (SPEC §2.3 item 5): group ``ked``.
 
 Table ``[ked]``: ``intervals``, ``modes``, the damping keys, ``start``; the method is in
-:mod:`sim.ked`.  Damping (:mod:`sim.damping`, the same keys as ``[transient]`` and ``[frf]``):
+:mod:`sim.solvers.ked`.  Damping (:mod:`sim.solvers.damping`, the same keys as ``[transient]`` and ``[frf]``):
 each kept mode of each frozen structure gets ``damping_ratio + eta/2`` plus the diagonal share
-of the flexible bodies' Rayleigh material damping (:func:`sim.damping.modal_ratios`).  With ``start = "static"`` (default) the robot starts in its static equilibrium
+of the flexible bodies' Rayleigh material damping (:func:`sim.solvers.damping.modal_ratios`).  With ``start = "static"`` (default) the robot starts in its static equilibrium
 at rest at the first pose (gravity and preloads carried), so only the motion sets it vibrating;
 ``"undeformed"``: gravity is switched on at t = 0 as well.  The deviation is split into the
 static deflection at rest along the path and the dynamic rest.
@@ -15,7 +15,7 @@ from sim.analyses import register
 
 def prepare(model, scenario):
     """Load the compiled kernels of the KED (see :mod:`sim.analyses`)."""
-    from sim.ked import load_kernels
+    from sim.solvers.ked import load_kernels
     load_kernels(model, scenario.data["ked"]["modes"])
 
 
@@ -28,10 +28,10 @@ def run(model, scenario, group, progress):
     dict
         Peak deviation per coordinate and the frequency range [Hz].
     """
-    from sim.damping import Damping, material_matrix, modal_ratios
+    from sim.solvers.damping import Damping, material_matrix, modal_ratios
     from sim.errors import SimError
-    from sim.ked import integrate_frames, motion_and_frames
-    from sim.trajectory import from_scenario
+    from sim.solvers.ked import integrate_frames, motion_and_frames
+    from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")

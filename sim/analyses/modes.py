@@ -34,7 +34,7 @@ def configuration(model, pose, where):
     if pose.shape != (len(names),):
         raise SimError(f"{where}: expected {len(names)} values ({' '.join(names)}), "
                        f"got {pose.size}")
-    from sim.assembly import solve_pose
+    from sim.model.assembly import solve_pose
     try:
         return pose, solve_pose(model, pose)
     except SimError as exc:
@@ -59,8 +59,8 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lowest, highest)}``.
     """
-    from sim.kinematics import skeleton
-    from sim.modal import modes
+    from sim.model.kinematics import skeleton
+    from sim.solvers.modal import modes
 
     table = scenario.data["modes"]
     pose, q = configuration(model, table["pose"], f"{scenario.path}: [modes] pose")

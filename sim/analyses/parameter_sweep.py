@@ -11,7 +11,7 @@ The cases are the Cartesian product of the parameter lists (first parameter slow
 of the scenario's ``[model] parameters``.  Each case builds the model in its worker and runs
 the registered analysis with the options of its table in the scenario (else the table's
 defaults) into an in-memory group; the case keeps the analysis' summary numbers and, for the
-analyses in `HEADLINES`, its headline datasets.  Cases run through `sim.sweep.run_cases`, so
+analyses in `HEADLINES`, its headline datasets.  Cases run through `sim.solvers.sweep.run_cases`, so
 a local pool and a Dask cluster give identical numbers; a case that fails (a negative radius,
 an unreachable pose) is a row with its error, not the end of the sweep.
 
@@ -36,7 +36,7 @@ HEADLINES = {
 }
 # Units of summary entries, by the suffix of their name (others: the model's units).
 SUFFIX_UNITS = {"_hz": "Hz", "_s": "s", "_m": "m", "_rad": "rad"}
-# Column names `sim.results` or this table uses itself.
+# Column names `sim.app.results` or this table uses itself.
 RESERVED = ("ok", "error", "attrs", "data")
 
 
@@ -100,7 +100,7 @@ def analysis_case(scenario, analysis, parameters):
         ``column -> (value, units, description)``; ``value`` a number, string or 1-D array.
     """
     from sim.analyses import ANALYSES
-    from sim.loader import load_model
+    from sim.model.loader import load_model
 
     model = load_model(scenario.model_file, parameters)
     case = dataclasses.replace(scenario, model_parameters=dict(parameters))
@@ -143,7 +143,7 @@ def _check_names(scenario, names, where):
     """Refuse parameters the model file does not have before starting any case."""
     import difflib
 
-    from sim.loader import parameters as model_parameters
+    from sim.model.loader import parameters as model_parameters
 
     known = model_parameters(scenario.model_file)
     for name in names:
@@ -195,8 +195,8 @@ def run_parameter_grid(model, scenario, group, progress):
     SimError
         A parameter the model does not have, an unreachable Dask scheduler.
     """
-    from sim.scenario import table_defaults
-    from sim.sweep import run_cases
+    from sim.app.scenario import table_defaults
+    from sim.solvers.sweep import run_cases
 
     table = scenario.data["sweep"]
     where = f"{scenario.path}: [sweep]"

@@ -13,7 +13,7 @@ The grid is walked row by row in snake order, each pose reached by Newton from a
 prediction off the neighbouring solved pose (usually one iteration), so the map costs about
 one modal analysis per pose.  A pose that cannot be reached or is singular gets NaN
 frequencies and ``mask = False``; it does not stop the map.  Rows are shared among processes
-(:func:`sim.sweep.run_cases`), each process rebuilding the model from its file.
+(:func:`sim.solvers.sweep.run_cases`), each process rebuilding the model from its file.
 """
 import os
 
@@ -62,10 +62,10 @@ def _reach(model, pose, previous, ev):
     home when None.
 
     The predictor is the tangent: the rigid motion that moves the end effector by the grid
-    step to first order, so that one plain Newton step (:func:`sim.assembly.correct`) usually
+    step to first order, so that one plain Newton step (:func:`sim.model.assembly.correct`) usually
     lands; the line-search Newton and then the continuation from home are the fallbacks.
     """
-    from sim.assembly import assemble, correct, solve_pose
+    from sim.model.assembly import assemble, correct, solve_pose
     from sim.linalg import normal_solver
 
     if previous is None:
@@ -91,12 +91,12 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     ndarray, shape (len(rows), n_1, count)
         NaN where the pose is unreachable or singular.
     """
-    from sim.assembly import SINGULAR_RATIO, conditioning
-    from sim.fast import Evaluator
-    from sim.ked import has_free_motions
+    from sim.model.assembly import SINGULAR_RATIO, conditioning
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.ked import has_free_motions
     from sim.linalg import flush
-    from sim.loader import load_model
-    from sim.modal import locked_jacobian, modes
+    from sim.model.loader import load_model
+    from sim.solvers.modal import locked_jacobian, modes
 
     model = load_model(model_file, parameters)
     free = has_free_motions(model, model.q_home)
@@ -133,7 +133,7 @@ def run(model, scenario, group, progress):
     dict
         Frequency range of the lowest mode over the reachable poses, and their number.
     """
-    from sim.sweep import run_cases
+    from sim.solvers.sweep import run_cases
 
     if "parameters" in scenario.data["sweep"]:
         # The other kind of sweep: any analysis over a grid of model parameters.

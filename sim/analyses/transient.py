@@ -1,7 +1,7 @@
 """Full FFR transient (SPEC §2.3 item 4): the flexible robot driven along the rigid motion.
 
 Table ``[transient]``.  The rigid reference comes from the same model with the elastic
-coordinates frozen: along the ``[trajectory]`` (:func:`sim.motion.rigid_motion`, sampled every
+coordinates frozen: along the ``[trajectory]`` (:func:`sim.solvers.motion.rigid_motion`, sampled every
 ``REFERENCE_STEP``, at least ``REFERENCE_SAMPLES`` samples, more where needed for an
 interpolation error below ``REFERENCE_TOL``, and interpolated by quintic Hermite polynomials
 through the actuators' values, rates and accelerations), or, with ``drive_law``, from the
@@ -12,10 +12,10 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
   ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
 * ``free``: actuators neither driven nor loaded.
 
-Damping (:mod:`sim.damping`, the same keys as ``[ked]`` and ``[frf]``): the flexible bodies'
+Damping (:mod:`sim.solvers.damping`, the same keys as ``[ked]`` and ``[frf]``): the flexible bodies'
 Rayleigh material damping ``alpha M_ff + beta K_ff`` on their elastic coordinates, and the
 modal ratios ``damping_ratio + eta/2`` on the lowest ``damping_modes`` modes of the structure
-frozen at (up to 200 of) the rigid reference's configurations (:func:`sim.damping.schedule`);
+frozen at (up to 200 of) the rigid reference's configurations (:func:`sim.solvers.damping.schedule`);
 each acts on the deformation rates only, so the rigid motion is not damped, and each kept mode
 gets the damping KED gives it.
 
@@ -43,7 +43,7 @@ constraints and the drive.
 import numpy as np
 
 from sim.analyses import register
-from sim.rotations import skew
+from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
 
@@ -73,8 +73,8 @@ def _drive_law(spec, model, where):
     if rate is None or not np.all(np.isfinite(rate)):
         raise SimError(f"{where} drive_law.rate must be a number or {n_a} numbers [rad/s or m/s], "
                        f"got {spec.get('rate')!r}")
-    from sim.constraints import actuator_values
-    from sim.trajectory import ramp_phase
+    from sim.model.constraints import actuator_values
+    from sim.solvers.trajectory import ramp_phase
     s0 = actuator_values(model, model.q_home)[0]
     # Laws of a time (n_a,) or of times (k,) -> (k, n_a) (the transient tabulates them).
     if kind == "constant_rate":
@@ -175,8 +175,8 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
 
     ``targets``/``rates`` (n_a,) or None (actuators free: rigid velocities of least norm).
     """
-    from sim.assembly import assemble
-    from sim.constraints import constraints
+    from sim.model.assembly import assemble
+    from sim.model.constraints import constraints
 
     q = assemble(model, q_guess, targets=targets, what="the initial state")
     nj = model.rows["n_joint"]
@@ -219,17 +219,17 @@ def hermite_error(t, s_ddot):
 def reference(model, scenario, table, progress):
     """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
     ``samples = (t, q)`` the rigid configurations it was built from."""
-    from sim.assembly import assemble
-    from sim.fast import Evaluator
-    from sim.motion import rigid_motion
-    from sim.trajectory import from_scenario
+    from sim.model.assembly import assemble
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import from_scenario
 
     where = f"{scenario.path}: [transient]"
     traj = scenario.data.get("trajectory")
     duration = table["duration"]
     if table.get("drive_law") is not None:
         if not model.pose_determined:
-            # As sim.assembly.solve_pose: the rigid reference (and the deviation from it) needs
+            # As sim.model.assembly.solve_pose: the rigid reference (and the deviation from it) needs
             # joints that place every body once the actuators are set.
             raise SimError(f"{where} `{model.name}`: its joints do not determine the configuration from the "
                            f"actuators (bodies held by springs only), so there is no rigid reference to "
@@ -286,7 +286,7 @@ def reference(model, scenario, table, progress):
     law = hermite_law(times, motion.actuators, motion.actuators_dot, motion.actuators_ddot)
     torque = None
     if table["drive"] == "torque":
-        from sim.inverse_dynamics import actuator_forces
+        from sim.solvers.inverse_dynamics import actuator_forces
         import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q)
@@ -294,7 +294,7 @@ def reference(model, scenario, table, progress):
 
 def prepare(model, scenario):
     """Load the compiled kernels of the transient (see :mod:`sim.analyses`)."""
-    from sim.simulate import load_kernels
+    from sim.solvers.simulate import load_kernels
     load_kernels(model)
 
 
@@ -312,8 +312,8 @@ def run(model, scenario, group, progress):
     SimError
         A bad table, or an integration that stops (after writing what was computed).
     """
-    from sim.damping import Damping, schedule
-    from sim.simulate import Drive, simulate
+    from sim.solvers.damping import Damping, schedule
+    from sim.solvers.simulate import Drive, simulate
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
@@ -361,9 +361,9 @@ def run(model, scenario, group, progress):
 
 def rest_deflection(model, q, ev=None):
     """Static elastic displacement (n_v,) of the robot at rest at ``q``, actuators locked
-    where they are: gravity and preloads, :func:`sim.modal.static_response`."""
-    from sim.fast import Evaluator
-    from sim.modal import static_response
+    where they are: gravity and preloads, :func:`sim.solvers.modal.static_response`."""
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.modal import static_response
 
     ev = Evaluator(model) if ev is None else ev
     rest = np.zeros(model.n_v)
@@ -377,7 +377,7 @@ def static_deviation(model, times, qs):
     """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
     configurations ``qs`` at ``times`` (linearised, ``J_x u``), interpolated by a cubic spline
     (it follows the configuration, which the samples resolve)."""
-    from sim.fast import Evaluator
+    from sim.model.evaluator import Evaluator
 
     if not len(model.v_elastic):
         return lambda t: np.zeros((np.size(t), len(model.pose_kinds)))

@@ -1,7 +1,7 @@
 """Compiled physics kernels: pure functions over arrays (numba), no solver, no model object.
 
-Each equation of the model lives here once; the public functions (:mod:`sim.dynamics`,
-:mod:`sim.kinematics`, :mod:`sim.constraints`, :mod:`sim.springs`) allocate and call them, and
+Each equation of the model lives here once; the public functions (:mod:`sim.model.dynamics`,
+:mod:`sim.model.kinematics`, :mod:`sim.model.constraints`, :mod:`sim.model.springs`) allocate and call them, and
 the compiled loops of the solvers call them directly.
 
 * :mod:`~sim.kernels.frames`: rotation matrices, the configuration update ``q ⊕ dv``;

@@ -1,6 +1,6 @@
 r"""Mass matrix blocks, forces and their velocity Jacobian of a group of bodies.
 
-The floating-frame-of-reference equations of :mod:`sim.dynamics` (its module docstring derives
+The floating-frame-of-reference equations of :mod:`sim.model.dynamics` (its module docstring derives
 them): per body, with ``z = (1, q_f)``, ``s = S z``, ``U_kl = z^T T_kl z``,
 
     M_RR = m 1,  M_Rθ = -R skew(s),  M_Rf = R S_f,  M_θθ = tr(U) 1 - U + J_rot,
@@ -12,14 +12,14 @@ bodies of one elastic size, their invariants stacked (:class:`sim.model.BodyGrou
 import numpy as np
 from numba import njit
 
-from .frames import quat_R_into
+from sim.kernels.frames import quat_R_into
 
 
 @njit(cache=True)
 def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, M, Q, G, with_G):
     """Write the mass blocks and forces of one body group into M (n_v, n_v) and Q (n_v,).
 
-    Same formulas as :func:`sim.dynamics.mass_and_forces`; scalar loops and scratch arrays
+    Same formulas as :func:`sim.model.dynamics.mass_and_forces`; scalar loops and scratch arrays
     allocated once per call (3-vectors: temporaries would cost more than the arithmetic).
     With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
     velocity-quadratic forces (each body's block; see :func:`group_velocity`).

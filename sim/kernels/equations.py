@@ -1,24 +1,24 @@
 r"""The equations of motion of a whole model at one state: one compiled call.
 
 :class:`Tables` is the model as the kernels see it (arrays and tuples of arrays, fields by
-name; built once per model by :func:`sim.tables.tables`) plus work arrays; :func:`evaluate`
+name; built once per model by :func:`sim.model.tables.tables`) plus work arrays; :func:`evaluate`
 fills ``M``, ``Q``, the constraint rows and on request their velocity Jacobians and the tangent
 stiffness; :func:`potential` gives the gravitational and elastic energy.  The public functions
-(:mod:`sim.dynamics`, :mod:`sim.constraints`, :mod:`sim.kinematics`), the evaluator of the
-solvers (:class:`sim.fast.Evaluator`) and the compiled time loops all evaluate through here.
+(:mod:`sim.model.dynamics`, :mod:`sim.model.constraints`, :mod:`sim.model.kinematics`), the evaluator of the
+solvers (:class:`sim.model.evaluator.Evaluator`) and the compiled time loops all evaluate through here.
 """
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from .bodies import group_terms
-from .common import FLUSH_RTOL, flush as flush_roundoff, runtime
-from .frames import quat_R_into
-from .markers import markers
-from .rows import rows
-from .springs import actuator_springs, springs as lumped_springs
-from .stretch import stretch
+from sim.kernels.bodies import group_terms
+from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
+from sim.kernels.frames import quat_R_into
+from sim.kernels.markers import markers
+from sim.kernels.rows import rows
+from sim.kernels.springs import actuator_springs, springs as lumped_springs
+from sim.kernels.stretch import stretch
 
 
 class Tables(NamedTuple):
@@ -164,7 +164,7 @@ def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, f
 
 @njit(cache=True)
 def potential(q, t):
-    """Gravitational and elastic energy [J] (see :func:`sim.dynamics.potential`): bodies,
+    """Gravitational and elastic energy [J] (see :func:`sim.model.dynamics.potential`): bodies,
     geometric stiffening and lumped springs; ``t``: :class:`Tables` (with springs, its marker
     work arrays are overwritten)."""
     gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff

@@ -28,7 +28,7 @@ def skew_into(x0, x1, x2, out):
 
 @njit(cache=True)
 def integrate(q, dv, body_q, body_v, n_f, out):
-    """``out = q ⊕ dv`` (see :func:`sim.kinematics.integrate`): R <- R exp(skew(dw_B))."""
+    """``out = q ⊕ dv`` (see :func:`sim.model.kinematics.integrate`): R <- R exp(skew(dw_B))."""
     out[:] = q
     for b in range(body_q.size):
         qs, vs = body_q[b], body_v[b]

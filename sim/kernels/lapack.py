@@ -4,7 +4,7 @@ numba links its own :func:`numpy.linalg` support to the LAPACK of scipy
 (``scipy.linalg.cython_lapack``) through external symbols of its helper library; this module
 declares ``dgetrf`` the same way, so that compiled loops factorise without returning to
 Python, and stay cacheable (a symbol, not a process address).  The back-substitution is
-:func:`sim.integrators.lu_solve`.
+:func:`sim.solvers.integrators.lu_solve`.
 """
 from numba import njit, types
 from numba.np.linalg import _LAPACK, ensure_lapack

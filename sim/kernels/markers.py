@@ -1,7 +1,7 @@
 r"""Marker kinematics: poses, local Jacobians, velocity-quadratic accelerations.
 
 A marker on body ``B`` at a node with shape functions ``D`` (translation) and ``E`` (small
-rotation) of the elastic coordinates (see :mod:`sim.kinematics` for the derivation):
+rotation) of the elastic coordinates (see :mod:`sim.model.kinematics` for the derivation):
 
     p = r + R (p_0 + D q_f),        a_k = R (a_k0 + (E q_f) x a_k0)
 
@@ -11,7 +11,7 @@ indices in ``v`` are the model's ``cols`` table (-1: none).
 import numpy as np
 from numba import njit
 
-from .frames import quat_R_into, skew_into
+from sim.kernels.frames import quat_R_into, skew_into
 
 
 @njit(cache=True)

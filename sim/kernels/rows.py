@@ -8,7 +8,7 @@ r"""Constraint rows of the four joint primitives, from the marker kinematics.
 import numpy as np
 from numba import njit
 
-from .common import dot3
+from sim.kernels.common import dot3
 
 
 @njit(cache=True)
@@ -22,7 +22,7 @@ def add_row(J, r, coef, Jloc, cols):
 
 @njit(cache=True)
 def rows(kinds, row, mi, mj, ai, aj, cols, p, A, Jp, Ja, pd, Ad, pq, Aq, phi, J, gamma, dpq, dAq, Gg, with_G):
-    """Constraint primitives (kind 0 point, 1 dot, 2 ddot, 3 angle); see sim.constraints.
+    """Constraint primitives (kind 0 point, 1 dot, 2 ddot, 3 angle); see sim.model.constraints.
 
     With ``with_G``, also ``Gg = d gamma / dv`` (n_rows, n_v) from the markers' ``dpq``, ``dAq``
     and (the velocity derivatives of ``pd`` and ``Ad`` being ``Jp`` and ``Ja``) their Jacobians.

@@ -1,4 +1,4 @@
-r"""Geometric stiffening of a beam body by its axial force (see :mod:`sim.dynamics`).
+r"""Geometric stiffening of a beam body by its axial force (see :mod:`sim.model.dynamics`).
 
 Element ``e`` (axial stiffness ``k = EA/L``, elongation row ``A_e``, slope matrix ``G_e``,
 ``g = q_f^T G_e q_f``, axial force ``N = k (du + g/2)``, ``du = A_e q_f``) adds the potential

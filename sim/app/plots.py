@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sim.errors import SimError  # noqa: E402
-from sim.results import read_result  # noqa: E402
+from sim.app.results import read_result  # noqa: E402
 
 
 def _units_text(units):

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from . import springs
-from .constraints import actuator_values, constraints
-from .dynamics import mass_matrix, stiffness_matrix
-from .kinematics import markers
-from .linalg import null_space, partitioned_null_space
-from .tables import compliant
+from sim.model import springs
+from sim.model.constraints import actuator_values, constraints
+from sim.model.dynamics import mass_matrix, stiffness_matrix
+from sim.model.springs import deformation_rows
+from sim.model.kinematics import markers
+from sim.linalg import null_space, partitioned_null_space
+from sim.model.tables import compliant
 
 NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
 FREE_RTOL = 1e-9       # singular values of the deformation rows below this (relative): free motions
@@ -101,25 +102,6 @@ def constrained_basis(model, J):
     """
     N = partitioned_null_space(J, model.v_rigid, model.v_elastic, PARTITION_RTOL)
     return null_space(J, NULL_RTOL) if N is None else N
-
-
-def deformation_rows(model, q, J_s=None):
-    """Rows (n_d, n_v) whose null space is the motion without any deformation.
-
-    Elastic coordinates, the stiff directions of every lumped spring and the coordinates of
-    the compliant actuators, each row of unit scale, so that a rank decision on them does not
-    depend on the stiffness values.  ``J_s`` (n_a, n_v): the actuator Jacobian, if at hand.
-    """
-    rows = [np.eye(model.n_v)[model.v_elastic]]
-    if model.springs:
-        _, Jd = springs.deflections(model, markers(model, q))
-        for K6, J in zip(model.spring_tables["K"], Jd):
-            lam, U = np.linalg.eigh(0.5 * (K6 + K6.T))
-            rows.append(U[:, lam > 1e-12 * max(lam.max(), 1e-300)].T @ J)
-    mask = compliant(model)
-    if mask.any():
-        rows.append((actuator_values(model, q)[1] if J_s is None else J_s)[mask])
-    return np.vstack(rows)
 
 
 def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True, J=None, J_s=None):
@@ -201,7 +183,7 @@ def static_response(model, q, loads, K=None, J=None, J_s=None):
     q : ndarray, shape (n_q,)
     loads : ndarray, shape (n_v, m)
     K : ndarray, shape (n_v, n_v), optional
-        Stiffness (default :func:`sim.dynamics.stiffness_matrix` at ``q``).
+        Stiffness (default :func:`sim.model.dynamics.stiffness_matrix` at ``q``).
     J, J_s : ndarray, optional
         As :func:`modes`.
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from . import beam
-from .rotations import frame_from_axes, quat_from_matrix
+from sim.model import beam
+from sim.model.rotations import frame_from_axes, quat_from_matrix
 
 JOINT_KINDS = ("fixed", "revolute", "prismatic", "cylindrical", "universal", "spherical")
 POSE_KINDS = ("x", "y", "z", "rx", "ry", "rz")
@@ -74,7 +74,7 @@ class Body:
     elements: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
     basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     substructure: str = ""
-    # Geometric stiffening (see sim.dynamics): per element, axial stiffness EA/L (n_el,),
+    # Geometric stiffening (see sim.model.dynamics): per element, axial stiffness EA/L (n_el,),
     # elongation rows (n_el, n_f) and slope matrices (n_el, n_f, n_f); empty when off.
     stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -165,7 +165,7 @@ class Actuator:
 
 @dataclass(frozen=True)
 class Spring:
-    """Lumped 6x6 compliance between markers i and j (axes of i; see :mod:`sim.springs`)."""
+    """Lumped 6x6 compliance between markers i and j (axes of i; see :mod:`sim.model.springs`)."""
 
     name: str
     marker_i: int
@@ -176,7 +176,7 @@ class Spring:
 
 @dataclass(frozen=True)
 class Sensor:
-    """A scalar a model declares: ``kind`` in {"deflection", "joint"}; see :mod:`sim.kinematics`."""
+    """A scalar a model declares: ``kind`` in {"deflection", "joint"}; see :mod:`sim.model.kinematics`."""
 
     name: str
     kind: str
@@ -205,16 +205,16 @@ class Model:
     pose_kinds: tuple
     pose_names: tuple
     marker_body: np.ndarray      # (n_m,) each marker's body (-1: ground)
-    rows: dict                   # primitive tables, see sim.constraints
+    rows: dict                   # primitive tables, see sim.model.constraints
     row_names: tuple
     springs: tuple = ()
     spring_tables: dict = field(default_factory=dict)   # mi, mj, K, C, d_home (entity axis first)
     body_groups: tuple = ()      # BodyGroup per elastic size: invariants stacked, entity axis first
     notes: str = ""
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    home_ranks: tuple = ()       # see sim.assembly.regularity
-    pose_determined: bool = True  # see sim.assembly.pose_determined
-    # The constant tables of the compiled kernels (sim.tables.constants), built with the model.
+    home_ranks: tuple = ()       # see sim.model.assembly.regularity
+    pose_determined: bool = True  # see sim.model.assembly.pose_determined
+    # The constant tables of the compiled kernels (sim.model.tables.constants), built with the model.
     kernel: tuple = field(default=(), compare=False, repr=False)
 
     @property
@@ -271,7 +271,7 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
     ----------
     nodes_B : ndarray, shape (n_nodes, 3)
     elements : ndarray of int, shape (n_el, 2)
-    sections : sequence of :class:`sim.beam.Section`, length n_el
+    sections : sequence of :class:`sim.model.beam.Section`, length n_el
     z_ref_B : ndarray, shape (n_el, 3)
         Vectors fixing each element's local z axis (body components).
 
@@ -417,7 +417,7 @@ class ModelBuilder:
             Keep only this many clamped-body modes as elastic coordinates (default: all nodal dofs).
         stiffening : bool
             Geometric stiffening: axial strain ``u' + (v'^2 + w'^2)/2`` per element, so that
-            axial (e.g. centrifugal) forces stiffen bending (:mod:`sim.dynamics`).
+            axial (e.g. centrifugal) forces stiffen bending (:mod:`sim.model.dynamics`).
         pinned : int, optional
             Pinned (chord-frame) reference condition instead of the clamp: node ``clamp``
             keeps zero displacement and twist but rotates freely about the transverse axes,
@@ -542,7 +542,7 @@ class ModelBuilder:
                                         float(damping)))
 
     def add_sensor(self, name, kind, markers, axis=1, units="m", description=""):
-        """Declare a scalar output (see :func:`sim.kinematics.sensor_values`)."""
+        """Declare a scalar output (see :func:`sim.model.kinematics.sensor_values`)."""
         self._sensors.append(Sensor(name, kind, tuple(markers), axis, units, description))
 
     def set_end_effector(self, marker, kinds, names=None):
@@ -618,24 +618,24 @@ class ModelBuilder:
                           d_home=np.zeros((len(sp), 6)))
             model = _replace(model, springs=tuple(sp), spring_tables=tables)
         if assemble:
-            from .assembly import assemble, home_ranks
-            from .kinematics import pose
+            from sim.model.assembly import assemble, home_ranks
+            from sim.model.kinematics import pose
             q = assemble(model, model.q_home, what="the home configuration")
             model = _replace(model, q_home=q, pose_home=pose(model, q))
             if self._springs:
-                from .kinematics import markers
-                from .springs import deflections
+                from sim.model.kinematics import markers
+                from sim.model.springs import deflections
                 tables = dict(model.spring_tables, d_home=deflections(model, markers(model, q))[0])
                 model = _replace(model, spring_tables=tables)
             model = _replace(model, home_ranks=home_ranks(model))
-            from .assembly import pose_determined
+            from sim.model.assembly import pose_determined
             model = _replace(model, pose_determined=pose_determined(model))
         return model
 
 
 def _replace(model, **changes):
-    """A copy of ``model`` with ``changes``, its kernel tables rebuilt (:mod:`sim.tables`)."""
-    from .tables import constants
+    """A copy of ``model`` with ``changes``, its kernel tables rebuilt (:mod:`sim.model.tables`)."""
+    from sim.model.tables import constants
     model = dataclasses.replace(model, **changes)
     return dataclasses.replace(model, kernel=constants(model))
 

@@ -2,7 +2,7 @@ r"""The time loop of the full FFR transient: drives, output sampling, the result
 
 :func:`simulate` is the only time loop of the project (STYLE §8.2 rule 6).  It hands a
 model's compiled tables, a :class:`Drive` and the damping to an integrator of
-:mod:`sim.integrators` (which solves ``M(q) a + J^T lam = Q`` with the drive's terms in one
+:mod:`sim.solvers.integrators` (which solves ``M(q) a + J^T lam = Q`` with the drive's terms in one
 compiled loop), has it sample the state at output instants and returns a :class:`Result`; it
 writes nothing.
 """
@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from .fast import Evaluator, _sigint_deferred
-from .integrators import METHODS, GeneralizedAlpha
-from .kinematics import pose, sensor_values
-from .motion import load_kernels as load_kernels_motion
+from sim.model.evaluator import Evaluator, _sigint_deferred
+from sim.solvers.integrators import METHODS, GeneralizedAlpha
+from sim.model.kinematics import pose, sensor_values
+from sim.solvers.motion import load_kernels as load_kernels_motion
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def load_kernels(model):
 
 
 class _Markers:
-    """Marker origins and axes of the samples (what :func:`sim.kinematics.pose` reads)."""
+    """Marker origins and axes of the samples (what :func:`sim.model.kinematics.pose` reads)."""
 
     def __init__(self, p, A):
         self.p, self.A = p, A
@@ -146,12 +146,12 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
         Final time and step [s].
     drive : Drive
     method : str
-        A key of :data:`sim.integrators.METHODS`.
+        A key of :data:`sim.solvers.integrators.METHODS`.
     output_step : float, optional
         Spacing of the samples [s] (default: every step); rounded to a multiple of ``h``.
     rho_inf, baumgarte, newton_tol, newton_max_iter
-        Integrator options (:class:`sim.integrators.GeneralizedAlpha`).
-    damping : ndarray, shape (n_v, n_v), or sim.damping.Schedule, optional
+        Integrator options (:class:`sim.solvers.integrators.GeneralizedAlpha`).
+    damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
         Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (set at
         the start of each step).
     progress : tqdm-like, optional

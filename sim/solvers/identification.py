@@ -8,8 +8,8 @@ computed frequencies match measured ones at one or more configurations:
 by ``scipy.optimize.least_squares`` (trust-region reflective, bounds on ``p``).  Log-parameters
 make the problem scale-free and keep ``p > 0``.  Each configuration is the model file built with
 its own parameter overrides (e.g. the Surgiscope's ``x, y, z``) and, optionally, an end-effector
-``pose`` reached by :func:`sim.assembly.solve_pose`.  Measured modes are paired with computed
-ones by MAC when measured shapes are given (:mod:`sim.tracking`), else by explicit model mode
+``pose`` reached by :func:`sim.model.assembly.solve_pose`.  Measured modes are paired with computed
+ones by MAC when measured shapes are given (:mod:`sim.solvers.tracking`), else by explicit model mode
 numbers, else by sorted order (repeated model frequencies may be merged first).
 
 Statistics at the solution, with ``J = d residual / d theta`` (m, n):
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 
-from .errors import SimError
+from sim.errors import SimError
 
 ZERO_RTOL = 1e-3
 CORRELATION = 0.99
@@ -57,7 +57,7 @@ class Configuration:
         Pair with the distinct computed frequencies (repeated roots of a symmetric robot count
         once) when pairing by order.
     shapes : ndarray, shape (n_points, k), optional
-        Measured shapes at ``shape_outputs`` (see :mod:`sim.frf` output strings): pairing by MAC.
+        Measured shapes at ``shape_outputs`` (see :mod:`sim.solvers.frf` output strings): pairing by MAC.
     shape_outputs : sequence of str, optional
     fit : bool
         Used in the fit (True) or only predicted (False).
@@ -175,7 +175,7 @@ class Problem:
     """
 
     def __init__(self, model_file, base, names, configurations):
-        from .loader import parameters
+        from sim.model.loader import parameters
         known = parameters(model_file)
         for name in names:
             if name not in known:
@@ -187,9 +187,9 @@ class Problem:
 
     def evaluate(self, configuration, values):
         """Paired computed frequencies (k,), mode numbers (k,) and MAC (k,) or None."""
-        from .assembly import solve_pose
-        from .loader import load_model
-        from .modal import modes
+        from sim.model.assembly import solve_pose
+        from sim.model.loader import load_model
+        from sim.solvers.modal import modes
 
         c = configuration
         params = {**self.base, **c.parameters, **dict(zip(self.names, map(float, values)))}
@@ -200,13 +200,13 @@ class Problem:
         if c.merge_repeated or c.shapes is not None:
             need = 3 * need + 6
         # The elastic modes of the structure; free motions (a strut spinning between spherical
-        # joints) are found and set apart by sim.modal, not mistaken for zero frequencies.
+        # joints) are found and set apart by sim.solvers.modal, not mistaken for zero frequencies.
         result = modes(model, q, count=need, energies=False)
         f = result.frequencies_hz
         self.evaluations += 1
         if c.shapes is not None:
-            from .frf import _rows
-            from .tracking import mac, pair_modes
+            from sim.solvers.frf import _rows
+            from sim.solvers.tracking import mac, pair_modes
             rows, _ = _rows(model, q, c.shape_outputs, "output")
             table = mac(np.asarray(c.shapes), rows @ result.shapes)
             pairs = pair_modes(table)

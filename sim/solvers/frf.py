@@ -1,6 +1,6 @@
 r"""Frequency response functions at a configuration (SPEC §2.3 item 7).
 
-On the constrained, linearised system (:mod:`sim.damping`), for inputs ``f = B u`` and outputs
+On the constrained, linearised system (:mod:`sim.solvers.damping`), for inputs ``f = B u`` and outputs
 ``y = C_out v``-displacements,
 
     H(omega) = C_out N (-omega^2 M_n + i omega C_n + K_n (1 + i eta))^-1 N^T B     (n_out, n_in).
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from . import damping as dmp
-from .errors import SimError
+from sim.solvers import damping as dmp
+from sim.errors import SimError
 
 AXES = {"x": 0, "y": 1, "z": 2}
 FREE_RTOL = 1e-6   # natural frequencies below this fraction of the highest are free motions
@@ -88,8 +88,8 @@ def _actuator(model, name, spec):
 
 def _rows(model, q, specs, what, locked=True):
     """Rows (len(specs), n_v) mapping velocities to the named quantities, and their units."""
-    from .constraints import actuator_values
-    from .kinematics import markers, pose_jacobian
+    from sim.model.constraints import actuator_values
+    from sim.model.kinematics import markers, pose_jacobian
 
     ms = markers(model, q)
     rows, units = [], []
@@ -133,13 +133,13 @@ def frf_reduced(red, B, Cout, frequencies_hz, damping, method="auto"):
 
     Parameters
     ----------
-    red : sim.damping.Reduced
+    red : sim.solvers.damping.Reduced
     B : ndarray, shape (n, n_in)
         Reduced input map ``N^T B``.
     Cout : ndarray, shape (n_out, n)
         Reduced output map ``C_out N``.
     frequencies_hz : ndarray, shape (n_f,)
-    damping : sim.damping.Damping
+    damping : sim.solvers.damping.Damping
     method : {"auto", "modal", "state", "direct"}
 
     Returns
@@ -147,7 +147,7 @@ def frf_reduced(red, B, Cout, frequencies_hz, damping, method="auto"):
     H : ndarray, complex, shape (n_f, n_out, n_in)
     omega : ndarray, shape (n,)
         Undamped natural frequencies [rad/s].
-    cm : sim.damping.ComplexModes
+    cm : sim.solvers.damping.ComplexModes
     method : str
         The method used.
     """
@@ -198,7 +198,7 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
     inputs, outputs : sequence of str
         See the module docstring.
     frequencies_hz : array_like, shape (n_f,)
-    damping : sim.damping.Damping, optional
+    damping : sim.solvers.damping.Damping, optional
         Default: undamped (apart from the model's lumped dampers).
     method : {"auto", "modal", "state", "direct"}
     locked : bool

@@ -9,15 +9,15 @@ Every joint is a list of primitive rows between its markers i and j (table
 * ``angle``: ``atan2(x_j . y_i, x_j . x_i)``, the rotation of x_j about z_i (revolute drive).
 
 Actuator rows follow the joint rows: ``s(q) - s_target``, for the rigid actuators only (a
-compliant actuator is a spring, :mod:`sim.springs`).  ``gamma`` is the velocity-quadratic
+compliant actuator is a spring, :mod:`sim.model.springs`).  ``gamma`` is the velocity-quadratic
 part of ``-C_ddot`` (``C_q q_ddot = gamma`` for constant targets); a driving law adds its
 second derivative ``s_target_ddot`` (see :func:`constraints`).
 The rows are evaluated by the compiled kernel :func:`sim.kernels.rows.rows`.
 """
 import numpy as np
 
-from .kernels import rows as kernel
-from .kinematics import markers
+from sim.kernels import rows as kernel
+from sim.model.kinematics import markers
 
 
 def _eval(model, q, v, ms):
@@ -85,7 +85,7 @@ def select(model, phi, J, gamma, targets=None, target_acc=None, all_drives=False
             gamma = gamma.copy()
             gamma[nj:] += target_acc
         compliant = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
-        if compliant.any() and not all_drives:   # compliant drives are springs (sim.springs), not constraint rows
+        if compliant.any() and not all_drives:   # compliant drives are springs (sim.model.springs), not constraint rows
             keep = np.concatenate([np.ones(nj, dtype=bool), ~compliant])
             phi, J = phi[keep], J[keep]
             gamma = None if gamma is None else gamma[keep]

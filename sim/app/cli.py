@@ -68,7 +68,7 @@ def _existing_file(path, what):
 def _load(args):
     """Scenario, available analyses checked, and the model it names."""
     from sim.analyses import ANALYSES
-    from sim.scenario import load_scenario
+    from sim.app.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
     for name in scenario.analyses:
@@ -79,7 +79,7 @@ def _load(args):
 
 
 def _load_model(path, parameters):
-    from sim.loader import load_model
+    from sim.model.loader import load_model
 
     return load_model(path, parameters)
 
@@ -97,9 +97,9 @@ def _format(value):
 
 def cmd_run(args):
     """Run every analysis of a scenario into one HDF5 file."""
-    from sim import selfcheck
+    from sim.app import selfcheck
     from sim.analyses import ANALYSES, PREPARE
-    from sim.results import ResultFile, check_target
+    from sim.app.results import ResultFile, check_target
 
     scenario = _load(args)
     if args.scheduler:
@@ -177,7 +177,7 @@ def cmd_modes(args):
         raise SimError(f"--count must be a positive integer, got {args.count}")
     path = _existing_file(args.model, "model file")
     from sim.analyses.modes import configuration
-    from sim.modal import modes
+    from sim.solvers.modal import modes
 
     model = _load_model(path, parse_params(args.param))
     pose, q = configuration(model, args.pose, "--pose")
@@ -203,7 +203,7 @@ def cmd_modes(args):
 
 def cmd_plot(args):
     """Draw a result file's figures into a PNG."""
-    from sim.plots import plot_result
+    from sim.app.plots import plot_result
 
     path = _existing_file(args.results, "result file")
     out = Path(args.out) if args.out else path.with_suffix(".png")
@@ -214,7 +214,7 @@ def cmd_plot(args):
 
 def cmd_info(args):
     """List what a result file holds."""
-    from sim.results import describe
+    from sim.app.results import describe
 
     print(describe(_existing_file(args.results, "result file")))
     return 0

@@ -11,8 +11,8 @@ import inspect
 import sys
 from pathlib import Path
 
-from .errors import SimError, one_line
-from .model import Model
+from sim.errors import SimError, one_line
+from sim.model import Model
 
 
 def load_module(path):

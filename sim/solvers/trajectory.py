@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SimError
+from sim.errors import SimError
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ integrals, quadratic velocity vector).
 """
 import numpy as np
 
-from .kernels import equations
-from .tables import stretched, tables
+from sim.kernels import equations
+from sim.model.tables import stretched, tables
 
 
 def _evaluate(model, q, v, targets=None, with_G=False, with_K=False):
@@ -75,7 +75,7 @@ def stiffness_matrix(model, q=None):
     """Elastic stiffness ``K`` (n_v, n_v).
 
     The bodies' ``K_ff`` on their elastic coordinates; with ``q``, also the linearised lumped
-    springs and locked compliant actuators at that configuration (:mod:`sim.springs`) and the
+    springs and locked compliant actuators at that configuration (:mod:`sim.model.springs`) and the
     tangent of the geometric stiffening (the geometric stiffness of the current axial forces).
     """
     K = np.zeros((model.n_v, model.n_v))

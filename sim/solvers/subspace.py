@@ -1,6 +1,6 @@
 r"""Lowest modes along a path of nearby configurations: warm-started subspace iteration.
 
-For KED (:mod:`sim.ked`) the modes are needed at hundreds of instants of one motion, a few
+For KED (:mod:`sim.solvers.ked`) the modes are needed at hundreds of instants of one motion, a few
 milliseconds apart.  When the structure's only stiffness is that of the flexible bodies
 (``K`` nonzero on the elastic coordinates only, constant: no lumped springs, compliant drives
 or geometric stiffening) and the locked constraint rows determine the reference coordinates
@@ -43,10 +43,10 @@ import contextlib
 import numpy as np
 from numba import njit
 
-from . import dynamics
-from .fast import _sigint_deferred
-from .linalg import sparse_solve
-from .tables import compliant, stretched
+from sim.model import dynamics
+from sim.model.evaluator import _sigint_deferred
+from sim.linalg import sparse_solve
+from sim.model.tables import compliant, stretched
 
 RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
@@ -330,7 +330,7 @@ class Tracker:
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve, -2 refused
         self.loaded = False   # _modes compiled or loaded in this process (at the first call: the
-                              # compiled frames of sim.ked need only their own kernel)
+                              # compiled frames of sim.solvers.ked need only their own kernel)
 
     @staticmethod
     def applies(model):
@@ -348,7 +348,7 @@ class Tracker:
 
         ``seed`` (n_e, p): Ritz vectors of another configuration of the same motion (its
         :attr:`X`), e.g. the first, a common start for trackers that must give the same
-        numbers whichever of them computes an instant (:class:`sim.ked.FramePool`).
+        numbers whichever of them computes an instant (:class:`sim.solvers.ked.FramePool`).
         """
         self.X = self.seed
         self.X_prev = np.zeros((self.elastic.size, 0))
@@ -376,12 +376,12 @@ class Tracker:
 
         None when the partition does not apply here: ``J`` not square over the reference
         coordinates, or ``J_r`` nearly singular (an entry of ``G`` above :data:`BASIS_MAX`,
-        where the basis ``N`` would be ill-conditioned); :func:`sim.modal.modes` then
+        where the basis ``N`` would be ill-conditioned); :func:`sim.solvers.modal.modes` then
         chooses its basis.
         """
         if J.shape[0] != self.rigid.size:
             return None
-        with _sigint_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.fast
+        with _sigint_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
             lam, shapes, mass_shapes, X, sweeps, static = _modes(
                 M, J, self.rigid, self.elastic, self.owner, self.K_inv, self.K_inv_chol, self.bounds, self.X,

@@ -24,9 +24,9 @@ a compliant actuator to the body its joint drives.
 """
 import numpy as np
 
-from .dynamics import mass_matrix, stiffness_matrix
-from .errors import SimError
-from .modal import body_energies, modes
+from sim.model.dynamics import mass_matrix, stiffness_matrix
+from sim.errors import SimError
+from sim.solvers.modal import body_energies, modes
 
 DEGENERATE_RTOL = 1e-6   # frequencies closer than this (relative) form one repeated root
 
@@ -41,11 +41,11 @@ def matrices_at(model, pose, q_start=None):
 
     Returns ``q`` (n_q,), ``M``, ``K`` (n_v, n_v).
     """
-    from .assembly import assemble
+    from sim.model.assembly import assemble
     if pose is None:
         q = model.q_home if q_start is None else q_start
     else:
-        from .assembly import solve_pose
+        from sim.model.assembly import solve_pose
         q = solve_pose(model, pose) if q_start is None else \
             assemble(model, q_start, pose_target=np.asarray(pose, dtype=float), what="the pose")
     return q, mass_matrix(model, q), stiffness_matrix(model, q)

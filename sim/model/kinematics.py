@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels import frames, markers as kernel
-from .kernels.equations import Tables
-from .rotations import quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
-from .tables import tables
+from sim.kernels import frames, markers as kernel
+from sim.kernels.equations import Tables
+from sim.model.rotations import quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
+from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
 

@@ -3,7 +3,7 @@ equations at a state.
 
 The equations are the compiled kernels of :mod:`sim.kernels` (bodies, markers, joint rows,
 springs, stiffening; :func:`sim.kernels.equations.evaluate` runs them all), the same ones the
-public functions of :mod:`sim.dynamics`, :mod:`sim.kinematics` and :mod:`sim.constraints`
+public functions of :mod:`sim.model.dynamics`, :mod:`sim.model.kinematics` and :mod:`sim.model.constraints`
 call.  An :class:`Evaluator` holds one set of work arrays and the row bookkeeping
 (drives, compliant actuators) that the time loops, the rigid motion, KED, the frequencies along
 a path and the inverse dynamics share; ``tests/test_fast.py`` checks it against the numpy
@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import dynamics
-from .constraints import drive_residual
-from .kernels.equations import N_CONSTANT, Tables, evaluate, potential
-from .kernels.frames import integrate
-from .kinematics import pose_terms
-from .tables import compliant, stretched, tables
+from sim.model import dynamics
+from sim.model.constraints import drive_residual
+from sim.kernels.equations import N_CONSTANT, Tables, evaluate, potential
+from sim.kernels.frames import integrate
+from sim.model.kinematics import pose_terms
+from sim.model.tables import compliant, stretched, tables
 
 
 @contextlib.contextmanager
@@ -96,7 +96,7 @@ class Evaluator:
             self.integrate(model.q_home, zero)
 
     def pose(self, v=None):
-        """End-effector terms of the last :meth:`evaluate` (:func:`sim.kinematics.pose_terms`):
+        """End-effector terms of the last :meth:`evaluate` (:func:`sim.model.kinematics.pose_terms`):
         ``x, J`` and, with the velocity ``v`` of that evaluation, ``x_q``."""
         e = self.model.ee_marker
         w = self.work
@@ -111,11 +111,11 @@ class Evaluator:
         return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw, v, w["pq"][e], w["wq"][e])
 
     def potential(self, q):
-        """Gravitational and elastic energy [J] at ``q``, as :func:`sim.dynamics.potential`."""
+        """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""
         return potential(np.ascontiguousarray(q, dtype=float), self.tables)
 
     def integrate(self, q, dv):
-        """``q ⊕ dv`` (n_q,), as :func:`sim.kinematics.integrate`."""
+        """``q ⊕ dv`` (n_q,), as :func:`sim.model.kinematics.integrate`."""
         out = np.empty_like(q)
         integrate(q, dv, self.tables.body_q, self.tables.body_v, self.tables.body_nf, out)
         return out
@@ -131,9 +131,9 @@ class Evaluator:
         Returns
         -------
         Evaluation
-            ``M`` (n_v, n_v), ``Q`` (n_v,) of :func:`sim.dynamics.mass_and_forces`
+            ``M`` (n_v, n_v), ``Q`` (n_v,) of :func:`sim.model.dynamics.mass_and_forces`
             (``targets`` also pull compliant actuators); ``C``, ``J``, ``gamma`` of
-            :func:`sim.constraints.constraints` (joint rows, plus the rigid actuators' rows
+            :func:`sim.model.constraints.constraints` (joint rows, plus the rigid actuators' rows
             when ``targets`` is given); ``s``, ``J_s`` the values and Jacobian of all actuators.
             With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the velocity-dependent
             forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); ``K_t`` the tangent

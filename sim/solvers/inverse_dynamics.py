@@ -1,9 +1,9 @@
 r"""Inverse dynamics and kineto-statics of the rigid robot (SPEC §2.3 item 3, paper 003).
 
-Along a :class:`sim.motion.RigidMotion` the elastic coordinates are frozen, so only the
+Along a :class:`sim.solvers.motion.RigidMotion` the elastic coordinates are frozen, so only the
 reference coordinates ``r = model.v_rigid`` enter.  With all joint rows and the actuator rows
-stacked in ``J`` (:func:`sim.constraints.constraints`), the equations of motion
-(:mod:`sim.dynamics`) are solved for the multipliers at each instant::
+stacked in ``J`` (:func:`sim.model.constraints.constraints`), the equations of motion
+(:mod:`sim.model.dynamics`) are solved for the multipliers at each instant::
 
     J_r^T lam = Q_r - M_rr a_r.
 
@@ -27,7 +27,7 @@ solution at a fifth of the SVD's cost; its singular values still give the condit
 * Power ``sum_k tau_k s_dot_k`` equals ``d(T + V)/dt`` (constraint forces of ideal joints do
   no work); kinetic and potential energy come from the same evaluation.
 
-Every sample is one compiled evaluation (:class:`sim.fast.Evaluator`) of ``M``, ``Q``, the
+Every sample is one compiled evaluation (:class:`sim.model.evaluator.Evaluator`) of ``M``, ``Q``, the
 rows and the marker frames.
 
 The SVD also gives the condition number of ``[C_q; J_s]`` on the reference coordinates, the
@@ -39,11 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from .assembly import SINGULAR_RATIO
-from .errors import SimError
-from .fast import Evaluator
-from .kinematics import body_frames
-from .model import JOINT_ROWS
+from sim.model.assembly import SINGULAR_RATIO
+from sim.errors import SimError
+from sim.model.evaluator import Evaluator
+from sim.model.kinematics import body_frames
+from sim.model import JOINT_ROWS
 
 FRAMES = ("world", "joint")
 
@@ -95,7 +95,7 @@ def multipliers(model, q, v, a, ev=None):
     q : ndarray, shape (n_q,)
     v, a : ndarray, shape (n_v,)
         Velocities and accelerations; only the reference components are used.
-    ev : sim.fast.Evaluator, optional
+    ev : sim.model.evaluator.Evaluator, optional
         The model's compiled evaluator (one is built otherwise).
 
     Returns
@@ -114,7 +114,7 @@ def multipliers(model, q, v, a, ev=None):
 
 
 def _solve(model, E, a):
-    """:func:`multipliers` from the evaluation ``E`` (:meth:`sim.fast.Evaluator.evaluate` at
+    """:func:`multipliers` from the evaluation ``E`` (:meth:`sim.model.evaluator.Evaluator.evaluate` at
     ``(q, v)``, no targets: every actuator, compliant ones included, drives the rigid robot)."""
     rigid = model.v_rigid
     J = np.vstack([E.J, E.J_s])
@@ -144,7 +144,7 @@ def joint_wrenches(model, q, lam, frame="world", ev=None):
     lam : ndarray, shape (n_c,) or (n_joint_rows,)
     frame : {"world", "joint"}
         Axes of the result: world, or the joint frame (marker i axes).
-    ev : sim.fast.Evaluator, optional
+    ev : sim.model.evaluator.Evaluator, optional
         The model's compiled evaluator (one is built otherwise).
 
     Returns
@@ -204,7 +204,7 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
     ----------
     model : Model
     motion : RigidMotion
-        From :func:`sim.motion.rigid_motion`.
+        From :func:`sim.solvers.motion.rigid_motion`.
     frame : {"world", "joint"}
         Axes of the joint reactions.
     progress : tqdm-like, optional

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from threadpoolctl import threadpool_limits
 
-from .errors import SimError, one_line
+from sim.errors import SimError, one_line
 
 
 @dataclass(frozen=True)
@@ -121,9 +121,9 @@ def modes_case(model_file, parameters, pose=None, count=6):
     The model is built in the worker (models are cheap to build and this keeps cases
     independent of any state of the caller).
     """
-    from .assembly import solve_pose
-    from .loader import load_model
-    from .modal import modes
+    from sim.model.assembly import solve_pose
+    from sim.model.loader import load_model
+    from sim.solvers.modal import modes
 
     model = load_model(model_file, parameters)
     q = model.q_home if pose is None else solve_pose(model, pose)

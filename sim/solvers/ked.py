@@ -3,7 +3,7 @@ r"""Kineto-elastodynamics (KED): piecewise-constant modal superposition (SPEC §
 The motion is the rigid robot's motion plus a small elastic displacement ``u`` (n_v,) that
 stays in the null space of the constraint Jacobian with the actuators locked (the elastic
 motion of the instantaneous structure, paper 002 §3).  Linearising the equations of
-:mod:`sim.dynamics` about the rigid state ``(q_r, v_r, a_r)``,
+:mod:`sim.model.dynamics` about the rigid state ``(q_r, v_r, a_r)``,
 
     M u_ddot + K u = F,        F = Q(q_r, v_r) - M a_r,
 
@@ -23,7 +23,7 @@ coordinate is advanced exactly (Duhamel integral in closed form, paper 002 eq. 7
 :func:`ramp_response`).  At ``t_{i+1}`` the physical state ``u = Phi eta``,
 ``u_dot = Phi eta_dot`` is passed to the next interval's modes by mass projection,
 ``eta = Phi'^T M' u`` (paper 002 eq. 77).  The end-effector deviation is the linearised
-``J_x(q_r) u`` (:func:`sim.kinematics.pose_jacobian`).
+``J_x(q_r) u`` (:func:`sim.model.kinematics.pose_jacobian`).
 
 References
 ----------
@@ -41,15 +41,15 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .assembly import SINGULAR_RATIO
-from .fast import Evaluator, _sigint_deferred
-from .kernels.common import runtime
-from .kernels.equations import evaluate
-from .linalg import flush
-from .modal import modes, static_response
-from .motion import load_kernels as load_kernels_motion
-from .motion import rigid_motion
-from .subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
+from sim.model.assembly import SINGULAR_RATIO
+from sim.model.evaluator import Evaluator, _sigint_deferred
+from sim.kernels.common import runtime
+from sim.kernels.equations import evaluate
+from sim.linalg import flush
+from sim.solvers.modal import modes, static_response
+from sim.solvers.motion import load_kernels as load_kernels_motion
+from sim.solvers.motion import rigid_motion
+from sim.solvers.subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
 
 FRAME_CHUNK = 24   # frames per worker task (~3 ms on the 3-RRRU); the tracker restarts at each
 
@@ -172,10 +172,10 @@ class Frame:
 def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
     """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes.
 
-    ``ev`` (:class:`sim.fast.Evaluator`, one is built if not given) evaluates ``M``, ``Q``,
+    ``ev`` (:class:`sim.model.evaluator.Evaluator`, one is built if not given) evaluates ``M``, ``Q``,
     ``C_q`` and the end-effector Jacobian in one compiled pass.  ``s`` (n_a,):
     the actuator values at ``q`` (where they are locked), if known.  ``tracker``
-    (:class:`sim.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
+    (:class:`sim.solvers.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
     iteration from the tracker's last subspace, where its partition applies.
     """
     rest = np.zeros(model.n_v)
@@ -203,7 +203,7 @@ def has_free_motions(model, q, ev=None):
     Where the locked rows determine the reference coordinates (``J_r`` square and regular)
     and the bodies' elastic stiffness is positive definite, every constrained motion strains
     a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): no free motion, and no eigensolve
-    to tell.  Otherwise the modes decide.  ``ev``: a :class:`sim.fast.Evaluator` at hand.
+    to tell.  Otherwise the modes decide.  ``ev``: a :class:`sim.model.evaluator.Evaluator` at hand.
     """
     ev = Evaluator(model) if ev is None else ev
     J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
@@ -271,13 +271,13 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
                 static_rest, sweeps):
     """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
     (n, ...) in one compiled loop: the evaluation (``M`` not flushed; once more at rest for
-    ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.subspace._modes`),
+    ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
     the load and the end-effector Jacobian (translational coordinates ``pose_rows`` of marker
     ``e``) into ``load`` .. ``static_rest`` (n, ...).
 
     ``sweeps`` (n,): the tracker's count per frame; -2 where it turned the frame down (left
     for :func:`frame`'s dense modes), the tracker then starting afresh: the same steps as
-    :meth:`sim.subspace.Tracker.modes`.  Returns the last subspace ``X`` (n_e, p).
+    :meth:`sim.solvers.subspace.Tracker.modes`.  Returns the last subspace ``X`` (n_e, p).
     """
     n_v = vs.shape[1]
     n_e = elastic.size
@@ -385,7 +385,7 @@ def _seed(model, ev, tracker, state, free):
 
 
 def _tracker(model, count):
-    """A :class:`sim.subspace.Tracker` for the frames of ``model``, or None where it does not apply."""
+    """A :class:`sim.solvers.subspace.Tracker` for the frames of ``model``, or None where it does not apply."""
     return Tracker(model, count) if Tracker.applies(model) else None
 
 
@@ -415,7 +415,7 @@ class FramePool:
     Threads, not processes: the compiled kernels (the frames' loop and the rigid motion's)
     release the GIL, so a thread runs in parallel with the motion from the first chunk on,
     writing its frames straight into the shared :class:`Frames`.  Each thread has its own
-    :class:`sim.fast.Evaluator` and tracker (their work arrays).
+    :class:`sim.model.evaluator.Evaluator` and tracker (their work arrays).
 
     Use as a context manager: leaving it waits for the running tasks and drops the others.
 
@@ -474,7 +474,7 @@ class FramePool:
         """This thread's evaluator and tracker."""
         local = self.local
         if not hasattr(local, "ev"):
-            with _sigint_deferred():    # compiles in the main thread (see sim.fast._sigint_deferred)
+            with _sigint_deferred():    # compiles in the main thread (see sim.model.evaluator._sigint_deferred)
                 local.ev, local.tracker = Evaluator(self.model), _tracker(self.model, self.count)
         return local.ev, local.tracker
 
@@ -510,7 +510,7 @@ class FramePool:
 
 
 def frames_along(model, motion, count, progress=None, workers=None):
-    """Frames (:class:`Frames`) at every sample of a :class:`sim.motion.RigidMotion`.
+    """Frames (:class:`Frames`) at every sample of a :class:`sim.solvers.motion.RigidMotion`.
 
     ``workers``: threads (default two, or one on a single core); see :class:`FramePool`.
     """
@@ -543,8 +543,8 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
 
     The frames of the first samples are computed by a worker thread while this one goes on
-    with the motion (:func:`sim.motion.rigid_motion` hands each sample to a
-    :class:`FramePool`); the same numbers as :func:`sim.motion.rigid_motion` followed by
+    with the motion (:func:`sim.solvers.motion.rigid_motion` hands each sample to a
+    :class:`FramePool`); the same numbers as :func:`sim.solvers.motion.rigid_motion` followed by
     :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
     rather than unwrapped values.
 
@@ -647,7 +647,7 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
         Frame ``i`` freezes interval ``i``; the last one gives the final load and Jacobian.
     pose_rigid : ndarray, shape (n + 1, d)
     damping_ratio : float or ndarray, shape (r,) or (n + 1, r)
-        Modal damping ratios, per mode and optionally per frame (:func:`sim.damping.modal_ratios`).
+        Modal damping ratios, per mode and optionally per frame (:func:`sim.solvers.damping.modal_ratios`).
     u0, u_dot0 : ndarray, shape (n_v,), optional
         Initial elastic state (default zero; with ``start = "static"``, ``u0`` defaults to the
         static deflection at rest of the first frame).
@@ -687,7 +687,7 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
 
 
 def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None, start="undeformed"):
-    """KED response of ``model`` along ``trajectory`` (:class:`sim.trajectory.Trajectory`).
+    """KED response of ``model`` along ``trajectory`` (:class:`sim.solvers.trajectory.Trajectory`).
 
     The rigid motion is sampled only at the ``intervals + 1`` interval ends; ``start`` as
     :func:`integrate_frames`.

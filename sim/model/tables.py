@@ -9,8 +9,8 @@ kernels serves all robots with the same body groups.
 """
 import numpy as np
 
-from .kernels.equations import Tables, work
-from .kernels.stretch import compact
+from sim.kernels.equations import Tables, work
+from sim.kernels.stretch import compact
 
 KINDS = ("point", "dot", "ddot", "angle")
 

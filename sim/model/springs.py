@@ -1,14 +1,16 @@
 r"""Lumped compliance of a model: 6x6 springs between markers and compliant actuators.
 
 The equations are the compiled kernels of :mod:`sim.kernels.springs`; the functions here
-allocate and call them with the marker kinematics of :func:`sim.kinematics.markers` (their
+allocate and call them with the marker kinematics of :func:`sim.model.kinematics.markers` (their
 local Jacobians), as the compiled evaluation (:func:`sim.kernels.equations.evaluate`) does.
 """
 from typing import NamedTuple
 
 import numpy as np
 
-from .kernels import springs as kernel
+from sim.kernels import springs as kernel
+from sim.model.constraints import actuator_values
+from sim.model.kinematics import markers
 
 
 class Lumped(NamedTuple):
@@ -35,7 +37,7 @@ class Lumped(NamedTuple):
 
 def deflections(model, ms):
     """Spring deflections ``d`` (n_s, 6) and Jacobians ``J_d`` (n_s, 6, n_v) at the marker
-    state ``ms`` (:func:`sim.kinematics.markers`)."""
+    state ``ms`` (:func:`sim.model.kinematics.markers`)."""
     t = model.spring_tables
     n_s = len(model.springs)
     d, Jd = np.zeros((n_s, 6)), np.zeros((n_s, 6, model.n_v + 1))
@@ -59,11 +61,11 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
     Parameters
     ----------
     ms : MarkerState
-        :func:`sim.kinematics.markers` at ``q``.
+        :func:`sim.model.kinematics.markers` at ``q``.
     v : ndarray, shape (n_v,), optional
         Velocities (default zero).
     s, J_s : ndarray, shapes (n_a,), (n_a, n_v), optional
-        Actuator values and Jacobian (:func:`sim.constraints.actuator_values`); needed for
+        Actuator values and Jacobian (:func:`sim.model.constraints.actuator_values`); needed for
         the compliant actuators' stiffness and damping, and with ``targets`` for their forces.
     targets : ndarray, shape (n_a,), optional
         What the compliant actuators pull towards (none: no actuator forces).
@@ -89,3 +91,22 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
         if targets is not None and s is not None:
             Q += Q_a
     return Lumped(Q, K, -G, energy)
+
+
+def deformation_rows(model, q, J_s=None):
+    """Rows (n_d, n_v) whose null space is the motion without any deformation.
+
+    Elastic coordinates, the stiff directions of every lumped spring and the coordinates of
+    the compliant actuators, each row of unit scale, so that a rank decision on them does not
+    depend on the stiffness values.  ``J_s`` (n_a, n_v): the actuator Jacobian, if at hand.
+    """
+    rows = [np.eye(model.n_v)[model.v_elastic]]
+    if model.springs:
+        _, Jd = deflections(model, markers(model, q))
+        for K6, J in zip(model.spring_tables["K"], Jd):
+            lam, U = np.linalg.eigh(0.5 * (K6 + K6.T))
+            rows.append(U[:, lam > 1e-12 * max(lam.max(), 1e-300)].T @ J)
+    mask = np.array([a.stiffness is not None for a in model.actuators], dtype=bool)
+    if mask.any():
+        rows.append((actuator_values(model, q)[1] if J_s is None else J_s)[mask])
+    return np.vstack(rows)

@@ -7,10 +7,11 @@ assembly mode (branch) of the home configuration is kept.
 """
 import numpy as np
 
-from .constraints import actuator_values, constraints, drive_residual
-from .errors import SimError
-from .kinematics import integrate, markers, pose_jacobian
-from .linalg import flush, lstsq, normal_solver, null_space, singular_values, svd
+from sim.model.constraints import actuator_values, constraints, drive_residual
+from sim.errors import SimError
+from sim.model.springs import deformation_rows
+from sim.model.kinematics import integrate, markers, pose_jacobian
+from sim.linalg import flush, lstsq, normal_solver, null_space, singular_values, svd
 
 NEWTON_MAX_ITER = 30
 TOLERANCE = 1e-11          # residual (m or rad) for convergence
@@ -33,7 +34,7 @@ def residual(model, q, targets, pose_target, ev=None):
     if ev is None:
         ms = markers(model, q)
         phi, J = constraints(model, q, targets=targets, ms=ms, all_drives=True)
-    else:   # the compiled evaluator (sim.fast): same quantities, for long sequences of poses
+    else:   # the compiled evaluator (sim.model.evaluator): same quantities, for long sequences of poses
         E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
         phi, J = E.C, E.J
         if targets is not None:
@@ -58,7 +59,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         Actuator values [rad or m] to impose.
     pose_target : ndarray, shape (d,), optional
         End-effector coordinates to impose.
-    ev : sim.fast.Evaluator, optional
+    ev : sim.model.evaluator.Evaluator, optional
         Evaluate with the compiled kernels (many poses in a row).
 
     Raises
@@ -139,7 +140,7 @@ def regularity(model, q, ev=None):
     ``inverse`` is for the constraints plus end-effector coordinates (legs' inverse
     kinematics), ``direct`` for the constraints plus locked actuators (parallel/type-2
     singularities); ``r`` is the number of reference coordinates minus the free motions of
-    the home configuration.  ``ev``: evaluate with the compiled kernels (:mod:`sim.fast`).
+    the home configuration.  ``ev``: evaluate with the compiled kernels (:mod:`sim.model.evaluator`).
     """
     if ev is None:
         ms = markers(model, q)
@@ -170,7 +171,6 @@ def pose_determined(model):
     spherical joints is a genuine free motion, whereas a body held only by lumped springs
     would need a static equilibrium, not inverse kinematics, to be placed.
     """
-    from .modal import deformation_rows
     _, J = residual(model, model.q_home, None, pose_jacobian(model, model.q_home)[0])
     N = null_space(J, RANK_RTOL)
     if N.shape[1] == 0:

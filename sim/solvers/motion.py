@@ -2,7 +2,7 @@
 
 At each time: position by Newton from a third-order predictor (velocity, acceleration and
 the acceleration's difference quotient of the previous sample); when plain Newton steps do
-not contract fast, the line-search Newton of :func:`sim.assembly.assemble` takes over.
+not contract fast, the line-search Newton of :func:`sim.model.assembly.assemble` takes over.
 Velocity and acceleration from the stacked constraint and end-effector equations over the
 reference coordinates,
 
@@ -10,7 +10,7 @@ reference coordinates,
 
 solved in the least-squares sense through ``[C_q; J_x]^T [C_q; J_x]`` (minimum-norm where
 constraints are redundant).  Its eigenvalues give the conditioning; a singular instant stops
-with its time.  Long samplings run on the compiled kernels (:mod:`sim.fast`), where the
+with its time.  Long samplings run on the compiled kernels (:mod:`sim.model.evaluator`), where the
 square ``[C_q; J_x]`` of a non-redundant robot is factored directly (the sparse LU of
 :func:`sim.linalg.sparse_lu`, which skips the zeros of the joints' rows).
 """
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO, TOLERANCE, AssemblyError,
+from sim.model.assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO, TOLERANCE, AssemblyError,
                        assemble, correct, solve_pose)
-from .errors import SimError
-from .fast import Evaluator, _sigint_deferred
-from .kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
-from .kernels.equations import evaluate
-from .kernels.frames import integrate
-from .linalg import flush, lu_solve, normal_solver, sparse_lu
+from sim.errors import SimError
+from sim.model.evaluator import Evaluator, _sigint_deferred
+from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
+from sim.kernels.equations import evaluate
+from sim.kernels.frames import integrate
+from sim.linalg import flush, lu_solve, normal_solver, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
@@ -135,7 +135,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
 
     ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done.  Each
     sample: the third-order predictor, at most ``CORRECTOR_MAX_ITER`` plain Newton steps (as
-    :func:`sim.assembly.correct`), then velocity and acceleration by the normal equations (as
+    :func:`sim.model.assembly.correct`), then velocity and acceleration by the normal equations (as
     :func:`rigid_state`).  Stops at the first sample it cannot finish (the Python path of
     :func:`rigid_motion` takes it over, with its line search and messages).
 
@@ -236,7 +236,7 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
     """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
 
     Returns ``v, a, cond`` (condition number over the expected rank) and the evaluation of the
-    compiled evaluator ``ev`` (:class:`sim.fast.Evaluator`; one is built if not given) at
+    compiled evaluator ``ev`` (:class:`sim.model.evaluator.Evaluator`; one is built if not given) at
     ``(q, v)`` (kinematic terms only: no ``M``, ``Q``).
     ``A`` (n_c + d, n_r): ``[C_q; J_x]`` over the reference coordinates at ``q``, if at hand.
     """
@@ -274,7 +274,7 @@ def _fast_segments(model, ev):
 
 def load_kernels(model, ev=None):
     """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
-    Ctrl-C held back: :func:`sim.fast._sigint_deferred`); returns :func:`_fast_segments`'
+    Ctrl-C held back: :func:`sim.model.evaluator._sigint_deferred`); returns :func:`_fast_segments`'
     arguments, None where the loop does not apply.  ``ev``: an evaluator at hand."""
     ev = Evaluator(model) if ev is None else ev
     fast = _fast_segments(model, ev)
@@ -293,7 +293,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
 
     ``on_sample(q, v, a, s)`` (optional) is called with each sample as soon as it is known
     (``s``: the actuator values, not yet unwrapped), so that a consumer can start on it
-    while the motion goes on (:func:`sim.ked.motion_and_frames`).
+    while the motion goes on (:func:`sim.solvers.ked.motion_and_frames`).
 
     ``condition=False``: no condition numbers (``condition`` is NaN), only the guard against
     singular configurations -- an estimate (power and inverse iteration on ``A^T A``) with a

@@ -1,7 +1,7 @@
 r"""Damping models and complex modes of the constrained, linearised system (SPEC §2.3 item 7).
 
 At a configuration ``q`` with the actuators locked, the motions are ``v = N x`` (``N`` an
-orthonormal basis of the null space of ``C_q``, :func:`sim.modal.constraint_null_space`) and
+orthonormal basis of the null space of ``C_q``, :func:`sim.solvers.modal.constraint_null_space`) and
 
     M_n x'' + C_n x' + K_n (1 + i eta) x = N^T f,
     M_n = N^T M N,  K_n = N^T K N,  C_n = N^T C N.
@@ -13,7 +13,7 @@ Damping models, combinable:
   body's elastic coordinates (:func:`material_matrix`), nothing on the body frames, so that a
   rigid motion is not damped (rigid links have no material to damp);
 * modal damping ratios: ``C = M Phi diag(2 zeta_r omega_r) Phi^T M`` (``Phi`` mass-normalised);
-* the lumped dampers of springs and compliant actuators (:func:`sim.dynamics.damping_matrix`).
+* the lumped dampers of springs and compliant actuators (:func:`sim.model.dynamics.damping_matrix`).
 
 Structural and modal damping keep the undamped mode shapes (proportional damping); Rayleigh
 material damping does when the flexible bodies carry all the mass (``N^T C N = alpha M_n +
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from .errors import SimError
+from sim.errors import SimError
 
 KINDS = ("none", "structural", "rayleigh", "modal")
 ELASTIC_SHARE_MIN = 0.01   # modes with less of their strain energy in the flexible bodies
@@ -148,8 +148,8 @@ def reduce(model, q, locked=True):
     -------
     Reduced
     """
-    from .dynamics import damping_matrix, mass_matrix, stiffness_matrix
-    from .modal import constraint_null_space
+    from sim.model.dynamics import damping_matrix, mass_matrix, stiffness_matrix
+    from sim.solvers.modal import constraint_null_space
 
     N = constraint_null_space(model, q, locked)
     free = N.shape == (model.n_v, model.n_v) and np.array_equal(N, np.eye(model.n_v))
@@ -301,8 +301,8 @@ def schedule(model, damping, count, times, qs):
     base = material_matrix(model, damping.alpha, damping.beta)
     if not damping.modal:
         return base
-    from .constraints import actuator_values
-    from .ked import FramePool, _workers
+    from sim.model.constraints import actuator_values
+    from sim.solvers.ked import FramePool, _workers
 
     elastic, mass_ee, stiffness_ee = material_blocks(model)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))

@@ -73,7 +73,7 @@ def _configuration(use):
     }
 
 
-#: Damping keys, the same in [transient], [ked] and [frf] (:mod:`sim.damping`).
+#: Damping keys, the same in [transient], [ked] and [frf] (:mod:`sim.solvers.damping`).
 DAMPING = {
     "eta": Key("float", "nonnegative", 0.0, "1",
                "structural loss factor: K (1 + i eta) in [frf]; in [ked] and [transient] its viscous "

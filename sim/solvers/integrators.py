@@ -1,6 +1,6 @@
 r"""Implicit integrators of the constrained equations of motion at acceleration level.
 
-The problem is the index-1 form of :mod:`sim.dynamics` with Baumgarte stabilisation (paper 001
+The problem is the index-1 form of :mod:`sim.model.dynamics` with Baumgarte stabilisation (paper 001
 eq. 60): at every instant the unknowns ``(a, lam)`` solve
 
     M(q) a + J(q)^T lam = Q(t, q, v),        J a = gamma - 2 alpha C_dot - beta^2 C,
@@ -77,10 +77,10 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from .kernels.common import runtime
-from .kernels.equations import evaluate, potential
-from .kernels.frames import integrate
-from .kernels.lapack import getrf
+from sim.kernels.common import runtime
+from sim.kernels.equations import evaluate, potential
+from sim.kernels.frames import integrate
+from sim.kernels.lapack import getrf
 
 NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-12          # m or rad: configuration correction at convergence
@@ -602,9 +602,9 @@ class GeneralizedAlpha:
 
     Parameters
     ----------
-    ev : sim.fast.Evaluator
+    ev : sim.model.evaluator.Evaluator
         The model's compiled tables.
-    drive : sim.simulate.Drive
+    drive : sim.solvers.simulate.Drive
         How the actuators act; its laws are tabulated at the steps' ends.
     t0 : float
         Initial time [s].
@@ -620,7 +620,7 @@ class GeneralizedAlpha:
         Configuration correction at convergence [m or rad].
     newton_max_iter : int
         Newton iterations per step (with a fresh iteration matrix, the step is retried once).
-    damping : ndarray, shape (n_v, n_v), or sim.damping.Schedule, optional
+    damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
         Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (the value
         at the start of each step).
 

@@ -1,0 +1,1 @@
+"""The application: command line, scenario files, HDF5 results and figures."""
