@@ -2,6 +2,6 @@
 
 import sys
 
-from sim.app.cli import main
+from sim.app.cli import console
 
-sys.exit(main())
+sys.exit(console())

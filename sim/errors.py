@@ -5,6 +5,10 @@ configuration or a diverging integration raise `SimError`. Its message is a sing
 says where: the file, the key path, the time or the body. `sim.app.cli.main` prints it as
 ``error: <message>`` without a traceback; anything else that escapes is a bug.
 """
+import contextlib
+import os
+import signal
+import threading
 
 
 class SimError(Exception):
@@ -42,3 +46,92 @@ def _fold(text):
     for line in lines[1:]:
         folded += (" " if folded.endswith(":") else "; ") + line
     return folded
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal: Ctrl-C (SIGINT), SIGTERM (batch schedulers, ``timeout``,
+    container stops) or SIGHUP (a closed terminal).  A KeyboardInterrupt, so that every
+    clean-up written for Ctrl-C runs for the others too.
+
+    Parameters
+    ----------
+    signum : int
+    """
+
+    def __init__(self, signum):
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
+
+    @property
+    def exit_code(self):
+        """``128 + signum``: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP."""
+        return 128 + self.signum
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The stop signal being handled, in a program that called `install_stop_handlers` (the command
+# line): any further one ends the process at once.  Library use never fills it.
+_stopping = []
+_installed = []
+
+
+def _stop_now():
+    os.write(2, b"error: interrupted again; stopping now\n")
+    os._exit(128 + _stopping[0])
+
+
+def _on_stop(signum, frame):
+    if _stopping:
+        _stop_now()
+    _stopping.append(signum)
+    raise Interrupted(signum)
+
+
+def install_stop_handlers():
+    """Make SIGTERM and SIGHUP stop the program as Ctrl-C does (raising :class:`Interrupted`
+    where it is), and any stop signal after the first end it at once (main thread only).
+    Returns the previous handlers, for :func:`restore_handlers`."""
+    _stopping.clear()
+    _installed[:] = [True]
+    return {sig: signal.signal(sig, _on_stop) for sig in STOP_SIGNALS}
+
+
+def restore_handlers(previous):
+    """Undo :func:`install_stop_handlers`."""
+    _installed.clear()
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Hold back the stop signals (SIGINT, SIGTERM, SIGHUP) for the duration and raise the
+    first one afterwards, as :class:`Interrupted`.
+
+    Python runs signal handlers in the main thread between bytecodes, wherever it is -- inside
+    llvmlite's compiler callbacks, where a KeyboardInterrupt is lost and leaves numba broken,
+    or between writing a result file and renaming it.  The handlers are swapped for one that
+    records the signal (in the command line, a second one still ends the process at once).
+    Outside the main thread (where handlers cannot be set) it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    handling = bool(_installed)
+
+    def record(signum, frame):
+        if _stopping:
+            _stop_now()
+        received.append(signum)
+        if handling:
+            _stopping.append(signum)
+
+    previous = {sig: signal.signal(sig, record) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        raise Interrupted(received[0])

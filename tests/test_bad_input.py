@@ -65,7 +65,8 @@ def check_outcome(code, err, out, *fragments, exit_code=2):
     for fragment in fragments:
         assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"
     out = Path(out)
-    assert not out.with_name(out.name + ".partial").exists(), "a .partial file was left"
+    assert not list(out.parent.glob(f".{out.name}.*.tmp")), "a temporary file was left"
+    assert not (out.exists() and out.read_bytes().startswith(b"ffrsim: the result")), "a reservation was left"
     if out.exists():
         with h5py.File(out, "r") as f:   # valid HDF5, and says whether it is complete
             status = f.attrs["status"]
@@ -248,3 +249,157 @@ duration = 0.01
 drive_law = {{ kind = "constant_rate", rate = 1.0 }}
 """)
     check_outcome(code, err, out, "s.toml: [transient]", "`delta_surgiscope`", "held by springs only")
+
+
+# --- issue 16: the user errors that ended in tracebacks or silent results ------------------------
+
+
+@pytest.mark.parametrize("body, fragments", [
+    ('def build(length=1.0):\n    raise RuntimeError("no such part")\n',
+     ("robot.py: build() failed: line 2: RuntimeError: no such part",)),
+    ("import sys\ndef build(length=1.0):\n    sys.exit(0)\n", ("robot.py: build() called sys.exit(0)",)),
+    ("import sys\nsys.exit(3)\ndef build():\n    pass\n", ("robot.py: the model file called sys.exit(3) while loading",)),
+    ("def build(length=1.0):\n    return build(length)\n", ("robot.py: build() recursed without end",)),
+], ids=["raises", "exits", "exits-on-import", "recursion"])
+def test_model_file_failures_end_in_one_line(sim_run, tmp_path, body, fragments):
+    """A model file is user code: whatever it raises (or a sys.exit) is one line naming it."""
+    (tmp_path / "robot.py").write_text(body)
+    code, err, out = sim_run(f'[model]\nfile = "{tmp_path / "robot.py"}"\n[modes]\ncount = 2\n')
+    check_outcome(code, err, out, *fragments)
+    assert not out.exists()
+
+
+def test_implausible_density_is_refused(sim_run):
+    code, err, out = sim_run(BEAM.replace("elements = 4", "elements = 4, rho = 1e-300"))
+    check_outcome(code, err, out, "beam.py", "section `rho` = 1e-300 kg/m^3 is not plausible")
+
+
+def test_toml_nested_too_deeply(sim_run):
+    code, err, out = sim_run("x = " + "[" * 1000 + "]" * 1000 + "\n" + BEAM)
+    check_outcome(code, err, out, "s.toml: invalid TOML: arrays or tables nested too deeply")
+
+
+def test_scheduler_address_is_checked(sim_run):
+    code, err, out = sim_run(BEAM, "--scheduler", "garbage!!")
+    check_outcome(code, err, out, "--scheduler 'garbage!!': expected a Dask scheduler address")
+
+
+def test_output_must_be_a_regular_file(tmp_path, capsys):
+    """``--out /dev/null --force`` must not replace the device node with a file."""
+    (tmp_path / "s.toml").write_text(BEAM)
+    code = main(["run", str(tmp_path / "s.toml"), "--out", "/dev/null", "--force"])
+    check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", "/dev/null: not a regular file")
+    assert Path("/dev/null").is_char_device(), "the device node was replaced"
+
+
+@pytest.mark.parametrize("content, fragment", [("", "the trajectory table is empty"),
+                                                ("# t, x, y, z\n", "has no data rows")])
+def test_empty_trajectory_table(sim_run, tmp_path, content, fragment):
+    (tmp_path / "path.csv").write_text(content)
+    code, err, out = sim_run(f"""\
+[model]
+file = "{MODELS / 'five_bar.py'}"
+[trajectory]
+kind = "table"
+file = "{tmp_path / 'path.csv'}"
+[ked]
+intervals = 16
+modes = 2
+""")
+    check_outcome(code, err, out, "path.csv", fragment)
+
+
+def fake_result(path, build):
+    with h5py.File(path, "w") as f:
+        f.attrs["format_version"] = 1
+        build(f)
+    return path
+
+
+def test_info_and_plot_of_a_foreign_file(tmp_path, capsys):
+    """The format attribute on other contents: listed as it is, nothing to plot, one line."""
+    path = fake_result(tmp_path / "x.h5", lambda f: f.create_dataset("transient", data=[1, 2, 3]))
+    assert main(["info", str(path)]) == 0
+    assert "transient" in capsys.readouterr().out
+    assert main(["plot", str(path)]) == 2
+    check_outcome(2, capsys.readouterr().err, tmp_path / "none.h5", "nothing to plot")
+
+
+def test_info_and_plot_never_read_a_huge_dataset(tmp_path, capsys):
+    """A 7 KB file claiming 1e9 compressed elements: `info` lists its shape without reading it,
+    `plot` refuses it in one line (it would need 7.45 GiB)."""
+    def bomb(f):
+        d = f.create_group("transient").create_dataset("time", shape=(10**9,), dtype="f8", chunks=(10**6,),
+                                                       compression="gzip")
+        d.attrs["units"], d.attrs["description"] = "s", "t"
+    path = fake_result(tmp_path / "bomb.h5", bomb)
+    assert path.stat().st_size < 100_000
+    start = time.perf_counter()
+    assert main(["info", str(path)]) == 0
+    assert "1000000000" in capsys.readouterr().out and time.perf_counter() - start < 5
+    assert main(["plot", str(path)]) == 2
+    check_outcome(2, capsys.readouterr().err, tmp_path / "none.h5", "claims 1e+09 elements", "7.45 GiB")
+
+
+def test_plot_format_is_checked(tmp_path, capsys):
+    path = fake_result(tmp_path / "x.h5", lambda f: None)
+    assert main(["plot", str(path), "--out", str(tmp_path / "x.txt")]) == 2
+    check_outcome(2, capsys.readouterr().err, tmp_path / "none.h5", "x.txt: cannot draw a .txt image", ".png")
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_info_of_a_reserved_name(tmp_path, capsys):
+    """A name reserved by a run that was killed: `info` says so in one line."""
+    path = tmp_path / "r.h5"
+    path.write_bytes(b"ffrsim: the result of a run in progress, pid 999999999 (%s)\n" % os.uname().nodename.encode())
+    assert main(["info", str(path)]) == 2
+    check_outcome(2, capsys.readouterr().err, tmp_path / "none.h5", "no result yet", "a run that was killed")
+
+
+# --- cost estimates: absurd sizes are refused before anything is allocated ---------------------
+
+SLIDER = f"""\
+[model]
+file = "{MODELS / 'slider_crank.py'}"
+parameters = {{ elements = 2 }}
+[trajectory]
+kind = "polynomial"
+start = [0.3]
+end = [0.35]
+duration = 0.5
+"""
+
+
+@pytest.mark.parametrize("table, fragments", [
+    ("[transient]\nstep = 1e-12\noutput_step = 0.01\n",
+     ("`transient.step`", "5e+11 steps", "would take about", "run with --yes")),
+    ("[transient]\nstep = 1e-9\n", ("`transient.output_step`", "5e+08 samples written (one per step", "of memory")),
+    ("[ked]\nintervals = 1000000000\n", ("`ked.intervals`", "1e+09 frames", "of memory", "available")),
+    ("[frequencies]\nsamples = 100000000\n", ("`frequencies.samples`", "of memory")),
+], ids=["step", "samples", "ked-intervals", "frequency-samples"])
+def test_absurd_sizes_are_refused_with_an_estimate(sim_run, table, fragments):
+    start = time.perf_counter()
+    code, err, out = sim_run(SLIDER + table)
+    check_outcome(code, err, out, "s.toml", *fragments)
+    assert time.perf_counter() - start < 30 and not out.exists()
+
+
+def test_huge_pose_map_is_refused(sim_run):
+    code, err, out = sim_run(NAVARO_MODES + '[sweep]\naxes = ["x", "y"]\nx = [-0.05, 0.05, 10000]\n'
+                             'y = [-0.05, 0.05, 10000]\n')
+    check_outcome(code, err, out, "`sweep.x`", "1e+08 poses", "would take about", "--yes")
+
+
+def test_yes_lifts_the_time_limit_not_the_memory_one():
+    from types import SimpleNamespace
+
+    from sim.app.cost import Cost, check
+    from sim.errors import SimError
+    scenario = SimpleNamespace(path="s.toml")
+    slow = [Cost("transient.step", 1e6, 1e6, "1e9 steps")]
+    with pytest.raises(SimError, match="would take about 11.6 days; run with --yes"):
+        check(scenario, slow, memory=1e9)
+    check(scenario, slow, allow_long=True, memory=1e9)
+    big = [Cost("ked.intervals", 2e9, 1.0, "1e8 frames")]
+    with pytest.raises(SimError, match="need about 1.86 GiB of memory"):
+        check(scenario, big, allow_long=True, memory=1e9)

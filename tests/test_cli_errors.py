@@ -79,7 +79,7 @@ def test_unavailable_analysis_writes_nothing(capsys, scenario, tmp_path, monkeyp
     code, _, err = run_cli(capsys, "run", scenario(text), "--out", tmp_path / "out.h5")
     assert_one_line_error(code, err, "`[design]` analysis is not available in this version")
     assert not (tmp_path / "out.h5").exists()
-    assert not (tmp_path / "out.h5.partial").exists()
+    assert not list(tmp_path.glob(".*.tmp")), "a temporary file was left"
 
 
 def test_existing_output_refused(capsys, scenario, tmp_path):
@@ -162,7 +162,9 @@ def fake_engine(monkeypatch):
     import sim.app.cli
     from sim.analyses import ANALYSES
 
+    import sim.app.cost
     monkeypatch.setattr(sim.app.cli, "_load_model", lambda path, parameters: object())
+    monkeypatch.setattr(sim.app.cost, "estimate", lambda scenario, model: [])
 
     def install(analysis):
         monkeypatch.setitem(ANALYSES, "modes", analysis)

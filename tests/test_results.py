@@ -25,12 +25,14 @@ def write_modes(rf):
     return group
 
 
-def test_successful_write_renames_partial(tmp_path):
+def test_nothing_on_disk_until_the_run_ends(tmp_path):
+    """The file is built in memory and appears whole, in one rename, when the block ends."""
     path = tmp_path / "a.h5"
     with result_file(path) as rf:
         write_modes(rf)
-        assert rf.partial.exists() and not path.exists(), "data goes to the partial file"
-    assert path.exists() and not rf.partial.exists()
+        assert list(tmp_path.iterdir()) == [], "nothing is written before the end"
+    assert path.exists() and rf.written == path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"], "no temporary file left"
 
 
 def test_root_attributes(tmp_path):

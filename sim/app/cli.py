@@ -1,20 +1,22 @@
 """Command line: ``sim run | validate | modes | plot | info`` (SPEC §3.1).
 
 Every error the user can cause ends as one line ``error: <message>`` on stderr with exit
-code 2 (130 after Ctrl-C) and no traceback. Engine modules are imported by the commands
-that need them, so ``sim info`` and ``sim plot`` do not load the physics.
+code 2 and no traceback.  Ctrl-C, SIGTERM and SIGHUP stop a run the same way (what was
+computed is kept, marked incomplete; exit 130, 143, 129); a second signal ends the process at
+once.  Engine modules are imported by the commands that need them, so ``sim --help``,
+``sim info`` and ``sim plot`` do not load the physics.
 """
 
 import argparse
 import json
 import os
+import re
+import signal
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-from sim.errors import SimError, one_line
+from sim.errors import STOP_SIGNALS, Interrupted, SimError, install_stop_handlers, one_line, restore_handlers
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -86,6 +88,8 @@ def _load_model(path, parameters):
 
 def _format(value):
     """Compact text of a summary value."""
+    import numpy as np
+
     if isinstance(value, tuple) and len(value) == 2 and all(np.isscalar(v) for v in value):
         return f"{value[0]:.4g} .. {value[1]:.4g}"
     if isinstance(value, (np.ndarray, list, tuple)):
@@ -97,20 +101,43 @@ def _format(value):
 
 def cmd_run(args):
     """Run every analysis of a scenario into one HDF5 file."""
-    from sim.app import selfcheck
-    from sim.analyses import ANALYSES, PREPARE
-    from sim.app.results import ResultFile, check_target
+    from sim.app.results import release, reserve
 
     scenario = _load(args)
     if args.scheduler:
+        if not re.fullmatch(r"([a-z]+://)?[A-Za-z0-9._\-]+:\d{1,5}", args.scheduler):
+            raise SimError(f"--scheduler {args.scheduler!r}: expected a Dask scheduler address "
+                           f"such as tcp://host:8786")
         if "sweep" not in scenario.data:
             raise SimError(f"--scheduler: {scenario.path} has no [sweep] table to distribute")
         scenario = _with_scheduler(scenario, args.scheduler)
-    out = Path(args.out) if args.out else _free_name(Path("results") / f"{scenario.name}.h5",
-                                                      args.force)
-    # Refuse an existing output before the possibly slow model build.
-    check_target(out, args.force)
+    # Reserve the output before the possibly slow model build: an existing file is refused
+    # at once, and concurrent runs get distinct default names.
+    if args.out:
+        out = reserve(Path(args.out), force=args.force)
+    else:
+        out = reserve(Path("results") / f"{scenario.name}.h5", numbered=not args.force, force=args.force)
+    try:
+        summaries, notes = _run(scenario, out, args.force, args.yes)
+    finally:
+        release(out)      # a run that wrote nothing leaves no reservation behind
+    for name, summary in summaries.items():
+        items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())
+        print(f"{name}: {items}" if items else name)
+    for line in notes:
+        print(f"warning: {line}", file=sys.stderr)
+    print(f"wrote {out}")
+    return 0
+
+
+def _run(scenario, out, force, yes=False):
+    """Build the model and run the analyses into ``out``: ``(summaries, warnings)``."""
+    from sim.app import cost, selfcheck
+    from sim.analyses import ANALYSES, PREPARE
+    from sim.app.results import ResultFile
+
     model = _load_model(scenario.model_file, scenario.model_parameters)
+    cost.check(scenario, cost.estimate(scenario, model), allow_long=yes)
     loading = time.perf_counter()
     for name in scenario.analyses:
         if name in PREPARE:
@@ -119,7 +146,7 @@ def cmd_run(args):
     progress = make_progress()
     summaries = {}
     with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
-                    model_parameters=scenario.model_parameters, force=args.force,
+                    model_parameters=scenario.model_parameters, force=force,
                     overrides=scenario.overrides, kernels_load_time_s=loading) as result:
         for name in scenario.analyses:
             group = result.group(name)
@@ -134,24 +161,7 @@ def cmd_run(args):
         groups = {name: writer._group for name, writer in result.groups.items()}
         selfcheck.check(groups)
         notes = selfcheck.warnings(groups)
-    for name, summary in summaries.items():
-        items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())
-        print(f"{name}: {items}" if items else name)
-    for line in notes:
-        print(f"warning: {line}", file=sys.stderr)
-    print(f"wrote {out}")
-    return 0
-
-
-def _free_name(path, force):
-    """`path`, or ``<stem>-2.h5``, ``-3``, ... when it exists: a default output never
-    overwrites an earlier run (an explicit ``--out`` is refused instead, unless ``--force``)."""
-    if force or not path.exists():
-        return path
-    number = 2
-    while path.with_name(f"{path.stem}-{number}{path.suffix}").exists():
-        number += 1
-    return path.with_name(f"{path.stem}-{number}{path.suffix}")
+    return summaries, notes
 
 
 def _with_scheduler(scenario, address):
@@ -193,9 +203,9 @@ def cmd_modes(args):
     print(f"{path.name} at {at}: {len(frequencies)} elastic modes, "
           f"{int(result.rigid_count)} rigid-body modes")
     print(f"{'mode':>4}  {'frequency [Hz]':>14}  dominant body (kinetic energy)")
-    energy = np.asarray(result.body_energy)
+    energy = result.body_energy
     for index, f in enumerate(frequencies):
-        body = int(np.argmax(energy[index]))
+        body = int(energy[index].argmax())
         print(f"{index + 1:>4}  {f:>14.4f}  {model.body_names[body]} "
               f"({100 * energy[index, body]:.0f} %)")
     return 0
@@ -238,6 +248,8 @@ def build_parser():
     run.add_argument("--out", metavar="PATH",
                      help="result file (default: results/<scenario name>.h5)")
     run.add_argument("--force", action="store_true", help="replace an existing result file")
+    run.add_argument("--yes", action="store_true",
+                     help="run even when the estimated time exceeds an hour (memory limits stay)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="run the [sweep] cases on this Dask scheduler (tcp://host:port)")
     scenario_command("validate", "check a scenario and build its model", cmd_validate)
@@ -264,8 +276,19 @@ def build_parser():
     return parser
 
 
+def console():
+    """Entry point of the ``sim`` console script and of ``python -m sim``: :func:`main` with the
+    stop signals handled for the whole process, and ignored once it is done (a signal during
+    the interpreter's shutdown must not turn a clean exit into a kill)."""
+    install_stop_handlers()
+    code = _main(None)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    return code
+
+
 def main(argv=None):
-    """Entry point of the ``sim`` console script.
+    """Run ``sim`` with ``argv`` in this process (stop signals handled for the call).
 
     Parameters
     ----------
@@ -275,27 +298,52 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 2 for a user error, 130 when interrupted.
+        0 on success, 2 for a user error, 128 + the signal number when stopped by a signal
+        (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
     """
+    previous = install_stop_handlers()
+    try:
+        return _main(argv)
+    finally:
+        restore_handlers(previous)
+
+
+def _main(argv):
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         # argparse has already printed its usage message.
         return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     try:
         return args.func(args)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except SimError as exc:
-        message = one_line(exc)
+        message = one_line(exc) + _kept(exc)
     except FileNotFoundError as exc:
         message = f"{exc.filename}: not found" if exc.filename else one_line(exc)
     except OSError as exc:
         message = (f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
                    else one_line(exc))
+    except MemoryError:
+        message = "out of memory (reduce the sizes the scenario or model asks for)"
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USER_ERROR
+
+
+def _kept(exc):
+    """``; incomplete result in PATH`` when a failed run wrote what it had computed."""
+    path = getattr(exc, "result_path", None)
+    return f"; incomplete result in {path}" if path else ""
+
+
+def _interrupted(exc):
+    """One line and the exit code of a stop signal (130 for a plain KeyboardInterrupt)."""
+    name = f" ({exc.args[0]})" if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT else ""
+    print(f"error: interrupted{name}{_kept(exc)}", file=sys.stderr)
+    return exc.exit_code if isinstance(exc, Interrupted) else EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Each ``plot_*`` function draws on a given Axes and returns it, so panels can be 
 `plot_result` builds one figure with a panel for everything it recognises in a file.
 """
 
+from pathlib import Path
+
 import matplotlib
 
 # Files only: the CLI must work on machines without a display.
@@ -575,6 +577,12 @@ def plot_result(path, out):
     SimError
         Unreadable file, or nothing to plot in it.
     """
+    kinds = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    suffix = Path(out).suffix.lower().lstrip(".")
+    if suffix not in kinds:
+        raise SimError(f"{out}: cannot draw a .{suffix or '(no suffix)'} image; use one of "
+                       f"{', '.join('.' + k for k in sorted(kinds))}")
     panels = _panels(read_result(path))
     if not panels:
         raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")

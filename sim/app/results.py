@@ -1,14 +1,23 @@
 """HDF5 result files (SPEC §3.3): atomic writing, reading and a text summary.
 
-`ResultFile` writes ``<path>.partial`` and renames it to ``<path>`` when the run ends, so a
-result file is never half-written: either the run finished, or the analyses that were cut
-short carry ``status = "incomplete"`` and the one-line error as ``message``. Every dataset
-carries ``units`` and ``description`` attributes; every analysis group carries ``status``,
-``message`` and ``wall_time_s``.
+`ResultFile` builds the file in memory and writes it when the run ends, to a temporary file
+next to the target that then replaces the target in one step (``os.replace``): a result file
+is never half-written, whatever stops the run (a full disk, a signal, a killed process).
+Either the run finished, or the analyses that were cut short carry ``status = "incomplete"``
+and the one-line error as ``message``; an interrupted ``--force`` run keeps the previous
+complete file and writes its incomplete result under another name.  Output names are
+reserved when the run starts (:func:`reserve`), so concurrent runs never share a file.  Every
+dataset carries ``units`` and ``description`` attributes; every analysis group carries
+``status``, ``message`` and ``wall_time_s``.
 """
 
+import contextlib
+import fcntl
+import io
 import json
 import os
+import socket
+import stat
 import time
 from datetime import datetime, timezone
 from importlib import metadata
@@ -17,7 +26,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from sim.errors import SimError, one_line
+from sim.errors import SimError, one_line, signals_deferred
 
 FORMAT_VERSION = 1
 STATUSES = ("complete", "incomplete")
@@ -54,8 +63,10 @@ def check_target(path, force=False):
     path = Path(path)
     if path.is_dir():
         raise SimError(f"{path}: is a directory; use --out FILE.h5")
-    if path.exists() and not force:
-        raise SimError(f"{path} exists; use --force or --out")
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise SimError(f"{path}: not a regular file (a device, pipe or socket); use --out FILE.h5")
+    if path.exists() and not force and not (_is_placeholder(path, own=True) or _is_placeholder(path, stale=True)):
+        raise SimError(describe_placeholder(path) if _is_placeholder(path) else f"{path} exists; use --force or --out")
     directory = path.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -64,6 +75,155 @@ def check_target(path, force=False):
                        f"({exc.strerror})") from None
     if not os.access(directory, os.W_OK | os.X_OK):
         raise SimError(f"output directory {directory} is not writable")
+
+
+PLACEHOLDER = b"ffrsim: the result of a run in progress, pid "
+
+
+def _placeholder_owner(path):
+    """``(host, pid)`` of the run that reserved ``path``, or None if it is not a reservation."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(PLACEHOLDER):
+        return None
+    try:
+        pid, host = head[len(PLACEHOLDER):].decode().split()[:2]
+        return host.strip("()"), int(pid)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_placeholder(path, own=False, stale=False):
+    """Whether ``path`` is a reservation: any (default), this process's (``own``), or one
+    whose run is gone (``stale``: same host, process not running)."""
+    owner = _placeholder_owner(path)
+    if owner is None:
+        return False
+    host, pid = owner
+    if own:
+        return host == socket.gethostname() and pid == os.getpid()
+    if stale:
+        return host == socket.gethostname() and not _alive(pid)
+    return True
+
+
+def describe_placeholder(path):
+    """One line about a reservation: a run in progress, or one that was killed."""
+    host, pid = _placeholder_owner(path)
+    here = host == socket.gethostname()
+    state = ("a run that was killed" if here and not _alive(pid) else f"a run in progress (pid {pid} on {host})")
+    return f"{path}: no result yet: the name is reserved by {state}"
+
+
+@contextlib.contextmanager
+def _directory_lock(directory):
+    """An exclusive lock on ``directory`` for reserving names (``fcntl.flock`` on a lock file)."""
+    with open(Path(directory) / ".ffrsim.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def reserve(path, numbered=False, force=False):
+    """Reserve the result file ``path`` for this run: a small placeholder naming this process
+    (``sim info`` explains it), replaced by the result when the run ends.
+
+    Parameters
+    ----------
+    path : Path
+    numbered : bool
+        A default name: if taken, take ``<stem>-2``, ``-3``, ... (reservations of runs that
+        were killed are reused) instead of refusing.
+    force : bool
+        An existing complete file may be replaced (it stays until the new result is written:
+        nothing is reserved).
+
+    Returns
+    -------
+    Path
+        The reserved name.
+    """
+    path = Path(path)
+    check_target(path, force=force or numbered)
+    if force and path.exists() and not _is_placeholder(path):
+        return path
+    with _directory_lock(path.parent):
+        _clean_temporaries(path.parent)
+        number = 1
+        while True:
+            name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+            if name.exists() and _is_placeholder(name, stale=True):
+                name.unlink()
+            try:
+                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not numbered:
+                    raise SimError(describe_placeholder(name) if _is_placeholder(name) else
+                                   f"{name} exists; use --force or --out") from None
+                number += 1
+                continue
+            except OSError as exc:
+                raise SimError(f"{name}: cannot create ({exc.strerror})") from None
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(PLACEHOLDER + f"{os.getpid()} ({socket.gethostname()})\n".encode())
+            return name
+
+
+def release(path):
+    """Remove this process's reservation of ``path`` (a run that wrote nothing)."""
+    path = Path(path)
+    if path.exists() and _is_placeholder(path, own=True):
+        path.unlink(missing_ok=True)
+
+
+def _temporary(path):
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _clean_temporaries(directory):
+    """Remove the temporary files of runs that were killed while writing (their process is
+    gone); a killed run leaves nothing else behind."""
+    for tmp in Path(directory).glob(".*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".", 2)[-2])
+        except (ValueError, IndexError):
+            continue
+        if not _alive(pid):
+            tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path, data):
+    """Write ``data`` (bytes) to ``path`` all or nothing: a temporary file next to it,
+    flushed to disk, then renamed over it; signals held back meanwhile.  SimError naming the
+    path when the disk is full or the write fails otherwise (no temporary file is left)."""
+    path = Path(path)
+    tmp = _temporary(path)
+    with signals_deferred():
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise SimError(f"{path}: cannot write the result ({exc.strerror or one_line(exc)})") from None
+
 
 
 class GroupWriter:
@@ -149,12 +309,13 @@ class GroupWriter:
 
 
 class ResultFile:
-    """Context manager writing one result file atomically.
+    """Context manager writing one result file, all or nothing.
 
     Parameters
     ----------
     path : str or Path
-        Final file. Data goes to ``<path>.partial`` first and is renamed on exit.
+        Final file: absent, reserved by this run (:func:`reserve`), or (``force``) a previous
+        result that is replaced only by a complete one.
     scenario : str
         The scenario's TOML text.
     model_file : str or Path
@@ -167,11 +328,20 @@ class ResultFile:
     kernels_load_time_s : float, optional
         Time spent loading the analyses' compiled kernels before they ran [s].
 
+    Attributes
+    ----------
+    written : Path or None
+        Where the result went (after the ``with`` block).
+
     Notes
     -----
-    On an exception (including KeyboardInterrupt) inside the ``with`` block: if a dataset was
-    written, unfinished groups are marked incomplete with the error's one-line message and
-    the file is kept; otherwise the partial file is removed. The exception propagates.
+    The file is built in memory and written on exit (:func:`write_atomic`).  On an exception
+    (including KeyboardInterrupt and the other stop signals) inside the ``with`` block: if a
+    dataset was written, unfinished groups are marked incomplete with the error's one-line
+    message and the file is written -- to ``path``, or, when ``path`` holds a previous result,
+    to ``<stem>.incomplete.h5`` beside it; the exception gets a ``result_path`` attribute
+    naming it.  Otherwise nothing is written and a reservation is released.  The exception
+    propagates.
 
     Examples
     --------
@@ -185,7 +355,6 @@ class ResultFile:
     def __init__(self, path, *, scenario, model_file, model_parameters, force=False,
                  overrides=(), kernels_load_time_s=None):
         self.path = Path(path)
-        self.partial = self.path.with_name(self.path.name + ".partial")
         self._root_attrs = {
             "sim_version": sim_version(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -199,15 +368,17 @@ class ResultFile:
             self._root_attrs["kernels_load_time_s"] = float(kernels_load_time_s)
         self.force = force
         self.groups = {}
+        self.written = None
         self._file = None
+        self._buffer = None
         self._start = None
+        self._previous = False
 
     def __enter__(self):
         check_target(self.path, self.force)
-        try:
-            self._file = h5py.File(self.partial, "w")
-        except OSError as exc:
-            raise SimError(f"{self.partial}: cannot create ({one_line(exc)})") from None
+        self._previous = self.path.exists() and not _is_placeholder(self.path, own=True)
+        self._buffer = io.BytesIO()
+        self._file = h5py.File(self._buffer, "w")
         self._file.attrs.update(self._root_attrs)
         self._start = time.perf_counter()
         return self
@@ -223,26 +394,40 @@ class ResultFile:
         if exc is None:
             for writer in self.groups.values():
                 writer.finish()
-            self._close("complete", "")
-            os.replace(self.partial, self.path)
+            self._publish(self.path, "complete", "")
             return False
         message = "interrupted" if isinstance(exc, KeyboardInterrupt) else one_line(exc)
-        # A file without any dataset would hold nothing but the failure: leave no file.
+        # A file without any dataset would hold nothing but the failure: write no file.
         if not any(len(writer._group) for writer in self.groups.values()):
             self._file.close()
-            self.partial.unlink(missing_ok=True)
+            release(self.path)
             return False
         for writer in self.groups.values():
             writer.finish("incomplete", message)
-        self._close("incomplete", message)
-        os.replace(self.partial, self.path)
+        target = self.path
+        if self._previous:     # keep the previous complete result; this one goes beside it
+            target = self.path.with_name(f"{self.path.stem}.incomplete{self.path.suffix}")
+        self._publish(target, "incomplete", message)
+        exc.result_path = target
         return False
 
-    def _close(self, status, message):
+    def _publish(self, target, status, message):
         self._file.attrs["status"] = status
         self._file.attrs["message"] = message
         self._file.attrs["wall_time_s"] = time.perf_counter() - self._start
         self._file.close()
+        try:
+            write_atomic(target, self._buffer.getvalue())
+        except SimError:
+            release(self.path)
+            raise
+        self.written = target
+
+
+# The most elements `read_result` reads from one dataset (3 GB of doubles would exhaust the
+# memory of most desktops; the largest shipped result dataset has ~2e6).  A compressed file of
+# a few kilobytes can claim billions.
+MAX_READ = 50_000_000
 
 
 def _open(path):
@@ -250,6 +435,8 @@ def _open(path):
     path = Path(path)
     if not path.is_file():
         raise SimError(f"{path}: result file not found")
+    if _is_placeholder(path):
+        raise SimError(describe_placeholder(path))
     try:
         handle = h5py.File(path, "r")
     except OSError:
@@ -273,12 +460,16 @@ def _value(value):
     return value
 
 
-def _tree(node):
+def _tree(node, path):
     tree = {"attrs": {k: _value(v) for k, v in node.attrs.items()}}
     for name, child in node.items():
         if isinstance(child, h5py.Group):
-            tree[name] = _tree(child)
+            tree[name] = _tree(child, path)
         else:
+            if child.size > MAX_READ:
+                raise SimError(f"{path}: dataset {child.name} claims {child.size:.3g} elements "
+                               f"({child.size * child.dtype.itemsize / 2**30:.3g} GiB), more than any result; "
+                               f"the file is damaged or not a result")
             tree[name] = {"data": _value(child[()]),
                           "attrs": {k: _value(v) for k, v in child.attrs.items()}}
     return tree
@@ -303,11 +494,13 @@ def read_result(path):
         Missing file, not HDF5, or not a result file.
     """
     with _open(path) as handle:
-        return _tree(handle)
+        return _tree(handle, path)
 
 
 def describe(path):
     """Text listing of a result file: provenance, groups, datasets, shapes, units, status.
+
+    Reads attributes and shapes only, never a dataset's values.
 
     Parameters
     ----------
@@ -317,28 +510,32 @@ def describe(path):
     -------
     str
     """
-    tree = read_result(path)
-    root = tree["attrs"]
-    lines = [f"{path}: ffrsim {root.get('sim_version', '?')}, format "
-             f"{root.get('format_version')}, created {root.get('created', '?')}, "
-             f"status {root.get('status', '?')}",
-             f"model: {root.get('model_file', '?')} {root.get('model_parameters', '{}')}"]
-    overrides = json.loads(root.get("overrides", "[]"))
-    if overrides:
-        lines.append("overrides: " + " ".join(f"--set {o}" for o in overrides))
-    for name, group in tree.items():
-        if name == "attrs":
-            continue
-        attrs = group["attrs"]
-        line = f"[{name}] {attrs.get('status', '?')}"
-        if "wall_time_s" in attrs:
-            line += f", {attrs['wall_time_s']:.3g} s"
-        if attrs.get("message"):
-            line += f": {attrs['message']}"
-        lines.append(line)
-        lines += [f"  @{key} = {_short(value)}" for key, value in attrs.items()
-                  if key not in GROUP_ATTRS]
-        lines += _describe_datasets(group, "  ")
+    with _open(path) as handle:
+        root = {k: _value(v) for k, v in handle.attrs.items()}
+        lines = [f"{path}: ffrsim {root.get('sim_version', '?')}, format "
+                 f"{root.get('format_version')}, created {root.get('created', '?')}, "
+                 f"status {root.get('status', '?')}",
+                 f"model: {root.get('model_file', '?')} {root.get('model_parameters', '{}')}"]
+        try:
+            overrides = json.loads(root.get("overrides", "[]"))
+        except (TypeError, ValueError):
+            overrides = [str(root.get("overrides"))]
+        if overrides:
+            lines.append("overrides: " + " ".join(f"--set {o}" for o in overrides))
+        for name, group in handle.items():
+            if not isinstance(group, h5py.Group):
+                lines.append(_dataset_line(name, group, ""))
+                continue
+            attrs = {k: _value(v) for k, v in group.attrs.items()}
+            line = f"[{name}] {attrs.get('status', '?')}"
+            if isinstance(attrs.get("wall_time_s"), (int, float)):
+                line += f", {attrs['wall_time_s']:.3g} s"
+            if attrs.get("message"):
+                line += f": {attrs['message']}"
+            lines.append(line)
+            lines += [f"  @{key} = {_short(value)}" for key, value in attrs.items()
+                      if key not in GROUP_ATTRS]
+            lines += _describe_datasets(group, "  ")
     return "\n".join(lines)
 
 
@@ -348,18 +545,19 @@ def _short(value, width=60):
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def _dataset_line(name, dataset, indent):
+    units = _value(dataset.attrs.get("units", "?"))
+    units = units if isinstance(units, str) else ", ".join(map(str, units))
+    shape = "x".join(map(str, dataset.shape or ())) or "scalar"
+    return f"{indent}{name:<24} {shape:<12} [{units}]  {_value(dataset.attrs.get('description', ''))}"
+
+
 def _describe_datasets(group, indent):
     lines = []
     for name, child in group.items():
-        if name == "attrs":
-            continue
-        if "data" not in child:
+        if isinstance(child, h5py.Group):
             lines.append(f"{indent}{name}/")
             lines += _describe_datasets(child, indent + "  ")
-            continue
-        units = child["attrs"].get("units", "?")
-        units = units if isinstance(units, str) else ", ".join(units)
-        shape = "x".join(map(str, np.shape(child["data"]))) or "scalar"
-        lines.append(f"{indent}{name:<24} {shape:<12} [{units}]  "
-                     f"{child['attrs'].get('description', '')}")
+        else:
+            lines.append(_dataset_line(name, child, indent))
     return lines

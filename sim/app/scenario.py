@@ -437,6 +437,8 @@ def load_scenario(path, overrides=()):
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SimError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SimError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
 
     overrides = tuple(overrides)
     raw = apply_overrides(raw, overrides)

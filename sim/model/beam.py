@@ -32,6 +32,12 @@ def _gauss01(n):
 GAUSS_XI, GAUSS_W = _gauss01(4)
 
 
+# Plausible values, with room for the usual modelling devices (a link made 1000 times stiffer
+# or lighter than steel to stand for a rigid or massless one).
+MODULUS_RANGE = (1.0, 1e20)     # Pa
+DENSITY_RANGE = (1e-6, 1e9)     # kg/m^3
+
+
 @dataclass(frozen=True)
 class Section:
     """Material and cross-section of a beam (SI units).
@@ -76,6 +82,14 @@ class Section:
                 out.append(f"section `{name}` must be positive and finite, got {value!r}")
         if self.Ip is not None and not (np.isfinite(self.Ip) and self.Ip > 0):
             out.append(f"section `Ip` must be positive and finite, got {self.Ip!r}")
+        # Outside these, the value is a slip (units, exponent), and the model's frequencies
+        # would leave double precision.
+        for name, unit, (low, high) in (("E", "Pa", MODULUS_RANGE), ("G", "Pa", MODULUS_RANGE),
+                                         ("rho", "kg/m^3", DENSITY_RANGE)):
+            value = getattr(self, name)
+            if np.isfinite(value) and value > 0 and not low <= value <= high:
+                out.append(f"section `{name}` = {value:.3g} {unit} is not plausible "
+                           f"(expected {low:g} .. {high:g} {unit}): check its units")
         return out
 
     @classmethod

@@ -34,6 +34,7 @@ A. A. Shabana, *Dynamics of Multibody Systems*, 4th ed., 2013, ch. 5.
 S. Briot, W. Khalil, *Dynamics of Parallel Robots*, Springer, 2015 (markers and loops).
 """
 import dataclasses
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -251,6 +252,24 @@ class Model:
     def q_elastic(self):
         return np.concatenate([np.arange(s + 7, s + 7 + b.n_f) for b, (s, _) in zip(self.bodies, self.q_index)]
                               + [np.zeros(0)]).astype(int)
+
+
+DENSE_MATRICES = 14    # n x n arrays a beam body's invariants hold at once (K, M_rot, 9 second moments, ...)
+
+
+def available_memory():
+    """Bytes of memory available now (Linux ``MemAvailable``, else the physical memory)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
 
 
 def _rigid_invariants(name, mass, com_B, inertia_C_B):
@@ -657,6 +676,12 @@ def _make_body(spec):
         return Body(**_rigid_invariants(spec["name"], mass, com, I_B), substructure=spec["substructure"]), (r_WB, R_WB)
     nodes_B = (spec["nodes_W"] - r_WB) @ R_WB
     z_ref_B = spec["z_ref_W"] @ R_WB
+    n = 6 * len(nodes_B)
+    need = DENSE_MATRICES * 8.0 * n * n
+    if need > 0.8 * available_memory():
+        raise ValueError(f"{len(spec['elements'])} elements ({n} nodal coordinates) need about {need / 2**30:.3g} GiB "
+                         f"for the body's matrices, more than the {available_memory() / 2**30:.3g} GiB available: "
+                         f"use fewer elements, or a modal basis")
     mats = beam_structure_matrices(nodes_B, spec["elements"], spec["sections"], z_ref_B)
     n = 6 * len(nodes_B)
     mass = mats["mass"]

@@ -9,40 +9,17 @@ call.  An :class:`Evaluator` holds one set of work arrays and the row bookkeepin
 a path and the inverse dynamics share; ``tests/test_fast.py`` checks it against the numpy
 statements of ``tests/oracles.py`` on random states of every shipped model.
 """
-import contextlib
-import signal
-import threading
 from typing import NamedTuple
 
 import numpy as np
 
+from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
 from sim.kernels.equations import N_CONSTANT, Tables, evaluate, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import pose_terms
 from sim.model.tables import compliant, stretched, tables
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold back Ctrl-C for the duration and raise it afterwards.
-
-    Python runs signal handlers in the main thread between bytecodes, wherever it is -- here
-    possibly inside llvmlite's compiler callbacks, where a KeyboardInterrupt is lost and leaves
-    numba broken.  The handler is swapped for one that only records the signal.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
 
 
 class Evaluation(NamedTuple):
@@ -88,7 +65,7 @@ class Evaluator:
         self._empty = np.zeros((0, 0))
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
-        with _sigint_deferred():
+        with signals_deferred():
             zero = np.zeros(self.n_v)
             self.evaluate(model.q_home, zero, targets=np.zeros(len(model.actuators)))
             self.evaluate(model.q_home, zero, velocity_jacobian=True)

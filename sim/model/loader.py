@@ -27,12 +27,24 @@ def load_module(path):
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise SimError(f"{path}:{exc.lineno}: malformed model file: {exc.msg}") from None
+    except SystemExit as exc:
+        raise SimError(f"{path}: the model file called sys.exit({exc.code!r}) while loading") from None
+    except RecursionError:
+        raise SimError(f"{path}: cannot load model file: infinite recursion") from None
     except Exception as exc:  # any failure while importing user code is the user's
-        raise SimError(f"{path}: cannot load model file: {type(exc).__name__}: {one_line(exc)}") from None
+        raise SimError(f"{path}: cannot load model file: {_where(exc, path)}{type(exc).__name__}: "
+                       f"{one_line(exc)}") from None
     if not callable(getattr(module, "build", None)):
         raise SimError(f"{path}: model file defines no `build(**params)` function")
     sys.modules.setdefault(name, module)
     return module
+
+
+def _where(exc, path):
+    """``line N: `` of the model file's innermost frame in ``exc``'s traceback, if any."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == Path(path).resolve()]
+    return f"line {frames[-1].lineno}: " if frames else ""
 
 
 def parameters(path):
@@ -95,7 +107,13 @@ def load_model(path, params=None):
     except SimError as exc:
         raise SimError(f"{path}: {exc}") from None
     except (ValueError, TypeError, ArithmeticError) as exc:
-        raise SimError(f"{path}: {one_line(exc)}") from None
+        raise SimError(f"{path}: {_where(exc, path)}{one_line(exc)}") from None
+    except SystemExit as exc:
+        raise SimError(f"{path}: build() called sys.exit({exc.code!r})") from None
+    except RecursionError:
+        raise SimError(f"{path}: build() recursed without end") from None
+    except Exception as exc:  # a failure in user code is the user's: one line, where it happened
+        raise SimError(f"{path}: build() failed: {_where(exc, path)}{type(exc).__name__}: {one_line(exc)}") from None
     if not isinstance(model, Model):
         raise SimError(f"{path}: build() returned {type(model).__name__}, not a Model")
     return model

@@ -42,7 +42,8 @@ import numpy as np
 from numba import njit
 
 from sim.model.assembly import SINGULAR_RATIO
-from sim.model.evaluator import Evaluator, _sigint_deferred
+from sim.errors import signals_deferred
+from sim.model.evaluator import Evaluator
 from sim.kernels.common import runtime
 from sim.kernels.equations import evaluate
 from sim.linalg import flush
@@ -474,7 +475,7 @@ class FramePool:
         """This thread's evaluator and tracker."""
         local = self.local
         if not hasattr(local, "ev"):
-            with _sigint_deferred():    # compiles in the main thread (see sim.model.evaluator._sigint_deferred)
+            with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
                 local.ev, local.tracker = Evaluator(self.model), _tracker(self.model, self.count)
         return local.ev, local.tracker
 
@@ -531,11 +532,11 @@ def load_kernels(model, count):
     tracker = _tracker(model, count)
     loop = _loop_arguments(model, ev, tracker, False)
     if loop is not None:
-        with _sigint_deferred():
+        with signals_deferred():
             _frame_loop(np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)), *loop,
                         *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
                         np.zeros(0, dtype=np.int64))
-    with _sigint_deferred():
+    with signals_deferred():
         integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
 
 

@@ -22,7 +22,8 @@ from numba import njit
 from sim.model.assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO, TOLERANCE, AssemblyError,
                        assemble, correct, solve_pose)
 from sim.errors import SimError
-from sim.model.evaluator import Evaluator, _sigint_deferred
+from sim.errors import signals_deferred
+from sim.model.evaluator import Evaluator
 from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
 from sim.kernels.equations import evaluate
 from sim.kernels.frames import integrate
@@ -274,14 +275,14 @@ def _fast_segments(model, ev):
 
 def load_kernels(model, ev=None):
     """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
-    Ctrl-C held back: :func:`sim.model.evaluator._sigint_deferred`); returns :func:`_fast_segments`'
+    Ctrl-C held back: :func:`sim.errors.signals_deferred`); returns :func:`_fast_segments`'
     arguments, None where the loop does not apply.  ``ev``: an evaluator at hand."""
     ev = Evaluator(model) if ev is None else ev
     fast = _fast_segments(model, ev)
     if fast is not None:
         n_v, n_a, d = model.n_v, len(model.actuators), len(model.pose_kinds)
         z = np.zeros
-        with _sigint_deferred():
+        with signals_deferred():
             _segment(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), (model.q_home.copy(), z(n_v), z(n_v), z(n_v)),
                      *fast, False, 1 / SINGULAR_RATIO, z((2, len(model.v_rigid))), z((1, model.n_q)), z((1, n_v)),
                      z((1, n_v)), z((1, n_a)), z((1, n_a)), z((1, n_a)), z(1))

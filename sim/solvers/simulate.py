@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from sim.model.evaluator import Evaluator, _sigint_deferred
+from sim.errors import signals_deferred
+from sim.model.evaluator import Evaluator
 from sim.solvers.integrators import METHODS, GeneralizedAlpha
 from sim.model.kinematics import pose, sensor_values
 from sim.solvers.motion import load_kernels as load_kernels_motion
@@ -121,7 +122,7 @@ def load_kernels(model):
     ev = Evaluator(model)
     load_kernels_motion(model, ev)
     # One step of the free model from home, whatever its outcome, with Ctrl-C held back.
-    with _sigint_deferred():
+    with signals_deferred():
         integrator = GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4)
         integrator.advance(1, integrator.samples(1), every=1)
 

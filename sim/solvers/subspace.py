@@ -44,7 +44,7 @@ import numpy as np
 from numba import njit
 
 from sim.model import dynamics
-from sim.model.evaluator import _sigint_deferred
+from sim.errors import signals_deferred
 from sim.linalg import sparse_solve
 from sim.model.tables import compliant, stretched
 
@@ -381,7 +381,7 @@ class Tracker:
         """
         if J.shape[0] != self.rigid.size:
             return None
-        with _sigint_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
+        with signals_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
             lam, shapes, mass_shapes, X, sweeps, static = _modes(
                 M, J, self.rigid, self.elastic, self.owner, self.K_inv, self.K_inv_chol, self.bounds, self.X,

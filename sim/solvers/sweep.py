@@ -8,8 +8,12 @@ References
 ----------
 Dask.distributed, ``Client.map`` / ``Client.gather``: https://distributed.dask.org
 """
+import ctypes
 import os
+import signal
+import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from threadpoolctl import threadpool_limits
@@ -74,16 +78,61 @@ def run_cases(fn, cases, scheduler=None, workers=None, progress=None):
     return _dask(fn, cases, scheduler, progress)
 
 
+def _worker_init():
+    """In each pool worker: the stop signals are the parent's to handle (it ends the workers),
+    and on Linux the worker dies with its parent, even one killed with SIGKILL."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() == 1:     # the parent died before prctl: nobody will collect the results
+        os._exit(1)
+
+
+def _stop(pool):
+    """End a pool now: pending cases cancelled, workers killed (none outlives the run)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join(timeout=5)
+
+
 def _local(fn, cases, workers, progress):
+    """The cases on a local process pool.  A worker that dies (killed, or crashing in native
+    code) breaks the pool: the unfinished cases run again once in a fresh pool, and those that
+    break it again are recorded as failed."""
     workers = workers or os.cpu_count() or 1
     results = [None] * len(cases)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_guarded, fn, i, c) for i, c in enumerate(cases)]
-        for f in futures:
-            r = f.result()
-            results[r.index] = r
-            if progress is not None:
-                progress.update(1)
+    todo = list(range(len(cases)))
+    for attempt in range(2):
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_worker_init)
+        broken = []
+        try:
+            futures = {i: pool.submit(_guarded, fn, i, cases[i]) for i in todo}
+            for i, f in futures.items():
+                try:
+                    r = f.result()
+                except BrokenProcessPool:
+                    broken.append(i)
+                    continue
+                results[r.index] = r
+                if progress is not None:
+                    progress.update(1)
+        finally:
+            _stop(pool)
+        if not broken:
+            break
+        todo = broken
+    for i in todo if broken else ():
+        results[i] = CaseResult(i, error="the worker process running this case died (killed, or crashed)")
+        if progress is not None:
+            progress.update(1)
     return results
 
 
@@ -99,7 +148,7 @@ def _dask(fn, cases, scheduler, progress):
     own = not isinstance(scheduler, Client)
     try:
         client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s") if own else scheduler
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:
         raise SimError(f"cannot reach the Dask scheduler {scheduler!r}: {one_line(exc)}") from None
     try:
         futures = client.map(_guarded, [fn] * len(cases), range(len(cases)), cases, pure=False)

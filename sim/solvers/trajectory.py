@@ -16,6 +16,7 @@ and second derivatives, each (n, d), in the model's pose order (m, rad).
 """
 from dataclasses import dataclass
 from pathlib import Path
+import warnings
 
 import numpy as np
 
@@ -111,8 +112,12 @@ def polynomial(start, end, duration):
 
 def table(path, d):
     path = Path(path)
+    if path.is_file() and not path.read_text(errors="replace").strip():
+        raise SimError(f"{path}: the trajectory table is empty (expected rows t, {d} pose coordinates)")
     try:
-        data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # "input contained no data": reported below
+            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
     except ValueError:
         try:
             data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
@@ -120,6 +125,8 @@ def table(path, d):
             raise SimError(f"{path}: not a numeric CSV table ({exc})") from None
     except OSError:
         raise SimError(f"{path}: trajectory table not found") from None
+    if data.size == 0:
+        raise SimError(f"{path}: the trajectory table has no data rows")
     if data.shape[1] != d + 1:
         raise SimError(f"{path}: expected {d + 1} columns (t and {d} pose coordinates), got {data.shape[1]}")
     if not np.all(np.isfinite(data)):

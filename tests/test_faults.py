@@ -1,0 +1,255 @@
+"""Faults an operator meets (issue 16): stop signals at several moments, a second Ctrl-C, a
+killed run, a full disk, concurrent runs, a killed pool worker.  Every case: the promised exit
+code, at most one ``error:`` line, no traceback, and no corrupt, lost or half-written file.
+
+The runs are real ``python -m sim run`` processes.  Their scenario does [modes] (quick) then a
+long [transient], so a signal finds either nothing computed yet (no file is written) or the
+modes done (an incomplete result is kept).
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+
+LONG = f"""\
+name = "long"
+[model]
+file = "{MODELS / 'slider_crank.py'}"
+parameters = {{ elements = 2 }}
+[modes]
+count = 2
+[transient]
+step = 1e-4
+duration = 200.0
+drive_law = {{ kind = "constant_rate", rate = 10.0 }}
+"""
+
+SHORT = f"""\
+name = "short"
+[model]
+file = "{MODELS / 'beam.py'}"
+parameters = {{ elements = 4 }}
+[modes]
+count = 3
+"""
+
+SWEEP = f"""\
+name = "sweep"
+[model]
+file = "{MODELS / 'beam.py'}"
+parameters = {{ elements = 40 }}
+[modes]
+count = 3
+[sweep]
+analysis = "modes"
+workers = 2
+parameters = {{ length = {[0.5 + 0.02 * k for k in range(60)]} }}
+"""
+
+
+def start(tmp_path, text, *args):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(text)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "sim", "run", str(scenario), *map(str, args)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def finish(process, timeout=300):
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    return process.returncode, out, err
+
+
+def check_clean(directory, code, err, exit_code, *fragments):
+    """Exit code, at most one ``error:`` line holding ``fragments``, no traceback, and no
+    temporary file or reservation left in ``directory``; every .h5 there a valid result."""
+    assert code == exit_code, f"exit code {code}, stderr {err!r}"
+    assert "Traceback" not in err, err
+    lines = [line for line in err.strip().splitlines() if line]
+    assert len(lines) <= 1 and all(line.startswith("error: ") for line in lines), f"stderr {err!r}"
+    for fragment in fragments:
+        assert lines and fragment in lines[0], f"{fragment!r} not in {lines!r}"
+    assert not list(Path(directory).rglob(".*.tmp")), "a temporary file was left"
+    for path in Path(directory).rglob("*.h5"):
+        assert not path.read_bytes().startswith(b"ffrsim: the result"), f"{path}: a reservation was left"
+        with h5py.File(path, "r") as f:
+            assert f.attrs["status"] in ("complete", "incomplete"), path
+
+
+def wait_for(predicate, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("moment", [0.5, 4.0])
+def test_stop_signal_keeps_what_was_computed(tmp_path, sig, exit_code, moment):
+    out = tmp_path / "out.h5"
+    process = start(tmp_path, LONG, "--out", out)
+    time.sleep(moment)
+    assert process.poll() is None, "the run must still be going"
+    process.send_signal(sig)
+    code, _, err = finish(process)
+    check_clean(tmp_path, code, err, exit_code, "interrupted")
+    if out.exists():
+        with h5py.File(out, "r") as f:
+            assert f.attrs["status"] == "incomplete" and f.attrs["message"] == "interrupted"
+            assert f["modes"].attrs["status"] == "complete"
+        assert f"incomplete result in {out}" in err
+
+
+def test_second_interrupt_ends_at_once(tmp_path):
+    process = start(tmp_path, LONG, "--out", tmp_path / "out.h5")
+    time.sleep(3.0)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.01)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    code, _, err = finish(process, timeout=60)
+    assert code == 130 and "Traceback" not in err, err
+    assert all(line.startswith("error: ") for line in err.strip().splitlines()), err
+
+
+def test_interrupted_forced_run_keeps_the_previous_result(tmp_path):
+    """``--force`` over a complete result, then SIGTERM: the complete file is untouched and
+    the new run's incomplete result goes beside it, named in the error line."""
+    out = tmp_path / "out.h5"
+    code, _, err = finish(start(tmp_path, SHORT, "--out", out))
+    assert code == 0, err
+    before = out.read_bytes()
+    process = start(tmp_path, LONG, "--out", out, "--force")
+    time.sleep(4.0)
+    process.send_signal(signal.SIGTERM)
+    code, _, err = finish(process)
+    check_clean(tmp_path, code, err, 143, "interrupted")
+    assert out.read_bytes() == before, "the previous complete result was replaced"
+    kept = tmp_path / "out.incomplete.h5"
+    assert kept.exists() == (f"incomplete result in {kept}" in err), err
+
+
+def test_killed_run_leaves_nothing_to_trip_over(tmp_path):
+    """SIGKILL cannot be handled: what it leaves (a reservation of the name, nothing else) is
+    reused by the next run, which writes a complete file."""
+    out = tmp_path / "out.h5"
+    process = start(tmp_path, LONG, "--out", out)
+    time.sleep(3.0)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=30)
+    assert not out.exists() or out.read_bytes().startswith(b"ffrsim: the result"), "a corrupt file was left"
+    code, _, err = finish(start(tmp_path, SHORT, "--out", out))
+    check_clean(tmp_path, code, err, 0)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["status"] == "complete"
+
+
+def test_concurrent_runs_take_distinct_default_names(tmp_path):
+    """Three runs of one scenario at once, default output names: three complete files, each
+    holding the run that announced it."""
+    processes = []
+    for count in (2, 3, 4):
+        scenario = tmp_path / f"s{count}.toml"
+        scenario.write_text(SHORT)
+        processes.append(subprocess.Popen([sys.executable, "-m", "sim", "run", str(scenario), "--set",
+                                           f"modes.count={count}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+    written = {}
+    for count, process in zip((2, 3, 4), processes):
+        code, out, err = finish(process)
+        check_clean(tmp_path, code, err, 0)
+        written[count] = Path(tmp_path / out.strip().splitlines()[-1].removeprefix("wrote "))
+    assert len(set(written.values())) == 3, written
+    assert {p.name for p in written.values()} == {"short.h5", "short-2.h5", "short-3.h5"}
+    for count, path in written.items():
+        with h5py.File(path, "r") as f:
+            assert f["modes/frequencies"].shape == (count,), path
+
+
+@pytest.fixture
+def small_disk():
+    """A 300 KB tmpfs (needs the right to mount: skipped elsewhere)."""
+    directory = Path(tempfile.mkdtemp(prefix="ffrsim-full-"))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(directory)],
+                             capture_output=True).returncode == 0
+    if not mounted:
+        shutil.rmtree(directory, ignore_errors=True)
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield directory
+    subprocess.run(["umount", str(directory)], capture_output=True)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_full_disk_ends_in_one_line(tmp_path, small_disk):
+    (small_disk / "filler").write_bytes(b"\0" * 200_000)
+    out = small_disk / "out.h5"
+    text = SHORT.replace("elements = 4", "elements = 200").replace("count = 3", "count = 60")
+    code, _, err = finish(start(tmp_path, text, "--out", out))
+    check_clean(small_disk, code, err, 2, str(out), "No space left on device")
+    assert not out.exists()
+
+
+def _children(pid):
+    result = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in result.stdout.split()]
+
+
+def test_killed_pool_worker_does_not_stop_the_sweep(tmp_path):
+    process = start(tmp_path, SWEEP, "--out", tmp_path / "out.h5")
+    assert wait_for(lambda: len(_children(process.pid)) >= 2, 120), "no pool workers appeared"
+    time.sleep(0.5)
+    os.kill(_children(process.pid)[-1], signal.SIGKILL)
+    code, _, err = finish(process)
+    check_clean(tmp_path, code, err, 0)
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert f["sweep"].attrs["status"] == "complete"
+
+
+def test_pool_workers_die_with_the_run(tmp_path):
+    process = start(tmp_path, SWEEP, "--out", tmp_path / "out.h5")
+    assert wait_for(lambda: len(_children(process.pid)) >= 2, 120), "no pool workers appeared"
+    workers = _children(process.pid)
+    process.kill()
+    process.communicate(timeout=30)
+
+    def gone():
+        return not any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in workers)
+    assert wait_for(gone, 10), "pool workers outlived the run"
+
+
+def _state(pid):
+    try:
+        return Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return "zombie"
+
+
+def test_terminated_sweep_ends_its_workers(tmp_path):
+    process = start(tmp_path, SWEEP, "--out", tmp_path / "out.h5")
+    assert wait_for(lambda: len(_children(process.pid)) >= 2, 120), "no pool workers appeared"
+    workers = _children(process.pid)
+    process.send_signal(signal.SIGTERM)
+    code, _, err = finish(process)
+    check_clean(tmp_path, code, err, 143, "interrupted")
+
+    def gone():
+        return not any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in workers)
+    assert wait_for(gone, 10), "pool workers outlived the run"
