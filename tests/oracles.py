@@ -3,7 +3,7 @@ oracles only, written for clarity, not speed (issue 15: each equation once in ``
 import numpy as np
 
 from sim.model.kinematics import MarkerState
-from sim.model.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew
+from sim.model.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew, tait_bryan_zyx
 
 
 def stretch_terms(qf, A, k, G):
@@ -210,6 +210,57 @@ def markers(model, q, v=None):
     Aq = R @ (Wm @ (wa + 2 * ta))
     wq = np.einsum("mij,mj->mi", R, cross(w, thd))
     return MarkerState(p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq)
+
+
+# --- end-effector coordinates (sim.kernels.pose) ----------------------------------------------
+
+
+def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):
+    """End-effector coordinates from the end-effector marker's kinematics (the numpy statement
+    of :func:`sim.kernels.pose.pose_terms`).
+
+    Parameters
+    ----------
+    kinds : tuple of str
+        Coordinates, from x, y, z (origin) and rx, ry, rz (Z-Y-X Tait–Bryan angles of the axes).
+    p : ndarray, shape (3,)
+    A : ndarray, shape (3, 3)
+        Marker origin and axes (columns) in world.
+    Jp, Jw : ndarray, shape (3, n_v)
+        Jacobians of the origin and of the world angular velocity.
+    v : ndarray, shape (n_v,), optional
+    pq, wq : ndarray, shape (3,), optional
+        Velocity-quadratic accelerations of the origin and of the angular velocity.
+
+    Returns
+    -------
+    x : ndarray, shape (d,)
+    J : ndarray, shape (d, n_v)
+    x_q : ndarray, shape (d,), only with ``v``: ``x_ddot = J a + x_q``
+    """
+    idx = [("xyz".index(k), True) if k in "xyz" else (("rx", "ry", "rz").index(k), False) for k in kinds]
+    if all(pos for _, pos in idx):            # translations only: no angle algebra
+        rows = [i for i, _ in idx]
+        return (p[rows], Jp[rows]) if v is None else (p[rows], Jp[rows], pq[rows])
+    angles = tait_bryan_zyx(A)
+    _, b_, c_ = angles
+    E = np.array([[np.cos(c_) * np.cos(b_), -np.sin(c_), 0.0], [np.sin(c_) * np.cos(b_), np.cos(c_), 0.0],
+                  [-np.sin(b_), 0.0, 1.0]])
+    # Angle rates from the world angular velocity: (a, b, c)_dot = E^-1 w_W.
+    rates_J = np.linalg.solve(E, Jw)
+    x = np.array([p[i] if pos else angles[i] for i, pos in idx])
+    J = np.array([Jp[i] if pos else rates_J[i] for i, pos in idx]).reshape(len(kinds), Jp.shape[1])
+    if v is None:
+        return x, J
+    rates = rates_J @ v
+    _, b, c = angles
+    cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
+    dE_db = np.array([[-cc * sb, 0, 0], [-sc * sb, 0, 0], [-cb, 0, 0]])
+    dE_dc = np.array([[-sc * cb, -cc, 0], [cc * cb, -sc, 0], [0, 0, 0]])
+    # d/dt (E^-1 w) = E^-1 (w_dot - E_dot angles_dot)
+    ang_q = np.linalg.solve(E, wq - (dE_db * rates[1] + dE_dc * rates[2]) @ rates)
+    xq = np.array([pq[i] if pos else ang_q[i] for i, pos in idx])
+    return x, J, xq
 
 
 # --- constraint rows (sim.kernels.rows) -------------------------------------------------------

@@ -127,18 +127,24 @@ def test_integrate_matches_oracle(states):
         assert_allclose(integrate(model, q, dv), ref, atol=1e-14, err_msg=f"{name}: q ⊕ dv")
 
 
-def test_pose_terms_match_dense_markers(state):
-    """The evaluator's end-effector terms (local Jacobians) against :func:`pose_rates` (dense)."""
+def test_pose_terms_match_oracle(states):
+    """End-effector coordinates, Jacobian and ``x_q`` (with Tait–Bryan angles for NaVARo and
+    the 6-PSS) of the evaluator (local Jacobians) and of :func:`pose_rates` (dense) against
+    the numpy statement."""
     from sim.model.kinematics import pose_rates
-    name, model, q, v, _, _ = state
+    name, model, out = states
     ev = Evaluator(model)
-    ev.evaluate(q, v)
-    x, J, xq = ev.pose(v)
-    ref = oracles.markers(model, q, v)
-    x_ref, J_ref, _, xq_ref = pose_rates(model, q, v, ms=ref)
-    assert_allclose(x, x_ref, atol=1e-13, err_msg=f"{name}: pose")
-    assert_allclose(J, J_ref, atol=1e-12, err_msg=f"{name}: pose Jacobian")
-    assert_allclose(xq, xq_ref, rtol=1e-10, atol=1e-10, err_msg=f"{name}: pose x_q")
+    e = model.ee_marker
+    for q, v, *_ in out:
+        ms = oracles.markers(model, q, v)
+        ref = oracles.pose_terms(model.pose_kinds, ms.p[e], ms.A[e], ms.Jp[e], ms.Jw[e], v, ms.pq[e], ms.wq[e])
+        ev.evaluate(q, v)
+        x, J, _, xq = pose_rates(model, q, v)
+        for got in (ev.pose(v), (x, J, xq)):
+            assert_allclose(got[0], ref[0], atol=1e-13, err_msg=f"{name}: pose")
+            assert_allclose(got[1], ref[1], atol=1e-12 * max(1.0, np.abs(ref[1]).max()), err_msg=f"{name}: J")
+            assert_allclose(got[2], ref[2], rtol=1e-10, atol=1e-10 * max(1.0, np.abs(ref[2]).max()),
+                            err_msg=f"{name}: x_q")
 
 
 def test_potential_matches_oracle(states):

@@ -18,7 +18,7 @@ from sim.model import dynamics
 from sim.model.constraints import drive_residual
 from sim.kernels.equations import N_CONSTANT, Tables, evaluate, potential
 from sim.kernels.frames import integrate
-from sim.model.kinematics import pose_terms
+from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
 
 
@@ -75,17 +75,9 @@ class Evaluator:
     def pose(self, v=None):
         """End-effector terms of the last :meth:`evaluate` (:func:`sim.model.kinematics.pose_terms`):
         ``x, J`` and, with the velocity ``v`` of that evaluation, ``x_q``."""
-        e = self.model.ee_marker
-        w = self.work
-        Jp = np.zeros((3, self.n_v))
-        Jw = np.zeros((3, self.n_v))
-        cols = self.cols[e]
-        ok = cols >= 0
-        Jp[:, cols[ok]] = w["Jp"][e][:, ok]
-        Jw[:, cols[ok]] = w["Jw"][e][:, ok]
-        if v is None:
-            return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw)
-        return pose_terms(self.model.pose_kinds, w["p"][e], w["A"][e], Jp, Jw, v, w["pq"][e], w["wq"][e])
+        e, t = self.model.ee_marker, self.tables
+        return _pose_terms(self.model.pose_kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], self.n_v, v,
+                           t.pq[e], t.wq[e])
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""

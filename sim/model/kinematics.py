@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.kernels import frames, markers as kernel
+from sim.kernels import frames, markers as kernel, pose as pose_kernel
 from sim.kernels.equations import Tables
-from sim.model.rotations import quat_to_matrix, skew, tait_bryan_rate_matrix, tait_bryan_zyx
+from sim.model.rotations import quat_to_matrix, skew, tait_bryan_zyx
 from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
@@ -133,8 +133,14 @@ def pose_rates(model, q, v, ms=None):
     return x, J, J @ v, xq
 
 
-def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):
-    """End-effector coordinates from the end-effector marker's kinematics.
+def pose_codes(kinds):
+    """Codes (d,) of end-effector coordinate names for :func:`sim.kernels.pose.pose_terms`."""
+    return np.array([pose_kernel.KINDS.index(k) for k in kinds], dtype=np.int64)
+
+
+def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None, cols=None):
+    """End-effector coordinates from the end-effector marker's kinematics
+    (:func:`sim.kernels.pose.pose_terms`, which holds the equations).
 
     Parameters
     ----------
@@ -144,10 +150,13 @@ def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):
     A : ndarray, shape (3, 3)
         Marker origin and axes (columns) in world.
     Jp, Jw : ndarray, shape (3, n_v)
-        Jacobians of the origin and of the world angular velocity.
+        Jacobians of the origin and of the world angular velocity (or (3, m) on the columns
+        ``cols`` of ``v``: local Jacobians).
     v : ndarray, shape (n_v,), optional
     pq, wq : ndarray, shape (3,), optional
         Velocity-quadratic accelerations of the origin and of the angular velocity.
+    cols : ndarray of int, shape (m,), optional
+        Columns of ``v`` of local ``Jp``, ``Jw`` (-1: none); default: dense.
 
     Returns
     -------
@@ -155,27 +164,22 @@ def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):
     J : ndarray, shape (d, n_v)
     x_q : ndarray, shape (d,), only with ``v``: ``x_ddot = J a + x_q``
     """
-    idx = [("xyz".index(k), True) if k in "xyz" else (("rx", "ry", "rz").index(k), False) for k in kinds]
-    if all(pos for _, pos in idx):            # translations only: no angle algebra
-        rows = [i for i, _ in idx]
-        return (p[rows], Jp[rows]) if v is None else (p[rows], Jp[rows], pq[rows])
-    angles = tait_bryan_zyx(A)
-    E = tait_bryan_rate_matrix(angles)
-    # Angle rates from the world angular velocity: (a, b, c)_dot = E^-1 w_W.
-    rates_J = np.linalg.solve(E, Jw)
-    x = np.array([p[i] if pos else angles[i] for i, pos in idx])
-    J = np.array([Jp[i] if pos else rates_J[i] for i, pos in idx]).reshape(len(kinds), Jp.shape[1])
-    if v is None:
-        return x, J
-    rates = rates_J @ v
-    _, b, c = angles
-    cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
-    dE_db = np.array([[-cc * sb, 0, 0], [-sc * sb, 0, 0], [-cb, 0, 0]])
-    dE_dc = np.array([[-sc * cb, -cc, 0], [cc * cb, -sc, 0], [0, 0, 0]])
-    # d/dt (E^-1 w) = E^-1 (w_dot - E_dot angles_dot)
-    ang_q = np.linalg.solve(E, wq - (dE_db * rates[1] + dE_dc * rates[2]) @ rates)
-    xq = np.array([pq[i] if pos else ang_q[i] for i, pos in idx])
-    return x, J, xq
+    n_v = Jp.shape[1] if cols is None else (v.size if v is not None else int(cols.max(initial=-1)) + 1)
+    cols = np.arange(n_v, dtype=np.int64) if cols is None else cols
+    return _pose_terms(kinds, p, A, Jp, Jw, cols, n_v, v, pq, wq)
+
+
+def _pose_terms(kinds, p, A, Jp, Jw, cols, n_v, v=None, pq=None, wq=None):
+    d = len(kinds)
+    x, J, xq = np.zeros(d), np.zeros((d, n_v)), np.zeros(d)
+    rates = v is not None
+    zero = np.zeros(3)
+    pose_kernel.pose_terms(pose_codes(kinds), np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(A, dtype=float),
+                           np.ascontiguousarray(Jp, dtype=float), np.ascontiguousarray(Jw, dtype=float), cols,
+                           np.ascontiguousarray(v, dtype=float) if rates else np.zeros(n_v),
+                           np.ascontiguousarray(pq, dtype=float) if rates else zero,
+                           np.ascontiguousarray(wq, dtype=float) if rates else zero, x, J, xq, rates)
+    return (x, J, xq) if rates else (x, J)
 
 
 def sensor_values(model, q, ms=None):

@@ -125,10 +125,3 @@ def tait_bryan_zyx(R):
     b = -np.arcsin(np.clip(R[..., 2, 0], -1.0, 1.0))
     c = np.arctan2(R[..., 1, 0], R[..., 0, 0])
     return np.stack([a, b, c], axis=-1)
-
-
-def tait_bryan_rate_matrix(angles):
-    """Matrix ``E`` with ``w_W = E @ (a_dot, b_dot, c_dot)`` for ``R = Rz(c) Ry(b) Rx(a)``."""
-    _, b, c = angles
-    cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
-    return np.array([[cc * cb, -sc, 0.0], [sc * cb, cc, 0.0], [-sb, 0.0, 1.0]])

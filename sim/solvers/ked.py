@@ -44,8 +44,10 @@ from numba import njit
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
+from sim.model.kinematics import pose_codes
 from sim.kernels.common import runtime
 from sim.kernels.equations import evaluate
+from sim.kernels.pose import pose_terms
 from sim.linalg import flush
 from sim.solvers.modal import modes, static_response
 from sim.solvers.motion import load_kernels as load_kernels_motion
@@ -267,14 +269,14 @@ FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian", "static_loa
 
 
 @njit(cache=True, nogil=True)
-def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
+def _frame_loop(qs, vs, accs, tables, kinds, e, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
                 seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, static_load,
                 static_rest, sweeps):
     """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
     (n, ...) in one compiled loop: the evaluation (``M`` not flushed; once more at rest for
     ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
-    the load and the end-effector Jacobian (translational coordinates ``pose_rows`` of marker
-    ``e``) into ``load`` .. ``static_rest`` (n, ...).
+    the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
+    :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...).
 
     ``sweeps`` (n,): the tracker's count per frame; -2 where it turned the frame down (left
     for :func:`frame`'s dense modes), the tracker then starting afresh: the same steps as
@@ -293,6 +295,7 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
     none = np.zeros((n_e, 0))
     rest = np.zeros(n_v)
     F = np.zeros((n_v, 2))
+    x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
     X, X_prev, fresh = seed, none, True
     off, on = runtime(False), runtime(True)
     for k in range(vs.shape[0]):
@@ -318,22 +321,18 @@ def _frame_loop(qs, vs, accs, tables, Jp, cols, e, pose_rows, rigid, elastic, ow
         static_load[k] = U[:, 0]
         static_rest[k] = U[:, 1]
         jac[k] = 0.0
-        for i in range(pose_rows.size):
-            for j in range(cols.shape[1]):
-                if cols[e, j] >= 0:
-                    jac[k, i, cols[e, j]] = Jp[e, pose_rows[i], j]
+        pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], rest, zero3, zero3, x,
+                   jac[k], xq, off)
     return X
 
 
 def _loop_arguments(model, ev, tracker, free):
     """The model arguments of :func:`_frame_loop`, or None where the frames go one by one
-    through :func:`frame`: no tracker, free motions, locked rows not square over the reference
-    coordinates, or angular end-effector coordinates."""
-    kinds = model.pose_kinds
-    if tracker is None or free or ev.n_rows != tracker.rigid.size or not all(k in "xyz" for k in kinds):
+    through :func:`frame`: no tracker, free motions, or locked rows not square over the
+    reference coordinates."""
+    if tracker is None or free or ev.n_rows != tracker.rigid.size:
         return None
-    return (ev.tables, ev.work["Jp"], ev.cols, int(model.ee_marker),
-            np.array(["xyz".index(k) for k in kinds], dtype=np.int64), tracker.rigid, tracker.elastic,
+    return (ev.tables, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
             tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed, RESIDUAL_TOL, MAX_ITER,
             SEED_ITER, BASIS_MAX)
 

@@ -24,9 +24,11 @@ from sim.model.assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGU
 from sim.errors import SimError
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
+from sim.model.kinematics import pose_codes
 from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
 from sim.kernels.equations import evaluate
 from sim.kernels.frames import integrate
+from sim.kernels.pose import pose_terms
 from sim.linalg import flush, lu_solve, normal_solver, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
@@ -60,6 +62,30 @@ def _factor(A):
     """Sparse LU factors (:func:`sim.linalg.sparse_lu`) of ``A`` (m, n) if square, else of
     ``A^T A``: ``(factors, ok)``, ok False where singular."""
     return sparse_lu(A if A.shape[0] == A.shape[1] else A.T @ A)
+
+
+@njit(cache=True)
+def _prepare(A, rank):
+    """Factors for :func:`_solve` of ``A x = b`` at the expected ``rank``: ``(F, ok, V, lam)``.
+    At full column rank the LU factors of :func:`_factor` (``V``, ``lam`` empty); below it
+    (redundant constraints, free motions) the ``rank`` leading eigenpairs of ``A^T A`` for
+    the minimum-norm solution, as :func:`sim.linalg.normal_solver`."""
+    if rank == A.shape[1]:
+        F, ok = _factor(A)
+        return F, ok, np.zeros((A.shape[1], 0)), np.zeros(0)
+    F, _ = _factor(np.eye(1))
+    lam, V = np.linalg.eigh(A.T @ A)
+    lam = lam[::-1][:rank].copy()
+    V = V[:, ::-1][:, :rank].copy()
+    return F, lam[-1] > 0, V, lam
+
+
+@njit(cache=True)
+def _solve(F, V, lam, A, b):
+    """Least-squares (minimum-norm below full rank) solution of ``A x = b``; :func:`_prepare`."""
+    if lam.size:
+        return V @ ((V.T @ (A.T @ b)) / lam)
+    return _lsq(F, A, b)
 
 
 @njit(cache=True)
@@ -97,25 +123,26 @@ def _condition_estimate(F, A, u):
 
 
 @njit(cache=True)
-def _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, x_target, n_v, A, phi_out, phi):
+def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with_rates):
     """``A = [C_q; J_x]`` over the reference coordinates (flushed) and the residual
-    ``[C; x - x_target]`` from the last evaluation (translational pose coordinates)."""
-    d = pose_rows.size
-    Jx = np.zeros((d, n_v))
-    for k in range(d):
-        for j in range(cols.shape[1]):
-            if cols[e, j] >= 0:
-                Jx[k, cols[e, j]] = Jp[e, pose_rows[k], j]
+    ``[C; x - x_target]`` (angles wrapped) from the last evaluation; ``Jx`` (d, n_v) and, with
+    ``with_rates`` at the velocity ``v``, ``xq`` (d,) of the end effector (marker ``e``)."""
+    d = kinds.size
+    Jx[:] = 0.0
+    x = np.zeros(d)
+    pose_terms(kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], v, t.pq[e], t.wq[e], x, Jx, xq, with_rates)
     for i in range(nj):
         phi_out[i] = phi[i]
         for k in range(rigid.size):
             A[i, k] = J[i, rigid[k]]
     for r in range(d):
-        phi_out[nj + r] = p[e, pose_rows[r]] - x_target[r]
+        res = x[r] - x_target[r]
+        if kinds[r] >= 3:
+            res = (res + np.pi) % (2 * np.pi) - np.pi
+        phi_out[nj + r] = res
         for k in range(rigid.size):
             A[nj + r, k] = Jx[r, rigid[k]]
     flush_roundoff(A, FLUSH_RTOL)
-    return Jx
 
 
 @njit(cache=True)
@@ -130,8 +157,8 @@ def _kinematics(q, v, tables, phi, J, gamma):
 
 
 @njit(cache=True, nogil=True)
-def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_rows, rigid, nj, body_q, body_v,
-             body_nf, exact, limit, u, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond):
+def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank, exact, limit, u, out_q, out_v, out_a,
+             out_s, out_sd, out_sdd, out_cond):
     """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop.
 
     ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done.  Each
@@ -149,7 +176,10 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
     n_v = v.size
     n_rows = nj + out_s.shape[1]
     n_r = rigid.size
-    d = pose_rows.size
+    d = kinds.size
+    body_q, body_v, body_nf = tables.body_q, tables.body_v, tables.body_nf
+    Jx = np.zeros((d, n_v))
+    xq = np.zeros(d)
     phi = np.zeros(n_rows)
     J = np.zeros((n_rows, n_v))
     gamma = np.zeros(n_rows)
@@ -165,7 +195,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
         q1 = np.empty_like(q)
         integrate(q, dv, body_q, body_v, body_nf, q1)
         _kinematics(q1, zero, tables, phi, J, gamma)
-        _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
+        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
         norm = np.abs(res).max()
         ok = False
         for it in range(CORRECTOR_MAX_ITER + 1):
@@ -174,16 +204,16 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
                 break
             if it == CORRECTOR_MAX_ITER:
                 break
-            F, fine = _factor(A)
+            F, fine, V, lam = _prepare(A, rank)
             if not fine:
                 break
-            step = _lsq(F, A, res)
+            step = _solve(F, V, lam, A, res)
             dv[:] = 0.0
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
             integrate(q1, dv, body_q, body_v, body_nf, q_try)
             _kinematics(q_try, zero, tables, phi, J, gamma)
-            _stack(J, nj, p, Jp, pq, cols, e, pose_rows, rigid, X[k], n_v, A, res, phi)
+            _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
                 break
@@ -191,12 +221,17 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
             norm = norm_new
         if not ok:
             return k
-        F, fine = _factor(A)
+        F, fine, V, lam = _prepare(A, rank)
         if not fine:
             return k
-        if exact:
-            lam = np.linalg.eigvalsh(A.T @ A)
-            cond = np.sqrt(lam[-1] / lam[0]) if lam[0] > 0 else np.inf
+        if lam.size:     # below full rank: the eigenvalues are at hand
+            cond = np.sqrt(lam[0] / lam[-1])
+            if not cond < limit:
+                return k
+            cond = cond if exact else np.nan
+        elif exact:
+            eig = np.linalg.eigvalsh(A.T @ A)
+            cond = np.sqrt(eig[-1] / eig[0]) if eig[0] > 0 else np.inf
             if not cond < limit:
                 return k
         else:
@@ -205,15 +240,16 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, p, Jp, pq, cols, e, pose_
                 return k
         rhs = np.zeros(nj + d)
         rhs[nj:] = XD[k]
-        x = _lsq(F, A, rhs)
+        x = _solve(F, V, lam, A, rhs)
         v1 = np.zeros(n_v)
         for i in range(n_r):
             v1[rigid[i]] = x[i]
         _kinematics(q1, v1, tables, phi, J, gamma)
+        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, v1, True)
         rhs[:nj] = gamma[:nj]
         for r in range(d):
-            rhs[nj + r] = XDD[k, r] - pq[e, pose_rows[r]]
-        x = _lsq(F, A, rhs)
+            rhs[nj + r] = XDD[k, r] - xq[r]
+        x = _solve(F, V, lam, A, rhs)
         a1 = np.zeros(n_v)
         for i in range(n_r):
             a1[rigid[i]] = x[i]
@@ -261,31 +297,25 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
 
 
 def _fast_segments(model, ev):
-    """Arguments of :func:`_segment` for ``model``, or None where only the Python loop applies:
-    angular end-effector coordinates, or redundant constraints (rank below the reference
-    coordinates' count at home: minimum-norm solutions)."""
-    kinds = model.pose_kinds
-    if not all(k in "xyz" for k in kinds) or model.home_ranks[0] != len(model.v_rigid):
-        return None
-    w = ev.work
-    return (ev.tables, w["p"], w["Jp"], w["pq"], ev.cols, int(model.ee_marker),
-            np.array(["xyz".index(k) for k in kinds], dtype=np.int64), np.asarray(model.v_rigid, dtype=np.int64),
-            int(ev.n_joint), ev.tables.body_q, ev.tables.body_v, ev.tables.body_nf)
+    """Model arguments of :func:`_segment`."""
+    return (ev.tables, pose_codes(model.pose_kinds), int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64),
+            int(ev.n_joint), int(model.home_ranks[0]))
 
 
 def load_kernels(model, ev=None):
     """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
-    Ctrl-C held back: :func:`sim.errors.signals_deferred`); returns :func:`_fast_segments`'
-    arguments, None where the loop does not apply.  ``ev``: an evaluator at hand."""
+    the stop signals held back: :func:`sim.errors.signals_deferred`); returns
+    :func:`_fast_segments`' arguments.  ``ev``: an evaluator at hand."""
     ev = Evaluator(model) if ev is None else ev
     fast = _fast_segments(model, ev)
-    if fast is not None:
-        n_v, n_a, d = model.n_v, len(model.actuators), len(model.pose_kinds)
-        z = np.zeros
-        with signals_deferred():
-            _segment(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), (model.q_home.copy(), z(n_v), z(n_v), z(n_v)),
-                     *fast, False, 1 / SINGULAR_RATIO, z((2, len(model.v_rigid))), z((1, model.n_q)), z((1, n_v)),
-                     z((1, n_v)), z((1, n_a)), z((1, n_a)), z((1, n_a)), z(1))
+    if fast is None:      # tests take the reference path this way
+        return None
+    n_v, n_a, d = model.n_v, len(model.actuators), len(model.pose_kinds)
+    z = np.zeros
+    with signals_deferred():
+        _segment(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), (model.q_home.copy(), z(n_v), z(n_v), z(n_v)),
+                 *fast, False, 1 / SINGULAR_RATIO, z((2, len(model.v_rigid))), z((1, model.n_q)), z((1, n_v)),
+                 z((1, n_v)), z((1, n_a)), z((1, n_a)), z((1, n_a)), z(1))
     return fast
 
 
@@ -301,9 +331,10 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     margin of ``ESTIMATE_MARGIN``, and the exact value where the estimate comes that close
     to the limit.  Saves an eigensolve per sample.
 
-    Where the end-effector coordinates are translations and the constraints independent, the
-    samples run in a compiled loop (:func:`_segment`), the Python loop below taking over a
-    sample it cannot finish; the two solve the same equations.
+    The samples run in a compiled loop (:func:`_segment`, every model: translations and
+    angles, independent or redundant constraints); the first sample, and any sample it cannot
+    finish (leaving the workspace, a singularity, a corrector that does not contract), are
+    done here by assembly with continuation, which gives the messages.
 
     Raises
     ------
