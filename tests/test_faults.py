@@ -172,9 +172,8 @@ def test_concurrent_runs_take_distinct_default_names(tmp_path):
         processes.append(subprocess.Popen([sys.executable, "-m", "sim", "run", str(scenario), "--set",
                                            f"modes.count={count}"], cwd=tmp_path, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True))
-    written = {}
-    for count, process in zip((2, 3, 4), processes):
-        code, out, err = finish(process)
+    written, outcomes = {}, [(count, *finish(process)) for count, process in zip((2, 3, 4), processes)]
+    for count, code, out, err in outcomes:       # all done: no reservation of a running run left
         check_clean(tmp_path, code, err, 0)
         written[count] = Path(tmp_path / out.strip().splitlines()[-1].removeprefix("wrote "))
     assert len(set(written.values())) == 3, written

@@ -52,8 +52,8 @@ def local(capsys, scenario, tmp_path):
 def columns(path):
     with h5py.File(path, "r") as f:
         group = f["sweep"]
-        return ({k: group[k][()] for k in group}, {k: dict(group[k].attrs) for k in group},
-                dict(group.attrs))
+        keys = [k for k in group if group[k].attrs.get("role") != "dimension"]   # not the netCDF dimensions
+        return ({k: group[k][()] for k in keys}, {k: dict(group[k].attrs) for k in keys}, dict(group.attrs))
 
 
 def test_parameter_grid_table(local):

@@ -305,7 +305,91 @@ class GroupWriter:
         self.attrs["status"] = status
         self.attrs["message"] = message
         self.attrs["wall_time_s"] = time.perf_counter() - self._start
+        dimension_scales(self._group)
         self.finished = True
+
+
+# 1-D datasets that are the coordinates of the others' first axis, by name.
+COORDINATES = ("time", "frequency_time", "frequency")
+# Group attributes that name the entries of an axis: (attribute, dimension).
+LABELS = (("pose_names", "coordinate"), ("actuator_names", "actuator"), ("body_names", "body"),
+          ("sensor_names", "sensor"))
+# Datasets of modes: sampled at `frequency_time` rather than `time` where a group has both, and
+# their later axes are modes.
+MODAL = ("frequenc", "damping", "modal", "mode", "mac")
+
+
+def dimension_scales(group):
+    """Name every axis of every dataset of ``group`` with an HDF5 dimension scale, so that
+    netCDF readers (``xarray.open_dataset(path, group=..., engine="h5netcdf")``) see named
+    dimensions with coordinates.
+
+    The first axis: the coordinate dataset of :data:`COORDINATES` of its length (``time``;
+    ``frequency_time`` for the datasets of modes where a group has both).  The others: the
+    labels of the group attributes of :data:`LABELS` (string coordinates: ``coordinate`` =
+    ``x, y, z``, ``actuator``, ``body``), ``mode`` for the datasets of modes, else an index
+    ``<name>_<axis>`` (one per subgroup: ``joint_reactions_1`` for every joint's wrench).
+    The label and index datasets made here carry ``role = "dimension"``.
+    """
+    scales = {}
+    for name in COORDINATES:
+        if name in group and isinstance(group[name], h5py.Dataset) and group[name].ndim == 1:
+            group[name].make_scale(name)
+            scales[name] = group[name]
+    # A grid (pose map): its axes' values are 1-D datasets named in the `axes` attribute.
+    grid = [str(_value(a)) for a in np.atleast_1d(group.attrs.get("axes", []))]
+    grid = [a for a in grid if a in group and isinstance(group[a], h5py.Dataset) and group[a].ndim == 1]
+    for name in grid:
+        group[name].make_scale(name)
+    labels = []
+    for attr, dim in LABELS:
+        if attr in group.attrs and dim not in group:
+            names = [str(_value(v)) for v in np.atleast_1d(group.attrs[attr])]
+            ds = group.create_dataset(dim, data=np.array(names, dtype=object), dtype=h5py.string_dtype())
+            ds.attrs["units"], ds.attrs["description"] = "1", f"names of the {dim} entries (attribute {attr})"
+            ds.attrs["role"] = "dimension"
+            ds.make_scale(dim)
+            labels.append(ds)
+
+    def index(name, n):
+        """The index scale ``name`` of length ``n`` (None if that name has another length)."""
+        if name in group:
+            ds = group[name]
+            return ds if ds.shape == (n,) and ds.is_scale else None
+        ds = group.create_dataset(name, data=np.arange(n))
+        ds.attrs["units"], ds.attrs["description"] = "1", f"index ({name})"
+        ds.attrs["role"] = "dimension"
+        ds.make_scale(name)
+        return ds
+
+    def attach(ds, stem):
+        modal = any(ds.name.rsplit("/", 1)[-1].startswith(p) for p in MODAL)
+        used = []
+        for axis, n in enumerate(ds.shape):
+            scale = None
+            if axis < len(grid) and ds.ndim > len(grid) - 1 and group[grid[axis]].shape[0] == n:
+                scale = group[grid[axis]]
+            if scale is None and axis == 0:
+                fitting = [c for c in COORDINATES if c in scales and scales[c].shape[0] == n]
+                if len(fitting) > 1 and "frequency_time" in fitting:
+                    fitting = ["frequency_time" if modal else next(c for c in fitting if c != "frequency_time")]
+                scale = scales[fitting[0]] if fitting else None
+            if scale is None and not modal and (axis > 0 or ds.ndim == 1):
+                scale = next((lab for lab in labels if lab.shape[0] == n and lab.name not in used), None)
+            if scale is None and modal and axis == ds.ndim - 1 and axis > 0:
+                scale = index("mode", n)
+            if scale is None or scale.name in used:
+                scale = index(f"{stem}_{axis}", n) or index(f"{ds.name.rsplit('/', 1)[-1]}_{stem}_{axis}", n)
+            used.append(scale.name)
+            ds.dims[axis].attach_scale(scale)
+
+    def visit(node, stem):
+        for name, child in list(node.items()):
+            if isinstance(child, h5py.Group):
+                visit(child, name)
+            elif not child.is_scale and child.ndim:
+                attach(child, stem or name)
+    visit(group, "")
 
 
 class ResultFile:
@@ -558,6 +642,6 @@ def _describe_datasets(group, indent):
         if isinstance(child, h5py.Group):
             lines.append(f"{indent}{name}/")
             lines += _describe_datasets(child, indent + "  ")
-        else:
+        elif _value(child.attrs.get("role")) != "dimension":     # netCDF dimension labels: not listed
             lines.append(_dataset_line(name, child, indent))
     return lines
