@@ -202,3 +202,20 @@ def test_read_rejects_non_hdf5(tmp_path):
     path.write_text("not hdf5")
     with pytest.raises(SimError, match="not an HDF5 file"):
         read_result(path)
+
+
+def test_transient_result_opens_in_xarray_with_time(tmp_path):
+    """A real run: the transient group opens in xarray with a ``time`` coordinate, the first
+    dimension of ``deviation`` (issue 17)."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    from pathlib import Path
+
+    from sim.app.cli import main
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "slider_crank_simeon.toml"
+    out = tmp_path / "r.h5"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    with xr.open_dataset(out, group="transient", engine="h5netcdf") as ds:
+        assert "time" in ds.coords and ds["deviation"].dims[0] == "time"
+        assert ds["time"].attrs["units"] == "s" and ds.sizes["time"] == ds["deviation"].shape[0]
+        assert not any(d.startswith("phony") for d in ds.sizes)
