@@ -26,3 +26,45 @@ def test_modes_result_draws_mode_shapes_on_the_robot(tmp_path):
     assert sum(t.startswith("modes: mode ") for t in titles) == 4, titles
     png = tmp_path / "navaro.png"
     assert main(["plot", str(out), "--out", str(png)]) == 0 and png.stat().st_size > 10_000
+
+
+def _run_file(path, overrides, amplitude):
+    from sim.app.results import ResultFile
+    t = np.linspace(0.0, 1.0, 101)
+    with ResultFile(path, scenario='name = "r"\n', model_file="robot.py", model_parameters={},
+                    overrides=overrides) as rf:
+        for name in ("transient", "ked"):
+            g = rf.group(name)
+            g.attrs["pose_names"] = ["x", "rz"]
+            g.put("time", t, "s", "time")
+            g.put("deviation", amplitude * np.column_stack([np.sin(9 * t), 0.1 * np.cos(9 * t)]),
+                  ["m", "rad"], "pose - pose_rigid")
+            if name == "ked":
+                g.put("frequency_time", t, "s", "instants")
+                g.put("frequencies", np.column_stack([40 + t, 60 + t]), "Hz", "frequencies")
+    return path
+
+
+def test_compare_overlays_runs_labelled_by_their_overrides(tmp_path, capsys):
+    """Two runs differing by one ``--set``: one figure, labelled by that override; deviations
+    in readable units (µm and µrad here)."""
+    from sim.app.cli import main
+    from sim.app.plots import readable
+    a = _run_file(tmp_path / "a.h5", ["trajectory.omega=2.0"], 3e-5)
+    b = _run_file(tmp_path / "b.h5", ["trajectory.omega=3.0"], 5e-5)
+    out = tmp_path / "cmp.png"
+    assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    assert "trajectory.omega=2.0; trajectory.omega=3.0" in capsys.readouterr().out
+    assert out.stat().st_size > 10_000
+    assert readable([3e-5, -5e-5], "m") == (1e-6, "µm") and readable([2e-3], "rad") == (1e-3, "mrad")
+    assert readable([0.5], "m") == (1e-3, "mm") and readable([2.0], "N") == (1.0, "N")
+
+
+def test_compare_errors_are_one_line(tmp_path, capsys):
+    from sim.app.cli import main
+    a = _run_file(tmp_path / "a.h5", [], 1e-5)
+    assert main(["compare", str(a)]) == 2
+    assert capsys.readouterr().err.strip() == "error: sim compare needs at least two result files"
+    assert main(["compare", str(a), str(tmp_path / "missing.h5")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.h5: result file not found" in err[0]

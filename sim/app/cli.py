@@ -222,6 +222,17 @@ def cmd_plot(args):
     return 0
 
 
+def cmd_compare(args):
+    """Overlay the deviations and frequencies of several result files in one figure."""
+    from sim.app.plots import plot_compare
+
+    paths = [_existing_file(p, "result file") for p in args.results]
+    out = Path(args.out) if args.out else Path("comparison.png")
+    labels = plot_compare(paths, out)
+    print(f"wrote {out} ({'; '.join(labels)})")
+    return 0
+
+
 def cmd_info(args):
     """List what a result file holds."""
     from sim.app.results import describe
@@ -269,6 +280,16 @@ def build_parser():
     plot.add_argument("results", metavar="RESULTS.h5")
     plot.add_argument("--out", metavar="FILE.png", help="image (default: RESULTS.png)")
     plot.set_defaults(func=cmd_plot)
+
+    compare = commands.add_parser(
+        "compare", help="overlay the deviations and frequencies of several runs",
+        description="Overlay the end-effector deviations (transient solid, KED dashed) and the natural "
+                    "frequencies along the motion of several result files, labelled by the --set "
+                    "overrides that differ between them (else by file name).  Example: "
+                    "sim compare results/a.h5 results/a-2.h5 --out speeds.png")
+    compare.add_argument("results", nargs="+", metavar="RESULTS.h5")
+    compare.add_argument("--out", metavar="FILE.png", help="image (default: comparison.png)")
+    compare.set_defaults(func=cmd_compare)
 
     info = commands.add_parser("info", help="list what a result file holds")
     info.add_argument("results", metavar="RESULTS.h5")

@@ -577,12 +577,7 @@ def plot_result(path, out):
     SimError
         Unreadable file, or nothing to plot in it.
     """
-    kinds = plt.figure().canvas.get_supported_filetypes()
-    plt.close("all")
-    suffix = Path(out).suffix.lower().lstrip(".")
-    if suffix not in kinds:
-        raise SimError(f"{out}: cannot draw a .{suffix or '(no suffix)'} image; use one of "
-                       f"{', '.join('.' + k for k in sorted(kinds))}")
+    _check_format(out)
     panels = _panels(read_result(path))
     if not panels:
         raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
@@ -595,3 +590,132 @@ def plot_result(path, out):
         fig.savefig(out, dpi=120)
     finally:
         plt.close(fig)
+
+
+# --- comparing runs ---------------------------------------------------------------------------
+
+# Readable multiples of the SI units: (unit, factor, name) from the largest down.
+SCALES = {"m": ((1.0, "m"), (1e-3, "mm"), (1e-6, "µm"), (1e-9, "nm")),
+          "rad": ((1.0, "rad"), (1e-3, "mrad"), (1e-6, "µrad"), (1e-9, "nrad"))}
+
+
+def readable(values, unit):
+    """``(factor, unit)`` showing ``values`` [unit] with one to three integer digits: metres as
+    mm or µm, radians as mrad or µrad; other units unchanged (factor 1)."""
+    peak = float(np.nanmax(np.abs(values))) if np.size(values) else 0.0
+    for factor, name in SCALES.get(unit, ()):
+        if peak >= factor:
+            return factor, name
+    return (SCALES[unit][-1] if unit in SCALES and peak > 0 else (1.0, unit))
+
+
+def run_labels(trees, paths):
+    """One label per run: the ``--set`` overrides that differ between the runs (``as written``:
+    none), else the file names."""
+    import json
+    sets = [set(json.loads(t["attrs"].get("overrides", "[]") or "[]")) for t in trees]
+    common = set.intersection(*sets) if sets else set()
+    labels = [" ".join(sorted(s - common)) or "as written" for s in sets]
+    if len(set(labels)) == len(labels):
+        return labels
+    names = [Path(p).name for p in paths]
+    return names if len(set(names)) == len(names) else [str(p) for p in paths]
+
+
+def plot_compare(paths, out):
+    """Overlay the end-effector deviations (one panel per coordinate, ``transient`` solid and
+    ``ked`` dashed) and the natural frequencies along the motion of several result files.
+
+    Parameters
+    ----------
+    paths : sequence of str or Path
+        Result files (``sim run``).
+    out : str or Path
+        Image file.
+
+    Returns
+    -------
+    list of str
+        The runs' labels (:func:`run_labels`), as in the legends.
+
+    Raises
+    ------
+    SimError
+        Fewer than two files, a file that cannot be read, or nothing to compare.
+    """
+    if len(paths) < 2:
+        raise SimError("sim compare needs at least two result files")
+    _check_format(out)
+    trees = [read_result(p) for p in paths]
+    labels = run_labels(trees, paths)
+    names = next((list(t[g]["attrs"]["pose_names"]) for t in trees for g in ("transient", "ked")
+                  if g in t and "deviation" in t[g] and "pose_names" in t[g]["attrs"]), None)
+    has_freq = any("frequencies" in t.get(g, {}) and "frequency_time" in t.get(g, {})
+                   for t in trees for g in ("frequencies", "ked"))
+    if names is None and not has_freq:
+        raise SimError(f"{paths[0]}: nothing to compare (no deviation or frequencies along a motion)")
+    rows = (len(names) if names else 0) + (1 if has_freq else 0)
+    fig, axes = plt.subplots(rows, 1, figsize=(8, 2.6 * rows), squeeze=False, sharex=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    try:
+        for i, name in enumerate(names or ()):
+            ax = axes[i, 0]
+            series = [(t[g]["time"]["data"], np.asarray(t[g]["deviation"]["data"])[:, i], g, c)
+                      for t, c in zip(trees, colors * len(trees)) for g in ("transient", "ked")
+                      if g in t and "deviation" in t[g] and "time" in t[g]]
+            unit = _column_unit(trees, i)
+            factor, shown = readable(np.concatenate([s[1] for s in series]) if series else [], unit)
+            for (time, values, g, color), label in zip(series, _series_labels(trees, labels)):
+                ax.plot(time, values / factor, color=color, linestyle="-" if g == "transient" else "--",
+                        label=label)
+            ax.set_ylabel(f"{name} [{shown}]")
+            ax.grid(True, alpha=0.3)
+            if i == 0:
+                ax.legend(loc="best", fontsize="small")
+        if has_freq:
+            ax = axes[-1, 0]
+            for t, label, color in zip(trees, labels, colors * len(trees)):
+                g = "frequencies" if "frequencies" in t and "frequency_time" in t["frequencies"] else "ked"
+                if g in t and "frequencies" in t[g]:
+                    f = np.asarray(t[g]["frequencies"]["data"])
+                    for k in range(f.shape[1]):
+                        ax.plot(t[g]["frequency_time"]["data"], f[:, k], color=color,
+                                label=label if k == 0 else None)
+            ax.set_ylabel("frequency [Hz]")
+            ax.grid(True, alpha=0.3)
+            ax.legend(loc="best", fontsize="small")
+        axes[-1, 0].set_xlabel("time [s]")
+        fig.suptitle("comparison of " + ", ".join(labels), fontsize="medium")
+        fig.tight_layout()
+        fig.savefig(out, dpi=120)
+    finally:
+        plt.close(fig)
+    return labels
+
+
+def _column_unit(trees, i):
+    for t in trees:
+        for g in ("transient", "ked"):
+            if g in t and "deviation" in t[g]:
+                units = t[g]["deviation"]["attrs"].get("units")
+                return units if isinstance(units, str) else list(units)[i]
+    return ""
+
+
+def _series_labels(trees, labels):
+    """Legend entries in the order of the plotted series: the run, and the analysis where a
+    run has both a transient and a KED."""
+    out = []
+    for t, label in zip(trees, labels):
+        groups = [g for g in ("transient", "ked") if g in t and "deviation" in t[g] and "time" in t[g]]
+        out += [f"{label} ({g})" if len(groups) > 1 else label for g in groups]
+    return out
+
+
+def _check_format(out):
+    kinds = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    suffix = Path(out).suffix.lower().lstrip(".")
+    if suffix not in kinds:
+        raise SimError(f"{out}: cannot draw a .{suffix or '(no suffix)'} image; use one of "
+                       f"{', '.join('.' + k for k in sorted(kinds))}")
