@@ -50,3 +50,28 @@ def test_modes_user_error_is_one_line(tmp_path, case):
     lines = run.stderr.strip().splitlines()
     assert (run.returncode, len(lines)) == (2, 1), f"exit {run.returncode}, stderr {run.stderr!r}"
     assert "Traceback" not in run.stderr and fragment in lines[0], f"stderr {run.stderr!r}"
+
+
+def test_version():
+    result = sim("--version")
+    assert result.returncode == 0 and result.stdout.startswith("ffrsim ")
+
+
+def test_model_describes_a_model_file():
+    """`sim model`: the parameters with their defaults and documentation, the bodies with their
+    masses, joints, actuators and the end-effector coordinates; --param values are applied."""
+    result = sim("model", "models/navaro.py", "--param", "elements_per_link=2")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "model `navaro`" in out
+    assert "clutch_stiffness = 0.0  Torsional stiffness of the locked clutches at A [N m/rad]" in out
+    assert "elements_per_link = 2 (default 1)" in out
+    assert "bodies (13; " in out and "platform" in out and "actuators (6):" in out
+    assert "end effector: marker P, coordinates x [m], y [m], theta [rad]" in out
+
+
+def test_model_of_a_broken_file_is_one_line(tmp_path):
+    (tmp_path / "robot.py").write_text("def build():\n    raise KeyError('arm')\n")
+    result = sim("model", tmp_path / "robot.py")
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert "robot.py: build() failed: line 2: KeyError" in result.stderr

@@ -211,6 +211,50 @@ def cmd_modes(args):
     return 0
 
 
+def cmd_model(args):
+    """Describe a model file: parameters, bodies, markers, joints, actuators, springs, sensors
+    and end-effector coordinates."""
+    from sim.model.loader import documentation, parameters
+
+    path = _existing_file(args.model, "model file")
+    model = _load_model(path, parse_params(args.param))
+    summary, described = documentation(path)
+    given = parse_params(args.param)
+    lines = [f"{path}: model `{model.name}`" + (f" -- {summary}" if summary else ""), "", "parameters:"]
+    for name, default in parameters(path).items():
+        value = given.get(name, default)
+        note = described.get(name, "")
+        lines.append(f"  {name} = {value!r}" + ("" if name not in given else f" (default {default!r})")
+                     + (f"  {note}" if note else ""))
+    lines += ["", f"bodies ({len(model.bodies)}; {model.n_v} velocity coordinates):"]
+    for body in model.bodies:
+        kind = f"flexible, {body.n_f} elastic coordinates" if body.n_f else "rigid"
+        lines.append(f"  {body.name:<16} {body.mass:10.4g} kg  {kind}")
+    body_name = lambda b: "ground" if b < 0 else model.bodies[b].name    # noqa: E731
+    lines += ["", f"markers ({len(model.markers)}):"]
+    lines += [f"  {m.name:<16} on {body_name(m.body)}" for m in model.markers]
+    lines += ["", f"joints ({len(model.joints)}):"]
+    lines += [f"  {j.name:<16} {j.kind:<12} {model.markers[j.marker_i].name if j.marker_i >= 0 else 'ground'} -> "
+              f"{model.markers[j.marker_j].name if j.marker_j >= 0 else 'ground'}" for j in model.joints]
+    lines += ["", f"actuators ({len(model.actuators)}):"]
+    for a in model.actuators:
+        unit = "rad" if a.kind == "angle" else "m"
+        compliance = (f", compliant: {a.stiffness:g} N{' m' if unit == 'rad' else ''}/{unit}" if a.stiffness is not None
+                      else ", rigid")
+        lines.append(f"  {a.name:<16} {a.kind} [{unit}] of joint {model.joints[a.joint].name}{compliance}")
+    if model.springs:
+        lines += ["", f"springs ({len(model.springs)}):"]
+        lines += [f"  {sp.name:<16} {model.markers[sp.marker_i].name} -> {model.markers[sp.marker_j].name}"
+                  for sp in model.springs]
+    lines += ["", f"sensors ({len(model.sensors)}):"]
+    lines += [f"  {s.name:<16} {s.kind} [{s.units}] {s.description}".rstrip() for s in model.sensors]
+    lines += ["", f"end effector: marker {model.markers[model.ee_marker].name}, coordinates "
+              + ", ".join(f"{n} [{u}]" for n, u in zip(model.pose_names, model.pose_units))
+              + ", home " + " ".join(f"{x:.6g}" for x in model.pose_home)]
+    print("\n".join(lines))
+    return 0
+
+
 def cmd_plot(args):
     """Draw a result file's figures into a PNG."""
     from sim.app.plots import plot_result
@@ -241,10 +285,19 @@ def cmd_info(args):
     return 0
 
 
+def _version():
+    from importlib import metadata
+    try:
+        return metadata.version("ffrsim")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser():
     """The argparse parser of ``sim``."""
     parser = argparse.ArgumentParser(
         prog="sim", description="Rigid-flexible multibody dynamics of parallel robots.")
+    parser.add_argument("--version", action="version", version=f"ffrsim {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def scenario_command(name, help_text, func):
@@ -275,6 +328,16 @@ def build_parser():
                        help=f"number of elastic modes (default {DEFAULT_MODE_COUNT})")
     modes.add_argument("--json", action="store_true", help="print one JSON object")
     modes.set_defaults(func=cmd_modes)
+
+    model = commands.add_parser(
+        "model", help="describe a model file: parameters, bodies, joints, actuators, sensors",
+        description="List a model file's parameters (defaults, documentation), bodies, markers, joints, "
+                    "actuators, springs, sensors and end-effector coordinates.  Example: "
+                    "sim model models/navaro.py --param elements_per_link=2")
+    model.add_argument("model", metavar="MODEL.py")
+    model.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="builder parameter (int, float, true/false or string)")
+    model.set_defaults(func=cmd_model)
 
     plot = commands.add_parser("plot", help="draw a result file's figures")
     plot.add_argument("results", metavar="RESULTS.h5")

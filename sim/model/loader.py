@@ -47,6 +47,33 @@ def _where(exc, path):
     return f"line {frames[-1].lineno}: " if frames else ""
 
 
+def documentation(path):
+    """The model file's ``build`` docstring: ``(summary, {parameter: description})`` from its
+    first paragraph and its numpydoc ``Parameters`` section (empty where it has none)."""
+    doc = inspect.getdoc(load_module(path).build) or ""
+    summary = doc.split("\n\n")[0].replace("\n", " ").strip()
+    lines = doc.splitlines()
+    is_rule = lambda i: i < len(lines) and lines[i].strip() != "" and set(lines[i].strip()) == {"-"}  # noqa: E731
+    start = next((i for i in range(len(lines)) if lines[i].strip() == "Parameters" and is_rule(i + 1)), None)
+    described, names = {}, []
+    if start is None:
+        return summary, described
+    for i in range(start + 2, len(lines)):
+        line = lines[i]
+        if line.strip() and is_rule(i + 1):        # the next section's header
+            break
+        if not line.strip():
+            continue
+        if not line[0].isspace():                  # "name : type" or "a, b : type"
+            names = [n.strip() for n in line.split(":")[0].split(",") if n.strip()]
+            for n in names:
+                described.setdefault(n, "")
+        else:
+            for n in names:
+                described[n] = (described[n] + " " + line.strip()).strip()
+    return summary, described
+
+
 def parameters(path):
     """Parameters of a model file: ``{name: default}``."""
     build = load_module(path).build
