@@ -68,3 +68,34 @@ def test_compare_errors_are_one_line(tmp_path, capsys):
     assert main(["compare", str(a), str(tmp_path / "missing.h5")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing.h5: result file not found" in err[0]
+
+
+def test_deviation_in_readable_units_with_rotations_on_their_own_axis():
+    import matplotlib.pyplot as plt
+    from sim.app.plots import plot_deviation
+    t = np.linspace(0.0, 1.0, 50)
+    dev = np.column_stack([2e-5 * np.sin(t), 3e-5 * np.cos(t), 4e-4 * t])
+    fig, ax = plt.subplots()
+    try:
+        plot_deviation(ax, t, dev, ["x", "y", "rz"], ["m", "m", "rad"])
+        assert ax.get_ylabel() == "deviation [µm]" and ax.right.get_ylabel() == "deviation [µrad]"
+        np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), dev[:, 0] * 1e6)
+        np.testing.assert_allclose(ax.right.get_lines()[0].get_ydata(), dev[:, 2] * 1e6)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["x [µm]", "y [µm]", "rz [µrad]"]
+    finally:
+        plt.close(fig)
+
+
+def test_incomplete_analysis_is_marked_in_its_panels(tmp_path):
+    from sim.app.results import ResultFile
+    path = tmp_path / "r.h5"
+    try:
+        with ResultFile(path, scenario='name = "r"\n', model_file="robot.py", model_parameters={}) as rf:
+            g = rf.group("transient")
+            g.put("time", np.linspace(0, 1, 5), "s", "time")
+            g.put("deviation", np.zeros((5, 1)), "m", "deviation")
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    titles = [title for title, _ in _panels(read_result(path))]
+    assert titles and all("INCOMPLETE (interrupted)" in t for t in titles)

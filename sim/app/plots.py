@@ -26,7 +26,9 @@ def _units_text(units):
 
 
 def plot_deviation(ax, time, deviation, names, units=None):
-    """End-effector deviation (flexible − rigid) vs time, one line per coordinate.
+    """End-effector deviation (flexible − rigid) vs time, one line per coordinate, in readable
+    units (:func:`readable`: µm, mm, µrad, mrad from the data); rotations on a second y axis
+    (dashed) when translations are drawn too.
 
     Parameters
     ----------
@@ -37,20 +39,29 @@ def plot_deviation(ax, time, deviation, names, units=None):
         m for translations, rad for rotations.
     names : sequence of str, length d
     units : str or sequence of str, optional
-        Units per coordinate, shown in the legend and on the y axis.
+        SI units per coordinate (``"m"``, ``"rad"``).
 
     Returns
     -------
     matplotlib.axes.Axes
+        ``ax`` (the rotations' axis, if any, is ``ax.right``).
     """
     deviation = np.asarray(deviation).reshape(len(time), -1)
-    unit_list = [units] * deviation.shape[1] if isinstance(units, str) or units is None \
-        else list(units)
-    for column, name, unit in zip(deviation.T, names, unit_list):
-        ax.plot(time, column, label=f"{name} [{unit}]" if unit else name)
+    unit_list = [units] * deviation.shape[1] if isinstance(units, str) or units is None else list(units)
+    kinds = list(dict.fromkeys(unit_list))
+    axes = {kinds[0]: ax}
+    if len(kinds) > 1:
+        ax.right = axes[kinds[1]] = ax.twinx()
+    lines = []
+    for kind, target in axes.items():
+        columns = [i for i, u in enumerate(unit_list) if u == kind]
+        factor, shown = readable(deviation[:, columns], kind) if kind else (1.0, "")
+        for i in columns:
+            lines += target.plot(time, deviation[:, i] / factor, linestyle="-" if target is ax else "--",
+                                 color=f"C{i}", label=f"{names[i]} [{shown}]" if shown else names[i])
+        target.set_ylabel(f"deviation [{shown}]" if shown else "deviation")
     ax.set_xlabel("time [s]")
-    ax.set_ylabel(f"deviation [{_units_text(units)}]" if units else "deviation")
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(lines, [line.get_label() for line in lines], loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -374,11 +385,13 @@ def plot_identification(ax, group):
 
 
 def _panels(tree):
-    """(title, draw) pairs for everything plottable in a result tree."""
+    """(title, draw) pairs for everything plottable in a result tree; the panels of an
+    incomplete analysis say so in their title."""
     panels = []
     for name, group in tree.items():
         if name == "attrs":
             continue
+        start = len(panels)
         if "deviation" in group and "time" in group:
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
@@ -431,6 +444,9 @@ def _panels(tree):
             if "joint_reactions" in group:
                 panels.append(("inverse_dynamics: resultant joint forces", lambda ax, g=group:
                                _draw_joint_forces(ax, g)))
+        if group["attrs"].get("status") == "incomplete":
+            mark = f" — INCOMPLETE ({group['attrs'].get('message', '')})"
+            panels[start:] = [(title + mark, draw) for title, draw in panels[start:]]
     return panels
 
 
@@ -578,14 +594,17 @@ def plot_result(path, out):
         Unreadable file, or nothing to plot in it.
     """
     _check_format(out)
-    panels = _panels(read_result(path))
+    tree = read_result(path)
+    panels = _panels(tree)
     if not panels:
         raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
     try:
         for ax, (title, draw) in zip(axes[:, 0], panels):
             draw(ax)
-            ax.set_title(title)
+            ax.set_title(title, fontsize="medium", color="C3" if "INCOMPLETE" in title else "black")
+        if tree["attrs"].get("status") == "incomplete":
+            fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
         fig.tight_layout()
         fig.savefig(out, dpi=120)
     finally:
