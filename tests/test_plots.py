@@ -99,3 +99,17 @@ def test_incomplete_analysis_is_marked_in_its_panels(tmp_path):
         pass
     titles = [title for title, _ in _panels(read_result(path))]
     assert titles and all("INCOMPLETE (interrupted)" in t for t in titles)
+
+
+def test_frequencies_along_the_motion_drawn_once():
+    """A run with [frequencies] (tracked modes) and [ked] (ascending at each frozen instant):
+    one frequency panel, the tracked one (issue 17: the 6-PSS figure showed both, numbered
+    differently)."""
+    t = {"data": np.linspace(0, 1, 4), "attrs": {}}
+    f = {"data": np.ones((4, 2)), "attrs": {"units": "Hz"}}
+    tree = {"attrs": {}, "frequencies": {"attrs": {}, "frequency_time": t, "frequencies": f},
+            "ked": {"attrs": {}, "frequency_time": t, "frequencies": f}}
+    titles = [title for title, _ in _panels(tree) if "natural frequencies" in title]
+    assert titles == ["frequencies: natural frequencies (tracked by MAC)"]
+    del tree["frequencies"]
+    assert [title for title, _ in _panels(tree)] == ["ked: natural frequencies"]

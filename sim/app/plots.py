@@ -412,8 +412,12 @@ def _panels(tree):
                 if sensor != "attrs" and np.ndim(data["data"]) == 1:
                     panels.append((f"{name}: sensor {sensor}", lambda ax, g=group, d=data, s=sensor:
                                    plot_sensor(ax, g["time"]["data"], d["data"], s, d["attrs"].get("units", ""))))
-        if "frequencies" in group and "frequency_time" in group:
-            panels.append((f"{name}: natural frequencies", lambda ax, g=group:
+        # One frequency panel along the motion: the tracked modes of [frequencies] where the run
+        # has them (KED's frozen structures list theirs in ascending order, another numbering).
+        tracked = "frequencies" in tree and "frequency_time" in tree["frequencies"]
+        if "frequencies" in group and "frequency_time" in group and (name == "frequencies" or not tracked):
+            panels.append((f"{name}: natural frequencies" + (" (tracked by MAC)" if name == "frequencies" else ""),
+                           lambda ax, g=group:
                            plot_frequencies(ax, g["frequency_time"]["data"],
                                             g["frequencies"]["data"])))
         elif name == "sweep" and "frequencies" in group \
