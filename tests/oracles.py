@@ -3,7 +3,7 @@ oracles only, written for clarity, not speed (issue 15: each equation once in ``
 import numpy as np
 
 from sim.model.kinematics import MarkerState
-from sim.model.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew, tait_bryan_zyx
+from sim.model.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew
 
 
 def stretch_terms(qf, A, k, G):
@@ -213,6 +213,14 @@ def markers(model, q, v=None):
 
 
 # --- end-effector coordinates (sim.kernels.pose) ----------------------------------------------
+
+
+def tait_bryan_zyx(R):
+    """Angles (a, b, c) with ``R = Rz(c) Ry(b) Rx(a)``.  (..., 3, 3) -> (..., 3)."""
+    a = np.arctan2(R[..., 2, 1], R[..., 2, 2])
+    b = -np.arcsin(np.clip(R[..., 2, 0], -1.0, 1.0))
+    c = np.arctan2(R[..., 1, 0], R[..., 0, 0])
+    return np.stack([a, b, c], axis=-1)
 
 
 def pose_terms(kinds, p, A, Jp, Jw, v=None, pq=None, wq=None):

@@ -168,6 +168,21 @@ def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, mo
     assert np.abs(fast.deviation - dense.deviation).max() <= 10 * sim.solvers.subspace.RESIDUAL_TOL * scale
 
 
+def count_segments(monkeypatch):
+    """Record ``(first, end)`` of every call of the compiled sample loop; returns the list and
+    the loop itself."""
+    import sim.solvers.motion
+    segments, compiled_segment = [], sim.solvers.motion._segment
+
+    def counted(*args):
+        end = compiled_segment(*args)
+        segments.append((args[0], end))
+        return end
+
+    monkeypatch.setattr(sim.solvers.motion, "_segment", counted)
+    return segments, compiled_segment
+
+
 def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
     """The compiled sample loop (sim.solvers.motion._segment) and the Python loop solve the same
     equations: states to round-off, condition numbers to 1e-10; without condition numbers,
@@ -176,15 +191,7 @@ def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
     from sim.solvers.motion import rigid_motion
 
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
-    segments = []
-    compiled_segment = sim.solvers.motion._segment
-
-    def counted(*args):
-        end = compiled_segment(*args)
-        segments.append((args[0], end))
-        return end
-
-    monkeypatch.setattr(sim.solvers.motion, "_segment", counted)
+    segments, compiled_segment = count_segments(monkeypatch)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert sum(end - k0 for k0, end in segments) == t.size - 1, \
         "the compiled sample loop did not compute every sample after the first"
@@ -332,15 +339,7 @@ def test_compiled_rigid_motion_covers_angles_and_redundant_constraints(monkeypat
         law, t = circle(model.pose_home, 0.02, 2 * np.pi, 0.5), np.linspace(0.0, 0.5, 41)
     else:
         law, t = cycloidal(model.pose_home, range(6), 0.05, 0.4), np.linspace(0.0, 0.4, 41)
-    segments = []
-    compiled_segment = sim.solvers.motion._segment
-
-    def counted(*args):
-        end = compiled_segment(*args)
-        segments.append((args[0], end))
-        return end
-
-    monkeypatch.setattr(sim.solvers.motion, "_segment", counted)
+    segments, compiled_segment = count_segments(monkeypatch)
     fast = rigid_motion(model, law, t)
     assert sum(end - k0 for k0, end in segments) == t.size - 1, "the compiled loop left samples to Python"
     monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)

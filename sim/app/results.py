@@ -22,6 +22,7 @@ import time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
 import h5py
 import numpy as np
@@ -65,8 +66,9 @@ def check_target(path, force=False):
         raise SimError(f"{path}: is a directory; use --out FILE.h5")
     if path.exists() and not stat.S_ISREG(path.stat().st_mode):
         raise SimError(f"{path}: not a regular file (a device, pipe or socket); use --out FILE.h5")
-    if path.exists() and not force and not (_is_placeholder(path, own=True) or _is_placeholder(path, stale=True)):
-        raise SimError(describe_placeholder(path) if _is_placeholder(path) else f"{path} exists; use --force or --out")
+    held = reservation(path) if path.exists() and not force else None
+    if path.exists() and not force and (held is None or held.state == "live"):
+        raise SimError(describe_reservation(path, held) if held else f"{path} exists; use --force or --out")
     directory = path.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -77,23 +79,35 @@ def check_target(path, force=False):
         raise SimError(f"output directory {directory} is not writable")
 
 
-PLACEHOLDER = b"ffrsim: the result of a run in progress, pid "
+RESERVATION = b"ffrsim: the result of a run in progress, pid "
 
 
-def _placeholder_owner(path):
-    """``(host, pid)`` of the run that reserved ``path``, or None if it is not a reservation."""
+class Reservation(NamedTuple):
+    """Who reserved a result file name (:func:`reserve`): host, process, and ``state``:
+    ``"own"`` (this process), ``"stale"`` (a run on this host that is gone) or ``"live"``."""
+
+    host: str
+    pid: int
+    state: str
+
+
+def reservation(path):
+    """The :class:`Reservation` ``path`` holds, or None if it is not one."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(256)
     except OSError:
         return None
-    if not head.startswith(PLACEHOLDER):
+    if not head.startswith(RESERVATION):
         return None
     try:
-        pid, host = head[len(PLACEHOLDER):].decode().split()[:2]
-        return host.strip("()"), int(pid)
+        pid, host = head[len(RESERVATION):].decode().split()[:2]
+        host, pid = host.strip("()"), int(pid)
     except (ValueError, UnicodeDecodeError):
         return None
+    here = host == socket.gethostname()
+    state = "own" if here and pid == os.getpid() else "stale" if here and not _alive(pid) else "live"
+    return Reservation(host, pid, state)
 
 
 def _alive(pid):
@@ -106,25 +120,10 @@ def _alive(pid):
     return True
 
 
-def _is_placeholder(path, own=False, stale=False):
-    """Whether ``path`` is a reservation: any (default), this process's (``own``), or one
-    whose run is gone (``stale``: same host, process not running)."""
-    owner = _placeholder_owner(path)
-    if owner is None:
-        return False
-    host, pid = owner
-    if own:
-        return host == socket.gethostname() and pid == os.getpid()
-    if stale:
-        return host == socket.gethostname() and not _alive(pid)
-    return True
-
-
-def describe_placeholder(path):
-    """One line about a reservation: a run in progress, or one that was killed."""
-    host, pid = _placeholder_owner(path)
-    here = host == socket.gethostname()
-    state = ("a run that was killed" if here and not _alive(pid) else f"a run in progress (pid {pid} on {host})")
+def describe_reservation(path, held):
+    """One line about the reservation ``held`` of ``path``: a run in progress, or one that was
+    killed."""
+    state = "a run that was killed" if held.state == "stale" else f"a run in progress (pid {held.pid} on {held.host})"
     return f"{path}: no result yet: the name is reserved by {state}"
 
 
@@ -140,8 +139,8 @@ def _directory_lock(directory):
 
 
 def reserve(path, numbered=False, force=False):
-    """Reserve the result file ``path`` for this run: a small placeholder naming this process
-    (``sim info`` explains it), replaced by the result when the run ends.
+    """Reserve the result file ``path`` for this run: a small file naming this process (``sim
+    info`` explains it), replaced by the result when the run ends.
 
     Parameters
     ----------
@@ -160,34 +159,37 @@ def reserve(path, numbered=False, force=False):
     """
     path = Path(path)
     check_target(path, force=force or numbered)
-    if force and path.exists() and not _is_placeholder(path):
+    if force and path.exists() and reservation(path) is None:
         return path
     with _directory_lock(path.parent):
         _clean_temporaries(path.parent)
         number = 1
         while True:
             name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
-            if name.exists() and _is_placeholder(name, stale=True):
+            held = reservation(name)
+            if held is not None and held.state == "stale":
                 name.unlink()
             try:
                 fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 if not numbered:
-                    raise SimError(describe_placeholder(name) if _is_placeholder(name) else
+                    held = reservation(name)
+                    raise SimError(describe_reservation(name, held) if held else
                                    f"{name} exists; use --force or --out") from None
                 number += 1
                 continue
             except OSError as exc:
                 raise SimError(f"{name}: cannot create ({exc.strerror})") from None
             with os.fdopen(fd, "wb") as handle:
-                handle.write(PLACEHOLDER + f"{os.getpid()} ({socket.gethostname()})\n".encode())
+                handle.write(RESERVATION + f"{os.getpid()} ({socket.gethostname()})\n".encode())
             return name
 
 
 def release(path):
     """Remove this process's reservation of ``path`` (a run that wrote nothing)."""
     path = Path(path)
-    if path.exists() and _is_placeholder(path, own=True):
+    held = reservation(path)
+    if held is not None and held.state == "own":
         path.unlink(missing_ok=True)
 
 
@@ -460,7 +462,8 @@ class ResultFile:
 
     def __enter__(self):
         check_target(self.path, self.force)
-        self._previous = self.path.exists() and not _is_placeholder(self.path, own=True)
+        held = reservation(self.path)
+        self._previous = self.path.exists() and not (held is not None and held.state == "own")
         self._buffer = io.BytesIO()
         self._file = h5py.File(self._buffer, "w")
         self._file.attrs.update(self._root_attrs)
@@ -519,8 +522,9 @@ def _open(path):
     path = Path(path)
     if not path.is_file():
         raise SimError(f"{path}: result file not found")
-    if _is_placeholder(path):
-        raise SimError(describe_placeholder(path))
+    held = reservation(path)
+    if held is not None:
+        raise SimError(describe_reservation(path, held))
     try:
         handle = h5py.File(path, "r")
     except OSError:

@@ -28,6 +28,13 @@ def angles_zyx(R, out):
 
 
 @njit(cache=True)
+def angles_of(R, out):
+    """``out`` (n, 3) <- :func:`angles_zyx` of each rotation of ``R`` (n, 3, 3)."""
+    for k in range(R.shape[0]):
+        angles_zyx(R[k], out[k])
+
+
+@njit(cache=True)
 def pose_terms(kinds, p, R, Jp, Jw, cols, v, pq, wq, x, Jx, xq, with_rates):
     """End-effector coordinates ``x`` (d,), Jacobian rows ``Jx`` (d, n_v; only the marker's
     columns are written, the caller zeroes the rest) and, with ``with_rates``, ``xq`` (d,)

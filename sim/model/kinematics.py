@@ -20,7 +20,7 @@ import numpy as np
 
 from sim.kernels import frames, markers as kernel, pose as pose_kernel
 from sim.kernels.equations import Tables
-from sim.model.rotations import quat_to_matrix, skew, tait_bryan_zyx
+from sim.model.rotations import quat_to_matrix, skew
 from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
@@ -112,7 +112,9 @@ def pose(model, q, ms=None):
     """
     ms = markers(model, q) if ms is None else ms
     e = model.ee_marker
-    p, angles = ms.p[..., e, :], tait_bryan_zyx(ms.A[..., e, :, :])
+    p, A = ms.p[..., e, :], np.ascontiguousarray(ms.A[..., e, :, :], dtype=float)
+    angles = np.empty(A.shape[:-2] + (3,))
+    pose_kernel.angles_of(A.reshape(-1, 3, 3), angles.reshape(-1, 3))
     return np.stack([p[..., "xyz".index(k)] if k in "xyz" else angles[..., ("rx", "ry", "rz").index(k)]
                      for k in model.pose_kinds], axis=-1)
 

@@ -117,11 +117,3 @@ def frame_from_axes(x, z_ref):
         raise ValueError(f"orientation vector {list(z_ref)} is parallel to the element axis {list(x)}")
     z = z / nz
     return np.column_stack([x, np.cross(z, x), z])
-
-
-def tait_bryan_zyx(R):
-    """Angles (a, b, c) with ``R = Rz(c) Ry(b) Rx(a)``.  (..., 3, 3) -> (..., 3)."""
-    a = np.arctan2(R[..., 2, 1], R[..., 2, 2])
-    b = -np.arcsin(np.clip(R[..., 2, 0], -1.0, 1.0))
-    c = np.arctan2(R[..., 1, 0], R[..., 0, 0])
-    return np.stack([a, b, c], axis=-1)

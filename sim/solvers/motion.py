@@ -179,6 +179,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank
     d = kinds.size
     body_q, body_v, body_nf = tables.body_q, tables.body_v, tables.body_nf
     Jx = np.zeros((d, n_v))
+    x_pose = np.zeros(d)
     xq = np.zeros(d)
     phi = np.zeros(n_rows)
     J = np.zeros((n_rows, n_v))
@@ -245,7 +246,9 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank
         for i in range(n_r):
             v1[rigid[i]] = x[i]
         _kinematics(q1, v1, tables, phi, J, gamma)
-        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, v1, True)
+        # x_q at (q1, v1); A (and J_x) at q1 are already built
+        pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], v1, tables.pq[e],
+                   tables.wq[e], x_pose, Jx, xq, True)
         rhs[:nj] = gamma[:nj]
         for r in range(d):
             rhs[nj + r] = XDD[k, r] - xq[r]

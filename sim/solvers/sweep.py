@@ -111,29 +111,35 @@ def _local(fn, cases, workers, progress):
     results = [None] * len(cases)
     todo = list(range(len(cases)))
     for attempt in range(2):
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_worker_init)
-        broken = []
-        try:
-            futures = {i: pool.submit(_guarded, fn, i, cases[i]) for i in todo}
-            for i, f in futures.items():
-                try:
-                    r = f.result()
-                except BrokenProcessPool:
-                    broken.append(i)
-                    continue
-                results[r.index] = r
-                if progress is not None:
-                    progress.update(1)
-        finally:
-            _stop(pool)
-        if not broken:
-            break
-        todo = broken
-    for i in todo if broken else ():
+        todo = _pool_round(fn, cases, todo, workers, results, progress)
+        if not todo:
+            return results
+    for i in todo:
         results[i] = CaseResult(i, error="the worker process running this case died (killed, or crashed)")
         if progress is not None:
             progress.update(1)
     return results
+
+
+def _pool_round(fn, cases, todo, workers, results, progress):
+    """The cases ``todo`` on a fresh pool, results into ``results``; returns those left
+    unfinished by a broken pool."""
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_worker_init)
+    broken = []
+    try:
+        futures = {i: pool.submit(_guarded, fn, i, cases[i]) for i in todo}
+        for i, f in futures.items():
+            try:
+                r = f.result()
+            except BrokenProcessPool:
+                broken.append(i)
+                continue
+            results[r.index] = r
+            if progress is not None:
+                progress.update(1)
+    finally:
+        _stop(pool)
+    return broken
 
 
 CONNECT_TIMEOUT = 10.0    # s: a scheduler that does not answer within this is unreachable
