@@ -403,3 +403,13 @@ def test_yes_lifts_the_time_limit_not_the_memory_one():
     big = [Cost("ked.intervals", 2e9, 1.0, "1e8 frames")]
     with pytest.raises(SimError, match="need about 1.86 GiB of memory"):
         check(scenario, big, allow_long=True, memory=1e9)
+
+
+def test_section_without_shear_modulus_or_poisson_ratio(sim_run, tmp_path):
+    """``Section.tube(...)`` with neither ``G`` nor ``nu``: one line naming the model file's line."""
+    (tmp_path / "robot.py").write_text(
+        "from sim import ModelBuilder, Section\n"
+        "def build():\n"
+        "    tube = Section.tube(0.01, 0.001, E=70e9, rho=2700.0)\n")
+    code, err, out = sim_run(f'[model]\nfile = "{tmp_path / "robot.py"}"\n[modes]\ncount = 2\n')
+    check_outcome(code, err, out, "robot.py: line 3: section: give the shear modulus G or Poisson's ratio nu")

@@ -32,6 +32,15 @@ def _gauss01(n):
 GAUSS_XI, GAUSS_W = _gauss01(4)
 
 
+def _shear_modulus(E, G, nu):
+    """``G``, or ``E / (2 (1 + nu))`` from Poisson's ratio when ``G`` is not given."""
+    if G is not None:
+        return G
+    if nu is None:
+        raise ValueError("section: give the shear modulus G or Poisson's ratio nu")
+    return E / (2.0 * (1.0 + nu))
+
+
 # Plausible values, with room for the usual modelling devices (a link made 1000 times stiffer
 # or lighter than steel to stand for a rigid or massless one).
 MODULUS_RANGE = (1.0, 1e20)     # Pa
@@ -99,8 +108,7 @@ class Section:
         Torsion constant from Roark's series ``J = a b^3 (1/3 - 0.21 (b/a)(1 - (b/a)^4/12))``,
         ``a >= b``; ``G = E / (2 (1 + nu))`` when ``G`` is not given.
         """
-        if G is None:
-            G = E / (2.0 * (1.0 + nu))
+        G = _shear_modulus(E, G, nu)
         a, b = max(width, height), min(width, height)
         J = a * b**3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - (b / a) ** 4 / 12.0))
         return cls(E=E, G=G, rho=rho, A=width * height, Iy=width * height**3 / 12.0,
@@ -109,8 +117,7 @@ class Section:
     @classmethod
     def circle(cls, radius, E, rho, G=None, nu=None):
         """Solid circular section; ``G = E / (2 (1 + nu))`` when ``G`` is not given."""
-        if G is None:
-            G = E / (2.0 * (1.0 + nu))
+        G = _shear_modulus(E, G, nu)
         I = np.pi * radius**4 / 4.0
         return cls(E=E, G=G, rho=rho, A=np.pi * radius**2, Iy=I, Iz=I, J=2 * I)
 
@@ -120,8 +127,7 @@ class Section:
         ``G = E / (2 (1 + nu))`` when ``G`` is not given.  Exact annulus properties:
         ``A = pi (R^2 - r^2)``, ``I = pi (R^4 - r^4) / 4``, ``J = 2 I`` (a closed circular tube).
         """
-        if G is None:
-            G = E / (2.0 * (1.0 + nu))
+        G = _shear_modulus(E, G, nu)
         if not (0 < wall <= outer_radius):
             raise ValueError(f"tube wall must be in (0, outer_radius = {outer_radius!r}], got {wall!r}")
         r = outer_radius - wall
