@@ -5,12 +5,16 @@ name; built once per model by :func:`sim.model.tables.tables`) plus work arrays;
 fills ``M``, ``Q``, the constraint rows and on request their velocity Jacobians and the tangent
 stiffness; :func:`potential` gives the gravitational and elastic energy.  The public functions
 (:mod:`sim.model.dynamics`, :mod:`sim.model.constraints`, :mod:`sim.model.kinematics`), the evaluator of the
-solvers (:class:`sim.model.evaluator.Evaluator`) and the compiled time loops all evaluate through here.
+solvers (:class:`sim.model.evaluator.Evaluator`) and the compiled time loops all evaluate through here,
+the loops through its machine-code address (:func:`address`, :func:`function`) so that it is
+compiled once.
 """
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import boolean, float64, njit, typeof, types, void
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from sim.kernels.bodies import group_terms
 from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
@@ -122,7 +126,7 @@ def work(t):
 
 
 @njit(cache=True, nogil=True)
-def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush=True, bodies=True):
+def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush, bodies):
     """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables`.
 
     ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
@@ -160,6 +164,45 @@ def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, f
         nj = t.n_joint
         actuator_springs(t.ca_idx, t.ca_k, t.ca_c, t.angle, phi[nj:], J[nj:], targets, v, Q, G, Kt,
                                  with_G, with_K)
+
+
+_VEC, _MAT = float64[::1], float64[:, ::1]
+
+
+def _signature(kind):
+    """:func:`evaluate`'s signature for tables of numba type ``kind``."""
+    return void(_VEC, _VEC, kind, _MAT, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT, _VEC, boolean, boolean, boolean,
+                boolean)
+
+
+def address(t):
+    """The machine-code address of :func:`evaluate` compiled for tables typed like ``t``
+    (:class:`Tables`; all arrays C-contiguous float64, the flags booleans), for compiled loops
+    to call through :func:`function`.
+
+    A compiled loop that called :func:`evaluate` directly would link the whole evaluation
+    (bodies, markers, rows, springs, stiffening) into its own module and optimise and emit it
+    again, about 10 s per loop on a cold start; a call through an address links nothing, and
+    one machine-code copy serves Python and every loop.
+    """
+    signature = _signature(typeof(t))
+    result = evaluate.get_compile_result(signature)
+    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+
+
+@intrinsic
+def function(typingctx, address, t):
+    """In compiled code: :func:`evaluate` for the tables ``t`` as a first-class function, from
+    its ``address`` (:func:`address`).  Its calls follow numba's calling convention, so an
+    exception raised in the evaluation reaches the caller."""
+    kind = types.FunctionType(_signature(t))
+
+    def codegen(context, builder, signature, args):
+        value = cgutils.create_struct_proxy(kind)(context, builder)
+        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+        return value._getvalue()
+
+    return kind(types.int64, t), codegen
 
 
 @njit(cache=True)

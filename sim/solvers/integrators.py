@@ -78,7 +78,7 @@ import scipy.linalg
 from numba import njit
 
 from sim.kernels.common import runtime
-from sim.kernels.equations import evaluate, potential
+from sim.kernels.equations import function, potential
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 
@@ -321,10 +321,11 @@ def _row(k, row, nj, phi, J, gamma, v, s, sd, sdd, angle):
 
 
 @njit(cache=True)
-def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
+def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
     """Residual ``w.r = [M a + J^T lam - Q ; J a - gamma + 2 alpha C_dot + beta^2 C]`` at the
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
-    tangent stiffness ``w.Kt`` too (drive and damping terms included)."""
+    tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the address of
+    the evaluation of the tables ``t`` (:func:`sim.kernels.equations.address`)."""
     n = a.size
     nj = t.n_joint
     # M needs no reset: the evaluation writes every body's block and M has no other entries.
@@ -333,8 +334,8 @@ def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
         w.G[:] = 0.0
         w.Gg[:] = 0.0
         w.Kt[:] = 0.0
-    evaluate(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0],
-                     jacobian, jacobian, jacobian, runtime(True))
+    function(f, t)(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0], jacobian,
+                   jacobian, jacobian, runtime(True))
     Q, J = w.Q, w.J
     if sch.kind == 2:
         for k in range(w.phi.size - nj):
@@ -378,7 +379,7 @@ def _equations(q1, v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
 
 
 @njit(cache=True, inline="always")
-def _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
+def _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
     """:func:`_equations` at ``a_{n+1} = a``: ``a_hat = c a + offset``, ``v1 = v_base + h gamma
     a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta a_hat)`` (the step's bases in ``w``)."""
     hg, hhb = sch.h * sch.gamma, sch.h * sch.h * sch.beta
@@ -387,7 +388,7 @@ def _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, jacobian):
         w.v1[i] = w.v_base[i] + hg * a_hat
         w.dq[i] = w.dq_base[i] + hhb * a_hat
     integrate(st.q, w.dq, t.body_q, t.body_v, t.body_nf, w.q1)
-    _equations(w.q1, w.v1, a, lam, t, sch, rows, s, sd, sdd, ff, D, w, jacobian)
+    _equations(w.q1, w.v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian)
 
 
 @njit(cache=True, inline="always")
@@ -412,14 +413,14 @@ def _known(sch, rows, w):
 
 
 @njit(cache=True, inline="always")
-def _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
+def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
     """Residual at ``(a, lam)`` into ``w.r``, the known part of the iteration matrix, its
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
     n = a.size
     m = w.r.size
-    _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, runtime(True))
+    _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(True))
     st.counts[EVALUATIONS] += 1
     _known(sch, rows, w)
     if fresh or st.counts[DELTA_OK] == 0:
@@ -433,7 +434,7 @@ def _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
             step = max(1e-6 * abs(x[k]), 1.0)
             keep = x[k]
             x[k] += step
-            _residual(x[:n], x[n:], st, t, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            _residual(x[:n], x[n:], st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
             x[k] = keep
             for i in range(m):
                 st.delta[i, k] = (w.r[i] - r0[i]) / step - w.known[i, k]
@@ -459,14 +460,14 @@ def _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
 
 
 @njit(cache=True, inline="always")
-def _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
+def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
     """One attempt at the step from the predictor: ``(code, iterations, err, rate)``, ``code``
     0 when converged, else a key of :data:`FAILURES`."""
     have_r = False
     if st.counts[LU_OK] == 0 or fresh or st.counts[DELTA_OK] == 0:
         # The known part follows the state; delta varies slowly; while Newton contracts
         # strongly the last factorisation is kept.
-        if not _factorize(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
+        if not _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
             return 4, 1, np.inf, np.inf
         have_r = True
     scale = sch.h * sch.h * sch.beta * sch.c
@@ -474,7 +475,7 @@ def _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
     err = rate = np.inf
     for iteration in range(1, sch.max_iter + 1):
         if not have_r:
-            _residual(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
             st.counts[EVALUATIONS] += 1
         have_r = False
         code, k, err, rate = newton_update(w.r, st.lu, st.piv, w.steps, k, a, lam, iteration, previous, scale,
@@ -486,7 +487,7 @@ def _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, fresh):
 
 
 @njit(cache=True, inline="always")
-def _step(st, t, sch, rows, s, sd, sdd, ff, D, w):
+def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
     """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
     failure code (0: accepted) and the Newton iterations of the last attempt."""
     h, g, b, am, af = sch.h, sch.gamma, sch.beta, sch.alpha_m, sch.alpha_f
@@ -507,7 +508,7 @@ def _step(st, t, sch, rows, s, sd, sdd, ff, D, w):
         else:
             a[:] = st.a
             lam[:] = st.lam
-        code, iterations, err, rate = _newton(a, lam, st, t, sch, rows, s, sd, sdd, ff, D, w, attempt == 1)
+        code, iterations, err, rate = _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, attempt == 1)
         st.counts[ITERATIONS] += iterations
         if code == 0:
             break
@@ -536,12 +537,12 @@ def _step(st, t, sch, rows, s, sd, sdd, ff, D, w):
 
 
 @njit(cache=True, inline="always")
-def _record(st, t, sch, rows, s, sd, sdd, ff, D, w, out):
+def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     """Output sample of the current state into ``out`` (:class:`Samples`)."""
     j = st.counts[SAMPLES]
     n = st.v.size
     zero = np.zeros(n)
-    _equations(st.q, st.v, zero, np.zeros(rows.size), t, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+    _equations(st.q, st.v, zero, np.zeros(rows.size), t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
     out.t[j] = st.time[0]
     out.q[j] = st.q
     out.v[j] = st.v
@@ -566,7 +567,7 @@ EQUATIONS, RECORD, ADVANCE = range(3)     # tasks of _run
 
 
 @njit(cache=True)
-def _run(task, count, k0, every, total, st, t, sch, rows, S, SD, SDD, FF, D, w, out):
+def _run(task, count, k0, every, total, st, t, f, sch, rows, S, SD, SDD, FF, D, w, out):
     """The compiled entry point (one, so that the evaluation is compiled into one loop only).
 
     ``task``: ``EQUATIONS``, the residual at the current state for ``a = 0, lam = 0`` into
@@ -577,20 +578,20 @@ def _run(task, count, k0, every, total, st, t, sch, rows, S, SD, SDD, FF, D, w, 
     ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
     """
     if task == EQUATIONS:
-        _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), t, sch, rows, S[0], SD[0], SDD[0], FF[0],
+        _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), t, f, sch, rows, S[0], SD[0], SDD[0], FF[0],
                    D, w, runtime(False))
         return 0, 0
     if task == RECORD:
-        _record(st, t, sch, rows, S[0], SD[0], SDD[0], FF[0], D, w, out)
+        _record(st, t, f, sch, rows, S[0], SD[0], SDD[0], FF[0], D, w, out)
         return 0, 0
     for i in range(count):
-        code, iterations = _step(st, t, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w)
+        code, iterations = _step(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w)
         st.counts[MAX_SINCE] = max(st.counts[MAX_SINCE], iterations)
         if code:
             return code, i
         k = k0 + i + 1
         if every > 0 and (k % every == 0 or k == total):
-            _record(st, t, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w, out)
+            _record(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w, out)
     return 0, count
 
 
@@ -723,7 +724,7 @@ class GeneralizedAlpha:
         instant for a sample or the equations)."""
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
-        return _run(task, count, k0, every, total, self.state, self.ev.tables, self.scheme, self.rows,
+        return _run(task, count, k0, every, total, self.state, self.ev.tables, self.ev.f, self.scheme, self.rows,
                     *self._drive(times), self.D, self.work, out)
 
     def advance(self, count, out=None, every=0, total=None, progress=None):

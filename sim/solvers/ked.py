@@ -46,7 +46,7 @@ from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
 from sim.kernels.common import runtime
-from sim.kernels.equations import evaluate
+from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
 from sim.linalg import flush
 from sim.solvers.modal import modes, static_response
@@ -269,12 +269,12 @@ FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian", "static_loa
 
 
 @njit(cache=True, nogil=True)
-def _frame_loop(qs, vs, accs, tables, kinds, e, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
+def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
                 seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, static_load,
                 static_rest, sweeps):
     """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
-    (n, ...) in one compiled loop: the evaluation (``M`` not flushed; once more at rest for
-    ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
+    (n, ...) in one compiled loop: the evaluation of ``tables`` at address ``f``
+    (:func:`sim.kernels.equations.address`; ``M`` not flushed; once more at rest for ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
     the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
     :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...).
 
@@ -298,6 +298,7 @@ def _frame_loop(qs, vs, accs, tables, kinds, e, rigid, elastic, owner, K_inv, K_
     x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
     X, X_prev, fresh = seed, none, True
     off, on = runtime(False), runtime(True)
+    evaluate = function(f, tables)
     for k in range(vs.shape[0]):
         # Q(q, 0) first: the second evaluation leaves M and J of the state itself.
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
@@ -332,7 +333,7 @@ def _loop_arguments(model, ev, tracker, free):
     reference coordinates."""
     if tracker is None or free or ev.n_rows != tracker.rigid.size:
         return None
-    return (ev.tables, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
+    return (ev.tables, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
             tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed, RESIDUAL_TOL, MAX_ITER,
             SEED_ITER, BASIS_MAX)
 

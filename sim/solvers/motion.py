@@ -26,7 +26,7 @@ from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
 from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
-from sim.kernels.equations import evaluate
+from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
 from sim.linalg import flush, lu_solve, normal_solver, sparse_lu
@@ -146,18 +146,19 @@ def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with
 
 
 @njit(cache=True)
-def _kinematics(q, v, tables, phi, J, gamma):
-    """The constraint rows (all actuators') at ``(q, v)``: no ``M``, ``Q``."""
+def _kinematics(q, v, tables, f, phi, J, gamma):
+    """The constraint rows (all actuators') at ``(q, v)`` (``f``: the address of the evaluation
+    of ``tables``, :func:`sim.kernels.equations.address`): no ``M``, ``Q``."""
     phi[:] = 0.0
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
-    evaluate(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0), runtime(False),
-                     runtime(False), runtime(True), runtime(False))
+    function(f, tables)(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0),
+                        runtime(False), runtime(False), runtime(True), runtime(False))
 
 
 @njit(cache=True, nogil=True)
-def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank, exact, limit, u, out_q, out_v, out_a,
+def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, rank, exact, limit, u, out_q, out_v, out_a,
              out_s, out_sd, out_sdd, out_cond):
     """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop.
 
@@ -195,7 +196,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank
             dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
         q1 = np.empty_like(q)
         integrate(q, dv, body_q, body_v, body_nf, q1)
-        _kinematics(q1, zero, tables, phi, J, gamma)
+        _kinematics(q1, zero, tables, f, phi, J, gamma)
         _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
         norm = np.abs(res).max()
         ok = False
@@ -213,7 +214,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
             integrate(q1, dv, body_q, body_v, body_nf, q_try)
-            _kinematics(q_try, zero, tables, phi, J, gamma)
+            _kinematics(q_try, zero, tables, f, phi, J, gamma)
             _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
@@ -245,7 +246,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, kinds, e, rigid, nj, rank
         v1 = np.zeros(n_v)
         for i in range(n_r):
             v1[rigid[i]] = x[i]
-        _kinematics(q1, v1, tables, phi, J, gamma)
+        _kinematics(q1, v1, tables, f, phi, J, gamma)
         # x_q at (q1, v1); A (and J_x) at q1 are already built
         pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], v1, tables.pq[e],
                    tables.wq[e], x_pose, Jx, xq, True)
@@ -301,8 +302,8 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
 
 def _fast_segments(model, ev):
     """Model arguments of :func:`_segment`."""
-    return (ev.tables, pose_codes(model.pose_kinds), int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64),
-            int(ev.n_joint), int(model.home_ranks[0]))
+    return (ev.tables, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
+            np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.home_ranks[0]))
 
 
 def load_kernels(model, ev=None):
