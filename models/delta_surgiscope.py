@@ -14,7 +14,7 @@ Leg k (k = 1, 2, 3) in direction gamma_k about the vertical axis, base at z = 0,
 
 The legs follow the paper's geometric table (Table III(a)): the short bars of the
 parallelogram are two beams of length L_c each, so the parallelogram is 2 L_c = 0.25 m wide
-and 0.95 m long (SPEC §4.5's "0.125 m x 0.95 m" names L_c).
+and 0.95 m long (the "0.125 m x 0.95 m" of the data names L_c).
 
 Joints (paper 004 §II-B-2 and §II-D): the paper replaces the kinematic relations between the
 elastic coordinates of adjacent bodies by a joint stiffness matrix -- a penalty formulation.

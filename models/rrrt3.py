@@ -1,4 +1,4 @@
-r"""3-RRRT translational parallel robot, rigid, for kineto-statics (paper 003, SPEC §4.3).
+r"""3-RRRT translational parallel robot, rigid, for kineto-statics (paper 003).
 
 Three identical legs at phi_i = 0, 120, 240 deg around the vertical axis; platform above the
 base.  Leg i lies, at home, in the vertical plane spanned by the radial direction e_i and z;

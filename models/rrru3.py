@@ -15,7 +15,7 @@ leg's radial direction, t = z x e_r its tangential direction::
         P_i o   universal joint: 1st axis parallel to C_i's axis (fixed in C_iP_i),
                 2nd axis t (fixed in the platform); platform = disc r = 0.1 m, 1.5 kg
 
-Home posture (platform centre at (0, 0, -0.7) m), leg 1 (SPEC §4.2): A1 = (0.4, 0, 0),
+Home posture (platform centre at (0, 0, -0.7) m), leg 1: A1 = (0.4, 0, 0),
 B1 ~ (0.7403, 0, -0.2101), C1 ~ (0.7908, 0, -0.2965), P1 = (0.1, 0, -0.7); legs 2 and 3 by
 rotation about z.  A_iB_i points outward and down, C_iP_i is perpendicular to B_iC_i.  With
 this arrangement of axes each leg is a translational leg and the platform only translates,
@@ -23,7 +23,7 @@ as paper 001 states.
 
 Sources: paper 001 (link lengths 0.4 / 0.1 / 0.8 m, masses 2 / 0.3 kg, platform 1.5 kg, rod
 radius 0.01 m, aluminium E = 71.7 GPa, rho = 2700 kg/m^3, base radius 0.4 m, platform
-radius 0.1 m); the axis arrangement and home posture are the project's (SPEC §4.2), as the
+radius 0.1 m); the axis arrangement and home posture are the project's, as the
 paper's figures are lost.
 
 *Assumed*: shear modulus from nu = 0.3 (27.6 GPa; the paper's 80 GPa is a steel value);
@@ -44,7 +44,7 @@ from sim import ModelBuilder, Section
 BASE_RADIUS = 0.4
 PLATFORM_RADIUS = 0.1
 LEG_ANGLES = (0.0, 2 * np.pi / 3, 4 * np.pi / 3)
-#: Leg-1 home points in (radial, vertical) components [m] (SPEC §4.2).
+#: Leg-1 home points in (radial, vertical) components [m].
 HOME_POINTS = {"A": (0.4, 0.0), "B": (0.7403, -0.2101), "C": (0.7908, -0.2965), "P": (0.1, -0.7)}
 LINK_MASSES = {"AB": 2.0, "BC": 0.3}
 PLATFORM_MASS = 1.5

@@ -1,8 +1,12 @@
 """ffrsim: rigid–flexible multibody dynamics (floating frame of reference) for parallel robots.
 
-Public API: build a model with :class:`ModelBuilder` (or load a model file with
-:func:`load_model`), reach a configuration with :func:`solve_pose`, and ask it questions:
-:func:`modes`, :func:`rigid_motion`, ...  See ``README.md`` and ``SPEC.md``.
+Public API: build a model with :class:`ModelBuilder` and :class:`Section` (or load a model
+file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`frequencies`,
+:func:`transient`, :func:`ked`, :func:`inverse_dynamics`, :func:`frf`, :func:`identify` (each
+takes its scenario table's keys as keyword arguments and returns a :class:`Result`);
+:func:`run` runs a scenario file as ``sim run`` does and :func:`open_results` reads a result
+file's group as an xarray Dataset.  Lower level: :func:`solve_pose`, :func:`mass_matrix`,
+:func:`rigid_motion`, ...  See ``README.md`` and ``docs/``.
 """
 import os
 
@@ -18,11 +22,14 @@ threadpool_limits(limits=1, user_api="blas")
 # What ``from sim import NAME`` gives, imported on first use: ``sim --help`` and the model files
 # pay only for what they use.
 _LAZY = {
-    "Model": "sim.model.builder", "ModelBuilder": "sim.model.builder", "Section": "sim.model.beam",
+    "Model": "sim.model.builder", "ModelBuilder": "sim.model.builder", "Section": "sim.model.beam", "Material": "sim.model.beam",
+    "STEEL": "sim.model.beam", "ALUMINIUM": "sim.model.beam",
     "SimError": "sim.errors", "load_model": "sim.model.loader", "assemble": "sim.model.assembly",
     "solve_pose": "sim.model.assembly", "mass_matrix": "sim.model.dynamics", "stiffness_matrix": "sim.model.dynamics",
-    "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "modes": "sim.solvers.modal",
-    "ModalResult": "sim.solvers.modal", "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
+    "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "ModalResult": "sim.solvers.modal",
+    "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
+    **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "frequencies", "transient", "ked",
+                                        "inverse_dynamics", "frf", "identify", "run", "open_results")},
 }
 __all__ = sorted(_LAZY)
 

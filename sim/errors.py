@@ -1,4 +1,4 @@
-"""The one exception type for errors a user can cause (SPEC §3.1).
+"""The one exception type for errors a user can cause.
 
 A bad scenario file, an unknown key, a wrong sign, an unreachable pose, a singular
 configuration or a diverging integration raise `SimError`. Its message is a single line that

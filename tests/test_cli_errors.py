@@ -159,11 +159,11 @@ def test_module_entry_point_without_traceback(tmp_path):
 @pytest.fixture
 def fake_engine(monkeypatch):
     """Replace model loading and the modes analysis so `sim run` runs without the engine."""
-    import sim.app.cli
+    import sim.app.api
     from sim.analyses import ANALYSES
 
     import sim.app.cost
-    monkeypatch.setattr(sim.app.cli, "_load_model", lambda path, parameters: object())
+    monkeypatch.setattr(sim.app.api, "load_model", lambda path, **parameters: object())
     monkeypatch.setattr(sim.app.cost, "estimate", lambda scenario, model: [])
 
     def install(analysis):

@@ -17,8 +17,17 @@ each group's ``wall_time_s`` is the analysis' own work (the loading, once per pr
 the root attribute ``kernels_load_time_s``).
 """
 
+from typing import NamedTuple
+
 ANALYSES = {}
 PREPARE = {}
+
+
+class Quantity(NamedTuple):
+    """A value of an analysis' summary with its SI unit (``sim run`` prints both)."""
+
+    value: object
+    unit: str
 
 
 def register(name, prepare=None):

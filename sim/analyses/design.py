@@ -1,4 +1,4 @@
-"""Design study at one pose (SPEC §2.3 item 7, paper 002 §4.2-4.3): group ``design``.
+"""Design study at one pose (paper 002 §4.2-4.3): group ``design``.
 
 Table ``[design]``::
 

@@ -1,4 +1,4 @@
-"""Natural frequencies along the trajectory, tracked by MAC (SPEC §2.3 item 6): group ``frequencies``.
+"""Natural frequencies along the trajectory, tracked by MAC: group ``frequencies``.
 
 Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants.  Two extra modes are
 computed at every instant so that a tracked mode crossing the ``count``-th one is still found;

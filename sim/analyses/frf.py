@@ -1,4 +1,4 @@
-"""Frequency response functions at one configuration, actuators locked (SPEC §2.3 item 7)."""
+"""Frequency response functions at one configuration, actuators locked."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Identification of model parameters from measured natural frequencies (SPEC §2.3 item 7)."""
+"""Identification of model parameters from measured natural frequencies."""
 
 import numpy as np
 

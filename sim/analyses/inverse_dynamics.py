@@ -1,8 +1,8 @@
-"""Inverse dynamics / kineto-statics of the rigid robot along the trajectory (SPEC §2.3 item 3)."""
+"""Inverse dynamics / kineto-statics of the rigid robot along the trajectory."""
 
 import numpy as np
 
-from sim.analyses import register
+from sim.analyses import Quantity, register
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError
 
@@ -58,7 +58,8 @@ def run(model, scenario, group, progress):
         except SimError as exc:
             raise SimError(f"{where} {exc}") from None
     peaks = np.abs(result.actuator_forces).max(axis=0)
-    return {"peak_actuator_forces": peaks, "condition_max": float(result.condition.max())}
+    units = sorted({"N m" if a.kind == "angle" else "N" for a in model.actuators})
+    return {"peak_actuator_forces": Quantity(peaks, " or ".join(units)), "condition_max": float(result.condition.max())}
 
 
 def _write(model, group, result, motion, n):

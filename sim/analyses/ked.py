@@ -1,4 +1,4 @@
-"""Kineto-elastodynamics along the trajectory (SPEC §2.3 item 5): group ``ked``.
+"""Kineto-elastodynamics along the trajectory: group ``ked``.
 
 Table ``[ked]``: ``intervals``, ``modes``, the damping keys, ``start``; the method is in
 :mod:`sim.solvers.ked`.  Damping (:mod:`sim.solvers.damping`, the same keys as ``[transient]`` and ``[frf]``):
@@ -10,7 +10,7 @@ static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import register
+from sim.analyses import Quantity, register
 
 
 def prepare(model, scenario):
@@ -75,7 +75,27 @@ def run(model, scenario, group, progress):
     group.put("damping_ratios", zeta, "1", "damping ratio of each kept mode of each frozen structure (all models)")
     group.attrs["start"] = table["start"]
     group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"
+    write_skeleton(model, group, result, motion.q)
     peaks = np.abs(result.deviation).max(axis=0)
-    summary = {f"peak_deviation_{k}": float(p) for k, p in zip(model.pose_names, peaks)}
+    summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
+                                                                                 model.pose_units)}
     summary["frequency_range_hz"] = (float(result.frequencies.min()), float(result.frequencies.max()))
     return summary
+
+
+def write_skeleton(model, group, result, q_rigid):
+    """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the rigid robot at the rigid
+    configurations ``q_rigid`` (n + 1, n_q), the flexible one moved by the linearised elastic
+    displacement the deviation comes from, ``p = p_rigid + J_p(q_rigid) u``
+    (:attr:`sim.solvers.ked.KedResult.displacement`)."""
+    from sim.analyses import skeleton
+    from sim.model.kinematics import skeleton as skeleton_of
+
+    every = skeleton.stride(model, len(result.time))
+    rigid, flexible = [], []
+    for q, u in zip(q_rigid[::every], result.displacement[::every]):
+        p, _, J = skeleton_of(model, q)
+        rigid.append(p)
+        flexible.append(p + J @ u)
+    skeleton.write(group, model, result.time, every, np.array(flexible), np.array(rigid),
+                   "rigid points + J_p(q_rigid) u, u the elastic displacement of the deviation")

@@ -1,4 +1,4 @@
-"""Natural frequencies and mode shapes at one pose, actuators locked (SPEC §2.3 item 2)."""
+"""Natural frequencies and mode shapes at one pose, actuators locked."""
 
 import numpy as np
 
@@ -59,7 +59,7 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lowest, highest)}``.
     """
-    from sim.model.kinematics import skeleton
+    from sim.model.kinematics import marker_points, skeleton
     from sim.solvers.modal import modes
 
     table = scenario.data["modes"]
@@ -80,10 +80,13 @@ def run(model, scenario, group, progress):
               "strain-energy fraction of each body (columns) in each mode (rows)")
     points, segments, J = skeleton(model, q)
     group.put("skeleton/points", points, "m", "points drawing the robot at this pose (flexible-body "
-              "nodes, rigid-body and ground markers), world frame")
-    group.put("skeleton/segments", segments, "1", "pairs of point indices joined by a line")
+              "nodes, rigid-body and ground markers), world frame", dims=("point", "component"))
+    group.put("skeleton/segments", segments, "1", "pairs of point indices joined by a line",
+              dims=("segment", "end"))
     group.put("skeleton/mode_displacements", np.einsum("piv,vk->kpi", J, result.shapes), "m kg^-1/2",
-              "displacement of each point (axis 1) in each mass-normalised mode (axis 0), world frame")
+              "displacement of each point (axis 1) in each mass-normalised mode (axis 0), world frame",
+              dims=("mode", "point", "component"))
+    group.attrs["skeleton_end_effector_point"] = int(marker_points(model)[model.ee_marker])
     group.attrs["body_names"] = list(model.body_names)
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["rigid_modes"] = int(result.rigid_count)

@@ -47,7 +47,7 @@ class _Recorder:
         self.data = {}
         self.attrs = {}
 
-    def put(self, name, data, units, description):
+    def put(self, name, data, units, description, dims=None):
         self.data[name] = (np.asarray(data), units if isinstance(units, str) else ", ".join(units),
                            description)
 
@@ -99,7 +99,7 @@ def analysis_case(scenario, analysis, parameters):
     dict
         ``column -> (value, units, description)``; ``value`` a number, string or 1-D array.
     """
-    from sim.analyses import ANALYSES
+    from sim.analyses import ANALYSES, Quantity
     from sim.model.loader import load_model
 
     model = load_model(scenario.model_file, parameters)
@@ -112,8 +112,9 @@ def analysis_case(scenario, analysis, parameters):
         if isinstance(value, str):
             columns[name] = (value, "1", f"summary `{key}` of analysis {analysis}")
             continue
+        value, units = (value.value, value.unit) if isinstance(value, Quantity) else (value, _units_of(key))
         values = np.asarray(value, dtype=float).ravel()
-        columns[name] = (values if np.ndim(value) else float(values[0]), _units_of(key),
+        columns[name] = (values if np.ndim(value) else float(values[0]), units,
                          f"summary `{key}` of analysis {analysis}")
     for key in HEADLINES.get(analysis, ()):
         if key in group.data:

@@ -1,4 +1,4 @@
-"""Frequency map over a grid of end-effector poses (SPEC §2.3 item 6): group ``sweep``.
+"""Frequency map over a grid of end-effector poses: group ``sweep``.
 
 Table ``[sweep]``::
 

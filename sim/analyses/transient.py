@@ -1,4 +1,4 @@
-"""Full FFR transient (SPEC §2.3 item 4): the flexible robot driven along the rigid motion.
+"""Full FFR transient: the flexible robot driven along the rigid motion.
 
 Table ``[transient]``.  The rigid reference comes from the same model with the elastic
 coordinates frozen: along the ``[trajectory]`` (:func:`sim.solvers.motion.rigid_motion`, sampled every
@@ -42,7 +42,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import register
+from sim.analyses import Quantity, register
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
@@ -292,6 +292,39 @@ def reference(model, scenario, table, progress):
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q)
 
 
+def rigid_configurations(model, scenario, law, samples, times):
+    """Configurations (n, n_q) of the rigid robot at ``times`` (n,) [s]: along the
+    ``[trajectory]`` by :func:`sim.solvers.motion.rigid_motion` (the reference's inverse
+    kinematics), or with a ``drive_law`` by assembly at the law's actuator values (direct
+    kinematics from the nearest of the reference's ``samples = (t, q)``)."""
+    from sim.model.assembly import assemble
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import from_scenario
+
+    times = np.asarray(times, dtype=float)
+    if scenario.data["transient"].get("drive_law") is None:
+        trajectory = from_scenario(scenario.data["trajectory"], model)
+        return rigid_motion(model, trajectory, times, q_start=samples[1][0], condition=False).q
+    ev = Evaluator(model)
+    nearest = np.rint(np.interp(times, samples[0], np.arange(len(samples[0])))).astype(int)
+    return np.array([assemble(model, samples[1][k], targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s",
+                              ev=ev) for k, t in zip(nearest, times)])
+
+
+def write_skeleton(model, scenario, group, result, law, samples):
+    """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the flexible robot from the sampled
+    configurations, the rigid one from :func:`rigid_configurations`."""
+    from sim.analyses import skeleton
+    from sim.model.kinematics import skeleton_points
+
+    every = skeleton.stride(model, len(result.t))
+    times = result.t[::every]
+    q_rigid = rigid_configurations(model, scenario, law, samples, times) if len(times) else np.zeros((0, model.n_q))
+    skeleton.write(group, model, result.t, every, skeleton_points(model, result.q[::every]),
+                   skeleton_points(model, q_rigid), "the integrated configurations")
+
+
 def prepare(model, scenario):
     """Load the compiled kernels of the transient (see :mod:`sim.analyses`)."""
     from sim.solvers.simulate import load_kernels
@@ -345,6 +378,7 @@ def run(model, scenario, group, progress):
     bar.close()
     summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1),
                     static(result.t))
+    write_skeleton(model, scenario, group, result, law, samples)
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["start"] = table["start"]
     for key, value in damping.attrs().items():
@@ -392,7 +426,7 @@ def static_deviation(model, times, qs):
 
 
 def write(model, group, result, pose_rigid, static):
-    """Datasets of group ``transient`` (SPEC §3.3) and the summary dict; ``static`` (n, d) the
+    """Datasets of group ``transient`` and the summary dict; ``static`` (n, d) the
     static deflection at rest along the path."""
     units = list(model.pose_units)
     names = " ".join(model.pose_names)
@@ -420,11 +454,11 @@ def write(model, group, result, pose_rigid, static):
     group.attrs["time_per_step_s"] = c["wall_time_s"] / steps
     group.attrs["time_per_iteration_s"] = c["wall_time_s"] / max(c["iterations"], 1)
     peaks = np.abs(deviation).max(axis=0) if len(deviation) else np.zeros(len(units))
-    summary = {f"peak_deviation_{n}": float(p) for n, p in zip(model.pose_names, peaks)}
-    summary.update(max_constraint_violation=float(result.constraint_violation.max()),
+    summary = {f"peak_deviation_{n}": Quantity(float(p), u) for n, p, u in zip(model.pose_names, peaks, units)}
+    summary.update(max_constraint_violation=Quantity(float(result.constraint_violation.max()), "m or rad"),
                    steps=int(c["steps"]), newton_iterations_per_step=c["iterations"] / steps,
                    ms_per_step=1e3 * c["wall_time_s"] / steps,
                    ms_per_newton_iteration=1e3 * c["wall_time_s"] / max(c["iterations"], 1))
     for k, s in enumerate(model.sensors):
-        summary[f"{s.name}_final"] = float(result.sensors[-1, k])
+        summary[f"{s.name}_final"] = Quantity(float(result.sensors[-1, k]), s.units)
     return summary

@@ -1,4 +1,4 @@
-"""Command line: ``sim run | validate | modes | plot | info`` (SPEC §3.1).
+"""Command line: ``sim run | validate | modes | model | plot | compare | animate | info``.
 
 Every error the user can cause ends as one line ``error: <message>`` on stderr with exit
 code 2 and no traceback.  Ctrl-C, SIGTERM and SIGHUP stop a run the same way (what was
@@ -13,13 +13,13 @@ import os
 import re
 import signal
 import sys
-import time
 from pathlib import Path
 
 from sim.errors import STOP_SIGNALS, Interrupted, SimError, install_stop_handlers, one_line, restore_handlers
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell reports for a killed writer
 DEFAULT_MODE_COUNT = 6
 
 
@@ -68,27 +68,21 @@ def _existing_file(path, what):
 
 
 def _load(args):
-    """Scenario, available analyses checked, and the model it names."""
-    from sim.analyses import ANALYSES
+    """Scenario, available analyses checked."""
+    from sim.app.api import available
     from sim.app.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario, args.set)
-    for name in scenario.analyses:
-        if name not in ANALYSES:
-            raise SimError(f"{scenario.path}: `[{name}]` analysis is not available "
-                           f"in this version")
-    return scenario
-
-
-def _load_model(path, parameters):
-    from sim.model.loader import load_model
-
-    return load_model(path, parameters)
+    return available(load_scenario(args.scenario, args.set))
 
 
 def _format(value):
-    """Compact text of a summary value."""
+    """Compact text of a summary value (with its unit: :class:`sim.analyses.Quantity`)."""
     import numpy as np
+
+    from sim.analyses import Quantity
+
+    if isinstance(value, Quantity):
+        return f"{_format(value.value)} {value.unit}"
 
     if isinstance(value, tuple) and len(value) == 2 and all(np.isscalar(v) for v in value):
         return f"{value[0]:.4g} .. {value[1]:.4g}"
@@ -101,7 +95,7 @@ def _format(value):
 
 def cmd_run(args):
     """Run every analysis of a scenario into one HDF5 file."""
-    from sim.app.results import release, reserve
+    from sim.app.api import execute
 
     scenario = _load(args)
     if args.scheduler:
@@ -111,16 +105,7 @@ def cmd_run(args):
         if "sweep" not in scenario.data:
             raise SimError(f"--scheduler: {scenario.path} has no [sweep] table to distribute")
         scenario = _with_scheduler(scenario, args.scheduler)
-    # Reserve the output before the possibly slow model build: an existing file is refused
-    # at once, and concurrent runs get distinct default names.
-    if args.out:
-        out = reserve(Path(args.out), force=args.force)
-    else:
-        out = reserve(Path("results") / f"{scenario.name}.h5", numbered=not args.force, force=args.force)
-    try:
-        summaries, notes = _run(scenario, out, args.force, args.yes)
-    finally:
-        release(out)      # a run that wrote nothing leaves no reservation behind
+    out, summaries, notes = execute(scenario, args.out, args.force, args.yes)
     for name, summary in summaries.items():
         items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())
         print(f"{name}: {items}" if items else name)
@@ -128,40 +113,6 @@ def cmd_run(args):
         print(f"warning: {line}", file=sys.stderr)
     print(f"wrote {out}")
     return 0
-
-
-def _run(scenario, out, force, yes=False):
-    """Build the model and run the analyses into ``out``: ``(summaries, warnings)``."""
-    from sim.app import cost, selfcheck
-    from sim.analyses import ANALYSES, PREPARE
-    from sim.app.results import ResultFile
-
-    model = _load_model(scenario.model_file, scenario.model_parameters)
-    cost.check(scenario, cost.estimate(scenario, model), allow_long=yes)
-    loading = time.perf_counter()
-    for name in scenario.analyses:
-        if name in PREPARE:
-            PREPARE[name](model, scenario)
-    loading = time.perf_counter() - loading
-    progress = make_progress()
-    summaries = {}
-    with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
-                    model_parameters=scenario.model_parameters, force=force,
-                    overrides=scenario.overrides, kernels_load_time_s=loading) as result:
-        for name in scenario.analyses:
-            group = result.group(name)
-            try:
-                summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
-            except SimError as exc:
-                # Name the file and table once, whatever depth the error came from.
-                text = str(exc)
-                raise SimError(text if text.startswith(str(scenario.path)) else
-                               f"{scenario.path}: [{name}] {text}") from None
-            group.finish()
-        groups = {name: writer._group for name, writer in result.groups.items()}
-        selfcheck.check(groups)
-        notes = selfcheck.warnings(groups)
-    return summaries, notes
 
 
 def _with_scheduler(scenario, address):
@@ -175,8 +126,10 @@ def _with_scheduler(scenario, address):
 
 def cmd_validate(args):
     """Check a scenario and build its model."""
+    from sim.app.api import load_model
+
     scenario = _load(args)
-    _load_model(scenario.model_file, scenario.model_parameters)
+    load_model(scenario.model_file, **scenario.model_parameters)
     print(f"ok: {scenario.name}")
     return 0
 
@@ -187,9 +140,10 @@ def cmd_modes(args):
         raise SimError(f"--count must be a positive integer, got {args.count}")
     path = _existing_file(args.model, "model file")
     from sim.analyses.modes import configuration
+    from sim.app.api import load_model
     from sim.solvers.modal import modes
 
-    model = _load_model(path, parse_params(args.param))
+    model = load_model(path, **parse_params(args.param))
     pose, q = configuration(model, args.pose, "--pose")
     result = modes(model, q, count=args.count)
     frequencies = [float(f) for f in result.frequencies_hz]
@@ -214,10 +168,11 @@ def cmd_modes(args):
 def cmd_model(args):
     """Describe a model file: parameters, bodies, markers, joints, actuators, springs, sensors
     and end-effector coordinates."""
+    from sim.app.api import load_model
     from sim.model.loader import documentation, parameters
 
     path = _existing_file(args.model, "model file")
-    model = _load_model(path, parse_params(args.param))
+    model = load_model(path, **parse_params(args.param))
     summary, described = documentation(path)
     given = parse_params(args.param)
     lines = [f"{path}: model `{model.name}`" + (f" -- {summary}" if summary else ""), "", "parameters:"]
@@ -277,6 +232,34 @@ def cmd_compare(args):
     return 0
 
 
+def cmd_animate(args):
+    """Animate the robot of a result file (its deformation magnified) into a GIF or an MP4."""
+    import math
+
+    from sim.app.animate import GROUPS, MAX_FRAMES, VIEWS, check_output, default_output, load_motion, render
+
+    path = _existing_file(args.results, "result file")
+    if args.group is not None and args.group not in GROUPS:
+        raise SimError(f"--group {args.group}: expected one of {', '.join(GROUPS)}")
+    if args.mode is not None and args.mode < 1:
+        raise SimError(f"--mode must be a positive integer (1 is the lowest mode), got {args.mode}")
+    if args.mode is not None and args.group not in (None, "modes"):
+        raise SimError(f"--mode applies to --group modes, not --group {args.group}")
+    if args.scale is not None and not (math.isfinite(args.scale) and args.scale > 0):
+        raise SimError(f"--scale must be a positive number, got {args.scale}")
+    if args.frames is not None and not 2 <= args.frames <= MAX_FRAMES:
+        raise SimError(f"--frames must be between 2 and {MAX_FRAMES}, got {args.frames}")
+    if args.view not in VIEWS:
+        raise SimError(f"--view {args.view}: expected one of {', '.join(VIEWS)}")
+    if args.out:
+        check_output(args.out)       # before reading the file: a wrong name fails at once
+    motion = load_motion(path, args.group, args.mode, args.frames)
+    out = Path(args.out) if args.out else default_output(path, motion)
+    scale = render(motion, out, scale=args.scale, view=args.view)
+    print(f"wrote {out} ({len(motion)} frames, deformation x {scale:g})")
+    return 0
+
+
 def cmd_info(args):
     """List what a result file holds."""
     from sim.app.results import describe
@@ -293,6 +276,22 @@ def _version():
         return "(not installed)"
 
 
+EXAMPLES = {
+    "run": "examples:\n  sim run scenarios/navaro_modes.toml\n"
+           "  sim run scenarios/rrru3_circle.toml --set trajectory.omega=12 --out results/fast.h5\n"
+           "  sim run my_robot.toml --force --yes",
+    "validate": "examples:\n  sim validate scenarios/rrru3_circle.toml\n"
+                "  sim validate my_robot.toml --set model.parameters.elements=8",
+    "modes": "examples:\n  sim modes models/navaro.py\n  sim modes models/navaro.py --pose 0.05 0 0 --count 8\n"
+             "  sim modes models/rrru3.py --param elements_per_link=8 --json",
+    "plot": "examples:\n  sim plot results/rrru3_circle.h5\n  sim plot results/rrru3_circle.h5 --out figure.pdf",
+    "info": "examples:\n  sim info results/navaro_modes.h5",
+    "animate": "examples:\n  sim animate results/rrru3_circle.h5\n"
+               "  sim animate results/rrru3_circle.h5 --group ked --view top --frames 60\n"
+               "  sim animate results/navaro_modes.h5 --mode 3 --scale 0.2 --out mode3.gif",
+}
+
+
 def build_parser():
     """The argparse parser of ``sim``."""
     parser = argparse.ArgumentParser(
@@ -300,15 +299,16 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"ffrsim {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def scenario_command(name, help_text, func):
-        command = commands.add_parser(name, help=help_text, description=help_text)
+    def scenario_command(name, help_text, func, examples):
+        command = commands.add_parser(name, help=help_text, description=help_text, epilog=examples,
+                                      formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_argument("scenario", metavar="SCENARIO.toml")
         command.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                              help="override a scenario key, e.g. ked.intervals=256")
         command.set_defaults(func=func)
         return command
 
-    run = scenario_command("run", "run every analysis a scenario names", cmd_run)
+    run = scenario_command("run", "run every analysis a scenario names", cmd_run, EXAMPLES["run"])
     run.add_argument("--out", metavar="PATH",
                      help="result file (default: results/<scenario name>.h5)")
     run.add_argument("--force", action="store_true", help="replace an existing result file")
@@ -316,9 +316,11 @@ def build_parser():
                      help="run even when the estimated time exceeds an hour (memory limits stay)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="run the [sweep] cases on this Dask scheduler (tcp://host:port)")
-    scenario_command("validate", "check a scenario and build its model", cmd_validate)
+    scenario_command("validate", "check a scenario and build its model", cmd_validate, EXAMPLES["validate"])
 
-    modes = commands.add_parser("modes", help="natural frequencies of a model at a pose")
+    modes = commands.add_parser("modes", help="natural frequencies of a model at a pose",
+                                description="natural frequencies of a model at a pose", epilog=EXAMPLES["modes"],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     modes.add_argument("model", metavar="MODEL.py")
     modes.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="builder parameter (int, float, true/false or string)")
@@ -339,7 +341,8 @@ def build_parser():
                        help="builder parameter (int, float, true/false or string)")
     model.set_defaults(func=cmd_model)
 
-    plot = commands.add_parser("plot", help="draw a result file's figures")
+    plot = commands.add_parser("plot", help="draw a result file's figures", description="draw a result file's figures",
+                               epilog=EXAMPLES["plot"], formatter_class=argparse.RawDescriptionHelpFormatter)
     plot.add_argument("results", metavar="RESULTS.h5")
     plot.add_argument("--out", metavar="FILE.png", help="image (default: RESULTS.png)")
     plot.set_defaults(func=cmd_plot)
@@ -354,7 +357,29 @@ def build_parser():
     compare.add_argument("--out", metavar="FILE.png", help="image (default: comparison.png)")
     compare.set_defaults(func=cmd_compare)
 
-    info = commands.add_parser("info", help="list what a result file holds")
+    animate = commands.add_parser(
+        "animate", help="animate the robot of a result, its deformation magnified (GIF or MP4)",
+        description="Draw the robot's skeleton in 3D, the rigid robot in grey under the deformed one,\n"
+                    "the deformation magnified (automatically: the largest deflection drawn at a tenth\n"
+                    "of the robot's size), frame by frame: the stored samples of a transient or KED\n"
+                    "(up to 100, evenly picked), or one period of a mode.",
+        epilog=EXAMPLES["animate"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    animate.add_argument("results", metavar="RESULTS.h5")
+    animate.add_argument("--group", metavar="GROUP",
+                         help="transient, ked or modes (default: the first the file has; modes with --mode)")
+    animate.add_argument("--mode", type=int, metavar="N", help="mode number, 1 = lowest (group modes; default 1)")
+    animate.add_argument("--scale", type=float, metavar="S",
+                         help="magnification of the deformation (default: automatic, printed on the frames)")
+    animate.add_argument("--view", default="iso", metavar="VIEW", help="iso (default), top, front or side")
+    animate.add_argument("--frames", type=int, metavar="N",
+                         help="frames (default: 24 for a mode's period, up to 100 samples of a time history)")
+    animate.add_argument("--out", metavar="FILE.gif",
+                         help="animation, .gif or .mp4 (default: RESULTS_<group>[_mode<N>].gif)")
+    animate.set_defaults(func=cmd_animate)
+
+    info = commands.add_parser("info", help="list what a result file holds", description="list what a result file "
+                               "holds: groups, status, datasets with shapes, units and descriptions",
+                               epilog=EXAMPLES["info"], formatter_class=argparse.RawDescriptionHelpFormatter)
     info.add_argument("results", metavar="RESULTS.h5")
     info.set_defaults(func=cmd_info)
     return parser
@@ -406,6 +431,11 @@ def _main(argv):
         return _interrupted(exc)
     except SimError as exc:
         message = one_line(exc) + _kept(exc)
+    except BrokenPipeError:
+        # The reader went away (`sim modes ... | head`): stop quietly, as Unix tools do, and
+        # keep the interpreter's final flush from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except FileNotFoundError as exc:
         message = f"{exc.filename}: not found" if exc.filename else one_line(exc)
     except OSError as exc:

@@ -52,8 +52,15 @@ def _duration(scenario, table):
 
 def estimate(scenario, model):
     """The :class:`Cost` of each analysis of ``scenario`` on ``model``."""
+    from sim.analyses import skeleton
+
     n_v, n_q, d, n_m = model.n_v, model.n_q, len(model.pose_names), len(model.markers)
     data, out = scenario.data, []
+
+    def skeleton_bytes(instants):
+        """The skeleton over time of a time-domain group (flexible and rigid points, bounded)."""
+        return 8 * min(6 * skeleton.point_count(model) * instants, skeleton.MAX_VALUES)
+
     if "transient" in data:
         t = data["transient"]
         duration = _duration(scenario, t)
@@ -62,13 +69,13 @@ def estimate(scenario, model):
             samples = duration / (t.get("output_step") or t["step"]) + 1
             per_sample = 8 * (n_q + 3 * n_v + 12 * n_m + 4 * d + 16)
             written = "" if t.get("output_step") else " (one per step: no output_step)"
-            out.append(Cost("transient.output_step", 2 * samples * per_sample, None,
+            out.append(Cost("transient.output_step", 2 * samples * per_sample + skeleton_bytes(samples), None,
                             f"{samples:.3g} samples written{written}"))
             out.append(Cost("transient.step", 0.0, steps * _unit("step", n_v), f"{steps:.3g} steps of {t['step']:g} s"))
     if "ked" in data:
         k = data["ked"]
         frames, r = k["intervals"] + 1, k["modes"]
-        out.append(Cost("ked.intervals", 8 * frames * (n_v * (2 * r + d + 6) + n_q),
+        out.append(Cost("ked.intervals", 8 * frames * (n_v * (2 * r + d + 6) + n_q) + skeleton_bytes(frames),
                         frames * _unit("frame", n_v), f"{frames:.3g} frames of {r} modes"))
     if "frequencies" in data:
         f = data["frequencies"]

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sim.errors import SimError  # noqa: E402
+from sim.app.animate import auto_scale, draw_robot, limits, motion_view, scale_text, setup_axes  # noqa: E402
 from sim.app.results import read_result  # noqa: E402
 
 
@@ -174,41 +175,54 @@ def plot_path(ax, pose_rigid, pose, names):
     return ax
 
 
-def plot_mode_shape(ax, points, segments, displacement):
-    """A mode shape drawn on the robot: undeformed (grey) and displaced (scaled to 10 % of the
-    robot's size), projected on the plane of its two largest world extents, or on the plane of
-    its largest extent and of the motion when the mode moves mostly out of that plane.
+def plot_mode_shape(ax, points, segments, displacement, scale=None):
+    """A mode shape drawn on the robot: undeformed (grey) and displaced, magnified ``scale``.
+
+    On 3D axes (``projection="3d"``), seen along the world axis it moves least along
+    (:func:`sim.app.animate.motion_view`); on 2D axes, projected on the plane of the robot's two
+    largest world extents, or on the plane of its largest extent and of the motion when the
+    mode moves mostly out of that plane.
 
     Parameters
     ----------
-    ax : matplotlib.axes.Axes
+    ax : matplotlib.axes.Axes or mpl_toolkits.mplot3d.axes3d.Axes3D
     points : ndarray, shape (n_p, 3)
         [m]
     segments : ndarray of int, shape (n_s, 2)
     displacement : ndarray, shape (n_p, 3)
         Point displacements in the mode (any scale).
+    scale : float, optional
+        Magnification (default :func:`sim.app.animate.auto_scale`: the largest displacement
+        drawn at a tenth of the robot's size).
 
     Returns
     -------
     matplotlib.axes.Axes
     """
     points, displacement = np.asarray(points), np.asarray(displacement)
+    segments = np.asarray(segments, dtype=int).reshape(-1, 2)
+    scale = auto_scale(points, displacement) if scale is None else scale
+    moved = points + scale * displacement
+    label = f"mode shape (x {scale_text(scale)})"
+    if ax.name == "3d":
+        setup_axes(ax, *limits(points, moved), view=motion_view(displacement))
+        draw_robot(ax, points, moved, segments, label=label, rigid_label="undeformed")
+        ax.legend(loc="upper left", fontsize=7, frameon=False)
+        return ax
     extent = np.ptp(points, axis=0)
     i, j = np.sort(np.argsort(extent)[-2:])
     motion = np.sqrt(np.sum(displacement**2, axis=0))          # per world axis
     if motion[[i, j]].sum() < 0.3 * motion.sum():
         # The mode moves out of the robot's main plane: show that motion instead.
         i, j = np.sort([int(np.argmax(extent)), int(np.argmax(motion))])
-    size = np.ptp(points, axis=0).max()
-    peak = np.abs(displacement).max()
-    moved = points + (0.1 * size / peak) * displacement if peak > 0 else points
-    for a, b in segments:
-        ax.plot(points[[a, b], i], points[[a, b], j], color="0.75", lw=1.0)
-        ax.plot(moved[[a, b], i], moved[[a, b], j], color="C0", lw=1.5)
+    for n, (a, b) in enumerate(segments):
+        ax.plot(points[[a, b], i], points[[a, b], j], color="0.75", lw=1.0, label=None if n else "undeformed")
+        ax.plot(moved[[a, b], i], moved[[a, b], j], color="C0", lw=1.5, label=None if n else label)
     axis = "xyz"
     ax.set_xlabel(f"{axis[i]} [m]")
     ax.set_ylabel(f"{axis[j]} [m]")
     ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -401,12 +415,16 @@ def _panels(tree):
                            plot_path(ax, g["pose_rigid"]["data"], g["pose"]["data"],
                                      g["attrs"].get("pose_names", ("x", "y")))))
         if name == "modes" and "skeleton" in group:
-            shapes = group["skeleton"]["mode_displacements"]["data"]
+            skeleton = group["skeleton"]
+            points, shapes = skeleton["points"]["data"], skeleton["mode_displacements"]["data"]
             for k in range(min(4, shapes.shape[0])):
-                panels.append((f"modes: mode {k + 1}, {group['frequencies']['data'][k]:.2f} Hz",
-                               lambda ax, g=group, k=k: plot_mode_shape(
-                                   ax, g["skeleton"]["points"]["data"], g["skeleton"]["segments"]["data"],
-                                   g["skeleton"]["mode_displacements"]["data"][k])))
+                scale = auto_scale(points, shapes[k])
+
+                def draw(ax, points=points, segments=skeleton["segments"]["data"], shape=shapes[k], scale=scale):
+                    return plot_mode_shape(ax, points, segments, shape, scale)
+                draw.projection = "3d"
+                panels.append((f"modes: mode {k + 1}, {group['frequencies']['data'][k]:.2f} Hz "
+                               f"(shape x {scale_text(scale)})", draw))
         if "sensors" in group and "time" in group:
             for sensor, data in group["sensors"].items():
                 if sensor != "attrs" and np.ndim(data["data"]) == 1:
@@ -605,6 +623,10 @@ def plot_result(path, out):
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
     try:
         for ax, (title, draw) in zip(axes[:, 0], panels):
+            if getattr(draw, "projection", None) == "3d":
+                spec = ax.get_subplotspec()
+                ax.remove()
+                ax = fig.add_subplot(spec, projection="3d")
             draw(ax)
             ax.set_title(title, fontsize="medium", color="C3" if "INCOMPLETE" in title else "black")
         if tree["attrs"].get("status") == "incomplete":

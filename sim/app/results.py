@@ -1,4 +1,4 @@
-"""HDF5 result files (SPEC §3.3): atomic writing, reading and a text summary.
+"""HDF5 result files: atomic writing, reading and a text summary.
 
 `ResultFile` builds the file in memory and writes it when the run ends, to a temporary file
 next to the target that then replaces the target in one step (``os.replace``): a result file
@@ -244,11 +244,12 @@ class GroupWriter:
         self.attrs = group.attrs
         self._start = time.perf_counter()
         self._status = None
+        self._dims = {}
         self.finished = False
         self.attrs["status"] = "incomplete"
         self.attrs["message"] = "running"
 
-    def put(self, name, data, units, description):
+    def put(self, name, data, units, description, dims=None):
         """Write a dataset with its units and description.
 
         Parameters
@@ -259,6 +260,9 @@ class GroupWriter:
         units : str or sequence of str
             SI units (``"m"``, ``"Hz"``, ``"1"`` for fractions), or one per column.
         description : str
+        dims : sequence of str, optional
+            Names of the axes (``("time", "point", "component")``), for :func:`dimension_scales`;
+            default: named from the group's coordinates and labels.
 
         Returns
         -------
@@ -281,6 +285,10 @@ class GroupWriter:
         dataset = self._group.create_dataset(name, data=values)
         dataset.attrs["units"] = units if isinstance(units, str) else list(units)
         dataset.attrs["description"] = description
+        if dims is not None:
+            if len(dims) != values.ndim:
+                raise ValueError(f"dataset `{self.name}/{name}`: {len(dims)} dims for {values.ndim} axes")
+            self._dims[name] = tuple(dims)
         return dataset
 
     def set_status(self, status, message=""):
@@ -307,7 +315,7 @@ class GroupWriter:
         self.attrs["status"] = status
         self.attrs["message"] = message
         self.attrs["wall_time_s"] = time.perf_counter() - self._start
-        dimension_scales(self._group)
+        dimension_scales(self._group, self._dims)
         self.finished = True
 
 
@@ -319,9 +327,11 @@ LABELS = (("pose_names", "coordinate"), ("actuator_names", "actuator"), ("body_n
 # Datasets of modes: sampled at `frequency_time` rather than `time` where a group has both, and
 # their later axes are modes.
 MODAL = ("frequenc", "damping", "modal", "mode", "mac")
+# Axes named by the writer (`GroupWriter.put`'s ``dims``) whose entries have names.
+AXIS_LABELS = {"component": ("x", "y", "z")}
 
 
-def dimension_scales(group):
+def dimension_scales(group, named=None):
     """Name every axis of every dataset of ``group`` with an HDF5 dimension scale, so that
     netCDF readers (``xarray.open_dataset(path, group=..., engine="h5netcdf")``) see named
     dimensions with coordinates.
@@ -329,10 +339,17 @@ def dimension_scales(group):
     The first axis: the coordinate dataset of :data:`COORDINATES` of its length (``time``;
     ``frequency_time`` for the datasets of modes where a group has both).  The others: the
     labels of the group attributes of :data:`LABELS` (string coordinates: ``coordinate`` =
-    ``x, y, z``, ``actuator``, ``body``), ``mode`` for the datasets of modes, else an index
+    ``x, y, z``, ``actuator``, ``body``), ``mode`` for the axes of the datasets of modes as
+    long as ``frequencies``' last one, else an index
     ``<name>_<axis>`` (one per subgroup: ``joint_reactions_1`` for every joint's wrench).
     The label and index datasets made here carry ``role = "dimension"``.
+
+    ``named`` (``{dataset path in the group: axis names}``) names the axes of those datasets
+    as given: the 1-D dataset of that name and length in the dataset's own subgroup or in
+    ``group`` (a subgroup's own ``time``, the group's ``time``), else labels of
+    :data:`AXIS_LABELS` or an index of that name, made in the dataset's subgroup.
     """
+    named = named or {}
     scales = {}
     for name in COORDINATES:
         if name in group and isinstance(group[name], h5py.Dataset) and group[name].ndim == 1:
@@ -364,7 +381,42 @@ def dimension_scales(group):
         ds.make_scale(name)
         return ds
 
+    # The modes' axis: as long as the last axis of `frequencies` (modes at a pose, or along time).
+    count = group["frequencies"].shape[-1] if isinstance(group.get("frequencies"), h5py.Dataset) else None
+
+    def named_scale(ds, name, n):
+        """The scale ``name`` of length ``n`` for ``ds`` (see ``named`` above)."""
+        for where in (ds.parent, group):
+            if name in where and isinstance(where[name], h5py.Dataset) and where[name].shape == (n,):
+                if not where[name].is_scale:
+                    where[name].make_scale(name)
+                return where[name]
+        if name in ds.parent:      # taken by another length: an index of its own
+            name = f"{name}_{n}"
+            if name in ds.parent:
+                return ds.parent[name]
+        labels = AXIS_LABELS.get(name)
+        if labels is not None and len(labels) == n:
+            scale = ds.parent.create_dataset(name, data=np.array(labels, dtype=object), dtype=h5py.string_dtype())
+            scale.attrs["units"], scale.attrs["description"] = "1", f"names of the {name} entries"
+        else:
+            scale = ds.parent.create_dataset(name, data=np.arange(n))
+            scale.attrs["units"], scale.attrs["description"] = "1", f"index ({name})"
+        scale.attrs["role"] = "dimension"
+        scale.make_scale(name)
+        return scale
+
+    def attach_named(ds, names):
+        for axis, (name, n) in enumerate(zip(names, ds.shape)):
+            scale = named_scale(ds, name, n)
+            if scale != ds:
+                ds.dims[axis].attach_scale(scale)
+
     def attach(ds, stem):
+        key = ds.name[len(group.name):].lstrip("/")
+        if key in named:
+            attach_named(ds, named[key])
+            return
         modal = any(ds.name.rsplit("/", 1)[-1].startswith(p) for p in MODAL)
         used = []
         for axis, n in enumerate(ds.shape):
@@ -378,7 +430,7 @@ def dimension_scales(group):
                 scale = scales[fitting[0]] if fitting else None
             if scale is None and not modal and (axis > 0 or ds.ndim == 1):
                 scale = next((lab for lab in labels if lab.shape[0] == n and lab.name not in used), None)
-            if scale is None and modal and axis == ds.ndim - 1 and axis > 0:
+            if scale is None and (n == count and (modal or axis == 0) if count else modal and axis == ds.ndim - 1 > 0):
                 scale = index("mode", n)
             if scale is None or scale.name in used:
                 scale = index(f"{stem}_{axis}", n) or index(f"{ds.name.rsplit('/', 1)[-1]}_{stem}_{axis}", n)
@@ -533,6 +585,26 @@ def _open(path):
         handle.close()
         raise SimError(f"{path}: not an ffrsim result file (no `format_version` attribute)")
     return handle
+
+
+def open_result(path):
+    """Open a result file for reading, to read parts of it.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    h5py.File
+        Open read-only; close it (``with open_result(path) as f: ...``).
+
+    Raises
+    ------
+    SimError
+        Missing file, a name reserved by a run, not HDF5, or not a result file.
+    """
+    return _open(path)
 
 
 def _value(value):

@@ -1,4 +1,4 @@
-"""Scenario files: strict TOML schema, `--set` overrides, path resolution (SPEC §3.2).
+"""Scenario files: strict TOML schema, `--set` overrides, path resolution.
 
 A scenario names a model file and its parameters, a rigid end-effector trajectory and the
 analyses to run. The schema below is data: each key maps to a `Key` (type, constraint,
@@ -443,13 +443,25 @@ def load_scenario(path, overrides=()):
     overrides = tuple(overrides)
     raw = apply_overrides(raw, overrides)
     origin = _Origin(str(path), {_parse_override(text)[0] for text in overrides})
+    return _scenario(raw, origin, path, text, path.parent, overrides)
+
+
+def make_scenario(raw, where, resolve_model=True):
+    """A scenario from its tables as a dict (the Python interface, :mod:`sim.app.api`):
+    validated as a file would be, messages starting with ``where``, relative paths under the
+    working directory; with ``resolve_model`` False, ``model.file`` is not looked up (a model
+    built in Python)."""
+    return _scenario(raw, _Origin(where, set()), Path(where), "", Path.cwd(), (), resolve_model)
+
+
+def _scenario(raw, origin, path, text, directory, overrides, resolve_model=True):
     data = _validate(raw, origin)
     if data["name"] is None:
         data["name"] = path.stem
     for keys in PATH_KEYS:
         table = data.get(keys[0])
-        if table is not None and table[keys[1]] is not None:
-            table[keys[1]] = str(_resolve_file(table[keys[1]], path.parent, keys, origin))
+        if table is not None and table[keys[1]] is not None and (resolve_model or keys[0] != "model"):
+            table[keys[1]] = str(_resolve_file(table[keys[1]], directory, keys, origin))
     return Scenario(name=data["name"], path=path, text=text, data=data,
                     model_file=Path(data["model"]["file"]),
                     model_parameters=dict(data["model"]["parameters"]),

@@ -6,7 +6,7 @@ fills ``M``, ``Q``, the constraint rows and on request their velocity Jacobians 
 stiffness; :func:`potential` gives the gravitational and elastic energy.  The public functions
 (:mod:`sim.model.dynamics`, :mod:`sim.model.constraints`, :mod:`sim.model.kinematics`), the evaluator of the
 solvers (:class:`sim.model.evaluator.Evaluator`) and the compiled time loops all evaluate through here,
-the loops through its machine-code address (:func:`address`, :func:`function`) so that it is
+the loops through its machine-code address (:func:`addresses`, :func:`function`) so that it is
 compiled once.
 """
 from typing import NamedTuple
@@ -175,34 +175,56 @@ def _signature(kind):
                 boolean)
 
 
-def address(t):
-    """The machine-code address of :func:`evaluate` compiled for tables typed like ``t``
-    (:class:`Tables`; all arrays C-contiguous float64, the flags booleans), for compiled loops
-    to call through :func:`function`.
+def _potential_signature(kind):
+    """:func:`potential`'s signature for tables of numba type ``kind``."""
+    return types.UniTuple(float64, 2)(_VEC, kind)
 
-    A compiled loop that called :func:`evaluate` directly would link the whole evaluation
-    (bodies, markers, rows, springs, stiffening) into its own module and optimise and emit it
-    again, about 10 s per loop on a cold start; a call through an address links nothing, and
-    one machine-code copy serves Python and every loop.
-    """
-    signature = _signature(typeof(t))
-    result = evaluate.get_compile_result(signature)
+
+def _pointer(kernel, signature):
+    result = kernel.get_compile_result(signature)
     return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+
+
+def addresses(t):
+    """The machine-code addresses of :func:`evaluate` and :func:`potential` compiled for
+    tables typed like ``t`` (:class:`Tables`; arrays C-contiguous float64, flags booleans):
+    int64 (2,), for compiled loops to call through :func:`function` and
+    :func:`potential_function`.
+
+    A compiled loop that called them directly would link the whole evaluation (bodies,
+    markers, rows, springs, stiffening) into its own module and optimise and emit it again,
+    about 10 s per loop on a cold start; a call through an address links nothing, and one
+    machine-code copy serves Python and every loop.
+    """
+    kind = typeof(t)
+    return np.array([_pointer(evaluate, _signature(kind)), _pointer(potential, _potential_signature(kind))],
+                    dtype=np.int64)
+
+
+def _value(kind):
+    """Code generation of a first-class function of type ``kind`` from a machine-code address
+    (numba's calling convention, so exceptions reach the caller)."""
+    def codegen(context, builder, signature, args):
+        value = cgutils.create_struct_proxy(kind)(context, builder)
+        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+        return value._getvalue()
+    return codegen
 
 
 @intrinsic
 def function(typingctx, address, t):
     """In compiled code: :func:`evaluate` for the tables ``t`` as a first-class function, from
-    its ``address`` (:func:`address`).  Its calls follow numba's calling convention, so an
-    exception raised in the evaluation reaches the caller."""
+    its ``address`` (:func:`addresses`)."""
     kind = types.FunctionType(_signature(t))
+    return kind(types.int64, t), _value(kind)
 
-    def codegen(context, builder, signature, args):
-        value = cgutils.create_struct_proxy(kind)(context, builder)
-        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
-        return value._getvalue()
 
-    return kind(types.int64, t), codegen
+@intrinsic
+def potential_function(typingctx, address, t):
+    """In compiled code: :func:`potential` for the tables ``t`` as a first-class function, from
+    its ``address`` (:func:`addresses`)."""
+    kind = types.FunctionType(_potential_signature(t))
+    return kind(types.int64, t), _value(kind)
 
 
 @njit(cache=True)

@@ -32,13 +32,61 @@ def _gauss01(n):
 GAUSS_XI, GAUSS_W = _gauss01(4)
 
 
-def _shear_modulus(E, G, nu):
-    """``G``, or ``E / (2 (1 + nu))`` from Poisson's ratio when ``G`` is not given."""
+@dataclass(frozen=True)
+class Material:
+    """An isotropic linear-elastic material (SI units).
+
+    Parameters
+    ----------
+    name : str
+    E : float
+        Young's modulus [Pa].
+    rho : float
+        Density [kg/m^3].
+    nu : float
+        Poisson's ratio [1]; the shear modulus is ``G = E / (2 (1 + nu))``.
+    source : str
+        Where the values come from.
+    """
+
+    name: str
+    E: float
+    rho: float
+    nu: float
+    source: str = ""
+
+    @property
+    def G(self):
+        """Shear modulus [Pa]."""
+        return self.E / (2.0 * (1.0 + self.nu))
+
+
+#: Structural steel, design values of EN 1993-1-1:2005 (Eurocode 3) §3.2.6 (E = 210 GPa,
+#: nu = 0.3) and the density of EN 1991-1-1 Table A.4 (77 kN/m^3 / g ~ 7850 kg/m^3).
+STEEL = Material("steel", E=210e9, rho=7850.0, nu=0.3,
+                 source="EN 1993-1-1 §3.2.6 (E, nu); EN 1991-1-1 Table A.4 (density)")
+#: Structural aluminium alloys, design values of EN 1999-1-1:2007 (Eurocode 9) §3.2.5: E = 70
+#: GPa, nu = 0.3, density 2700 kg/m^3.
+ALUMINIUM = Material("aluminium", E=70e9, rho=2700.0, nu=0.3, source="EN 1999-1-1 §3.2.5")
+
+
+def _elastic(material, E, rho, G, nu):
+    """``(E, rho, G)`` of a section: from ``material`` (a :class:`Material`), or from ``E``,
+    ``rho`` and ``G`` or Poisson's ratio ``nu`` (``G = E / (2 (1 + nu))``)."""
+    if material is not None:
+        if not isinstance(material, Material):
+            raise ValueError(f"section: material must be a Material (sim.STEEL, sim.ALUMINIUM, sim.Material(...)), "
+                             f"got {material!r}")
+        if any(x is not None for x in (E, rho, G, nu)):
+            raise ValueError(f"section: give either material={material.name} or E, rho and G or nu, not both")
+        return material.E, material.rho, material.G
+    if E is None or rho is None:
+        raise ValueError("section: give a material (sim.STEEL, sim.ALUMINIUM, sim.Material(...)) or E and rho")
     if G is not None:
-        return G
+        return E, rho, G
     if nu is None:
         raise ValueError("section: give the shear modulus G or Poisson's ratio nu")
-    return E / (2.0 * (1.0 + nu))
+    return E, rho, E / (2.0 * (1.0 + nu))
 
 
 # Plausible values, with room for the usual modelling devices (a link made 1000 times stiffer
@@ -102,32 +150,39 @@ class Section:
         return out
 
     @classmethod
-    def rectangle(cls, width, height, E, rho, G=None, nu=None):
-        """Solid rectangle ``width`` (local y) x ``height`` (local z).
+    def rectangle(cls, width, height, material=None, *, E=None, rho=None, G=None, nu=None):
+        """Solid rectangle ``width`` (local y) x ``height`` (local z) [m] of a ``material``
+        (:class:`Material`: ``sim.STEEL``, ``sim.ALUMINIUM``), or of modulus ``E``, density
+        ``rho`` and shear modulus ``G`` (or Poisson's ratio ``nu``: ``G = E / (2 (1 + nu))``).
 
         Torsion constant from Roark's series ``J = a b^3 (1/3 - 0.21 (b/a)(1 - (b/a)^4/12))``,
-        ``a >= b``; ``G = E / (2 (1 + nu))`` when ``G`` is not given.
+        ``a >= b``.
+
+        Examples
+        --------
+        >>> Section.rectangle(0.03, 0.01, sim.STEEL)                 # doctest: +SKIP
         """
-        G = _shear_modulus(E, G, nu)
+        E, rho, G = _elastic(material, E, rho, G, nu)
         a, b = max(width, height), min(width, height)
         J = a * b**3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - (b / a) ** 4 / 12.0))
         return cls(E=E, G=G, rho=rho, A=width * height, Iy=width * height**3 / 12.0,
                    Iz=height * width**3 / 12.0, J=J)
 
     @classmethod
-    def circle(cls, radius, E, rho, G=None, nu=None):
-        """Solid circular section; ``G = E / (2 (1 + nu))`` when ``G`` is not given."""
-        G = _shear_modulus(E, G, nu)
+    def circle(cls, radius, material=None, *, E=None, rho=None, G=None, nu=None):
+        """Solid circular section of ``radius`` [m]; material as in :meth:`rectangle`."""
+        E, rho, G = _elastic(material, E, rho, G, nu)
         I = np.pi * radius**4 / 4.0
         return cls(E=E, G=G, rho=rho, A=np.pi * radius**2, Iy=I, Iz=I, J=2 * I)
 
     @classmethod
-    def tube(cls, outer_radius, wall, E, rho, G=None, nu=None):
-        """Thin- or thick-walled circular tube of ``outer_radius`` and ``wall`` thickness [m];
-        ``G = E / (2 (1 + nu))`` when ``G`` is not given.  Exact annulus properties:
-        ``A = pi (R^2 - r^2)``, ``I = pi (R^4 - r^4) / 4``, ``J = 2 I`` (a closed circular tube).
+    def tube(cls, outer_radius, wall, material=None, *, E=None, rho=None, G=None, nu=None):
+        """Thin- or thick-walled circular tube of ``outer_radius`` and ``wall`` thickness [m]
+        (a 20 x 2 mm tube: ``Section.tube(0.010, 0.002, sim.ALUMINIUM)``); material as in
+        :meth:`rectangle`.  Exact annulus properties: ``A = pi (R^2 - r^2)``, ``I = pi (R^4 -
+        r^4) / 4``, ``J = 2 I`` (a closed circular tube).
         """
-        G = _shear_modulus(E, G, nu)
+        E, rho, G = _elastic(material, E, rho, G, nu)
         if not (0 < wall <= outer_radius):
             raise ValueError(f"tube wall must be in (0, outer_radius = {outer_radius!r}], got {wall!r}")
         r = outer_radius - wall

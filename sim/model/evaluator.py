@@ -16,7 +16,7 @@ import numpy as np
 from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
-from sim.kernels.equations import N_CONSTANT, Tables, address, evaluate, potential
+from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
@@ -52,7 +52,7 @@ class Evaluator:
     def __init__(self, model):
         self.model = model
         self.tables = t = tables(model)
-        self.f = address(t)      # for the compiled loops (sim.kernels.equations.function)
+        self.f = addresses(t)      # for the compiled loops (sim.kernels.equations.function)
         self.n_q, self.n_v = model.n_q, model.n_v
         self.cols = t.cols
         self.work = {f: getattr(t, f) for f in Tables._fields[N_CONSTANT:]}

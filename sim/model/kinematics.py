@@ -215,8 +215,8 @@ def skeleton(model, q):
     """Points and segments that draw the robot, with the points' Jacobian.
 
     Points: every node of the flexible bodies, the markers of the rigid bodies and of the
-    ground.  Segments: the beam elements, and on each rigid body its markers joined to the
-    first one (joints need none: their two markers coincide).
+    ground (:func:`skeleton_points`).  Segments: the beam elements, and on each rigid body its
+    markers joined to the first one (joints need none: their two markers coincide).
 
     Returns
     -------
@@ -228,9 +228,9 @@ def skeleton(model, q):
     """
     ms = markers(model, q)
     r_b, R_b = body_frames(model, q)
-    points, jac, segments = [], [], []
+    jac, segments = [], []
     for b, body in enumerate(model.bodies):
-        start = len(points)
+        start = len(jac)
         if body.flexible:
             sq, sv = model.q_index[b]
             x = body.basis @ q[sq + 7:sq + 7 + body.n_f]
@@ -240,16 +240,61 @@ def skeleton(model, q):
                 Jn[:, sv:sv + 3] = np.eye(3)
                 Jn[:, sv + 3:sv + 6] = -R_b[b] @ skew(u)
                 Jn[:, sv + 6:sv + 6 + body.n_f] = R_b[b] @ body.basis[6 * node:6 * node + 3]
-                points.append(r_b[b] + R_b[b] @ u)
                 jac.append(Jn)
             segments += [(start + i, start + j) for i, j in body.elements]
         else:
             idx = np.flatnonzero(model.marker_body == b)
-            for m in idx:
-                points.append(ms.p[m])
-                jac.append(ms.Jp[m])
+            jac += [ms.Jp[m] for m in idx]
             segments += [(start, start + k) for k in range(1, idx.size)]
-    for m in np.flatnonzero(model.marker_body < 0):
-        points.append(ms.p[m])
-        jac.append(np.zeros((3, model.n_v)))
-    return np.array(points), np.array(segments, dtype=int).reshape(-1, 2), np.array(jac)
+    jac += [np.zeros((3, model.n_v))] * int(np.sum(model.marker_body < 0))
+    return skeleton_points(model, q), np.array(segments, dtype=int).reshape(-1, 2), np.array(jac)
+
+
+def skeleton_points(model, q):
+    """The points of :func:`skeleton` (same order), for one or many configurations, without
+    the Jacobian.
+
+    Parameters
+    ----------
+    model : Model
+    q : ndarray, shape (..., n_q)
+
+    Returns
+    -------
+    p : ndarray, shape (..., n_p, 3)
+        World positions [m]: ``p = r_WB + R_WB (p_BP_B + D q_f)`` for the flexible bodies'
+        nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's.
+    """
+    q = np.asarray(q, dtype=float)
+    sq, _ = _starts(model)
+    r_WB = q[..., sq[:, None] + np.arange(3)]                        # (..., n_b, 3)
+    R_WB = quat_to_matrix(q[..., sq[:, None] + 3 + np.arange(4)])    # (..., n_b, 3, 3)
+    parts = []
+    for b, body in enumerate(model.bodies):
+        if body.flexible:
+            D = body.basis.reshape(len(body.nodes_B), 6, body.n_f)[:, :3]     # nodal translations
+            p_BP_B = body.nodes_B + np.einsum("nif,...f->...ni", D, q[..., sq[b] + 7:sq[b] + 7 + body.n_f])
+        else:
+            p_BP_B = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body == b)]).reshape(-1, 3)
+        parts.append(r_WB[..., b, None, :] + np.einsum("...ij,...nj->...ni", R_WB[..., b, :, :], p_BP_B))
+    ground = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body < 0)]).reshape(-1, 3)
+    parts.append(np.broadcast_to(ground, q.shape[:-1] + ground.shape))
+    return np.concatenate(parts, axis=-2)
+
+
+def marker_points(model):
+    """Index (n_m,) of each marker's origin among the points of :func:`skeleton`: its node on
+    a flexible body, itself on a rigid body or the ground."""
+    index = np.empty(len(model.markers), dtype=int)
+    start = 0
+    for b, body in enumerate(model.bodies):
+        idx = np.flatnonzero(model.marker_body == b)
+        if body.flexible:
+            index[idx] = start + np.array([model.markers[m].node for m in idx], dtype=int)
+            start += len(body.nodes_B)
+        else:
+            index[idx] = start + np.arange(idx.size)
+            start += idx.size
+    idx = np.flatnonzero(model.marker_body < 0)
+    index[idx] = start + np.arange(idx.size)
+    return index

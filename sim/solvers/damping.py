@@ -1,4 +1,4 @@
-r"""Damping models and complex modes of the constrained, linearised system (SPEC §2.3 item 7).
+r"""Damping models and complex modes of the constrained, linearised system.
 
 At a configuration ``q`` with the actuators locked, the motions are ``v = N x`` (``N`` an
 orthonormal basis of the null space of ``C_q``, :func:`sim.solvers.modal.constraint_null_space`) and

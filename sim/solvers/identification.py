@@ -1,4 +1,4 @@
-r"""Identification of model parameters from measured natural frequencies (SPEC §2.3 item 7).
+r"""Identification of model parameters from measured natural frequencies.
 
 Named parameters ``p`` of a model file (joint stiffnesses, masses, ...) are fitted so that the
 computed frequencies match measured ones at one or more configurations:

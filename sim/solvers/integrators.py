@@ -78,7 +78,7 @@ import scipy.linalg
 from numba import njit
 
 from sim.kernels.common import runtime
-from sim.kernels.equations import function, potential
+from sim.kernels.equations import function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 
@@ -324,8 +324,8 @@ def _row(k, row, nj, phi, J, gamma, v, s, sd, sdd, angle):
 def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
     """Residual ``w.r = [M a + J^T lam - Q ; J a - gamma + 2 alpha C_dot + beta^2 C]`` at the
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
-    tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the address of
-    the evaluation of the tables ``t`` (:func:`sim.kernels.equations.address`)."""
+    tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the addresses
+    of the evaluation of the tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
     n = a.size
     nj = t.n_joint
     # M needs no reset: the evaluation writes every body's block and M has no other entries.
@@ -334,7 +334,7 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
         w.G[:] = 0.0
         w.Gg[:] = 0.0
         w.Kt[:] = 0.0
-    function(f, t)(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0], jacobian,
+    function(f[0], t)(q1, v1, t, w.M, w.Q, w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s if sch.kind == 1 else s[:0], jacobian,
                    jacobian, jacobian, runtime(True))
     Q, J = w.Q, w.J
     if sch.kind == 2:
@@ -555,7 +555,7 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     for k in range(rows.size):
         C = _row(k, rows[k], t.n_joint, w.phi, w.J, w.gamma, st.v, s, sd, sdd, t.angle)[0]
         violation += C * C
-    gravity, elastic = potential(st.q, t)
+    gravity, elastic = potential_function(f[1], t)(st.q, t)
     out.energy[j, 0], out.energy[j, 1], out.energy[j, 2] = kinetic, gravity, elastic
     out.violation[j] = np.sqrt(violation)
     out.iterations[j] = st.counts[MAX_SINCE]

@@ -1,4 +1,4 @@
-r"""Inverse dynamics and kineto-statics of the rigid robot (SPEC §2.3 item 3, paper 003).
+r"""Inverse dynamics and kineto-statics of the rigid robot (paper 003).
 
 Along a :class:`sim.solvers.motion.RigidMotion` the elastic coordinates are frozen, so only the
 reference coordinates ``r = model.v_rigid`` enter.  With all joint rows and the actuator rows

@@ -1,4 +1,4 @@
-r"""Kineto-elastodynamics (KED): piecewise-constant modal superposition (SPEC §2.3 item 5).
+r"""Kineto-elastodynamics (KED): piecewise-constant modal superposition.
 
 The motion is the rigid robot's motion plus a small elastic displacement ``u`` (n_v,) that
 stays in the null space of the constraint Jacobian with the actuators locked (the elastic
@@ -273,8 +273,8 @@ def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, K_inv,
                 seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, static_load,
                 static_rest, sweeps):
     """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
-    (n, ...) in one compiled loop: the evaluation of ``tables`` at address ``f``
-    (:func:`sim.kernels.equations.address`; ``M`` not flushed; once more at rest for ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
+    (n, ...) in one compiled loop: the evaluation of ``tables`` at the addresses ``f``
+    (:func:`sim.kernels.equations.addresses`; ``M`` not flushed; once more at rest for ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
     the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
     :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...).
 
@@ -298,7 +298,7 @@ def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, K_inv,
     x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
     X, X_prev, fresh = seed, none, True
     off, on = runtime(False), runtime(True)
-    evaluate = function(f, tables)
+    evaluate = function(f[0], tables)
     for k in range(vs.shape[0]):
         # Q(q, 0) first: the second evaluation leaves M and J of the state itself.
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero

@@ -147,13 +147,13 @@ def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with
 
 @njit(cache=True)
 def _kinematics(q, v, tables, f, phi, J, gamma):
-    """The constraint rows (all actuators') at ``(q, v)`` (``f``: the address of the evaluation
-    of ``tables``, :func:`sim.kernels.equations.address`): no ``M``, ``Q``."""
+    """The constraint rows (all actuators') at ``(q, v)`` (``f``: the addresses of the evaluation
+    of ``tables``, :func:`sim.kernels.equations.addresses`): no ``M``, ``Q``."""
     phi[:] = 0.0
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
-    function(f, tables)(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0),
+    function(f[0], tables)(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0),
                         runtime(False), runtime(False), runtime(True), runtime(False))
 
 

@@ -1,4 +1,4 @@
-"""Modal assurance criterion and mode pairing (MAC; SPEC §2.3 items 6 and 7).
+"""Modal assurance criterion and mode pairing (MAC).
 
 ``MAC_ij = |phi_a,i^H W phi_b,j|^2 / ((phi_a,i^H W phi_a,i) (phi_b,j^H W phi_b,j))`` with
 ``W = M`` (mass-weighted) or the identity; complex shapes are allowed.

@@ -1,0 +1,105 @@
+"""The Python interface (issue 18): a robot built and analysed through ``import sim`` only
+(the guide's five-bar, ``docs/examples/five_bar.py``), the NaVARo frequencies against Cast3M,
+scenario validation and its errors, materials and sections."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sim
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE_ROBOT = ROOT / "docs" / "examples" / "five_bar.py"
+CIRCLE = dict(kind="circle", center=[0.0, 0.4, 0.0], radius=0.03, omega=4 * np.pi, duration=0.5, ramp=0.1)
+
+
+def test_navaro_cast3m_frequencies():
+    """``sim.modes(sim.load_model("models/navaro.py"), pose=[0, 0, 0])``: the Cast3M
+    frequencies of paper 000 (44.10, 44.10, 53.98, 95.62 Hz), within 0.1 %."""
+    result = sim.modes(sim.load_model(ROOT / "models" / "navaro.py"), pose=[0, 0, 0])
+    assert result.units["frequencies"] == "Hz"
+    f = result.frequencies
+    np.testing.assert_allclose(f[[0, 1, 2]], [44.10, 44.10, 53.98], rtol=1e-3)
+    assert np.any(np.isclose(f, 95.62, rtol=1e-3))
+    np.testing.assert_allclose(result.pose, [0, 0, 0])
+
+
+def test_robot_through_the_public_api(tmp_path):
+    """The guide's robot: modes, KED and the transient in memory, KED and the transient agreeing
+    on the peak deviation; the same through ``sim.run`` and ``sim.open_results``."""
+    robot = sim.load_model(GUIDE_ROBOT)
+    modes = sim.modes(robot, count=4)
+    assert modes.frequencies.shape == (4,) and np.all(np.diff(modes.frequencies) >= 0)
+    assert 20 < modes.frequencies[0] < 200
+    ked = sim.ked(robot, CIRCLE, intervals=128, modes=6)
+    transient = sim.transient(robot, CIRCLE, step=5e-4)
+    assert ked.status == transient.status == "complete"
+    assert transient.time[-1] == pytest.approx(0.5)
+    peak_ked, peak_transient = np.abs(ked.deviation).max(axis=0), np.abs(transient.deviation).max(axis=0)
+    # Modal superposition on frozen structures against the nonlinear transient: within 3 %.
+    np.testing.assert_allclose(peak_ked, peak_transient, rtol=0.03)
+    assert peak_transient.max() > 1e-5                 # a deviation worth comparing
+    assert transient.summary["steps"] == 1000
+    assert "distal_1_deflection" in transient["sensors"]
+
+    scenario = tmp_path / "guide.toml"
+    scenario.write_text(f'model.file = "{GUIDE_ROBOT}"\n'
+                        "[modes]\ncount = 4\n"
+                        "[trajectory]\nkind = \"circle\"\ncenter = [0.0, 0.4, 0.0]\nradius = 0.03\n"
+                        f"omega = {4 * np.pi!r}\nduration = 0.5\nramp = 0.1\n"
+                        "[ked]\nintervals = 128\nmodes = 6\n[transient]\nstep = 5e-4\n")
+    out = sim.run(scenario, out=tmp_path / "guide.h5")
+    assert out == tmp_path / "guide.h5" and out.is_file()
+    data = sim.open_results(out, "modes")
+    np.testing.assert_allclose(data["frequencies"].values, modes.frequencies, rtol=1e-12)
+    assert data["frequencies"].attrs["units"] == "Hz"
+    assert "mode" in data["frequencies"].dims
+    for name, memory in (("ked", ked), ("transient", transient)):
+        data = sim.open_results(out, name)
+        assert data["deviation"].dims[0] == "time"
+        np.testing.assert_allclose(data["deviation"].values, memory.deviation, rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(data["time"].values, memory.time)
+    with pytest.raises(sim.SimError, match="no group `frf` \\(the file has: modes, ked, transient|no group `frf`"):
+        sim.open_results(out, "frf")
+
+
+def test_options_are_validated_as_scenario_keys():
+    """Wrong keys and values raise the scenario's one-line errors, naming the function."""
+    robot = sim.load_model(GUIDE_ROBOT)
+    with pytest.raises(sim.SimError, match=r"sim.modes\(\): \[modes\] count must be a positive integer, got 0"):
+        sim.modes(robot, count=0)
+    with pytest.raises(sim.SimError, match=r"sim.ked\(\): unknown key `ked.interval`; did you mean `ked.intervals`"):
+        sim.ked(robot, CIRCLE, interval=64)
+    with pytest.raises(sim.SimError, match=r"sim.ked\(\): \[trajectory\] radius must be"):
+        sim.ked(robot, dict(CIRCLE, radius=-1.0))
+    with pytest.raises(sim.SimError, match=r"needs the model file's path"):
+        sim.identify(robot, parameters=["wall"], configuration_1={"measured_frequencies": [50.0]})
+    with pytest.raises(sim.SimError, match="unknown model parameter `wal`; did you mean `wall`"):
+        sim.load_model(GUIDE_ROBOT, wal=0.002)
+
+
+def test_model_file_with_parameters():
+    """A model file's path and ``parameters`` instead of a built model: the same numbers as
+    building it first."""
+    by_path = sim.modes(GUIDE_ROBOT, count=2, parameters={"payload": 0.5})
+    built = sim.modes(sim.load_model(GUIDE_ROBOT, payload=0.5), count=2)
+    np.testing.assert_allclose(by_path.frequencies, built.frequencies, rtol=1e-12)
+    assert by_path.frequencies[0] < sim.modes(GUIDE_ROBOT, count=1).frequencies[0]   # heavier payload
+
+
+def test_materials_and_sections():
+    """Named materials carry sourced values; sections built from them equal the explicit form,
+    and the annulus properties are exact."""
+    assert (sim.STEEL.E, sim.STEEL.rho, sim.STEEL.nu) == (210e9, 7850.0, 0.3)
+    assert (sim.ALUMINIUM.E, sim.ALUMINIUM.rho, sim.ALUMINIUM.nu) == (70e9, 2700.0, 0.3)
+    assert "EN 1999-1-1" in sim.ALUMINIUM.source and "EN 1993-1-1" in sim.STEEL.source
+    assert sim.STEEL.G == pytest.approx(210e9 / 2.6)
+    tube = sim.Section.tube(0.010, 0.002, sim.ALUMINIUM)
+    assert tube == sim.Section.tube(0.010, 0.002, E=70e9, rho=2700.0, nu=0.3)
+    assert tube.A == pytest.approx(np.pi * (0.010**2 - 0.008**2), rel=1e-14)
+    assert tube.Iy == pytest.approx(np.pi * (0.010**4 - 0.008**4) / 4, rel=1e-14)
+    assert sim.Section.rectangle(0.03, 0.01, sim.STEEL).G == pytest.approx(sim.STEEL.G)
+    with pytest.raises(ValueError, match="either material=steel or E, rho"):
+        sim.Section.circle(0.01, sim.STEEL, E=1e9)
+    with pytest.raises(ValueError, match="give a material"):
+        sim.Section.circle(0.01)
