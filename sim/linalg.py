@@ -12,6 +12,9 @@ rotation matrices with exact-zero structure); their products in BLAS underflow t
 numbers, which x86 processes about 100x slower.  :func:`flush` zeroes entries below
 ``FLUSH_RTOL`` of the largest one, far below the 1e-16 resolution of the data.
 """
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
@@ -19,7 +22,10 @@ from numba import njit
 
 from sim.kernels.common import FLUSH_RTOL
 
+# Stacks of at least this many matrices are split between the cores (singular_values).
+STACK_SPLIT = 64
 SVD_DRIVER = "gesvd"
+LSTSQ_DRIVER = "gelsy"
 
 
 def flush(A):
@@ -28,7 +34,6 @@ def flush(A):
     if A.size:
         A[np.abs(A) < FLUSH_RTOL * np.abs(A).max()] = 0.0
     return A
-LSTSQ_DRIVER = "gelsy"
 
 
 def svd(A, full_matrices=False, compute_uv=True):
@@ -94,13 +99,20 @@ def normal_solver(A, rank, condition=True):
 
 
 def singular_values(A):
-    """Singular values of A (m, n), descending, length min(m, n), from the eigenvalues of the
-    smaller Gram matrix: half an SVD's cost, with an absolute error of about
+    """Singular values of A (..., m, n), descending, length min(m, n), from the eigenvalues of
+    the smaller Gram matrix: half an SVD's cost, with an absolute error of about
     ``eps sigma_1^2 / sigma_k`` on ``sigma_k`` -- enough for the ratios ``sigma_k / sigma_1``
-    above ``1e-7`` that decide singular configurations."""
+    above ``1e-7`` that decide singular configurations.  A stack of many matrices is split
+    between the cores (LAPACK releases the GIL)."""
     A = flush(A)
-    G = A.T @ A if A.shape[0] >= A.shape[1] else A @ A.T
-    return np.sqrt(np.maximum(np.linalg.eigvalsh(G)[::-1], 0.0))
+    T = np.swapaxes(A, -1, -2)
+    G = T @ A if A.shape[-2] >= A.shape[-1] else A @ T
+    if G.ndim > 2 and len(G) >= STACK_SPLIT:
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            w = np.concatenate(list(pool.map(np.linalg.eigvalsh, np.array_split(G, os.cpu_count() or 1))))
+    else:
+        w = np.linalg.eigvalsh(G)
+    return np.sqrt(np.maximum(w[..., ::-1], 0.0))
 
 
 def lstsq(A, b, cond):

@@ -214,7 +214,7 @@ def test_parallel_singularity_reported(slider_crank):
     result = inverse_dynamics(model, motion)
     assert result.first_singular() == 2
     assert result.condition[2] > 1e7 and result.condition[[0, 1, 3, 4]].max() < 1e3
-    with pytest.raises(SimError, match=r"t = 0\.5 s \(condition number [0-9.e+]+\)"):
+    with pytest.raises(SimError, match=r"t = 0\.5 s \(condition number ([0-9.e+]+|inf)\)"):
         actuator_forces(model, motion)
 
 

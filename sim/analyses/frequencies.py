@@ -1,9 +1,10 @@
 """Natural frequencies along the trajectory, tracked by MAC: group ``frequencies``.
 
-Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants.  Two extra modes are
-computed at every instant so that a tracked mode crossing the ``count``-th one is still found;
-pairing uses the mass-weighted MAC with ``M`` of the later instant
-(:func:`sim.solvers.tracking.track_modes`).
+Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants.  The modes are those
+of KED's frozen structures (actuators locked; :func:`sim.solvers.ked.frames_along`, its
+compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
+that a tracked mode crossing the ``count``-th one is still found; pairing uses the
+mass-weighted MAC with ``M`` of the later instant (:func:`sim.solvers.tracking.track_modes`).
 """
 import numpy as np
 
@@ -14,7 +15,17 @@ from sim.analyses import register
 EXTRA_MODES = 2   # modes computed beyond `count`, so that crossings at the top are followed
 
 
-@register("frequencies")
+def prepare(model, scenario):
+    """Load the compiled kernels (rigid motion and KED's frame loop) and the mode pairing's
+    modules (scipy.optimize: 0.2 s); see :mod:`sim.analyses`."""
+    import importlib
+
+    importlib.import_module("sim.solvers.tracking")
+    from sim.solvers.ked import load_kernels
+    load_kernels(model, scenario.data["frequencies"]["count"] + EXTRA_MODES)
+
+
+@register("frequencies", prepare=prepare)
 def run(model, scenario, group, progress):
     """Write group ``frequencies``: frequency_time, frequencies (m, k) tracked, MAC and order.
 
@@ -24,7 +35,7 @@ def run(model, scenario, group, progress):
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import has_free_motions
+    from sim.solvers.ked import frames_along, has_free_motions
     from sim.solvers.modal import locked_jacobian, modes
     from sim.solvers.motion import rigid_motion
     from sim.solvers.tracking import track_modes
@@ -36,32 +47,28 @@ def run(model, scenario, group, progress):
     time = np.linspace(0.0, trajectory.duration, m)
     with progress(m, "frequencies: rigid motion") as bar:
         motion = rigid_motion(model, trajectory, time, progress=bar, condition=False)
-    free = has_free_motions(model, motion.q[0])
     ev = Evaluator(model)
     rest = np.zeros(model.n_v)
-    omegas, shapes, masses = [], [], []
-    with progress(m, "frequencies: modes") as bar:
-        for q in motion.q:
-            E = ev.evaluate(q, rest)     # M and the rows, compiled, in one evaluation
-            M = E.M
-            r = modes(model, q, k + EXTRA_MODES, M=M, free=free, energies=False,
-                      J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
-            omegas.append(r.omega)
-            shapes.append(r.shapes)
-            masses.append(M)
-            bar.update(1)
-    available = min(o.size for o in omegas)
+    E = ev.evaluate(motion.q[0], rest)
+    first = modes(model, motion.q[0], k + EXTRA_MODES, M=E.M, free=has_free_motions(model, motion.q[0], ev),
+                  energies=False, J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
+    available = first.omega.size
     if available < k:
         raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
                        f"of `{model.name}`")
+    # The frozen structures of KED (actuators locked), through its compiled frame loop.
+    with progress(m, "frequencies: modes") as bar:
+        frames = frames_along(model, motion, min(k + EXTRA_MODES, available), progress=bar)
+    omegas = frames.omega
+    shapes = list(frames.shapes)
+    masses = [ev.evaluate(q, rest, flush=False).M for q in motion.q]
     order, macs = track_modes(shapes, masses)
-    omegas = np.array(omegas)
     tracked = np.take_along_axis(omegas, order, axis=1)[:, :k] / (2 * np.pi)
     group.put("frequency_time", time, "s", "sampling instants")
     group.put("frequencies", tracked, "Hz", "elastic frequencies, column j = tracked mode j (identity kept by MAC)")
     group.put("frequencies_sorted", omegas[:, :k] / (2 * np.pi), "Hz", "the same, ascending at each instant")
     group.put("mode_order", order, "1",
-              f"column of the ascending modes (of {k + EXTRA_MODES} computed) that continues each track")
+              f"column of the ascending modes (of {omegas.shape[1]} computed) that continues each track")
     group.put("mac", macs, "1", "mass-weighted MAC between the tracked shapes of the previous instant (rows) "
               "and the ascending shapes of this instant (columns), M of this instant")
     group.put("mac_tracked", np.take_along_axis(macs, order[:, None, :], axis=2)[:, np.arange(k), np.arange(k)],

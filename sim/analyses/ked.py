@@ -89,13 +89,9 @@ def write_skeleton(model, group, result, q_rigid):
     displacement the deviation comes from, ``p = p_rigid + J_p(q_rigid) u``
     (:attr:`sim.solvers.ked.KedResult.displacement`)."""
     from sim.analyses import skeleton
-    from sim.model.kinematics import skeleton as skeleton_of
+    from sim.model.kinematics import skeleton_points
 
     every = skeleton.stride(model, len(result.time))
-    rigid, flexible = [], []
-    for q, u in zip(q_rigid[::every], result.displacement[::every]):
-        p, _, J = skeleton_of(model, q)
-        rigid.append(p)
-        flexible.append(p + J @ u)
-    skeleton.write(group, model, result.time, every, np.array(flexible), np.array(rigid),
+    q, u = q_rigid[::every], result.displacement[::every]
+    skeleton.write(group, model, result.time, every, skeleton_points(model, q, u), skeleton_points(model, q),
                    "rigid points + J_p(q_rigid) u, u the elastic displacement of the deviation")

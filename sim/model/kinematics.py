@@ -31,10 +31,10 @@ def _starts(model):
 
 
 def body_frames(model, q):
-    """Body frames.  Returns ``r_WB`` (n_b, 3) and ``R_WB`` (n_b, 3, 3)."""
+    """Body frames.  Returns ``r_WB`` (..., n_b, 3) and ``R_WB`` (..., n_b, 3, 3) for ``q`` (..., n_q)."""
     sq, _ = _starts(model)
-    r = q[sq[:, None] + np.arange(3)]
-    p = q[sq[:, None] + 3 + np.arange(4)]
+    r = q[..., sq[:, None] + np.arange(3)]
+    p = q[..., sq[:, None] + 3 + np.arange(4)]
     return r, quat_to_matrix(p)
 
 
@@ -250,23 +250,28 @@ def skeleton(model, q):
     return skeleton_points(model, q), np.array(segments, dtype=int).reshape(-1, 2), np.array(jac)
 
 
-def skeleton_points(model, q):
+def skeleton_points(model, q, dv=None):
     """The points of :func:`skeleton` (same order), for one or many configurations, without
-    the Jacobian.
+    the Jacobian; with ``dv``, moved by it to first order.
 
     Parameters
     ----------
     model : Model
     q : ndarray, shape (..., n_q)
+    dv : ndarray, shape (..., n_v), optional
+        A displacement in velocity coordinates (body translations in world axes, rotations
+        in body axes, elastic coordinates).
 
     Returns
     -------
     p : ndarray, shape (..., n_p, 3)
         World positions [m]: ``p = r_WB + R_WB (p_BP_B + D q_f)`` for the flexible bodies'
-        nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's.
+        nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's;
+        with ``dv``, plus ``J dv = dr + R_WB (dtheta_B x p_BP + D dq_f)`` (:func:`skeleton`'s
+        ``J`` applied without forming it).
     """
     q = np.asarray(q, dtype=float)
-    sq, _ = _starts(model)
+    sq, sv = _starts(model)
     r_WB = q[..., sq[:, None] + np.arange(3)]                        # (..., n_b, 3)
     R_WB = quat_to_matrix(q[..., sq[:, None] + 3 + np.arange(4)])    # (..., n_b, 3, 3)
     parts = []
@@ -276,7 +281,16 @@ def skeleton_points(model, q):
             p_BP_B = body.nodes_B + np.einsum("nif,...f->...ni", D, q[..., sq[b] + 7:sq[b] + 7 + body.n_f])
         else:
             p_BP_B = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body == b)]).reshape(-1, 3)
-        parts.append(r_WB[..., b, None, :] + np.einsum("...ij,...nj->...ni", R_WB[..., b, :, :], p_BP_B))
+        local = p_BP_B
+        if dv is not None:
+            dtheta = dv[..., None, sv[b] + 3:sv[b] + 6]
+            local = p_BP_B + np.cross(dtheta, p_BP_B)
+            if body.flexible:
+                local = local + np.einsum("nif,...f->...ni", D, dv[..., sv[b] + 6:sv[b] + 6 + body.n_f])
+        p = r_WB[..., b, None, :] + np.einsum("...ij,...nj->...ni", R_WB[..., b, :, :], local)
+        if dv is not None:
+            p = p + dv[..., None, sv[b]:sv[b] + 3]
+        parts.append(p)
     ground = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body < 0)]).reshape(-1, 3)
     parts.append(np.broadcast_to(ground, q.shape[:-1] + ground.shape))
     return np.concatenate(parts, axis=-2)

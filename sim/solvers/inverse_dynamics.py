@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from sim.linalg import singular_values
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError
 from sim.model.evaluator import Evaluator
@@ -110,29 +111,33 @@ def multipliers(model, q, v, a, ev=None):
         Norm of ``J_r^T lam - (Q_r - M_rr a_r)``.
     """
     ev = Evaluator(model) if ev is None else ev
-    return _solve(model, ev.evaluate(q, v), a)
-
-
-def _solve(model, E, a):
-    """:func:`multipliers` from the evaluation ``E`` (:meth:`sim.model.evaluator.Evaluator.evaluate` at
-    ``(q, v)``, no targets: every actuator, compliant ones included, drives the rigid robot)."""
-    rigid = model.v_rigid
+    E = ev.evaluate(q, v)
     J = np.vstack([E.J, E.J_s])
-    Jr = J[:, rigid]
-    rhs = E.Q[rigid] - E.M[np.ix_(rigid, rigid)] @ a[rigid]
+    rigid = model.v_rigid
+    lam, condition, residual = _solve(model, J[None][:, :, rigid], (E.Q - E.M @ a)[None, rigid])
+    return lam[0], J, float(condition[0]), float(residual[0])
+
+
+def _solve(model, Jr, rhs):
+    """``J_r^T lam = rhs`` for a stack of instants: ``Jr`` (n, n_c, n_r) the rows on the
+    reference coordinates, ``rhs`` (n, n_r) ``Q_r - M_rr a_r``.  Returns ``lam`` (n, n_c), the
+    condition numbers (n,) at the direct rank and the residual norms (n,)."""
     rank = model.home_ranks[1]
-    s = scipy.linalg.svdvals(Jr)
-    condition = s[0] / s[rank - 1] if s[rank - 1] > 0 else np.inf
-    if Jr.shape[0] == Jr.shape[1] == rank and condition < 1 / SINGULAR_RATIO:
-        # Square and regular: the one solution, by LU (a fifth of the SVD's cost).
-        lam = scipy.linalg.lu_solve(scipy.linalg.lu_factor(Jr.T, check_finite=False), rhs, check_finite=False)
-    else:
+    s = singular_values(Jr)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        condition = np.where(s[:, rank - 1] > 0, s[:, 0] / s[:, rank - 1], np.inf)
+    lam = np.empty(Jr.shape[:2])
+    # Square and regular: the one solution, by LU, all instants in one call.
+    lu = (condition < 1 / SINGULAR_RATIO) if Jr.shape[1] == Jr.shape[2] == rank else np.zeros(len(Jr), bool)
+    if lu.any():
+        lam[lu] = np.linalg.solve(np.swapaxes(Jr[lu], 1, 2), rhs[lu][..., None])[..., 0]
+    for k in np.flatnonzero(~lu):
         # gesvd: the divide-and-conquer default (gesdd) is several times slower at these sizes.
-        U, s, Vt = scipy.linalg.svd(Jr, full_matrices=False, lapack_driver="gesvd")
+        U, sk, Vt = scipy.linalg.svd(Jr[k], full_matrices=False, lapack_driver="gesvd")
         # J_r^T = V S U^T, so the minimum-norm solution is U S^-1 V^T rhs over the kept values.
-        lam = U[:, :rank] @ ((Vt[:rank] @ rhs) / s[:rank])
-    residual = float(np.linalg.norm(Jr.T @ lam - rhs))
-    return lam, J, condition, residual
+        lam[k] = U[:, :rank] @ ((Vt[:rank] @ rhs[k]) / sk[:rank])
+    residual = np.linalg.norm(np.einsum("kcr,kc->kr", Jr, lam) - rhs, axis=1)
+    return lam, condition, residual
 
 
 def joint_wrenches(model, q, lam, frame="world", ev=None):
@@ -156,14 +161,15 @@ def joint_wrenches(model, q, lam, frame="world", ev=None):
         raise ValueError(f"`frame` must be one of {FRAMES}, got {frame!r}")
     ev = Evaluator(model) if ev is None else ev
     E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-    return _wrenches(model, q, lam, E.J, ev.work["p"], ev.work["A"], frame)
+    return _wrenches(model, q[None], lam[None], E.J[None][:, :, model.v_rigid], ev.work["p"][None],
+                     ev.work["A"][None], frame)[0]
 
 
 def _wrench_tables(model):
     """Per joint, for :func:`_wrenches`: its first row; which joints load a body (``live``);
     for those, the sign (-1: marker j on the ground, the wrench on the ground side), the body
-    that receives the reaction, that body's six reference columns of ``v``, and the markers
-    i and j."""
+    that receives the reaction, that body's six reference columns among ``model.v_rigid``,
+    and the markers i and j."""
     start = np.array([sl.start for sl in joint_row_slices(model)], dtype=int)
     on_j = np.array([model.markers[j.marker_j].body >= 0 for j in model.joints], dtype=bool)
     body = np.array([model.markers[j.marker_j if o else j.marker_i].body for j, o in zip(model.joints, on_j)],
@@ -171,29 +177,33 @@ def _wrench_tables(model):
     live = body >= 0
     b = body[live]
     cols = np.array([model.q_index[x][1] for x in b], dtype=int).reshape(-1, 1) + np.arange(6)
+    cols = np.searchsorted(np.asarray(model.v_rigid), cols)
     mi = np.array([j.marker_i for j in model.joints], dtype=int)[live]
     mj = np.array([j.marker_j for j in model.joints], dtype=int)[live]
     return start, live, np.where(on_j, 1.0, -1.0)[live], b, cols, mi, mj
 
 
-def _wrenches(model, q, lam, J, p, A, frame, tables=None):
-    """:func:`joint_wrenches` from the joint rows ``J`` and the marker origins ``p`` and axes
-    ``A`` at ``q``, all joints at once."""
+def _wrenches(model, q, lam, Jr, p, A, frame, tables=None):
+    """:func:`joint_wrenches` for a stack of instants: ``q`` (n, n_q), the joint multipliers
+    ``lam`` (n, >= n_jr), the rows ``Jr`` (n, >= n_jr, n_r) on the reference coordinates,
+    the marker origins ``p`` (n, n_m, 3) and axes ``A`` (n, n_m, 3, 3); (n, n_j, 6)."""
     start, live, sign, b, cols, mi, mj = _wrench_tables(model) if tables is None else tables
-    out = np.zeros((len(model.joints), 6))
+    n = len(q)
+    out = np.zeros((n, len(model.joints), 6))
     if not live.any():
         return out
+    nj = model.rows["n_joint"]
     # generalized force of each joint's rows: -sum_rows J_row lam_row (a joint's rows are contiguous)
-    G = -np.add.reduceat(J * lam[:J.shape[0], None], start, axis=0)
-    g = G[np.flatnonzero(live)[:, None], cols]
+    G = -np.add.reduceat(Jr[:, :nj] * lam[:, :nj, None], start, axis=1)
+    g = G[:, np.flatnonzero(live)[:, None], cols]
     r_WB, R_WB = body_frames(model, q)
-    force = g[:, :3]
-    moment = np.einsum("kij,kj->ki", R_WB[b], g[:, 3:6]) - np.cross(p[mj] - r_WB[b], force)
-    wrench = sign[:, None] * np.concatenate([force, moment], axis=1)
+    force = g[..., :3]
+    moment = np.einsum("nkij,nkj->nki", R_WB[:, b], g[..., 3:6]) - np.cross(p[:, mj] - r_WB[:, b], force)
+    wrench = sign[:, None] * np.concatenate([force, moment], axis=-1)
     if frame == "joint":
-        wrench = np.concatenate([np.einsum("kji,kj->ki", A[mi], wrench[:, :3]),
-                                 np.einsum("kji,kj->ki", A[mi], wrench[:, 3:])], axis=1)
-    out[live] = wrench
+        wrench = np.concatenate([np.einsum("nkji,nkj->nki", A[:, mi], wrench[..., :3]),
+                                 np.einsum("nkji,nkj->nki", A[:, mi], wrench[..., 3:])], axis=-1)
+    out[:, live] = wrench
     return out
 
 
@@ -222,27 +232,35 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
     nj = model.rows["n_joint"]
     ev = Evaluator(model)
     tables = _wrench_tables(model)
-    out = {k: [] for k in ("lam", "wrench", "T", "V", "cond", "res")}
-    for k in range(n):
-        q, v, a = motion.q[k], motion.v[k], motion.a[k]
-        E = ev.evaluate(q, v)        # one evaluation per sample: M, Q, rows, marker frames
-        lam, _, cond, res = _solve(model, E, a)
-        out["wrench"].append(_wrenches(model, q, lam[:nj], E.J, ev.work["p"], ev.work["A"], frame, tables))
-        gravity, elastic = ev.potential(q)
-        out["lam"].append(lam)
-        out["T"].append(0.5 * v @ E.M @ v)
-        out["V"].append(gravity + elastic)
-        out["cond"].append(cond)
-        out["res"].append(res)
+    rigid = model.v_rigid
+    n_c, n_m = nj + len(model.actuators), len(model.markers)
+    lam, wrench = np.empty((n, n_c)), np.empty((n, len(model.joints), 6))
+    T, V, condition, residual = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    # One compiled evaluation per sample (M, Q, rows, marker frames), the solves and wrenches
+    # of a chunk of samples in a few batched calls; chunks bound the memory.
+    chunk = max(1, min(n, int(2e7 // max(1, n_c * rigid.size + 12 * n_m))))
+    for c0 in range(0, n, chunk):
+        ks = range(c0, min(n, c0 + chunk))
+        Jr, rhs = np.empty((len(ks), n_c, rigid.size)), np.empty((len(ks), rigid.size))
+        p, A = np.empty((len(ks), n_m, 3)), np.empty((len(ks), n_m, 3, 3))
+        for i, k in enumerate(ks):
+            q, v, a = motion.q[k], motion.v[k], motion.a[k]
+            E = ev.evaluate(q, v)
+            Jr[i, :nj], Jr[i, nj:] = E.J[:, rigid], E.J_s[:, rigid]
+            Ma = E.M @ a
+            rhs[i] = E.Q[rigid] - Ma[rigid]
+            p[i], A[i] = ev.work["p"], ev.work["A"]
+            gravity, elastic = ev.potential(q)
+            T[k], V[k] = 0.5 * v @ E.M @ v, gravity + elastic
+        sl = slice(ks.start, ks.stop)
+        lam[sl], condition[sl], residual[sl] = _solve(model, Jr, rhs)
+        wrench[sl] = _wrenches(model, motion.q[sl], lam[sl], Jr, p, A, frame, tables)
         if progress is not None:
-            progress.update(1)
-    lam = np.array(out["lam"]).reshape(n, -1)
+            progress.update(len(ks))
     tau = -lam[:, nj:]
-    return InverseDynamics(t=motion.t, actuator_forces=tau,
-                           joint_reactions=np.array(out["wrench"]).reshape(n, len(model.joints), 6),
-                           multipliers=lam, kinetic_energy=np.array(out["T"]), potential_energy=np.array(out["V"]),
-                           actuator_power=np.sum(tau * motion.actuators_dot, axis=1),
-                           condition=np.array(out["cond"]), residual=np.array(out["res"]), frame=frame)
+    return InverseDynamics(t=motion.t, actuator_forces=tau, joint_reactions=wrench, multipliers=lam,
+                           kinetic_energy=T, potential_energy=V, actuator_power=np.sum(tau * motion.actuators_dot, axis=1),
+                           condition=condition, residual=residual, frame=frame)
 
 
 def actuator_forces(model, motion):
