@@ -46,7 +46,11 @@ tube 30 x 3 mm ("ac" = acier in Table III(b)).  Aluminium E = 70 GPa, G = 26.3 G
 rho = 2700 kg/m^3; steel E = 210 GPa, G = 80.8 GPa, rho = 7850 kg/m^3.  Base radius R_b =
 0.30 m, platform radius R_n = 0.10 m and leg directions gamma_k = 90, 210, 330 deg are
 *assumed* (Table III(a) gives them as symbols).  Platform inertia: *assumed* disk of radius
-0.15 m.  Joint masses are not modelled.
+0.15 m (``platform_disk_radius``; the paper's platform is a three-spoke beam star with the
+6.64 kg).  Joint masses are not modelled.  ``base_radius``, ``platform_radius`` and
+``platform_disk_radius`` set the ratio of the vertical to the horizontal frequencies and the
+place of the platform-rocking modes among the others, which no joint stiffness changes: they
+are model parameters so that they can be identified (``scenarios/delta_identify_both.toml``).
 
 Measured configurations (paper 004 §III-C): (0, 0, -1.1) m and (0.19, -0.33, -0.9) m.
 """
@@ -58,6 +62,7 @@ ARM = 0.75            # L_b [m]
 HALF_WIDTH = 0.125    # L_c [m]
 BAR = 0.95            # L_p [m]
 PLATFORM_MASS = 6.64  # M_n [kg]
+PLATFORM_DISK_RADIUS = 0.15   # [m], the platform's inertia as a uniform disk's (assumed)
 GAMMA = (np.pi / 2, 7 * np.pi / 6, -np.pi / 6)
 ALUMINIUM = dict(E=70e9, G=26.3e9, rho=2700.0)
 STEEL = dict(E=210e9, G=80.8e9, rho=7850.0)
@@ -109,7 +114,8 @@ def leg_points(k, position, base_radius, platform_radius):
 
 def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bearing=2.0e5,
           k_knee_joint=5.0e4, k_parallelogram_joint=2.0e4, k_joint_translation=1.0e8,
-          base_radius=0.30, platform_radius=0.10, platform_mass=PLATFORM_MASS, gravity=9.81):
+          base_radius=0.30, platform_radius=0.10, platform_mass=PLATFORM_MASS, platform_disk_radius=PLATFORM_DISK_RADIUS,
+          gravity=9.81):
     """Surgiscope model placed with its platform centre at ``(x, y, z)``.
 
     Parameters
@@ -129,10 +135,15 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
         Tilting stiffness of the four parallelogram hinges [N m/rad].
     k_joint_translation : float
         Translational stiffness of every joint [N/m].
-    base_radius, platform_radius : float
-        R_b and R_n [m].
+    base_radius : float
+        R_b, radius of the arms' base bearings [m] (assumed).
+    platform_radius : float
+        R_n, radius of the wrist joints on the platform [m] (assumed).
     platform_mass : float
-        [kg]
+        M_n [kg] (paper 004).
+    platform_disk_radius : float
+        Radius of the uniform disk of the platform's mass that has its inertia [m] (assumed
+        0.15 m; the radius of gyration about the vertical axis is 1/sqrt(2) of it).
     gravity : float
         Along -z [m/s^2].
     """
@@ -159,8 +170,9 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
             b.add_joint(name, "revolute", mi, mj)
         return name
 
-    radius = 0.15    # assumed disk for the platform inertia
-    inertia = platform_mass * radius**2 * np.diag([0.25, 0.25, 0.5])
+    if not (np.isfinite(platform_disk_radius) and platform_disk_radius > 0):
+        raise ValueError(f"`platform_disk_radius` must be > 0, got {platform_disk_radius!r}")
+    inertia = platform_mass * platform_disk_radius**2 * np.diag([0.25, 0.25, 0.5])
     b.add_rigid_body("platform", platform_mass, P, inertia, position=P, substructure="platform")
     for k in range(3):
         A, B, C, e, u = leg_points(k, P, base_radius, platform_radius)

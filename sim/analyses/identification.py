@@ -54,7 +54,8 @@ def run(model, scenario, group, progress):
                            f"{len(c['measured_frequencies'])} measured frequencies")
         configurations.append(Configuration(
             name=name, measured=np.asarray(c["measured_frequencies"]), parameters=c["parameters"], pose=c["pose"],
-            modes=c["modes"], merge_repeated=c["merge_repeated"], fit=c["use"] == "fit", weight=c["weight"]))
+            modes=c["modes"], merge_repeated=c["merge_repeated"], fit=c["use"] == "fit", weight=c["weight"],
+            pairing=c["pairing"]))
     if not configurations:
         raise SimError(f"{where}: add a [identification.configuration_1] table")
     r = identify(scenario.model_file, names, initial, configurations, t["lower"], t["upper"], base=base,
@@ -87,7 +88,11 @@ def run(model, scenario, group, progress):
         group.put(f"{c.name}/errors", c.errors, "1", "(computed - measured) / measured, per mode")
         group.put(f"{c.name}/modes", c.modes, "1", "1-based computed mode numbers paired with the measured ones")
         if c.mac is not None:
-            group.put(f"{c.name}/mac", c.mac, "1", "MAC of the paired modes")
+            group.put(f"{c.name}/mac", c.mac, "1", "MAC of the paired modes with the measured shapes" if c.ordered is None
+                      else "lowest MAC of each tracked mode between consecutive steps of the path from configuration_1")
+        if c.ordered is not None:
+            group.put(f"{c.name}/modes_by_order", c.ordered, "1",
+                      "the computed mode numbers sorted order would pair (the tracking pairs `modes`)")
         summary[f"{c.name}_max_error_pct"] = round(100 * float(np.abs(c.errors).max()), 1)
     if r.messages:
         summary["note"] = "; ".join(r.messages)

@@ -378,7 +378,7 @@ def _draw_frf(ax, group, phase=False):
 
 def plot_identification(ax, group):
     """Measured versus computed frequencies of every configuration of an `identification` group."""
-    names = [k for k in group if k.startswith("configuration_")]
+    names = [k for k in group if k.startswith("configuration_") and "measured_frequencies" in group[k]]
     width = 0.8 / max(2 * len(names), 1)
     k = 0
     for name in sorted(names):
@@ -390,8 +390,15 @@ def plot_identification(ax, group):
         ax.bar(modes + (k - len(names) + 0.5) * width, meas, width, label=f"{name} measured", alpha=0.6)
         bars = ax.bar(modes + (k + 1 - len(names) + 0.5) * width, comp, width, label=f"{name} {role}")
         errors = 100 * (comp - meas) / meas
-        ax.bar_label(bars, labels=[f"{e:+.1f}%" for e in errors], fontsize="x-small")
+        paired = np.asarray(c["modes"]["data"]) if "modes" in c else modes
+        # The computed mode each measured one is paired with, and for tracked pairs (or pairs
+        # with measured shapes) their MAC.
+        macs = np.asarray(c["mac"]["data"]) if "mac" in c else None
+        labels = [f"{e:+.1f}%\nmode {m}" + (f"\nMAC {macs[i]:.2f}" if macs is not None else "")
+                  for i, (e, m) in enumerate(zip(errors, paired))]
+        ax.bar_label(bars, labels=labels, fontsize="xx-small")
         k += 2
+    ax.margins(y=0.2)
     ax.set_xlabel("measured mode")
     ax.set_ylabel("frequency [Hz]")
     ax.legend(loc="best", fontsize="small")

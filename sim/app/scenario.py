@@ -60,7 +60,8 @@ def _configuration(use):
         "pose": Key("float[]", None, None, "m, rad",
                     "end-effector pose reached by inverse kinematics (default: home)"),
         "measured_frequencies": Key("float[]", "positive_list", REQUIRED, "Hz",
-                                    "measured natural frequencies, ascending"),
+                                    "measured natural frequencies: ascending at configuration_1; with tracked "
+                                    "pairing, measured mode i is configuration_1's mode i (its family)"),
         "modes": Key("int[]", "positive_list", None, "",
                      "1-based computed mode numbers paired with the measured ones "
                      "(default: by sorted order)"),
@@ -69,6 +70,9 @@ def _configuration(use):
                               "(a repeated root of a symmetric robot counts once)"),
         "use": Key("str", ("fit", "predict"), use, "",
                    "fitted, or only predicted with the fitted parameters"),
+        "pairing": Key("str", ("order", "tracked"), "order" if use == "fit" else "tracked", "",
+                       "without `modes`: pair by sorted order, or (not configuration_1) with the modes that "
+                       "continue configuration_1's paired ones along the path between them, by MAC"),
         "weight": Key("float", "positive", 1.0, "1", "weight of its residuals"),
     }
 

@@ -10,7 +10,17 @@ make the problem scale-free and keep ``p > 0``.  Each configuration is the model
 its own parameter overrides (e.g. the Surgiscope's ``x, y, z``) and, optionally, an end-effector
 ``pose`` reached by :func:`sim.model.assembly.solve_pose`.  Measured modes are paired with computed
 ones by MAC when measured shapes are given (:mod:`sim.solvers.tracking`), else by explicit model mode
-numbers, else by sorted order (repeated model frequencies may be merged first).
+numbers, else by sorted order at the first configuration (the *reference*; repeated model
+frequencies may be merged first) and, at the others, by **tracking**: measured mode ``i`` is
+taken to be the same mode as the reference's measured mode ``i``, and the computed mode that
+continues the reference's along a straight path of the configuration parameters (and poses)
+between them, followed by mass-weighted MAC over ``PATH_STEPS`` steps, halved where a track's
+MAC drops (:meth:`Problem.track`), is paired with it.  Sorted order pairs the wrong
+modes wherever modes of different families cross between configurations; the tracking does
+not, and reports where the two pairings differ.  Tracked pairings are frozen during a least-
+squares run (a pairing that switches between neighbouring parameter values would make the
+objective jump) and tracked again at its solution; the fit is repeated, at most
+``PAIRING_ROUNDS`` times, until they no longer change.
 
 Statistics at the solution, with ``J = d residual / d theta`` (m, n):
 
@@ -36,6 +46,12 @@ CORRELATION = 0.99
 SINGULAR_RTOL = 1e-3
 POORLY_DETERMINED = 0.25   # relative standard deviation above which a fitted value is reported as weak
 MERGE_RTOL = 1e-4      # model frequencies closer than this (relative) are one repeated mode
+PATH_STEPS = 10        # steps of the path along which modes are tracked between configurations
+START = 1e-3           # where the path starts (a fraction of it): off a symmetric reference's repeated roots
+MAC_REFINE = 0.97      # a step whose tracked MAC falls below this is halved ...
+MIN_STEP = 1.0 / 512   # ... down to this
+PAIRING_ROUNDS = 3     # least-squares runs with the tracked pairings frozen, at most
+WEAK_TRACK = 0.6       # a tracked pair whose MAC drops below this along the path is reported
 
 
 @dataclass
@@ -62,6 +78,9 @@ class Configuration:
     fit : bool
         Used in the fit (True) or only predicted (False).
     weight : float
+    pairing : {"order", "tracked"}
+        Without ``modes`` or ``shapes``: by sorted order, or tracked from the reference (the
+        first configuration) by MAC along the path between them.
     """
 
     name: str
@@ -74,6 +93,7 @@ class Configuration:
     shape_outputs: object = None
     fit: bool = True
     weight: float = 1.0
+    pairing: str = "order"
 
 
 @dataclass
@@ -90,8 +110,11 @@ class ConfigurationResult:
     modes : ndarray of int, shape (k,)
         1-based computed mode numbers used.
     mac : ndarray, shape (k,) or None
-        MAC of the pairs when shapes were measured.
+        MAC of the pairs when shapes were measured; for tracked pairs, the lowest MAC of each
+        track between consecutive steps of the path.
     fit : bool
+    ordered : ndarray of int, shape (k,) or None
+        For tracked pairs: the mode numbers sorted order would have paired.
     """
 
     name: str
@@ -101,6 +124,7 @@ class ConfigurationResult:
     modes: np.ndarray
     mac: object
     fit: bool
+    ordered: object = None
 
 
 @dataclass
@@ -184,26 +208,112 @@ class Problem:
         self.model_file, self.base, self.names = model_file, dict(base), list(names)
         self.configurations = list(configurations)
         self.evaluations = 0
+        self.frozen = {}      # configuration name -> computed mode indices (tracked pairing) for a fit round
+        self.defaults = {**known, **self.base}
+        reference = self.configurations[0]
+        for c in self.configurations[1:]:
+            if self._tracked(c):
+                for key in set(reference.parameters) | set(c.parameters):
+                    a, b = self._ends(reference, c, key)
+                    if a != b and not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+                        raise SimError(f"identification {c.name}: cannot track modes from {reference.name}: "
+                                       f"parameter `{key}` ({a!r} -> {b!r}) is not a number in both")
+                if (reference.pose is None) != (c.pose is None):
+                    raise SimError(f"identification {c.name}: cannot track modes from {reference.name}: give a "
+                                   f"pose in both or in neither")
 
-    def evaluate(self, configuration, values):
-        """Paired computed frequencies (k,), mode numbers (k,) and MAC (k,) or None."""
+    def _tracked(self, c):
+        return c.pairing == "tracked" and c.modes is None and c.shapes is None and c is not self.configurations[0]
+
+    def _modes(self, parameters, pose, values, count):
+        """The model with the configuration ``parameters``, at ``pose``: its modes and ``M``."""
         from sim.model.assembly import solve_pose
+        from sim.model.dynamics import mass_matrix
         from sim.model.loader import load_model
         from sim.solvers.modal import modes
 
-        c = configuration
-        params = {**self.base, **c.parameters, **dict(zip(self.names, map(float, values)))}
-        model = load_model(self.model_file, params)
-        q = model.q_home if c.pose is None else solve_pose(model, c.pose)
+        model = load_model(self.model_file, {**self.base, **parameters, **dict(zip(self.names, map(float, values)))})
+        q = model.q_home if pose is None else solve_pose(model, pose)
+        # The elastic modes of the structure; free motions (a strut spinning between spherical
+        # joints) are found and set apart by sim.solvers.modal, not mistaken for zero frequencies.
+        self.evaluations += 1
+        return model, q, modes(model, q, count=count, energies=False), mass_matrix
+
+    def _ends(self, reference, c, key):
+        """Values of parameter ``key`` at the reference and at ``c`` (the defaults where unset)."""
+        return reference.parameters.get(key, self.defaults.get(key)), c.parameters.get(key, self.defaults.get(key))
+
+    @staticmethod
+    def _by_order(c, f, k):
+        """Indices into ascending ``f`` paired with ``k`` measured modes by sorted order."""
+        index = _distinct(f) if c.merge_repeated else np.arange(f.size)
+        return index[:k]
+
+    def track(self, c, values):
+        """Tracked pairing of configuration ``c`` from the reference: computed mode indices (k,),
+        the lowest MAC of each track between consecutive steps (k,) and the indices sorted
+        order gives.
+
+        The path starts a little off the reference (``s = START``): at a symmetric reference
+        a repeated root has arbitrary shapes in its plane, which the path's direction splits
+        into two definite ones (the lower one continues the merged measured mode).  A step is
+        halved while a needed track's MAC is below ``MAC_REFINE``, down to ``MIN_STEP``.
+        """
+        from sim.solvers.tracking import mac, pair_modes
+
+        ref = self.configurations[0]
         k = c.measured.size
+        count = 3 * max(k, ref.measured.size) + 6
+        cache = {}
+
+        def at(s):
+            if s not in cache:
+                parameters = {key: (1 - s) * a + s * b for key in set(ref.parameters) | set(c.parameters)
+                              for a, b in [self._ends(ref, c, key)]}
+                pose = None if c.pose is None else (1 - s) * np.asarray(ref.pose, float) + s * np.asarray(c.pose, float)
+                model, q, result, mass_matrix = self._modes(parameters, pose, values, count)
+                cache[s] = (result.shapes, mass_matrix(model, q), result.frequencies_hz)
+            return cache[s]
+
+        start = self._by_order(ref, at(0.0)[2], k)
+        if start.size < k:
+            raise SimError(f"identification {c.name}: {ref.name} has fewer modes than {c.name} measures ({k})")
+        columns, worst = start.copy(), np.ones(k)
+        a, steps = START, list(np.linspace(0.0, 1.0, PATH_STEPS + 1)[1:])
+        while steps:
+            b = steps[0]
+            shapes_b, M_b, f_b = at(b)
+            if f_b.size != at(a)[2].size:
+                raise SimError(f"identification {c.name}: the number of elastic modes changes between {ref.name} "
+                               f"and {c.name}; pair with `modes`")
+            table = mac(at(a)[0][:, columns], shapes_b, M_b)
+            new = np.array([j for _, j in pair_modes(table)])
+            quality = table[np.arange(k), new]
+            if quality.min() < MAC_REFINE and b - a > MIN_STEP:
+                steps.insert(0, 0.5 * (a + b))
+                continue
+            columns, worst, a = new, np.minimum(worst, quality), steps.pop(0)
+        return columns, worst, self._by_order(c, at(1.0)[2], k)
+
+    def evaluate(self, configuration, values):
+        """Paired computed frequencies (k,), mode numbers (k,) and MAC (k,) or None."""
+        c = configuration
+        k = c.measured.size
+        if self._tracked(c):
+            index = self.frozen.get(c.name)
+            macs = None
+            if index is None:
+                index, macs, _ = self.track(c, values)
+            count = int(index.max()) + 1
+            f = self._modes(c.parameters, c.pose, values, count)[2].frequencies_hz
+            if f.size < count:
+                raise SimError(f"identification {c.name}: the model has fewer modes than measured ({k})")
+            return f[index], index + 1, macs
         need = k if c.modes is None else max(c.modes)
         if c.merge_repeated or c.shapes is not None:
             need = 3 * need + 6
-        # The elastic modes of the structure; free motions (a strut spinning between spherical
-        # joints) are found and set apart by sim.solvers.modal, not mistaken for zero frequencies.
-        result = modes(model, q, count=need, energies=False)
+        model, q, result, _ = self._modes(c.parameters, c.pose, values, need)
         f = result.frequencies_hz
-        self.evaluations += 1
         if c.shapes is not None:
             from sim.solvers.frf import _rows
             from sim.solvers.tracking import mac, pair_modes
@@ -212,11 +322,7 @@ class Problem:
             pairs = pair_modes(table)
             index = np.array([j for _, j in pairs])
             return f[index], index + 1, np.array([table[i, j] for i, j in pairs])
-        if c.modes is not None:
-            index = np.asarray(c.modes, dtype=int) - 1
-        else:
-            index = _distinct(f) if c.merge_repeated else np.arange(f.size)
-            index = index[:k]
+        index = np.asarray(c.modes, dtype=int) - 1 if c.modes is not None else self._by_order(c, f, k)
         if index.size < k or index.max() >= f.size:
             raise SimError(f"identification {c.name}: the model has fewer modes than measured ({k})")
         return f[index], index + 1, None
@@ -308,9 +414,19 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     messages = []
     if m < n:
         messages.append(f"{n} parameters from {m} frequencies: the problem is under-determined")
-    fit = scipy.optimize.least_squares(problem.residuals, np.log(p0), bounds=(np.log(lo), np.log(hi)),
-                                       method="trf", diff_step=diff_step, x_scale=1.0, max_nfev=max_evaluations)
-    theta = fit.x
+    theta = np.log(p0)
+    tracked = [c for c in configurations if problem._tracked(c) and c.fit]
+    for round_ in range(PAIRING_ROUNDS):
+        # Tracked pairings frozen for this run (see the module docstring).
+        problem.frozen = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
+        fit = scipy.optimize.least_squares(problem.residuals, theta, bounds=(np.log(lo), np.log(hi)),
+                                           method="trf", diff_step=diff_step, x_scale=1.0, max_nfev=max_evaluations)
+        theta = fit.x
+        if all(np.array_equal(problem.track(c, np.exp(theta))[0], problem.frozen[c.name]) for c in tracked):
+            break
+    else:
+        messages.append(f"the tracked pairings still changed after {PAIRING_ROUNDS} fits")
+    problem.frozen = {}
     values = np.exp(theta)
     J = fit.jac
     dof = m - n
@@ -329,7 +445,19 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     results = []
     for c in configurations:
         f, index, macs = problem.evaluate(c, values)
-        results.append(ConfigurationResult(c.name, c.measured, f, (f - c.measured) / c.measured, index, macs, c.fit))
+        ordered = None
+        if problem._tracked(c):
+            ordered = problem.track(c, values)[2] + 1
+            if not np.array_equal(ordered, index):
+                crossed = ", ".join(f"{i + 1} -> {m}" for i, (m, o) in enumerate(zip(index, ordered)) if m != o)
+                messages.append(f"{c.name}: tracked from {configurations[0].name}, measured modes pair with "
+                                f"computed modes {index.tolist()}, not {ordered.tolist()} by sorted order "
+                                f"(measured -> computed: {crossed})")
+            for i in np.flatnonzero(macs < WEAK_TRACK):
+                messages.append(f"{c.name}: measured mode {i + 1} tracked with MAC down to {macs[i]:.2f} "
+                                f"between steps of the path: its family changes character; check the pairing")
+        results.append(ConfigurationResult(c.name, c.measured, f, (f - c.measured) / c.measured, index, macs, c.fit,
+                                           ordered))
     # Sensitivities in Hz: the Jacobian rows are relative residuals times sqrt(weight).
     scale = np.concatenate([c.measured / np.sqrt(c.weight) for c in configurations if c.fit])
     fitted_errors = np.concatenate([res.errors for res in results if res.fit])
