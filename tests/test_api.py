@@ -103,3 +103,24 @@ def test_materials_and_sections():
         sim.Section.circle(0.01, sim.STEEL, E=1e9)
     with pytest.raises(ValueError, match="give a material"):
         sim.Section.circle(0.01)
+
+
+def test_other_analyses_through_the_api():
+    """``sim.frequencies``, ``sim.inverse_dynamics`` and ``sim.frf`` on the guide's robot agree
+    with ``sim.modes`` where they overlap: the frequencies along the path at its first instant and
+    the FRF's undamped natural frequencies are the modes at that pose; the actuator power is the
+    rate of the rigid robot's energy."""
+    robot = sim.load_model(GUIDE_ROBOT)
+    start = [0.03, 0.4, 0.0]                         # the circle's first point: centre + radius along x
+    circle = dict(CIRCLE, ramp=0.0)
+    at_start = sim.modes(robot, pose=start, count=3).frequencies
+    along = sim.frequencies(robot, circle, count=3, samples=20)
+    np.testing.assert_allclose(along.frequencies_sorted[0], at_start, rtol=1e-6)
+    frf = sim.frf(robot, inputs=["force:P_1:x"], outputs=["displacement:P_1:x"], pose=start, f_max=200.0,
+                  points=50)
+    np.testing.assert_allclose(frf.natural_frequencies[:3], at_start, rtol=1e-6)
+    dynamics = sim.inverse_dynamics(robot, circle, samples=401)
+    energy = dynamics.kinetic_energy + dynamics.potential_energy
+    rate = np.gradient(energy, dynamics.time)
+    np.testing.assert_allclose(dynamics.actuator_power[5:-5], rate[5:-5], atol=2e-3 * np.abs(rate).max())
+    assert dynamics.units["actuator_forces"] == ["N m", "N m"]

@@ -40,7 +40,8 @@ def run(model, scenario, group, progress):
         if missing:
             raise SimError(f"{where} initial: no positive default for {', '.join(missing)}; give `initial`")
     initial = t["initial"] or [float(defaults[n]) for n in names]
-    for key, values in (("initial", initial), ("lower", t["lower"]), ("upper", t["upper"])):
+    for key, values in (("initial", initial), ("lower", t["lower"]), ("upper", t["upper"]), ("prior", t["prior"]),
+                        ("prior_weight", t["prior_weight"])):
         if values is not None and len(values) != len(names):
             raise SimError(f"{where} {key}: {len(values)} values for {len(names)} parameters")
     base = {k: v for k, v in scenario.model_parameters.items() if k not in names}
@@ -58,8 +59,13 @@ def run(model, scenario, group, progress):
             pairing=c["pairing"]))
     if not configurations:
         raise SimError(f"{where}: add a [identification.configuration_1] table")
+    if t["prior_weight"] is not None and t["prior"] is None:
+        raise SimError(f"{where} prior_weight: give `prior` too")
+    if t["prior_weight"] is not None and any(w < 0 for w in t["prior_weight"]):
+        raise SimError(f"{where} prior_weight: weights must be >= 0, got {t['prior_weight']}")
     r = identify(scenario.model_file, names, initial, configurations, t["lower"], t["upper"], base=base,
-                 max_evaluations=t["max_evaluations"])
+                 max_evaluations=t["max_evaluations"], prior=t["prior"], prior_weight=t["prior_weight"],
+                 starts=t["starts"])
     group.put("parameters", r.values, "model units", "fitted parameter values (names: attribute `names`)")
     group.put("initial", r.initial, "model units", "starting values")
     group.put("lower", r.lower, "model units", "lower bounds")
@@ -75,6 +81,10 @@ def run(model, scenario, group, progress):
     group.put("singular_values", r.singular_values, "1",
               "singular values of the column-normalised Jacobian, relative to the largest")
     group.put("identifiable", r.identifiable.astype(np.int8), "1", "1 if the parameter is identifiable")
+    if len(r.starts_cost) > 1:
+        group.put("starts_parameters", r.starts_parameters, "model units",
+                  "the minimum reached from each start (row 0: from `initial`; names: attribute `names`)")
+        group.put("starts_cost", r.starts_cost, "1", "cost of each start's minimum")
     group.attrs["names"] = list(r.names)
     group.attrs["messages"] = list(r.messages) or ["all parameters identifiable"]
     group.attrs["evaluations"] = r.evaluations

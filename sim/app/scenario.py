@@ -246,7 +246,15 @@ SCHEMA = {
                      "lower bounds (default: initial / 100)"),
         "upper": Key("float[]", "positive_list", None, "model units",
                      "upper bounds (default: initial * 100)"),
-        "max_evaluations": Key("int", "positive", 200, "", "residual evaluations allowed"),
+        "max_evaluations": Key("int", "positive", 200, "", "residual evaluations allowed, per start"),
+        "prior": Key("float[]", "positive_list", None, "model units",
+                     "values the fit is regularised toward (e.g. static-test stiffnesses; default: none)"),
+        "prior_weight": Key("float[]", None, None, "1",
+                            "weight of each prior: residual sqrt(w) ln(p / prior) beside the relative frequency "
+                            "errors (default 1 each)"),
+        "starts": Key("int", "positive", 1, "",
+                      "least-squares starts: `initial`, then points of a Latin hypercube of the bounds (ln p); "
+                      "the best is kept, the spread reported; run in a local process pool"),
         "configuration_1": _configuration("fit"),
         "configuration_2": _configuration("predict"),
     },

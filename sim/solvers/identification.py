@@ -154,6 +154,9 @@ class IdentificationResult:
     evaluations : int
     wall_time_s : float
     success : bool
+    starts_parameters : ndarray, shape (s, n)
+        The minimum each start reached (row 0: from ``initial``).
+    starts_cost : ndarray, shape (s,)
     """
 
     names: list
@@ -174,6 +177,8 @@ class IdentificationResult:
     evaluations: int
     wall_time_s: float
     success: bool
+    starts_parameters: np.ndarray = None
+    starts_cost: np.ndarray = None
 
 
 def _distinct(f, rtol=MERGE_RTOL):
@@ -198,7 +203,7 @@ class Problem:
     configurations : sequence of Configuration
     """
 
-    def __init__(self, model_file, base, names, configurations):
+    def __init__(self, model_file, base, names, configurations, prior=None, prior_weight=None):
         from sim.model.loader import parameters
         known = parameters(model_file)
         for name in names:
@@ -209,6 +214,9 @@ class Problem:
         self.configurations = list(configurations)
         self.evaluations = 0
         self.frozen = {}      # configuration name -> computed mode indices (tracked pairing) for a fit round
+        # Tikhonov terms sqrt(w_j) ln(p_j / prior_j): none where the weight is zero.
+        self.prior = None if prior is None else np.log(np.asarray(prior, dtype=float))
+        self.prior_weight = None if prior is None else np.sqrt(np.asarray(prior_weight, dtype=float))
         self.defaults = {**known, **self.base}
         reference = self.configurations[0]
         for c in self.configurations[1:]:
@@ -335,6 +343,8 @@ class Problem:
             if (c.fit if which is None else c.name in which):
                 f, _, _ = self.evaluate(c, values)
                 out.append(np.sqrt(c.weight) * (f - c.measured) / c.measured)
+        if self.prior is not None and which is None:
+            out.append(self.prior_weight * (theta - self.prior))
         return np.concatenate(out)
 
 
@@ -373,8 +383,46 @@ def _diagnose(names, J, messages):
     return ok, s
 
 
+def _fit(problem, theta, lo, hi, diff_step, max_evaluations):
+    """Least squares from ``theta`` (ln p) with the tracked pairings frozen for each run and
+    re-tracked at its solution, until they no longer change (at most ``PAIRING_ROUNDS`` runs):
+    ``(fit, stable)``, ``fit`` scipy's result of the last run."""
+    tracked = [c for c in problem.configurations if problem._tracked(c) and c.fit]
+    stable = False
+    for _ in range(PAIRING_ROUNDS):
+        problem.frozen = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
+        fit = scipy.optimize.least_squares(problem.residuals, theta, bounds=(lo, hi), method="trf",
+                                           diff_step=diff_step, x_scale=1.0, max_nfev=max_evaluations)
+        theta = fit.x
+        if all(np.array_equal(problem.track(c, np.exp(theta))[0], problem.frozen[c.name]) for c in tracked):
+            stable = True
+            break
+    problem.frozen = {}
+    return fit, stable
+
+
+def fit_start(problem, theta, lo, hi, diff_step, max_evaluations):
+    """One start of a multi-start search (a sweep case: module level, picklable): ``(ln p,
+    cost, pairings stable, evaluations)``."""
+    fit, stable = _fit(problem, np.asarray(theta, dtype=float), lo, hi, diff_step, max_evaluations)
+    return fit.x, float(fit.cost), stable, problem.evaluations
+
+
+def start_points(p0, lo, hi, starts, seed=0):
+    """``starts`` starting points (starts, n) in ln p: ``p0`` first, the others a scrambled
+    Latin hypercube of the box ``[lo, hi]`` in ln p (a fixed seed: the same starts every run)."""
+    from scipy.stats import qmc
+
+    points = [np.log(p0)]
+    if starts > 1:
+        sample = qmc.LatinHypercube(d=len(p0), seed=seed).random(starts - 1)
+        points += list(np.log(lo) + sample * (np.log(hi) - np.log(lo)))
+    return np.array(points)
+
+
 def identify(model_file, names, initial, configurations, lower=None, upper=None, base=None,
-             diff_step=1e-4, max_evaluations=200):
+             diff_step=1e-4, max_evaluations=200, prior=None, prior_weight=None, starts=1, scheduler=None,
+             workers=None):
     """Fit model parameters to measured frequencies.
 
     Parameters
@@ -391,6 +439,18 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     diff_step : float
         Relative finite-difference step on ``ln p``.
     max_evaluations : int
+        Per start.
+    prior, prior_weight : array_like, shape (n,), optional
+        Tikhonov regularisation toward ``prior`` (e.g. static-test stiffnesses): residuals
+        ``sqrt(w_j) ln(p_j / prior_j)`` join the relative frequency errors (weight 1: a
+        parameter a factor e off its prior costs as much as a 100 % frequency error; 0: none).
+    starts : int
+        Local least-squares runs: from ``initial`` and from ``starts - 1`` points of a Latin
+        hypercube of the bounds in ``ln p``; the best is kept and the spread of the minima
+        reported (``starts_parameters``, ``starts_cost``).
+    scheduler, workers
+        Where the starts run (:func:`sim.solvers.sweep.run_cases`: a local process pool by
+        default, or a Dask scheduler address).
 
     Returns
     -------
@@ -409,24 +469,47 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
         raise SimError("identification bounds must satisfy lower < upper and lower <= initial <= upper")
     if not any(c.fit for c in configurations):
         raise SimError("identification needs at least one configuration to fit")
-    problem = Problem(model_file, base or {}, names, configurations)
-    m = sum(c.measured.size for c in configurations if c.fit)
+    if prior is not None:
+        prior = np.asarray(prior, dtype=float)
+        prior_weight = np.ones(n) if prior_weight is None else np.asarray(prior_weight, dtype=float)
+        if prior.shape != (n,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
+            raise SimError(f"identification `prior` must be {n} positive numbers, got {prior.tolist()}")
+        if prior_weight.shape != (n,) or not np.all(np.isfinite(prior_weight)) or np.any(prior_weight < 0):
+            raise SimError(f"identification `prior_weight` must be {n} numbers >= 0, got {prior_weight.tolist()}")
+    problem = Problem(model_file, base or {}, names, configurations, prior, prior_weight)
+    m = sum(c.measured.size for c in configurations if c.fit) + (0 if prior is None else int(np.sum(prior_weight > 0)))
     messages = []
     if m < n:
         messages.append(f"{n} parameters from {m} frequencies: the problem is under-determined")
-    theta = np.log(p0)
-    tracked = [c for c in configurations if problem._tracked(c) and c.fit]
-    for round_ in range(PAIRING_ROUNDS):
-        # Tracked pairings frozen for this run (see the module docstring).
-        problem.frozen = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
-        fit = scipy.optimize.least_squares(problem.residuals, theta, bounds=(np.log(lo), np.log(hi)),
-                                           method="trf", diff_step=diff_step, x_scale=1.0, max_nfev=max_evaluations)
-        theta = fit.x
-        if all(np.array_equal(problem.track(c, np.exp(theta))[0], problem.frozen[c.name]) for c in tracked):
-            break
+    bounds = np.log(lo), np.log(hi)
+    points = start_points(p0, lo, hi, int(starts))
+    if len(points) == 1:
+        fit, stable = _fit(problem, points[0], *bounds, diff_step, max_evaluations)
+        runs = [(fit.x, float(fit.cost), stable, problem.evaluations)]
     else:
+        from sim.solvers.sweep import run_cases
+        cases = [(problem, theta, *bounds, diff_step, max_evaluations) for theta in points]
+        outcomes = run_cases(fit_start, cases, scheduler=scheduler, workers=workers)
+        failed = [r.error for r in outcomes if not r.ok]
+        if len(failed) == len(outcomes):
+            raise SimError(f"identification: every start failed; the first: {failed[0]}")
+        if failed:
+            messages.append(f"{len(failed)} of {len(outcomes)} starts failed; the first: {failed[0]}")
+        runs = [r.value for r in outcomes if r.ok]
+        problem.evaluations = sum(r[3] for r in runs)
+        best = min(range(len(runs)), key=lambda i: runs[i][1])
+        costs = np.array([r[1] for r in runs])
+        near = int(np.sum(costs <= 1.01 * costs.min() + 1e-12))
+        messages.append(f"{len(runs)} starts: best cost {costs.min():.3g} ({near} within 1 % of it), "
+                        f"median {np.median(costs):.3g}, worst {costs.max():.3g}")
+        # The Jacobian at the best minimum, for the statistics below.
+        fit = scipy.optimize.least_squares(problem.residuals, runs[best][0], bounds=bounds, method="trf",
+                                           diff_step=diff_step, x_scale=1.0, max_nfev=1)
+        fit.x, fit.cost = runs[best][0], runs[best][1]
+        stable = runs[best][2]
+    if not stable:
         messages.append(f"the tracked pairings still changed after {PAIRING_ROUNDS} fits")
-    problem.frozen = {}
+    theta = fit.x
     values = np.exp(theta)
     J = fit.jac
     dof = m - n
@@ -460,10 +543,12 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
                                            ordered))
     # Sensitivities in Hz: the Jacobian rows are relative residuals times sqrt(weight).
     scale = np.concatenate([c.measured / np.sqrt(c.weight) for c in configurations if c.fit])
+    J = J[:scale.size]       # the prior's rows are no frequencies
     fitted_errors = np.concatenate([res.errors for res in results if res.fit])
     return IdentificationResult(
         names=names, initial=p0, values=values, lower=lo, upper=hi, cost=float(fit.cost),
         rms_error=float(np.sqrt(np.mean(fitted_errors**2))), covariance=cov, std=std, correlation=corr,
         sensitivity=J * scale[:, None], singular_values=sv, identifiable=identifiable, messages=messages,
         configurations=results, evaluations=problem.evaluations, wall_time_s=time.perf_counter() - start,
-        success=bool(fit.success))
+        success=bool(fit.success), starts_parameters=np.exp(np.array([r[0] for r in runs])),
+        starts_cost=np.array([r[1] for r in runs]))
