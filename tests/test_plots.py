@@ -113,3 +113,37 @@ def test_frequencies_along_the_motion_drawn_once():
     assert titles == ["frequencies: natural frequencies (tracked by MAC)"]
     del tree["frequencies"]
     assert [title for title, _ in _panels(tree)] == ["ked: natural frequencies"]
+
+
+def test_frequency_map_to_scale_with_contours_and_path():
+    """The workspace map is drawn to scale, with labelled contours and the trajectory over it;
+    the sensitivities are frequency changes for +10 % of each parameter, named in words."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sim.app.plots import _draw_map, _draw_sensitivities
+
+    x, y = np.linspace(-0.2, 0.2, 9), np.linspace(-0.1, 0.1, 5)
+    f = 90.0 - 100 * (x[:, None] ** 2 + y[None, :] ** 2)
+    metres = {"units": "m", "description": "grid"}
+    sweep = {"attrs": {"axes": ["x", "y"], "pose_names": ["x", "y", "z"]},
+             "frequencies": {"data": f[..., None], "attrs": {"units": "Hz"}},
+             "x": {"data": x, "attrs": metres}, "y": {"data": y, "attrs": metres}}
+    path = np.column_stack([0.1 * np.cos(np.linspace(0, 6.3, 50)), 0.05 * np.sin(np.linspace(0, 6.3, 50)),
+                            np.zeros(50)])
+    tree = {"sweep": sweep, "ked": {"pose_rigid": {"data": path, "attrs": metres}}}
+    fig, ax = plt.subplots()
+    _draw_map(ax, sweep, tree)
+    assert ax.get_aspect() == 1.0
+    assert ax.collections and any(t.get_text() for t in ax.texts)           # contour labels
+    drawn = [line for line in ax.lines if line.get_label() == "trajectory"]
+    np.testing.assert_allclose(drawn[0].get_xydata(), path[:, :2])
+    plt.close(fig)
+    design = {"attrs": {"parameters": ["strut_radius"], "parameter_values": [0.025]},
+              "sensitivities": {"data": np.array([[400.0], [200.0]]), "attrs": {"units": "Hz per parameter unit"}}}
+    fig, ax = plt.subplots()
+    _draw_sensitivities(ax, design)
+    heights = [patch.get_height() for patch in ax.patches]
+    np.testing.assert_allclose(heights, [1.0, 0.5])                          # 0.1 * 0.025 * df/dp
+    assert ax.get_legend().get_texts()[0].get_text() == "strut radius (= 0.025)"
+    plt.close(fig)

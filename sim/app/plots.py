@@ -92,8 +92,8 @@ def plot_frequencies(ax, time, freqs):
     return ax
 
 
-def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]"):
-    """Colour map of a frequency over a 2-D grid.
+def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, equal=True):
+    """Colour map of a frequency over a 2-D grid, with labelled contours.
 
     Parameters
     ----------
@@ -104,13 +104,27 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]"):
         Hz, ``f[i, j]`` at ``(x[i], y[j])``.
     xlabel, ylabel : str
         Axis labels with units.
+    path : ndarray, shape (m, 2), optional
+        A trajectory drawn over the map (the end effector's, in the grid's coordinates).
+    equal : bool
+        Draw to scale (the same length per unit on both axes: two coordinates in metres).
 
     Returns
     -------
     matplotlib.axes.Axes
     """
-    mesh = ax.pcolormesh(x, y, np.asarray(f).T, shading="auto")
+    f = np.asarray(f, dtype=float).T
+    mesh = ax.pcolormesh(x, y, f, shading="auto")
     ax.figure.colorbar(mesh, ax=ax, label="frequency [Hz]")
+    if np.isfinite(f).sum() > 3 and np.nanmax(f) > np.nanmin(f):
+        lines = ax.contour(x, y, f, levels=8, colors="k", linewidths=0.6)
+        ax.clabel(lines, fontsize="x-small", fmt="%.4g")
+    if path is not None and len(path):
+        ax.plot(path[:, 0], path[:, 1], "w-", lw=2.0)
+        ax.plot(path[:, 0], path[:, 1], "r-", lw=1.0, label="trajectory")
+        ax.legend(loc="upper right", fontsize="small")
+    if equal:
+        ax.set_aspect("equal", adjustable="box")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return ax
@@ -447,8 +461,8 @@ def _panels(tree):
                                             g["frequencies"]["data"])))
         elif name == "sweep" and "frequencies" in group \
                 and np.ndim(group["frequencies"]["data"]) in (2, 3):
-            panels.append(("sweep: first natural frequency", lambda ax, g=group:
-                           _draw_map(ax, g)))
+            panels.append(("sweep: lowest natural frequency over the workspace", lambda ax, g=group:
+                           _draw_map(ax, g, tree)))
         if name == "sweep" and group["attrs"].get("kind") == "parameters":
             panels.append((f"sweep: {group['attrs'].get('analysis')} per case",
                            lambda ax, g=group: _draw_parameter_sweep(ax, g)))
@@ -522,16 +536,24 @@ def _draw_energy_ratios(ax, group):
 
 
 def _draw_sensitivities(ax, group):
-    """Grouped bars of d f_r / d p per mode, one colour per parameter."""
+    """Grouped bars per mode, one colour per parameter: the frequency change for a 10 %
+    increase of the parameter, ``0.1 p d f / d p`` [Hz] (comparable across parameters of any
+    unit); ``d f / d p`` itself where the parameter values are not stored."""
     S = np.atleast_2d(group["sensitivities"]["data"])
     names = group["attrs"].get("parameters") or [f"p{j + 1}" for j in range(S.shape[1])]
+    values = group["attrs"].get("parameter_values")
+    relative = values is not None and len(values) == S.shape[1]
+    if relative:
+        S = 0.1 * S * np.asarray(values, dtype=float)
     modes = np.arange(1, S.shape[0] + 1)
     width = 0.8 / S.shape[1]
     for j, name in enumerate(names):
-        ax.bar(modes - 0.4 + (j + 0.5) * width, S[:, j], width, label=name)
+        label = str(name).replace("_", " ") + (f" (= {float(values[j]):.4g})" if relative else "")
+        ax.bar(modes - 0.4 + (j + 0.5) * width, S[:, j], width, label=label)
     ax.set_xticks(modes)
     ax.set_xlabel("mode")
-    ax.set_ylabel("d f / d p [Hz per unit]")
+    ax.set_ylabel("frequency change for +10 % of the parameter [Hz]" if relative
+                  else f"d f / d p [{_units_text(group['sensitivities']['attrs'].get('units', ''))}]")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
     return ax
@@ -588,23 +610,41 @@ def _draw_parameter_sweep(ax, group):
         return plot_parameter_sweep(ax, x, np.zeros(np.size(x)), parameter, "case ran",
                                     failed=failed)
     y = np.asarray(group[key]["data"], dtype=float).reshape(np.size(x), -1)
-    labels = [f"{key}[{j + 1}]" for j in range(y.shape[1])] if y.shape[1] > 1 else [key]
+    analysis, _, quantity = key.partition(".")
+    quantity = quantity.replace("_", " ")
+    labels = [f"mode {j + 1}" for j in range(y.shape[1])] if y.shape[1] > 1 else [quantity]
     units = _units_text(group[key]["attrs"].get("units", ""))
-    return plot_parameter_sweep(ax, x, y, parameter, f"{key} [{units}]", labels, failed)
+    x_units = _units_text(group[parameter]["attrs"].get("units", ""))
+    x_label = parameter.replace("_", " ") + (f" [{x_units}]" if x_units and x_units != "model units" else "")
+    return plot_parameter_sweep(ax, x, y, x_label, f"{quantity} ({analysis}) [{units}]", labels, failed)
 
 
-def _draw_map(ax, group):
-    """Map of the lowest frequency of a sweep grid; axes from datasets `x`, `y` if present."""
+def _draw_map(ax, group, tree=None):
+    """Map of the lowest frequency of a sweep grid over its two axes (attribute ``axes``, else
+    datasets ``x``, ``y``), to scale when both are lengths, with the trajectory of the run's
+    time-domain groups (their ``pose_rigid`` in the same coordinates) drawn on it."""
     f = np.asarray(group["frequencies"]["data"])
     f = f[..., 0] if f.ndim == 3 else f
-    axes = []
-    for key, size in (("x", f.shape[0]), ("y", f.shape[1])):
+    names = [str(a) for a in group["attrs"].get("axes", ("x", "y"))][:2]
+    axes, units = [], []
+    for key, size in zip(names, f.shape):
         if key in group:
-            units = group[key]["attrs"].get("units", "")
-            axes.append((group[key]["data"], f"{key} [{_units_text(units)}]"))
+            unit = _units_text(group[key]["attrs"].get("units", ""))
+            axes.append((group[key]["data"], f"{key} [{unit}]"))
+            units.append(unit)
         else:
             axes.append((np.arange(size), f"{key} index"))
-    return plot_frequency_map(ax, axes[0][0], axes[1][0], f, axes[0][1], axes[1][1])
+            units.append(None)
+    path = None
+    pose_names = list(group["attrs"].get("pose_names", []))
+    for other in (tree or {}).values():
+        if isinstance(other, dict) and "pose_rigid" in other and all(n in pose_names for n in names):
+            p = np.asarray(other["pose_rigid"]["data"])
+            if p.ndim == 2 and p.shape[1] == len(pose_names):
+                path = p[:, [pose_names.index(n) for n in names]]
+                break
+    return plot_frequency_map(ax, axes[0][0], axes[1][0], f, axes[0][1], axes[1][1], path=path,
+                              equal=units[0] == units[1] == "m")
 
 
 def plot_result(path, out):
