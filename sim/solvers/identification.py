@@ -234,9 +234,8 @@ class Problem:
         return c.pairing == "tracked" and c.modes is None and c.shapes is None and c is not self.configurations[0]
 
     def _modes(self, parameters, pose, values, count):
-        """The model with the configuration ``parameters``, at ``pose``: its modes and ``M``."""
+        """The model with the configuration ``parameters``, at ``pose``: ``(model, q, modes)``."""
         from sim.model.assembly import solve_pose
-        from sim.model.dynamics import mass_matrix
         from sim.model.loader import load_model
         from sim.solvers.modal import modes
 
@@ -245,7 +244,7 @@ class Problem:
         # The elastic modes of the structure; free motions (a strut spinning between spherical
         # joints) are found and set apart by sim.solvers.modal, not mistaken for zero frequencies.
         self.evaluations += 1
-        return model, q, modes(model, q, count=count, energies=False), mass_matrix
+        return model, q, modes(model, q, count=count, energies=False)
 
     def _ends(self, reference, c, key):
         """Values of parameter ``key`` at the reference and at ``c`` (the defaults where unset)."""
@@ -267,6 +266,7 @@ class Problem:
         into two definite ones (the lower one continues the merged measured mode).  A step is
         halved while a needed track's MAC is below ``MAC_REFINE``, down to ``MIN_STEP``.
         """
+        from sim.model.dynamics import mass_matrix
         from sim.solvers.tracking import mac, pair_modes
 
         ref = self.configurations[0]
@@ -279,7 +279,7 @@ class Problem:
                 parameters = {key: (1 - s) * a + s * b for key in set(ref.parameters) | set(c.parameters)
                               for a, b in [self._ends(ref, c, key)]}
                 pose = None if c.pose is None else (1 - s) * np.asarray(ref.pose, float) + s * np.asarray(c.pose, float)
-                model, q, result, mass_matrix = self._modes(parameters, pose, values, count)
+                model, q, result = self._modes(parameters, pose, values, count)
                 cache[s] = (result.shapes, mass_matrix(model, q), result.frequencies_hz)
             return cache[s]
 
@@ -320,7 +320,7 @@ class Problem:
         need = k if c.modes is None else max(c.modes)
         if c.merge_repeated or c.shapes is not None:
             need = 3 * need + 6
-        model, q, result, _ = self._modes(c.parameters, c.pose, values, need)
+        model, q, result = self._modes(c.parameters, c.pose, values, need)
         f = result.frequencies_hz
         if c.shapes is not None:
             from sim.solvers.frf import _rows
@@ -389,12 +389,15 @@ def _fit(problem, theta, lo, hi, diff_step, max_evaluations):
     ``(fit, stable)``, ``fit`` scipy's result of the last run."""
     tracked = [c for c in problem.configurations if problem._tracked(c) and c.fit]
     stable = False
+    pairing = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
     for _ in range(PAIRING_ROUNDS):
-        problem.frozen = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
+        problem.frozen = pairing
         fit = scipy.optimize.least_squares(problem.residuals, theta, bounds=(lo, hi), method="trf",
                                            diff_step=diff_step, x_scale=1.0, max_nfev=max_evaluations)
         theta = fit.x
-        if all(np.array_equal(problem.track(c, np.exp(theta))[0], problem.frozen[c.name]) for c in tracked):
+        # The tracking at the solution: the check, and the next run's frozen pairing.
+        pairing = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
+        if all(np.array_equal(pairing[c.name], problem.frozen[c.name]) for c in tracked):
             stable = True
             break
     problem.frozen = {}
@@ -527,10 +530,17 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
         messages.append(f"`{names[j]}` stopped at a bound ({values[j]:.4g})")
     results = []
     for c in configurations:
-        f, index, macs = problem.evaluate(c, values)
         ordered = None
         if problem._tracked(c):
-            ordered = problem.track(c, values)[2] + 1
+            # One tracking gives the pairing, its MAC and sorted order's pairing.
+            columns, macs, ordered = problem.track(c, values)
+            problem.frozen = {c.name: columns}
+            f, index, _ = problem.evaluate(c, values)
+            problem.frozen = {}
+            ordered = ordered + 1
+        else:
+            f, index, macs = problem.evaluate(c, values)
+        if ordered is not None:
             if not np.array_equal(ordered, index):
                 crossed = ", ".join(f"{i + 1} -> {m}" for i, (m, o) in enumerate(zip(index, ordered)) if m != o)
                 messages.append(f"{c.name}: tracked from {configurations[0].name}, measured modes pair with "

@@ -36,7 +36,7 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numba import njit
@@ -265,7 +265,8 @@ class Frames:
             getattr(self, name)[k] = getattr(fr, name)
 
 
-FIELDS = ("load", "omega", "shapes", "mass_shapes", "pose_jacobian", "static_load", "static_rest")
+# The fields of Frame, which Frames stacks under the same names.
+FIELDS = tuple(f.name for f in fields(Frame))
 
 
 @njit(cache=True, nogil=True)
