@@ -78,7 +78,7 @@ def main():
         ratios = [a / b for a, b in zip(ours, theirs)]
         print(f"{name}: ffrsim {statistics.median(ours):.0f} us/step, Exudyn {statistics.median(theirs):.0f} "
               f"us/step, ratio {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}; "
-              f"target <= {target}); ffrsim {key} = {summary[key]:.6g}; Exudyn: " + "; ".join(results))
+              f"target <= {target}); ffrsim {key} = {getattr(summary[key], 'value', summary[key]):.6g}; Exudyn: " + "; ".join(results))
 
 
 if __name__ == "__main__":
