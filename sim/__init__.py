@@ -9,15 +9,18 @@ file's group as an xarray Dataset.  Lower level: :func:`solve_pose`, :func:`mass
 :func:`rigid_motion`, ...  See ``README.md`` and ``docs/``.
 """
 import os
+import sys
 
 # The matrices here are small (tens to hundreds of rows): threaded BLAS only adds
 # synchronisation cost, and ruins timings when two processes share the two cores.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-# ... and when numpy was imported first, the environment is too late: limit the loaded pools.
-from threadpoolctl import threadpool_limits  # noqa: E402
+# ... and when numpy was imported first, the environment is too late: limit the loaded pools
+# (not otherwise: threadpoolctl takes 20 ms, a third of `sim --help`).
+if "numpy" in sys.modules:
+    from threadpoolctl import threadpool_limits
 
-threadpool_limits(limits=1, user_api="blas")
+    threadpool_limits(limits=1, user_api="blas")
 
 # What ``from sim import NAME`` gives, imported on first use: ``sim --help`` and the model files
 # pay only for what they use.

@@ -2,6 +2,6 @@
 
 import sys
 
-from sim.app.cli import console
+from sim.app import console
 
 sys.exit(console())

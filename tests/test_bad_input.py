@@ -326,19 +326,39 @@ def test_info_and_plot_of_a_foreign_file(tmp_path, capsys):
 
 
 def test_info_and_plot_never_read_a_huge_dataset(tmp_path, capsys):
-    """A 7 KB file claiming 1e9 compressed elements: `info` lists its shape without reading it,
-    `plot` refuses it in one line (it would need 7.45 GiB)."""
+    """A 7 KB file claiming a transient of 1e9 compressed samples: `info` lists its shape
+    without reading it; `plot` draws every 10 000th sample (1e5 per series, a few MB, not the
+    7.45 GiB of the whole) and says so; a reader of the whole dataset is refused in one line."""
+    import tracemalloc
+    from sim.app.results import lazy_result
+    from sim.errors import SimError
+
     def bomb(f):
-        d = f.create_group("transient").create_dataset("time", shape=(10**9,), dtype="f8", chunks=(10**6,),
-                                                       compression="gzip")
-        d.attrs["units"], d.attrs["description"] = "s", "t"
+        g = f.create_group("transient")
+        g.attrs["pose_names"] = ["x"]
+        for name, shape, units in (("time", (10**9,), "s"), ("deviation", (10**9, 1), "m")):
+            d = g.create_dataset(name, shape=shape, dtype="f8", chunks=(10**6,) + shape[1:], compression="gzip")
+            d.attrs["units"], d.attrs["description"] = units, name
     path = fake_result(tmp_path / "bomb.h5", bomb)
     assert path.stat().st_size < 100_000
     start = time.perf_counter()
     assert main(["info", str(path)]) == 0
     assert "1000000000" in capsys.readouterr().out and time.perf_counter() - start < 5
-    assert main(["plot", str(path)]) == 2
-    check_outcome(2, capsys.readouterr().err, tmp_path / "none.h5", "claims 1e+09 elements", "7.45 GiB")
+    tracemalloc.start()
+    try:
+        assert main(["plot", str(path), "--out", str(tmp_path / "bomb.png")]) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6, f"{peak / 1e6:.0f} MB allocated"
+    assert (tmp_path / "bomb.png").stat().st_size > 10_000
+    with lazy_result(path) as tree:
+        try:
+            tree["transient"]["time"]["data"]
+        except SimError as exc:
+            assert "claims 1e+09 elements (7.45 GiB)" in str(exc)
+        else:
+            raise AssertionError("a 1e9-element dataset was read whole")
 
 
 def test_plot_format_is_checked(tmp_path, capsys):

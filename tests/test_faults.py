@@ -130,6 +130,24 @@ def test_second_interrupt_ends_at_once(tmp_path):
     assert all(line.startswith("error: ") for line in err.strip().splitlines()), err
 
 
+def test_interrupt_while_the_command_line_loads(tmp_path):
+    """A Ctrl-C while the command line's modules are imported (before its handlers exist):
+    one line, exit 130, no traceback.  The interrupt is raised deterministically, by an import
+    hook, at the first module the command line loads that the interpreter has not."""
+    code = ("import sys\n"
+            "class Stop:\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'argparse':\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, Stop())\n"
+            "sys.argv[1:] = ['--help']\n"
+            "from sim.app import console\n"
+            "sys.exit(console())\n")
+    process = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60)
+    check_clean(tmp_path, process.returncode, process.stderr, 130, "interrupted")
+
+
 def test_interrupted_forced_run_keeps_the_previous_result(tmp_path):
     """``--force`` over a complete result, then SIGTERM: the complete file is untouched and
     the new run's incomplete result goes beside it, named in the error line."""

@@ -147,3 +147,38 @@ def test_frequency_map_to_scale_with_contours_and_path():
     np.testing.assert_allclose(heights, [1.0, 0.5])                          # 0.1 * 0.025 * df/dp
     assert ax.get_legend().get_texts()[0].get_text() == "strut radius (= 0.025)"
     plt.close(fig)
+
+
+def test_plot_reads_only_what_it_draws_and_strides_long_series(tmp_path, monkeypatch):
+    """Issue 16: a transient of 300 001 samples next to a dataset claiming 3e8 elements (a few
+    KB compressed): `sim plot` draws the deviation every 4th sample, says so on the figure,
+    and never reads the large dataset (reading it whole would be refused as damaged)."""
+    import matplotlib.figure
+    from sim.app import plots
+    from sim.app.results import ResultFile, lazy_result
+    path = tmp_path / "long.h5"
+    t = np.linspace(0.0, 3.0, 300_001)
+    with ResultFile(path, scenario='name = "r"\n', model_file="robot.py", model_parameters={}) as rf:
+        g = rf.group("transient")
+        g.attrs["pose_names"] = ["x"]
+        g.put("time", t, "s", "time")
+        g.put("deviation", 1e-4 * np.sin(40 * t)[:, None], "m", "pose - pose_rigid")
+    with h5py.File(path, "a") as f:
+        f["transient"].create_dataset("skeleton_points", shape=(100_000, 1000, 3), dtype=float,
+                                      chunks=(1, 1000, 3), compression="gzip")
+    drawn, texts = [], []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, out, **kw: (drawn.extend(len(line.get_xdata()) for ax in fig.axes
+                                                             for line in ax.get_lines()),
+                                                texts.extend(x.get_text() for x in fig.texts)))
+    plots.plot_result(path, tmp_path / "long.png")
+    assert drawn and max(drawn) == 75_001 <= plots.PLOT_ROWS, drawn
+    assert texts == ["every 4th of 300001 samples drawn"]
+    with lazy_result(path) as tree:
+        assert tree["transient"]["skeleton_points"].shape == (100_000, 1000, 3)
+        try:
+            tree["transient"]["skeleton_points"]["data"]
+        except plots.SimError as exc:
+            assert "claims 3e+08 elements" in str(exc)
+        else:
+            raise AssertionError("a 3e8-element dataset was read whole")

@@ -81,7 +81,7 @@ def frame_indices(n, frames):
     ``n`` when ``frames >= n``)."""
     if frames >= n:
         return np.arange(n)
-    return np.rint(np.linspace(0, n - 1, frames)).astype(int)
+    return np.unique(np.rint(np.linspace(0, n - 1, frames)).astype(int))
 
 
 def _time_labels(t):
@@ -152,16 +152,18 @@ def load_motion(path, group=None, mode=None, frames=None):
         if group == "modes":
             return _mode_motion(path, node, skeleton, segments, title, end_effector,
                                 1 if mode is None else mode, MODE_FRAMES if frames is None else frames)
-        time = (skeleton["time"] if "time" in skeleton else node["time"])[()]
+        # Only the drawn instants are read (a long run's skeleton can hold 2e7 values).
+        time = skeleton["time"] if "time" in skeleton else node["time"]
         points, rigid = skeleton["points"], skeleton["points_rigid"]
-        if len(time) == 0:
+        n = time.shape[0] if time.ndim == 1 else 0
+        if n == 0:
             raise SimError(f"{path}: group `{group}` holds no samples to draw")
-        if points.shape[0] != len(time) or rigid.shape != points.shape:
-            raise SimError(f"{path}: group `{group}`: skeleton of {points.shape[0]} instants for {len(time)} times; "
+        if points.shape[0] != n or rigid.shape != points.shape:
+            raise SimError(f"{path}: group `{group}`: skeleton of {points.shape[0]} instants for {n} times; "
                            f"the file is damaged")
-        picked = frame_indices(len(time), TIME_FRAMES if frames is None else frames)
-        flexible, rigid = points[picked], rigid[picked]
-    return Motion(segments=segments, rigid=rigid, deflection=flexible - rigid, labels=_time_labels(time[picked]),
+        picked = frame_indices(n, TIME_FRAMES if frames is None else frames)
+        flexible, rigid, time = points[picked], rigid[picked], time[picked]
+    return Motion(segments=segments, rigid=rigid, deflection=flexible - rigid, labels=_time_labels(time),
                   title=title, end_effector=end_effector, group=group)
 
 

@@ -5,6 +5,7 @@ Each ``plot_*`` function draws on a given Axes and returns it, so panels can be 
 `plot_result` builds one figure with a panel for everything it recognises in a file.
 """
 
+import contextlib
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +17,7 @@ import numpy as np  # noqa: E402
 
 from sim.errors import SimError  # noqa: E402
 from sim.app.animate import auto_scale, draw_robot, limits, motion_view, scale_text, setup_axes  # noqa: E402
-from sim.app.results import read_result  # noqa: E402
+from sim.app.results import lazy_result, strided  # noqa: E402
 
 
 def _units_text(units):
@@ -663,25 +664,39 @@ def plot_result(path, out):
         Unreadable file, or nothing to plot in it.
     """
     _check_format(out)
-    tree = read_result(path)
-    panels = _panels(tree)
-    if not panels:
-        raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
-    try:
-        for ax, (title, draw) in zip(axes[:, 0], panels):
-            if getattr(draw, "projection", None) == "3d":
-                spec = ax.get_subplotspec()
-                ax.remove()
-                ax = fig.add_subplot(spec, projection="3d")
-            draw(ax)
-            ax.set_title(title, fontsize="medium", color="C3" if "INCOMPLETE" in title else "black")
-        if tree["attrs"].get("status") == "incomplete":
-            fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
-        fig.tight_layout()
-        fig.savefig(out, dpi=120)
-    finally:
-        plt.close(fig)
+    with lazy_result(path, rows=PLOT_ROWS) as tree:
+        panels = _panels(tree)
+        if not panels:
+            raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
+        fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
+        try:
+            for ax, (title, draw) in zip(axes[:, 0], panels):
+                if getattr(draw, "projection", None) == "3d":
+                    spec = ax.get_subplotspec()
+                    ax.remove()
+                    ax = fig.add_subplot(spec, projection="3d")
+                draw(ax)
+                ax.set_title(title, fontsize="medium", color="C3" if "INCOMPLETE" in title else "black")
+            if tree["attrs"].get("status") == "incomplete":
+                fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
+            _note_strides(fig, tree)
+            fig.tight_layout()
+            fig.savefig(out, dpi=120)
+        finally:
+            plt.close(fig)
+
+
+# Entries drawn per series at most: a figure is ~1000 pixels wide, and a million-sample
+# transient is read every k-th sample rather than whole (the figure says so).
+PLOT_ROWS = 100_000
+
+
+def _note_strides(fig, *trees):
+    """Say on the figure which series were drawn every k-th sample."""
+    found = sorted({(stride, rows) for tree in trees for _, stride, rows in strided(tree)})
+    if found:
+        fig.text(0.01, 0.002, "; ".join(f"every {k}th of {n} samples drawn" for k, n in found),
+                 fontsize="x-small", color="0.4", va="bottom")
 
 
 # --- comparing runs ---------------------------------------------------------------------------
@@ -738,7 +753,12 @@ def plot_compare(paths, out):
     if len(paths) < 2:
         raise SimError("sim compare needs at least two result files")
     _check_format(out)
-    trees = [read_result(p) for p in paths]
+    with contextlib.ExitStack() as stack:
+        trees = [stack.enter_context(lazy_result(p, rows=PLOT_ROWS)) for p in paths]
+        return _compare(trees, paths, out)
+
+
+def _compare(trees, paths, out):
     labels = run_labels(trees, paths)
     names = next((list(t[g]["attrs"]["pose_names"]) for t in trees for g in ("transient", "ked")
                   if g in t and "deviation" in t[g] and "pose_names" in t[g]["attrs"]), None)
@@ -778,6 +798,7 @@ def plot_compare(paths, out):
             ax.legend(loc="best", fontsize="small")
         axes[-1, 0].set_xlabel("time [s]")
         fig.suptitle("comparison of " + ", ".join(labels), fontsize="medium")
+        _note_strides(fig, *trees)
         fig.tight_layout()
         fig.savefig(out, dpi=120)
     finally:

@@ -21,6 +21,7 @@ import stat
 import time
 from datetime import datetime, timezone
 from importlib import metadata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -620,18 +621,48 @@ def _value(value):
     return value
 
 
-def _tree(node, path):
+class _Dataset(Mapping):
+    """``{"data": ndarray, "attrs": {...}}`` of one dataset, read on first access of ``"data"``
+    (a figure reads only what it draws; the file must still be open then).
+
+    A dataset with more than ``rows`` entries along its first axis is read every ``stride``-th
+    entry, so that a time series and its time axis stay aligned; ``stride`` records it.
+    """
+
+    def __init__(self, node, path, rows):
+        self._node, self._path, self._data = node, path, None
+        self.attrs = {k: _value(v) for k, v in node.attrs.items()}
+        shape = node.shape
+        self.stride = -(-shape[0] // rows) if rows and shape and shape[0] > rows else 1
+        self.name, self.shape = node.name, shape
+
+    def __getitem__(self, key):
+        if key == "attrs":
+            return self.attrs
+        if key != "data":
+            raise KeyError(key)
+        if self._data is None:
+            node = self._node
+            size = node.size // self.stride
+            if size > MAX_READ:
+                raise SimError(f"{self._path}: dataset {node.name} claims {node.size:.3g} elements "
+                               f"({node.size * node.dtype.itemsize / 2**30:.3g} GiB), more than any "
+                               f"result; the file is damaged or not a result")
+            self._data = _value(node[::self.stride] if self.stride > 1 else node[()])
+        return self._data
+
+    def __iter__(self):
+        return iter(("data", "attrs"))
+
+    def __len__(self):
+        return 2
+
+
+def _tree(node, path, rows=None):
     tree = {"attrs": {k: _value(v) for k, v in node.attrs.items()}}
     for name, child in node.items():
-        if isinstance(child, h5py.Group):
-            tree[name] = _tree(child, path)
-        else:
-            if child.size > MAX_READ:
-                raise SimError(f"{path}: dataset {child.name} claims {child.size:.3g} elements "
-                               f"({child.size * child.dtype.itemsize / 2**30:.3g} GiB), more than any result; "
-                               f"the file is damaged or not a result")
-            tree[name] = {"data": _value(child[()]),
-                          "attrs": {k: _value(v) for k, v in child.attrs.items()}}
+        tree[name] = (_tree(child, path, rows) if isinstance(child, h5py.Group)
+                      else _Dataset(child, path, rows))
     return tree
 
 
@@ -654,7 +685,45 @@ def read_result(path):
         Missing file, not HDF5, or not a result file.
     """
     with _open(path) as handle:
-        return _tree(handle, path)
+        return _plain(_tree(handle, path))
+
+
+def _plain(tree):
+    return {k: (_plain(v) if isinstance(v, dict) else
+                {"data": v["data"], "attrs": v["attrs"]} if isinstance(v, _Dataset) else v)
+            for k, v in tree.items()}
+
+
+@contextlib.contextmanager
+def lazy_result(path, rows=None):
+    """The tree of :func:`read_result` with each dataset read when its ``"data"`` is first used,
+    while the context lasts: what reads a few datasets of a large file reads only those.
+
+    Parameters
+    ----------
+    path : str or Path
+    rows : int, optional
+        Read at most about this many entries along a dataset's first axis (evenly strided;
+        each dataset's ``stride`` says by how much).
+
+    Yields
+    ------
+    dict
+        As :func:`read_result`, with :class:`_Dataset` mappings as the datasets.
+    """
+    with _open(path) as handle:
+        yield _tree(handle, path, rows)
+
+
+def strided(tree):
+    """``(name, stride, rows)`` of each dataset of a lazy tree that was read strided."""
+    found = []
+    for value in tree.values():
+        if isinstance(value, dict):
+            found += strided(value)
+        elif isinstance(value, _Dataset) and value.stride > 1 and value._data is not None:
+            found.append((value.name, value.stride, value.shape[0]))
+    return found
 
 
 def describe(path):
