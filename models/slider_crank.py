@@ -110,4 +110,7 @@ def build(elements=8, E=2e11, rho=7870.0, nu=0.3, width=0.008, height=0.008, sti
                  description="rod mid-node transverse distance from the chord B-C (in-plane normal)")
     b.set_end_effector("C_slider", ("x",), ("x",))
     b.notes = "Simeon's flexible slider-crank benchmark"
+    if (E, rho, width, height) == (2e11, 7870.0, 0.008, 0.008):
+        b.add_reference("sensors.rod_midspan_deflection", [0.1893e-3], units="m", at=(0.1,),
+                        source="Simeon (2001)", condition="150 rad/s from his initial state")
     return b.build()

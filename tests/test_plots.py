@@ -26,6 +26,61 @@ def test_modes_result_draws_mode_shapes_on_the_robot(tmp_path):
     assert sum(t.startswith("modes: mode ") for t in titles) == 4, titles
     png = tmp_path / "navaro.png"
     assert main(["plot", str(out), "--out", str(png)]) == 0 and png.stat().st_size > 10_000
+    # Cast3M's in-plane frequencies, declared by the model at this pose, drawn on modes 1, 2, 3, 5
+    import matplotlib.pyplot as plt
+    draw = dict(_panels(read_result(out)))["modes: natural frequencies"]
+    fig, ax = plt.subplots()
+    try:
+        draw(ax)
+        (line,) = ax.get_lines()
+        np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3, 5])
+        np.testing.assert_array_equal(line.get_ydata(), [44.10, 44.10, 53.98, 95.62])
+        assert line.get_label() == "Cast3M (paper 000, Table 3, pose 1), in-plane modes"
+    finally:
+        plt.close(fig)
+
+
+def test_references_apply_where_the_run_matches_them(tmp_path):
+    """A model's published values are drawn only at the pose and times they hold for, and
+    a malformed declaration is refused when the model is built."""
+    import json
+
+    import pytest
+
+    from sim.app.plots import _mode_reference, _sensor_reference
+    from sim.model.loader import load_model
+    assert load_model(ROOT / "models/navaro.py", {"joint_mass": 0.3}).references == (), \
+        "the published values hold for the published model only"
+    refs = [{"quantity": "modes.frequencies", "values": [10.0, 20.0], "at": [0.1, 0.0], "modes": [],
+             "source": "paper", "condition": ""},
+            {"quantity": "sensors.tip", "values": [1e-3, 2e-3], "at": [0.5, 2.0], "source": "paper",
+             "condition": "at 3 rad/s"}]
+    tree = {"attrs": {"references": json.dumps(refs)}}
+    group = {"pose": {"data": np.array([0.1, 0.0])}}
+    modes, values, label = _mode_reference(tree, group)
+    assert list(modes) == [1, 2] and values == [10.0, 20.0] and label == "paper"
+    assert _mode_reference(tree, {"pose": {"data": np.array([0.0, 0.0])}}) is None
+    at, values, label = _sensor_reference(tree, "tip", np.linspace(0.0, 1.0, 11))
+    assert list(at) == [0.5] and list(values) == [1e-3] and label == "paper, at 3 rad/s"
+    assert _sensor_reference(tree, "tip", np.linspace(0.0, 0.4, 5)) is None
+    from sim import ModelBuilder
+    b = ModelBuilder("r", gravity=(0, 0, 0))
+    b.add_rigid_body("b", mass=1.0, com=(0, 0, 0), inertia=np.eye(3))
+    b.add_marker("m", "b", (0, 0, 0))
+    b.add_marker("g", None, (0, 0, 0))
+    b.add_joint("j", "revolute", "g", "m")
+    b.set_end_effector("m", ("x",))
+    b.add_reference("modes.frequencies", [1.0, 2.0], units="Hz", source="s", at=(0.0, 1.0), modes=(1,))
+    b.add_reference("sensors.nothing", [1.0], units="m", source="s")
+    b.add_reference("energy", [1.0], units="J", source="s")
+    with pytest.raises(ValueError) as info:
+        b.build()
+    message = str(info.value)
+    for part in ("reference `modes.frequencies`: `at` must give the pose, 1 coordinates, got 2",
+                 "`modes` must give one mode number (from 1) per value, got [1]",
+                 "reference `sensors.nothing`: one time in `at` per value, got 0 for 1",
+                 "unknown sensor `nothing`", "reference `energy`: expected `modes.frequencies`"):
+        assert part in message, message
 
 
 def _run_file(path, overrides, amplitude):

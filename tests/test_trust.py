@@ -166,6 +166,30 @@ def test_low_gains_are_warned_about(tmp_path, capsys):
     assert "warning:" not in capsys.readouterr().err
 
 
+def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp_path, capsys):
+    """Issue 17: a transient written every 2 ms and a KED every 5 ms, on the five-bar whose
+    kept modes reach ~1.4 kHz: one warning each, naming the key and a value that resolves the
+    highest frequency 8 times per period.  By default KED writes 16 samples per period of its
+    highest kept mode between the interval ends (and the transient, written at every step, is
+    not warned about)."""
+    out = tmp_path / "coarse.h5"
+    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64"]
+    assert main(args + ["--set", "transient.output_step=2e-3", "--set", "ked.output_step=5e-3"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("warning: transient: output every 0.002 s") and "set transient.output_step <= " in lines[0]
+    assert lines[1].startswith("warning: ked: output every 0.0039") and "set ked.output_step <= " in lines[1]
+    assert main(args + ["--force"]) == 0
+    assert "warning:" not in capsys.readouterr().err
+    with h5py.File(out) as f:
+        kd = f["ked"]
+        top = kd["frequencies"][...].max()
+        assert kd.attrs["samples_per_period"] >= 16 and kd.attrs["samples_per_interval"] > 1
+        assert kd["time"].shape[0] == 64 * kd.attrs["samples_per_interval"] + 1
+        assert 1 / (top * np.diff(kd["time"][...]).max()) >= 16
+        np.testing.assert_array_equal(kd["skeleton/time"][...], kd["frequency_time"][...])
+
+
 def test_rrru3_static_start_and_the_dynamic_part_grows_as_omega_squared():
     """3-RRRU from static equilibrium: the KED deviation at t = 0 is the static deflection;
     at low speed (1-4 rad/s, first mode 22 Hz) the dynamic part scales as omega^2 (three

@@ -12,6 +12,9 @@ import numpy as np
 
 from sim.analyses import Quantity, register
 
+# Default output samples per period of the highest kept frequency (key ``output_step``).
+PER_PERIOD = 16
+
 
 def prepare(model, scenario):
     """Load the compiled kernels of the KED (see :mod:`sim.analyses`)."""
@@ -21,7 +24,9 @@ def prepare(model, scenario):
 
 @register("ked", prepare=prepare)
 def run(model, scenario, group, progress):
-    """Write group ``ked``: time, pose_rigid, pose, deviation, frequencies, modal coordinates.
+    """Write group ``ked``: time, pose_rigid, pose, deviation (at the output instants: the
+    interval ends and, to resolve the kept modes, instants between them), frequencies and
+    modal coordinates (at the interval ends, ``frequency_time``).
 
     Returns
     -------
@@ -30,7 +35,7 @@ def run(model, scenario, group, progress):
     """
     from sim.solvers.damping import Damping, material_matrix, modal_ratios
     from sim.errors import SimError
-    from sim.solvers.ked import integrate_frames, motion_and_frames
+    from sim.solvers.ked import integrate_frames, motion_and_frames, parts_for
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
@@ -47,19 +52,27 @@ def run(model, scenario, group, progress):
         k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
         raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "
                        f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower rayleigh_beta or modes")
-    result = integrate_frames(time, frames, motion.pose, zeta, start=table["start"])
+    step = table.get("output_step")
+    parts = (parts_for(time, frames.omega / (2 * np.pi), PER_PERIOD) if step is None
+             else max(1, int(round((time[1] - time[0]) / step))) if n else 1)
+    result = integrate_frames(time, frames, motion.pose, zeta, start=table["start"], parts=parts,
+                              pose_at=lambda t: trajectory(t)[0])
+    out = result.samples or result
 
     units = list(model.pose_units)
     names = " ".join(model.pose_names)
-    group.put("time", result.time, "s", "interval ends")
-    group.put("pose_rigid", result.pose_rigid, units, f"end-effector coordinates ({names}) of the rigid robot")
-    group.put("pose", result.pose, units, f"end-effector coordinates ({names}), rigid + linearised elastic")
-    group.put("deviation", result.deviation, units,
+    group.put("time", out.time, "s", "output instants: the interval ends" +
+              (f" and {parts - 1} instants evenly between each two" if parts > 1 else ""))
+    group.put("pose_rigid", out.pose_rigid, units, f"end-effector coordinates ({names}) of the rigid robot" +
+              (" (between the interval ends: the trajectory's)" if parts > 1 else ""))
+    group.put("pose", out.pose, units, f"end-effector coordinates ({names}), rigid + linearised elastic")
+    group.put("deviation", out.deviation, units,
               "pose - pose_rigid: J_x(q_rigid) u, u the elastic displacement (modal part plus the static "
               "correction of the truncated modes)")
-    group.put("deviation_static", result.deviation_static, units,
+    group.put("deviation_static", out.deviation_static, units,
               "static deflection of the robot at rest at the rigid pose (gravity, preloads; linearised)")
-    group.put("deviation_dynamic", result.deviation_dynamic, units, "deviation - deviation_static")
+    group.put("deviation_dynamic", out.deviation_dynamic, units, "deviation - deviation_static")
+    group.attrs["samples_per_interval"] = int(parts)
     group.put("frequency_time", result.time, "s", "instants of the frozen structures")
     group.put("frequencies", result.frequencies, "Hz",
               "lowest elastic frequencies of the structure frozen at each instant (actuators locked), ascending")
@@ -76,7 +89,7 @@ def run(model, scenario, group, progress):
     group.attrs["start"] = table["start"]
     group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"
     write_skeleton(model, group, result, motion.q)
-    peaks = np.abs(result.deviation).max(axis=0)
+    peaks = np.abs(out.deviation).max(axis=0)
     summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
                                                                                  model.pose_units)}
     summary["frequency_range_hz"] = (float(result.frequencies.min()), float(result.frequencies.max()))
@@ -94,4 +107,5 @@ def write_skeleton(model, group, result, q_rigid):
     every = skeleton.stride(model, len(result.time))
     q, u = q_rigid[::every], result.displacement[::every]
     skeleton.write(group, model, result.time, every, skeleton_points(model, q, u), skeleton_points(model, q),
-                   "rigid points + J_p(q_rigid) u, u the elastic displacement of the deviation")
+                   "rigid points + J_p(q_rigid) u, u the elastic displacement of the deviation",
+                   own_time=result.samples is not None)

@@ -26,7 +26,7 @@ def stride(model, n_t):
     return max(1, int(np.ceil(n_t * per_instant / MAX_VALUES)))
 
 
-def write(group, model, time, every, points, points_rigid, how):
+def write(group, model, time, every, points, points_rigid, how, own_time=False):
     """Write subgroup ``skeleton`` of a time-domain group.
 
     Parameters
@@ -42,14 +42,19 @@ def write(group, model, time, every, points, points_rigid, how):
         Flexible and rigid robot [m], world frame.
     how : str
         How the flexible points were obtained, for their description.
+    own_time : bool
+        ``time`` is not the group's ``time`` (KED's frames between denser output instants):
+        the skeleton gets its own.
     """
     from sim.model.kinematics import marker_points, skeleton
 
     dims = ("time", "point", "component")
-    if every > 1:
+    if every > 1 or own_time:
         group.put("skeleton/time", time[::every], "s",
-                  f"instants of the skeleton: every {every}th output instant (the skeleton is limited to "
-                  f"{MAX_VALUES:.0e} numbers)", dims=("time",))
+                  "instants of the skeleton" + (" (KED's interval ends)" if own_time else "") +
+                  (f": every {every}th {'interval end' if own_time else 'output instant'} (the skeleton is "
+                   f"limited to {MAX_VALUES:.0e} numbers)" if every > 1 else ""),
+                  dims=("time",))
     group.put("skeleton/segments", skeleton(model, model.q_home)[1], "1", "pairs of point indices joined by a line",
               dims=("segment", "end"))
     group.put("skeleton/points", points, "m", "points drawing the flexible robot (flexible-body nodes, rigid-body "

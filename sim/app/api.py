@@ -340,6 +340,7 @@ def available(scenario):
 
 def _run(scenario, out, force, allow_long):
     """Build the model and run the analyses into ``out``: ``(summaries, warnings)``."""
+    import dataclasses
     import time
 
     from sim.analyses import ANALYSES, PREPARE
@@ -359,7 +360,8 @@ def _run(scenario, out, force, allow_long):
     summaries = {}
     with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
                     model_parameters=scenario.model_parameters, force=force,
-                    overrides=scenario.overrides, kernels_load_time_s=loading) as result:
+                    overrides=scenario.overrides, kernels_load_time_s=loading,
+                    references=[dataclasses.asdict(r) for r in getattr(model, "references", ())]) as result:
         for name in scenario.analyses:
             group = result.group(name)
             try:

@@ -77,6 +77,11 @@ def estimate(scenario, model):
         frames, r = k["intervals"] + 1, k["modes"]
         out.append(Cost("ked.intervals", 8 * frames * (n_v * (2 * r + d + 6) + n_q) + skeleton_bytes(frames),
                         frames * _unit("frame", n_v), f"{frames:.3g} frames of {r} modes"))
+        duration = _duration(scenario, k)
+        if k.get("output_step") and duration is not None:
+            # Samples between the interval ends: modal coordinates and the einsum terms of each.
+            samples = duration / k["output_step"] + 1
+            out.append(Cost("ked.output_step", 8 * samples * (6 * d + 2 * r), None, f"{samples:.3g} samples written"))
     if "frequencies" in data:
         f = data["frequencies"]
         out.append(Cost("frequencies.samples", 8 * f["samples"] * (n_v * (f["count"] + 2) + n_q),

@@ -131,14 +131,17 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, e
     return ax
 
 
-def plot_mode_frequencies(ax, f):
-    """Bar chart of natural frequencies by mode number.
+def plot_mode_frequencies(ax, f, reference=None):
+    """Bar chart of natural frequencies by mode number, with published values over it.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     f : ndarray, shape (k,)
         Hz
+    reference : (modes, values, label), optional
+        Published frequencies [Hz] of the computed modes numbered ``modes`` (1-based), drawn
+        as markers, and their legend.
 
     Returns
     -------
@@ -146,8 +149,15 @@ def plot_mode_frequencies(ax, f):
     """
     f = np.asarray(f).ravel()
     modes = np.arange(1, f.size + 1)
-    bars = ax.bar(modes, f)
+    bars = ax.bar(modes, f, label="computed")
     ax.bar_label(bars, fmt="%.4g", fontsize="small")
+    if reference is not None:
+        at, values = np.asarray(reference[0], dtype=int), np.asarray(reference[1], dtype=float)
+        shown = at <= f.size
+        ax.plot(at[shown], values[shown], "_", color="C3", markersize=30, markeredgewidth=2.5,
+                label=reference[2])
+        ax.set_ylim(0, 1.3 * max(f.max(initial=0), values.max(initial=0)))
+        ax.legend(loc="upper left", fontsize="small", markerscale=0.5)
     ax.set_xticks(modes)
     ax.set_xlabel("mode")
     ax.set_ylabel("frequency [Hz]")
@@ -242,8 +252,9 @@ def plot_mode_shape(ax, points, segments, displacement, scale=None):
     return ax
 
 
-def plot_sensor(ax, time, values, name, units):
-    """A model's sensor (e.g. a rod's mid-span deflection) vs time.
+def plot_sensor(ax, time, values, name, units, reference=None):
+    """A model's sensor (e.g. a rod's mid-span deflection) vs time, in readable units (mm, µm,
+    mrad from the data), with published values over it.
 
     Parameters
     ----------
@@ -252,14 +263,21 @@ def plot_sensor(ax, time, values, name, units):
         s
     values : ndarray, shape (n,)
     name, units : str
+    reference : (times, values, label), optional
+        Published values [units] at times [s], drawn as markers, and their legend.
 
     Returns
     -------
     matplotlib.axes.Axes
     """
-    ax.plot(time, values, lw=1.2)
+    factor, shown = readable(values, units)
+    ax.plot(time, np.asarray(values) / factor, lw=1.2, label="computed")
+    if reference is not None:
+        ax.plot(reference[0], np.asarray(reference[1]) / factor, "x", color="C3", markersize=9,
+                markeredgewidth=2, label=reference[2])
+        ax.legend(loc="best", fontsize="small")
     ax.set_xlabel("time [s]")
-    ax.set_ylabel(f"{name} [{units}]" if units else name)
+    ax.set_ylabel(f"{name.replace('_', ' ')} [{shown}]" if shown else name.replace("_", " "))
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -420,15 +438,62 @@ def plot_identification(ax, group):
     return ax
 
 
+def references(tree):
+    """The published values the run's model declares (:class:`sim.model.builder.Reference` as
+    dicts), from the result's root attribute ``references``."""
+    import json
+    try:
+        found = json.loads(tree["attrs"].get("references", "[]"))
+    except (TypeError, ValueError):
+        return []
+    return [r for r in found if isinstance(r, dict) and {"quantity", "values", "at", "source"} <= set(r)]
+
+
+def _label(r):
+    return r["source"] + (f", {r['condition']}" if r.get("condition") else "")
+
+
+def _mode_reference(tree, group):
+    """``(modes, values, label)`` of a frequency reference declared at this group's pose, or None."""
+    pose = np.asarray(group["pose"]["data"], dtype=float).ravel() if "pose" in group else None
+    for r in references(tree):
+        if r["quantity"] == "modes.frequencies" and (
+                not r["at"] or (pose is not None and pose.shape == (len(r["at"]),)
+                                and np.allclose(pose, r["at"], rtol=0, atol=1e-9))):
+            return r.get("modes") or range(1, len(r["values"]) + 1), r["values"], _label(r)
+    return None
+
+
+def _sensor_reference(tree, sensor, time):
+    """``(times, values, label)`` of a sensor's reference at times this run covers, or None."""
+    time = np.asarray(time, dtype=float)
+    for r in references(tree):
+        if r["quantity"] == f"sensors.{sensor}" and time.size:
+            at, values = np.asarray(r["at"], dtype=float), np.asarray(r["values"], dtype=float)
+            inside = (at >= time[0] - 1e-12) & (at <= time[-1] + 1e-12)
+            if inside.any():
+                return at[inside], values[inside], _label(r)
+    return None
+
+
 def _panels(tree):
     """(title, draw) pairs for everything plottable in a result tree; the panels of an
     incomplete analysis say so in their title."""
     panels = []
+    both = all(g in tree and "deviation" in tree[g] and "time" in tree[g] for g in ("transient", "ked"))
     for name, group in tree.items():
         if name == "attrs":
             continue
         start = len(panels)
-        if "deviation" in group and "time" in group:
+        if "deviation" in group and "time" in group and name == "transient" and both:
+            # One panel per coordinate with the two analyses over each other: how far KED's
+            # frozen modes follow the full model is what a reader looks for.
+            names = group["attrs"].get("pose_names") or [
+                f"q{i + 1}" for i in range(np.size(group["deviation"]["data"]) // len(group["time"]["data"]))]
+            for i, coordinate in enumerate(names):
+                panels.append((f"end-effector deviation {coordinate}: transient and KED",
+                               lambda ax, i=i, c=coordinate: _draw_runs_deviation(ax, [tree], [""], i, c)))
+        elif "deviation" in group and "time" in group and not (name == "ked" and both):
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
         if "pose" in group and "pose_rigid" in group and np.ndim(group["pose"]["data"]) == 2 \
@@ -450,8 +515,9 @@ def _panels(tree):
         if "sensors" in group and "time" in group:
             for sensor, data in group["sensors"].items():
                 if sensor != "attrs" and np.ndim(data["data"]) == 1:
-                    panels.append((f"{name}: sensor {sensor}", lambda ax, g=group, d=data, s=sensor:
-                                   plot_sensor(ax, g["time"]["data"], d["data"], s, d["attrs"].get("units", ""))))
+                    ref = _sensor_reference(tree, sensor, group["time"]["data"])
+                    panels.append((f"{name}: sensor {sensor}", lambda ax, g=group, d=data, s=sensor, r=ref:
+                                   plot_sensor(ax, g["time"]["data"], d["data"], s, d["attrs"].get("units", ""), r)))
         # One frequency panel along the motion: the tracked modes of [frequencies] where the run
         # has them (KED's frozen structures list theirs in ascending order, another numbering).
         tracked = "frequencies" in tree and "frequency_time" in tree["frequencies"]
@@ -469,7 +535,7 @@ def _panels(tree):
                            lambda ax, g=group: _draw_parameter_sweep(ax, g)))
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
-                           plot_mode_frequencies(ax, g["frequencies"]["data"])))
+                           plot_mode_frequencies(ax, g["frequencies"]["data"], _mode_reference(tree, g))))
         if name == "frf" and "H_real" in group and "frequency" in group:
             panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
             panels.append(("frf: phase", lambda ax, g=group: _draw_frf(ax, g, phase=True)))
@@ -771,19 +837,7 @@ def _compare(trees, paths, out):
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     try:
         for i, name in enumerate(names or ()):
-            ax = axes[i, 0]
-            series = [(t[g]["time"]["data"], np.asarray(t[g]["deviation"]["data"])[:, i], g, c)
-                      for t, c in zip(trees, colors * len(trees)) for g in ("transient", "ked")
-                      if g in t and "deviation" in t[g] and "time" in t[g]]
-            unit = _column_unit(trees, i)
-            factor, shown = readable(np.concatenate([s[1] for s in series]) if series else [], unit)
-            for (time, values, g, color), label in zip(series, _series_labels(trees, labels)):
-                ax.plot(time, values / factor, color=color, linestyle="-" if g == "transient" else "--",
-                        label=label)
-            ax.set_ylabel(f"{name} [{shown}]")
-            ax.grid(True, alpha=0.3)
-            if i == 0:
-                ax.legend(loc="best", fontsize="small")
+            _draw_runs_deviation(axes[i, 0], trees, labels, i, name, legend=i == 0)
         if has_freq:
             ax = axes[-1, 0]
             for t, label, color in zip(trees, labels, colors * len(trees)):
@@ -806,6 +860,28 @@ def _compare(trees, paths, out):
     return labels
 
 
+def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
+    """Coordinate ``i`` (``name``) of the deviation of every run in ``trees``, one colour per
+    run, the transient solid and KED dashed, in units readable for all of them."""
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    series = [(t[g]["time"]["data"], np.asarray(t[g]["deviation"]["data"]).reshape(len(t[g]["time"]["data"]), -1)[:, i],
+               g, c)
+              for t, c in zip(trees, colors * len(trees)) for g in ("transient", "ked")
+              if g in t and "deviation" in t[g] and "time" in t[g]]
+    factor, shown = readable(np.concatenate([s[1] for s in series]) if series else [], _column_unit(trees, i))
+    for (time, values, g, color), label in zip(series, _series_labels(trees, labels)):
+        if len(trees) == 1:         # one run: tell the analyses apart by colour too
+            color = "C0" if g == "transient" else "C3"
+        ax.plot(time, values / factor, color=color, linestyle="-" if g == "transient" else "--",
+                lw=1.0 if g == "transient" else 1.4, label=label)
+    ax.set_ylabel(f"{name} [{shown}]")
+    ax.set_xlabel("time [s]")
+    ax.grid(True, alpha=0.3)
+    if legend:
+        ax.legend(loc="best", fontsize="small")
+    return ax
+
+
 def _column_unit(trees, i):
     for t in trees:
         for g in ("transient", "ked"):
@@ -821,7 +897,7 @@ def _series_labels(trees, labels):
     out = []
     for t, label in zip(trees, labels):
         groups = [g for g in ("transient", "ked") if g in t and "deviation" in t[g] and "time" in t[g]]
-        out += [f"{label} ({g})" if len(groups) > 1 else label for g in groups]
+        out += [(f"{label} ({g})" if label else g) if len(groups) > 1 else label for g in groups]
     return out
 
 

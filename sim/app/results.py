@@ -466,6 +466,9 @@ class ResultFile:
         ``--set`` overrides, stored as JSON.
     kernels_load_time_s : float, optional
         Time spent loading the analyses' compiled kernels before they ran [s].
+    references : sequence of dict, optional
+        Published values the model declares (:class:`sim.model.builder.Reference` as dicts),
+        stored as the JSON root attribute ``references`` for the figures.
 
     Attributes
     ----------
@@ -492,7 +495,7 @@ class ResultFile:
     """
 
     def __init__(self, path, *, scenario, model_file, model_parameters, force=False,
-                 overrides=(), kernels_load_time_s=None):
+                 overrides=(), kernels_load_time_s=None, references=()):
         self.path = Path(path)
         self._root_attrs = {
             "sim_version": sim_version(),
@@ -505,6 +508,8 @@ class ResultFile:
         }
         if kernels_load_time_s is not None:
             self._root_attrs["kernels_load_time_s"] = float(kernels_load_time_s)
+        if references:
+            self._root_attrs["references"] = json.dumps(list(references))
         self.force = force
         self.groups = {}
         self.written = None

@@ -182,6 +182,9 @@ SCHEMA = {
         "intervals": Key("int", "positive", 512, "",
                          "intervals with frozen M and K along the trajectory"),
         "modes": Key("int", "positive", 4, "", "modes kept per interval"),
+        "output_step": Key("float", "positive", None, "s",
+                           "spacing of the written samples, between the interval ends too (default: "
+                           "16 per period of the highest kept frequency, at most the interval)"),
         **DAMPING,
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "

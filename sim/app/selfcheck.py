@@ -16,11 +16,18 @@ naming the scenario key to change.
 * ``ked_agreement`` (transient and KED, when both ran): ``|p_ked - p_transient| / p_transient``
   of those peaks; above :data:`AGREEMENT_LIMIT` one of the two misses something (modes,
   intervals, step or a start that rings).
+* ``samples_per_period`` (transient and KED): output samples per period of the highest
+  natural frequency the run reports (``frequencies``, ``ked``, ``modes``); below
+  :data:`SAMPLES_PER_PERIOD` the written series alias that mode and miss its peaks (a
+  transient written at every step is not warned about: its step is what limits it).
 """
 import numpy as np
 
 DRIFT_LIMIT = 0.01        # largest violation / peak deviation
 AGREEMENT_LIMIT = 0.25    # relative difference of the transient's and the KED's peak deviations
+SAMPLES_PER_PERIOD = 8    # output samples per period of the highest reported frequency
+# The scenario key that sets each group's output spacing.
+SPACING_KEYS = {"transient": "transient.output_step", "ked": "ked.output_step"}
 
 
 def peak_translation(deviation, units):
@@ -44,6 +51,14 @@ def _peak(group):
     return peak_translation(d[...], [str(u) for u in np.atleast_1d(d.attrs["units"])])
 
 
+def highest_frequency(groups):
+    """The highest natural frequency [Hz] any group of the run reports (0 when none does)."""
+    found = [float(np.nanmax(g["frequencies"][...])) for name, g in groups.items()
+             if name in ("frequencies", "ked", "modes") and "frequencies" in g and g["frequencies"].size
+             and np.isfinite(g["frequencies"][...]).any()]
+    return max(found, default=0.0)
+
+
 def check(groups):
     """Write the self-check attributes into the time-domain groups of one result file.
 
@@ -56,6 +71,12 @@ def check(groups):
     for g in (tr, ked):
         if g is not None and "deviation" in g:
             g.attrs["peak_deviation"] = _peak(g)
+    highest = highest_frequency(groups)
+    for g in (tr, ked):
+        if g is not None and "time" in g and g["time"].shape[0] > 1 and highest > 0:
+            t = g["time"]
+            spacing = (t[-1] - t[0]) / (t.shape[0] - 1)
+            g.attrs["samples_per_period"] = 1.0 / (spacing * highest) if spacing > 0 else float("inf")
     if tr is not None and "constraint_violation" in tr and "deviation" in tr:
         sensors = [np.abs(d[...]).max() for d in (tr["sensors"].values() if "sensors" in tr else ())
                    if str(d.attrs.get("units")) == "m" and d.size]
@@ -84,4 +105,17 @@ def warnings(groups):
                    f"{ked.attrs['peak_deviation']:.3g} m differ by {100 * tr.attrs['ked_agreement']:.3g} % "
                    f"(limit {100 * AGREEMENT_LIMIT:g} %): raise ked.modes or ked.intervals, lower "
                    f"transient.step, or give the circle a trajectory.ramp")
+    for name, key in SPACING_KEYS.items():
+        g = groups.get(name)
+        # A transient written at every step shows all it resolves: only a coarser output warns.
+        every_step = name == "transient" and g is not None and g["time"].shape[0] - 1 >= g.attrs.get("steps", np.inf)
+        if g is not None and not every_step and g.attrs.get("samples_per_period", np.inf) < SAMPLES_PER_PERIOD:
+            n, t = g.attrs["samples_per_period"], g["time"]
+            spacing = (t[-1] - t[0]) / (t.shape[0] - 1)
+            highest = 1.0 / (n * spacing)
+            advice = f"set {key} <= {spacing * n / SAMPLES_PER_PERIOD:.2g} s" + (
+                " or leave it out (every step)" if name == "transient" else " or leave it out (16 per period)")
+            out.append(f"{name}: output every {spacing:.3g} s samples the highest reported frequency, "
+                       f"{highest:.4g} Hz, {n:.2g} times per period (fewer than {SAMPLES_PER_PERIOD}; "
+                       f"its peaks are missed): {advice}")
     return out

@@ -188,6 +188,26 @@ class Sensor:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """A published value a model declares for one of its results, drawn with them by
+    ``sim plot`` where the run matches ``at``.
+
+    ``quantity`` is ``"modes.frequencies"`` (``values``: elastic frequencies [Hz] of the
+    computed modes numbered ``modes``, 1-based, default the lowest; ``at``: the end-effector
+    pose they hold at) or ``"sensors.<name>"`` (``values``: the sensor's values at the times
+    ``at`` [s] of a transient or KED run).
+    """
+
+    quantity: str
+    values: tuple
+    units: str
+    source: str
+    at: tuple = ()
+    modes: tuple = ()
+    condition: str = ""
+
+
+@dataclass(frozen=True)
 class Model:
     """Immutable multibody model; build it with :class:`ModelBuilder`."""
 
@@ -212,6 +232,7 @@ class Model:
     spring_tables: dict = field(default_factory=dict)   # mi, mj, K, C, d_home (entity axis first)
     body_groups: tuple = ()      # BodyGroup per elastic size: invariants stacked, entity axis first
     notes: str = ""
+    references: tuple = ()       # Reference: published values of its results
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
     home_ranks: tuple = ()       # see sim.model.assembly.regularity
     pose_determined: bool = True  # see sim.model.assembly.pose_determined
@@ -386,6 +407,7 @@ class ModelBuilder:
         self._problems = []
         self._ee = None
         self.notes = ""
+        self._references = []
 
     # -- bodies ----------------------------------------------------------------------------
     def _body_index(self, name):
@@ -564,6 +586,47 @@ class ModelBuilder:
         """Declare a scalar output (see :func:`sim.model.kinematics.sensor_values`)."""
         self._sensors.append(Sensor(name, kind, tuple(markers), axis, units, description))
 
+    def add_reference(self, quantity, values, *, units, source, at=(), modes=(), condition=""):
+        """Declare a published value of one of the model's results (see :class:`Reference`).
+
+        Parameters
+        ----------
+        quantity : str
+            ``"modes.frequencies"`` or ``"sensors.<name>"`` of a declared sensor.
+        values : sequence of float
+            The published values, in SI ``units``.
+        units : str
+        source : str
+            Where they are published (shown in the figure's legend).
+        at : sequence of float
+            The end-effector pose of a frequency reference (one value per pose coordinate),
+            or the times [s] of a sensor reference (one per value).
+        modes : sequence of int, optional
+            For frequencies: the computed modes (1-based) they compare with, one per value,
+            when not the lowest (a published list may leave out modes the model has).
+        condition : str, optional
+            What else the value assumes (speed, initial state), shown with it.
+        """
+        self._references.append(Reference(quantity, tuple(float(v) for v in np.ravel(values)), units, source,
+                                          tuple(float(v) for v in np.ravel(at)),
+                                          tuple(int(k) for k in np.ravel(modes)), condition))
+
+    def _reference_problems(self, r):
+        if r.quantity == "modes.frequencies":
+            if r.at and len(r.at) != len(self._ee[1]):
+                yield f"`at` must give the pose, {len(self._ee[1])} coordinates, got {len(r.at)}"
+            if r.modes and (len(r.modes) != len(r.values) or min(r.modes) < 1):
+                yield f"`modes` must give one mode number (from 1) per value, got {list(r.modes)}"
+        elif r.quantity.startswith("sensors."):
+            if len(r.at) != len(r.values):
+                yield f"one time in `at` per value, got {len(r.at)} for {len(r.values)}"
+            if not any(x.name == r.quantity[8:] for x in self._sensors):
+                yield f"unknown sensor `{r.quantity[8:]}`"
+        else:
+            yield "expected `modes.frequencies` or `sensors.<name>`"
+        if not r.values or not all(np.isfinite(r.values)):
+            yield "values must be finite numbers"
+
     def set_end_effector(self, marker, kinds, names=None):
         """End-effector coordinates: ``kinds`` from x, y, z (world position) and rx, ry, rz
         (Z-Y-X Tait–Bryan angles of the marker axes); ``names`` as shown to users."""
@@ -623,6 +686,7 @@ class ModelBuilder:
             for m in s.markers:
                 if not any(x["name"] == m for x in self._markers):
                     problems.append(f"sensor `{s.name}`: unknown marker `{m}`")
+        problems += [f"reference `{r.quantity}`: {p}" for r in self._references for p in self._reference_problems(r)]
         if problems:
             raise ValueError("invalid model `" + self.name + "`: " + "; ".join(problems))
         sensors = tuple(Sensor(s.name, s.kind, tuple(next(i for i, x in enumerate(markers) if x.name == m)
@@ -636,6 +700,8 @@ class ModelBuilder:
                           K=np.array([s.stiffness for s in sp]), C=np.array([s.damping for s in sp]),
                           d_home=np.zeros((len(sp), 6)))
             model = _replace(model, springs=tuple(sp), spring_tables=tables)
+        if self._references:
+            model = dataclasses.replace(model, references=tuple(self._references))
         if assemble:
             from sim.model.assembly import assemble, home_ranks
             from sim.model.kinematics import pose

@@ -36,6 +36,7 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -136,6 +137,28 @@ def _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, et
         _modal_step(u, u_dot, omega[i], shapes[i], mass_shapes[i], zeta[i], load[i], load[i + 1],
                     time[i + 1] - time[i], eta[i + 1], eta_dot[i + 1])
         U[i + 1] = u
+
+
+@njit(cache=True)
+def _modal_samples(time, omega, shapes, mass_shapes, load, zeta, eta, eta_dot, out):
+    """The modal coordinates inside the intervals: ``out[i, j - 1]`` (r,) at ``time[i] + j dt / m``
+    (``m = out.shape[1] + 1``, ``j = 1 .. m - 1``) on interval ``i``'s modes, from the state
+    :func:`_modal_steps` started the interval with (``eta``, ``eta_dot`` as it filled them): the
+    same ramp response, stopped part-way with the load reached there."""
+    m = out.shape[1] + 1
+    r = omega.shape[1]
+    e0, ed0, scratch = np.empty(r), np.empty(r), np.empty(r)
+    for i in range(time.size - 1):
+        if i == 0:
+            e0[:], ed0[:] = eta[0], eta_dot[0]
+        else:
+            e0[:] = (shapes[i - 1] @ eta[i]) @ mass_shapes[i]
+            ed0[:] = (shapes[i - 1] @ eta_dot[i]) @ mass_shapes[i]
+        p0, p1 = load[i] @ shapes[i], load[i + 1] @ shapes[i]
+        dt = time[i + 1] - time[i]
+        for j in range(1, m):
+            f = j / m
+            _ramp(omega[i], zeta[i], f * dt, e0, ed0, p0, p0 + f * (p1 - p0), out[i, j - 1], scratch)
 
 
 @dataclass(frozen=True)
@@ -539,6 +562,8 @@ def load_kernels(model, count):
                         np.zeros(0, dtype=np.int64))
     with signals_deferred():
         integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
+        _modal_samples(np.zeros(1), *(np.zeros((1,) + shape) for shape in ((1,), (1, 1), (1, 1), (1,), (1,))),
+                       np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((0, 1, 1)))
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None):
@@ -610,7 +635,8 @@ class KedResult:
     the frozen structure at each instant; ``modal_coordinates`` and ``modal_velocities``
     (n + 1, r): row 0 on the first interval's modes, row ``i + 1`` at the end of interval
     ``i`` on its modes; ``displacement`` (n + 1, n_v) the elastic displacement ``u``: the modal
-    part plus the static correction of the truncated modes.
+    part plus the static correction of the truncated modes.  ``samples``: the response between
+    the interval ends as well (:class:`KedSamples`), when asked for.
     """
 
     time: np.ndarray
@@ -623,6 +649,69 @@ class KedResult:
     modal_coordinates: np.ndarray
     modal_velocities: np.ndarray
     displacement: np.ndarray
+    samples: "KedSamples" = None
+
+
+@dataclass(frozen=True)
+class KedSamples:
+    """KED response at ``parts`` instants per interval, ``time`` (n parts + 1,): the interval
+    ends and the instants between them.  ``pose_rigid``, ``pose``, ``deviation``,
+    ``deviation_static``, ``deviation_dynamic`` (n parts + 1, d) as in :class:`KedResult`.
+
+    Between interval ends the modal coordinates are the interval's exact ramp response; the
+    static correction and the pose Jacobian go linearly from one frame's to the next (they
+    are frozen per frame, and this makes the samples meet the interval ends), the static
+    deflection at rest likewise; the rigid pose is the motion law's (``pose_at``), or linear
+    between the frames' without one.
+    """
+
+    time: np.ndarray
+    pose_rigid: np.ndarray
+    pose: np.ndarray
+    deviation: np.ndarray
+    deviation_static: np.ndarray
+    deviation_dynamic: np.ndarray
+
+
+def _between(time, frames, inner, correction, static, pose_rigid, result, pose_at):
+    """:class:`KedSamples` from the modal coordinates ``inner`` (n, parts - 1, r) between the
+    interval ends (:func:`_modal_samples`; see :func:`integrate_frames`)."""
+    n, parts = inner.shape[0], inner.shape[1] + 1
+    f = (np.arange(1, parts) / parts)[None, :, None]                      # (1, m - 1, 1)
+    J0, J1 = frames.pose_jacobian[:-1], frames.pose_jacobian[1:]           # (n, d, n_v)
+    JPhi0 = np.einsum("kdv,kvr->kdr", J0, frames.shapes[:-1])
+    JPhi1 = np.einsum("kdv,kvr->kdr", J1, frames.shapes[:-1])
+    modal = (1 - f) * np.einsum("kdr,kjr->kjd", JPhi0, inner) + f * np.einsum("kdr,kjr->kjd", JPhi1, inner)
+    c0, c1 = correction[:-1], correction[1:]                               # (n, n_v)
+    # J(f) (c0 + f (c1 - c0)) with J(f) = J0 + f (J1 - J0): a quadratic in f.
+    Jc00, Jc01 = np.einsum("kdv,kv->kd", J0, c0), np.einsum("kdv,kv->kd", J0, c1)
+    Jc10, Jc11 = np.einsum("kdv,kv->kd", J1, c0), np.einsum("kdv,kv->kd", J1, c1)
+    corr = ((1 - f) ** 2 * Jc00[:, None] + (1 - f) * f * (Jc01 + Jc10)[:, None] + f**2 * Jc11[:, None])
+    inner_dev = modal + corr
+    inner_static = (1 - f) * static[:-1, None] + f * static[1:, None]
+    inner_time = time[:-1, None] + f[..., 0] * np.diff(time)[:, None]
+
+    def merge(ends, between):
+        """Interval ends and the instants between them, in time order."""
+        return np.concatenate([np.concatenate([ends[:-1, None], between], axis=1).reshape(n * parts, -1),
+                               ends[-1:]]) if n else ends
+
+    t = merge(time[:, None], inner_time[..., None])[:, 0]
+    deviation = merge(result.deviation, inner_dev)
+    deviation_static = merge(static, inner_static)
+    rigid = (np.column_stack([np.interp(t, time, column) for column in pose_rigid.T]) if pose_at is None
+             else np.asarray(pose_at(t), dtype=float).reshape(t.size, -1))
+    rigid[::parts] = pose_rigid                                            # the frames' own values
+    return KedSamples(time=t, pose_rigid=rigid, pose=rigid + deviation, deviation=deviation,
+                      deviation_static=deviation_static, deviation_dynamic=deviation - deviation_static)
+
+
+def parts_for(time, frequencies, per_period):
+    """Instants per interval that sample the highest of ``frequencies`` [Hz] ``per_period``
+    times per period at least (1: the interval ends do)."""
+    top = float(np.max(frequencies, initial=0.0))
+    dt = float(np.max(np.diff(time), initial=0.0))
+    return max(1, int(np.ceil(dt * top * per_period)))
 
 
 def static_correction(frames):
@@ -638,7 +727,8 @@ def static_correction(frames):
     return frames.static_load - np.einsum("kvr,kr->kv", frames.shapes, modal_load)
 
 
-def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None, start="undeformed"):
+def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None, start="undeformed", parts=1,
+                     pose_at=None):
     """Run the piecewise-constant modal superposition over precomputed frames.
 
     Parameters
@@ -656,6 +746,13 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     start : {"undeformed", "static"}
         Start from the undeformed robot or from its static equilibrium at rest (gravity and
         preloads already carried), elastic velocities zero.
+    parts : int
+        With ``parts > 1``, also the response at ``parts`` instants per interval
+        (:attr:`KedResult.samples`): the output can resolve the kept modes with frames only as
+        dense as the motion needs.
+    pose_at : callable, optional
+        ``pose_at(t)`` (m,) -> (m, d): the rigid pose at any times (the trajectory), for the
+        samples between the interval ends (default: linear between the frames').
 
     Returns
     -------
@@ -679,13 +776,20 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     eta[0], eta_dot[0] = u @ mass_shapes[0], u_dot @ mass_shapes[0]
     U[0] = shapes[0] @ eta[0]
     _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U)
-    U += static_correction(frames)
+    correction = static_correction(frames)
+    U += correction
     deviation = np.einsum("kdv,kv->kd", frames.pose_jacobian, U)
     static = np.einsum("kdv,kv->kd", frames.pose_jacobian, frames.static_rest)
-    return KedResult(time=time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
-                     deviation_static=static, deviation_dynamic=deviation - static,
-                     frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
-                     displacement=U)
+    result = KedResult(time=time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
+                       deviation_static=static, deviation_dynamic=deviation - static,
+                       frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
+                       displacement=U)
+    if parts > 1:
+        inner = np.zeros((n - 1, int(parts) - 1, r))
+        _modal_samples(time, omega, shapes, mass_shapes, load, zeta, eta, eta_dot, inner)
+        result = dataclasses.replace(result, samples=_between(time, frames, inner, correction, static,
+                                                              np.asarray(pose_rigid, dtype=float), result, pose_at))
+    return result
 
 
 def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None, start="undeformed"):
