@@ -626,33 +626,6 @@ class ModalStepper:
 
 
 @dataclass(frozen=True)
-class KedResult:
-    """KED response at the interval ends ``time`` (n + 1,).
-
-    ``pose_rigid``, ``pose``, ``deviation`` (n + 1, d) [m, rad]; ``deviation_static`` (n + 1, d)
-    the static deflection of the robot at rest at each pose (:attr:`Frame.static_rest`),
-    ``deviation_dynamic = deviation - deviation_static``; ``frequencies`` (n + 1, r) [Hz] of
-    the frozen structure at each instant; ``modal_coordinates`` and ``modal_velocities``
-    (n + 1, r): row 0 on the first interval's modes, row ``i + 1`` at the end of interval
-    ``i`` on its modes; ``displacement`` (n + 1, n_v) the elastic displacement ``u``: the modal
-    part plus the static correction of the truncated modes.  ``samples``: the response between
-    the interval ends as well (:class:`KedSamples`), when asked for.
-    """
-
-    time: np.ndarray
-    pose_rigid: np.ndarray
-    pose: np.ndarray
-    deviation: np.ndarray
-    deviation_static: np.ndarray
-    deviation_dynamic: np.ndarray
-    frequencies: np.ndarray
-    modal_coordinates: np.ndarray
-    modal_velocities: np.ndarray
-    displacement: np.ndarray
-    samples: "KedSamples" = None
-
-
-@dataclass(frozen=True)
 class KedSamples:
     """KED response at ``parts`` instants per interval, ``time`` (n parts + 1,): the interval
     ends and the instants between them.  ``pose_rigid``, ``pose``, ``deviation``,
@@ -671,6 +644,27 @@ class KedSamples:
     deviation: np.ndarray
     deviation_static: np.ndarray
     deviation_dynamic: np.ndarray
+
+
+@dataclass(frozen=True)
+class KedResult(KedSamples):
+    """KED response at the interval ends ``time`` (n + 1,).
+
+    ``pose_rigid``, ``pose``, ``deviation`` (n + 1, d) [m, rad]; ``deviation_static`` (n + 1, d)
+    the static deflection of the robot at rest at each pose (:attr:`Frame.static_rest`),
+    ``deviation_dynamic = deviation - deviation_static``; ``frequencies`` (n + 1, r) [Hz] of
+    the frozen structure at each instant; ``modal_coordinates`` and ``modal_velocities``
+    (n + 1, r): row 0 on the first interval's modes, row ``i + 1`` at the end of interval
+    ``i`` on its modes; ``displacement`` (n + 1, n_v) the elastic displacement ``u``: the modal
+    part plus the static correction of the truncated modes.  ``samples``: the response between
+    the interval ends as well (:class:`KedSamples`), when asked for.
+    """
+
+    frequencies: np.ndarray
+    modal_coordinates: np.ndarray
+    modal_velocities: np.ndarray
+    displacement: np.ndarray
+    samples: "KedSamples" = None
 
 
 def _between(time, frames, inner, correction, static, pose_rigid, result, pose_at):
