@@ -438,7 +438,7 @@ class ModelBuilder:
                                  inertia_B=R.T @ I_W @ R, substructure=substructure or name, points=[]))
 
     def add_beam_body(self, name, nodes, elements, section, z_ref=(0, 0, 1), clamp=0, orientation=None,
-                      modes=None, substructure=None, stiffening=False, pinned=None):
+                      modes=None, substructure=None, stiffening=False, pinned=None, plane=None):
         """Flexible body made of 3D Euler–Bernoulli beam elements (floating frame of reference).
 
         Parameters
@@ -464,6 +464,13 @@ class ModelBuilder:
             keeps zero displacement and twist but rotates freely about the transverse axes,
             node ``pinned`` moves only along the chord between them.  With ``modes``, the
             basis is then the simply-supported modes (e.g. a sine-mode Ritz rod).
+        plane : array_like, shape (3,), optional
+            World normal of a plane holding the beam: keep only its in-plane elastic
+            coordinates, each node's translations in the plane and rotation about the normal
+            (axial and in-plane bending; out-of-plane bending and torsion left out).  Half
+            the coordinates and a quarter of the inertia terms, for a body whose loads and
+            motion stay in that plane (a planar mechanism without out-of-plane gravity): the
+            same in-plane response, up to round-off.
         """
         self._new_body(name)
         nodes = np.asarray(nodes, dtype=float)
@@ -483,11 +490,25 @@ class ModelBuilder:
         if pinned is not None and not (0 <= pinned < len(nodes) and pinned != clamp):
             self._problems.append(f"body `{name}`: pinned node {pinned} must be another existing node")
         z_ref = np.broadcast_to(np.asarray(z_ref, dtype=float), (n_el, 3))
+        if plane is not None:
+            plane = np.asarray(plane, dtype=float).reshape(-1)
+            if plane.shape != (3,) or not np.all(np.isfinite(plane)) or np.linalg.norm(plane) == 0:
+                self._problems.append(f"body `{name}`: `plane` must be a nonzero normal vector (3 numbers), "
+                                      f"got {plane.tolist()}")
+                plane = None
+            else:
+                plane = plane / np.linalg.norm(plane)
+                if elements.size and elements.min() >= 0 and elements.max() < len(nodes):
+                    axes = nodes[elements[:, 1]] - nodes[elements[:, 0]]
+                    off = np.abs(axes @ plane) > 1e-9 * np.linalg.norm(axes, axis=1)
+                    if off.any():
+                        self._problems.append(f"body `{name}`: element {int(np.argmax(off))} is not in the plane "
+                                              f"normal to {plane.tolist()}")
         R = np.eye(3) if orientation is None else np.asarray(orientation, dtype=float)
         self._bodies.append(dict(name=name, kind="beam", R_WB=R, r_WB=nodes[clamp] if 0 <= clamp < len(nodes) else nodes[0],
                                  nodes_W=nodes, elements=elements, sections=sections, z_ref_W=z_ref, clamp=clamp,
                                  modes=modes, substructure=substructure or name, points=[],
-                                 stiffening=bool(stiffening), pinned=pinned))
+                                 stiffening=bool(stiffening), pinned=pinned, plane=plane))
 
     def add_point_mass(self, body, mass, inertia=None, node=None, position=None):
         """Attach a mass (and an inertia about its centre, world axes at home) to a body.
@@ -768,10 +789,13 @@ def _make_body(spec):
         mats["Grot"][:, r] += J_B
         mats["Mrot"][np.ix_(r, r)] += J_B
         mass += pm["mass"]
-    keep = np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6))
-    B = np.eye(n)[:, keep]
-    selection = spec["pinned"] is None
-    if not selection:
+    # The clamp fixes the reference node; the pinned frame (below) leaves it some rotations.
+    B = np.eye(n)[:, np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6))] if spec["pinned"] is None \
+        else np.eye(n)
+    plane = spec.get("plane")
+    if plane is not None:
+        B = _in_plane(B, len(nodes_B), R_WB.T @ plane)
+    if spec["pinned"] is not None:
         # Pinned (chord) frame: the reference node keeps its rotations about the transverse
         # axes, the far node slides along the chord; B spans the nodal vectors that satisfy it.
         a, b = spec["clamp"], spec["pinned"]
@@ -785,19 +809,21 @@ def _make_body(spec):
         G[3, 6 * a + 3:6 * a + 6] = e
         G[4, 6 * b:6 * b + 3] = t1
         G[5, 6 * b:6 * b + 3] = t2
-        B = scipy.linalg.null_space(G)
+        B = _constrained(B, G)
     if spec["modes"] is not None:
         M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"]
         Kc, Mc = B.T @ mats["K"] @ B, B.T @ M_full @ B
         r = int(spec["modes"])
-        if not 0 < r <= len(keep):
-            raise ValueError(f"`modes` must be in 1..{len(keep)}, got {spec['modes']}")
+        if not 0 < r <= B.shape[1]:
+            raise ValueError(f"`modes` must be in 1..{B.shape[1]}, got {spec['modes']}")
         _, phi = scipy.linalg.eigh(Kc, Mc, subset_by_index=[0, r - 1])
         B = B @ phi
     x0 = np.zeros(n)
     x0.reshape(-1, 6)[:, :3] = nodes_B
     Bz = np.column_stack([x0, B])
-    if spec["modes"] is None and selection:
+    selection = spec["modes"] is None and _is_selection(B)
+    if selection:
+        keep = B.argmax(axis=0)
         # B selects columns: project by indexing, O(n^2) instead of O(n^3).
         I = mats["I"]
         second = np.empty((3, 3, len(keep) + 1, len(keep) + 1))
@@ -816,6 +842,50 @@ def _make_body(spec):
         body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
                                    stretch_slopes=B.T @ mats["stretch_G"] @ B)
     return body, (r_WB, R_WB)
+
+
+def _in_plane(B, nodes, normal):
+    """The columns of ``B`` (6 nodes, c) restricted to each node's in-plane motion for the plane
+    of unit ``normal`` (body frame): translations in it, rotation about the normal.  For a
+    normal along a body axis, a selection of ``B``'s columns (the kernels keep their sparsity)."""
+    axis = int(np.argmax(np.abs(normal)))
+    if abs(abs(normal[axis]) - 1.0) < 1e-12 and _is_selection(B):
+        kept = np.zeros(6, dtype=bool)
+        kept[:3] = True
+        kept[axis] = False                           # translation along the normal
+        kept[3 + axis] = True                        # rotation about it
+        return B[:, np.tile(kept, nodes)[B.argmax(axis=0)]]
+    return B @ scipy.linalg.null_space(_out_of_plane(nodes, normal) @ B)
+
+
+def _constrained(B, G):
+    """Columns spanning the motions of ``B`` (n, c) that the rows of ``G`` (k, n) leave free:
+    ``B`` without the columns they fix when each row picks out one column (the kernels keep
+    the sparsity of a selection), else an orthonormal basis of the null space of ``G B``."""
+    GB = G @ B
+    GB[np.abs(GB) <= 1e-12 * max(1.0, np.abs(GB).max(initial=0.0))] = 0.0
+    picks = GB != 0
+    if np.all(picks.sum(axis=1) <= 1):
+        return B[:, ~picks.any(axis=0)]
+    return B @ scipy.linalg.null_space(GB)
+
+
+def _is_selection(B):
+    return np.count_nonzero(B) == B.shape[1] and np.all(np.abs(B[B != 0]) == 1)
+
+
+def _out_of_plane(nodes, normal):
+    """Rows picking each node's out-of-plane motion: translation along ``normal`` and rotations
+    about two in-plane axes (3 nodes, 6 nodes)."""
+    t1 = np.cross(normal, [1.0, 0, 0] if abs(normal[0]) < 0.9 else [0, 1.0, 0])
+    t1 /= np.linalg.norm(t1)
+    t2 = np.cross(normal, t1)
+    G = np.zeros((3 * nodes, 6 * nodes))
+    for k in range(nodes):
+        G[3 * k, 6 * k:6 * k + 3] = normal
+        G[3 * k + 1, 6 * k + 3:6 * k + 6] = t1
+        G[3 * k + 2, 6 * k + 3:6 * k + 6] = t2
+    return G
 
 
 def _shift(d):
