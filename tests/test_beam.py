@@ -111,3 +111,50 @@ def test_cantilever_static_tip_response(load_case, elements):
     dof, exact = LOADS[load_case]
     assert_allclose(tip_flexibility(model, dof), exact(length, props), rtol=1e-10,
                     err_msg=f"cantilever tip response ({load_case}) from the body stiffness K_ff")
+
+
+def _cantilever(plane=None, elements=6, pinned=None):
+    from sim import ModelBuilder, Section
+    b = ModelBuilder("cantilever", gravity=(0.0, 0.0, 0.0))
+    nodes = np.linspace([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], elements + 1)
+    b.add_beam_body("beam", nodes, np.column_stack([np.arange(elements), np.arange(1, elements + 1)]),
+                    Section.rectangle(0.02, 0.01, E=2.1e11, rho=7800.0, nu=0.3), plane=plane, pinned=pinned)
+    b.add_marker("root", "beam", nodes[0])
+    b.add_marker("ground", None, nodes[0])
+    b.add_marker("tip", "beam", nodes[-1])
+    b.add_joint("clamp", "fixed", "ground", "root")
+    b.set_end_effector("tip", ("x", "y", "z"))
+    return b.build()
+
+
+def test_planar_beam_keeps_the_in_plane_modes():
+    """A cantilever with only its in-plane elastic coordinates (plane normal z): 3 per free
+    node, a selection of the nodal coordinates, and exactly the 3D beam's in-plane modes
+    (bending about z and axial): the same frequencies to 1e-9."""
+    from sim.solvers.modal import modes
+    full, planar = _cantilever(), _cantilever(plane=(0.0, 0.0, 2.0))
+    basis = planar.bodies[0].basis
+    assert basis.shape == (42, 18) and np.count_nonzero(basis) == 18, "3 coordinates per free node, selected"
+    f_full = modes(full, full.q_home, count=30).frequencies_hz
+    f_planar = modes(planar, planar.q_home, count=8).frequencies_hz
+    # the in-plane ones among the 3D beam's: each planar frequency is one of them
+    for f in f_planar:
+        assert np.min(np.abs(f_full - f)) <= 1e-9 * f, (f, f_full)
+    # bending in the plane of the 0.02 m side: 1.8751^2 sqrt(EI/(rho A L^4)) / 2 pi, EI about z
+    EI, rhoA = 2.1e11 * 0.01 * 0.02**3 / 12, 7800.0 * 0.02 * 0.01
+    assert f_planar[0] == pytest.approx(1.87510407**2 * np.sqrt(EI / rhoA) / (2 * np.pi), rel=1e-4)
+
+
+def test_chord_frame_and_plane_keep_a_selection_basis():
+    """The pinned (chord) frame, alone or with a plane, keeps the basis a selection of nodal
+    coordinates (the kernels' sparse inertia terms): a chord along x fixes single columns."""
+    for plane, count in ((None, 42 - 6), ((0.0, 0.0, 1.0), 21 - 3)):
+        B = _cantilever(plane=plane, pinned=6).bodies[0].basis
+        assert B.shape[1] == count and np.count_nonzero(B) == B.shape[1], (plane, B.shape)
+
+
+def test_plane_errors_name_the_body():
+    with pytest.raises(ValueError, match=r"body `beam`: `plane` must be a nonzero normal vector"):
+        _cantilever(plane=(0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match=r"body `beam`: element 0 is not in the plane normal to \[1.0, 0.0, 0.0\]"):
+        _cantilever(plane=(1.0, 0.0, 0.0))

@@ -94,8 +94,10 @@ DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
 CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
 
 # counters of State.counts
+# (CURRENT: the work arrays hold the equations of the current state, to the Newton tolerance:
+# those of the accepted step's last iterate, so that an output sample needs no evaluation.)
 STEPS, ITERATIONS, EVALUATIONS, FACTORIZATIONS, JACOBIANS, LAST, MAX_SINCE, SAMPLES, HAVE_PREV, LU_OK, \
-    DELTA_OK = range(11)
+    DELTA_OK, CURRENT = range(12)
 
 
 def _validate_positive(name, value):
@@ -422,6 +424,7 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
     m = w.r.size
     _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(True))
     st.counts[EVALUATIONS] += 1
+    st.counts[CURRENT] = 1
     _known(sch, rows, w)
     if fresh or st.counts[DELTA_OK] == 0:
         x = w.x
@@ -439,6 +442,7 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
             for i in range(m):
                 st.delta[i, k] = (w.r[i] - r0[i]) / step - w.known[i, k]
         w.r[:] = r0
+        st.counts[CURRENT] = 0           # the work arrays hold the last perturbed state
         st.counts[EVALUATIONS] += m
         st.counts[JACOBIANS] += 1
         st.counts[DELTA_OK] = 1
@@ -477,6 +481,7 @@ def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
         if not have_r:
             _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
             st.counts[EVALUATIONS] += 1
+            st.counts[CURRENT] = 1
         have_r = False
         code, k, err, rate = newton_update(w.r, st.lu, st.piv, w.steps, k, a, lam, iteration, previous, scale,
                                            sch.tol, sch.diverged)
@@ -538,11 +543,18 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
 
 @njit(cache=True, inline="always")
 def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
-    """Output sample of the current state into ``out`` (:class:`Samples`)."""
+    """Output sample of the current state into ``out`` (:class:`Samples`).
+
+    The positions ``p``, ``A``, the mass matrix and the constraint rows come from the
+    equations in ``w`` when they are those of the accepted step's last Newton iterate (flag
+    ``CURRENT``), whose configuration differs from the accepted one by the last correction,
+    at most ``newton_tol``; otherwise they are evaluated here."""
     j = st.counts[SAMPLES]
     n = st.v.size
-    zero = np.zeros(n)
-    _equations(st.q, st.v, zero, np.zeros(rows.size), t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+    if st.counts[CURRENT] == 0:
+        _equations(st.q, st.v, np.zeros(n), np.zeros(rows.size), t, f, sch, rows, s, sd, sdd, ff, D, w,
+                   runtime(False))
+        st.counts[CURRENT] = 1
     out.t[j] = st.time[0]
     out.q[j] = st.q
     out.v[j] = st.v
@@ -580,6 +592,7 @@ def _run(task, count, k0, every, total, st, t, f, sch, rows, S, SD, SDD, FF, D, 
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), t, f, sch, rows, S[0], SD[0], SDD[0], FF[0],
                    D, w, runtime(False))
+        st.counts[CURRENT] = 1
         return 0, 0
     if task == RECORD:
         _record(st, t, f, sch, rows, S[0], SD[0], SDD[0], FF[0], D, w, out)
@@ -663,7 +676,7 @@ class GeneralizedAlpha:
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
                            np.zeros((m, m), order="F"), np.zeros(m, dtype=np.int32), np.zeros((m, m)),
-                           np.zeros(11, dtype=np.int64))
+                           np.zeros(12, dtype=np.int64))
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)), np.zeros((n_v, n_v)),
