@@ -151,7 +151,7 @@ SCHEMA = {
                      "first pose (gravity, preloads), or undeformed"),
         "rho_inf": Key("float", "unit_interval", 0.9, "1",
                        "spectral radius at infinite frequency (hht, generalized-alpha)"),
-        "newton_tol": Key("float", "positive", 1e-12, "m or rad",
+        "newton_tol": Key("float", "positive", 1e-10, "m or rad",
                           "Newton stops when the configuration correction β h² |δa|, or the error "
                           "it leaves (estimated from the contraction rate), is below this; the "
                           "error is systematic, so keep it well below the deflections of interest"),
