@@ -115,7 +115,7 @@ def leg_points(k, position, base_radius, platform_radius):
 def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bearing=2.0e5,
           k_knee_joint=5.0e4, k_parallelogram_joint=2.0e4, k_joint_translation=1.0e8,
           base_radius=0.30, platform_radius=0.10, platform_mass=PLATFORM_MASS, platform_disk_radius=PLATFORM_DISK_RADIUS,
-          gravity=9.81):
+          platform_height=0.0, gravity=9.81):
     """Surgiscope model placed with its platform centre at ``(x, y, z)``.
 
     Parameters
@@ -144,6 +144,13 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
     platform_disk_radius : float
         Radius of the uniform disk of the platform's mass that has its inertia [m] (assumed
         0.15 m; the radius of gyration about the vertical axis is 1/sqrt(2) of it).
+    platform_height : float
+        Height of the solid cylinder (radius ``platform_disk_radius``) the platform's mass is
+        spread over, centred on P [m] (assumed 0: a disk).  A flat platform, a disk or a
+        three-spoke star alike, has half the inertia about a horizontal axis as about the
+        vertical one; what the platform carries (the microscope of the Surgiscope) adds
+        inertia about the horizontal axes only, ``m h^2 / 12``: this moves the rocking
+        modes and leaves the rotation about z.
     gravity : float
         Along -z [m/s^2].
     """
@@ -172,7 +179,10 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
 
     if not (np.isfinite(platform_disk_radius) and platform_disk_radius > 0):
         raise ValueError(f"`platform_disk_radius` must be > 0, got {platform_disk_radius!r}")
-    inertia = platform_mass * platform_disk_radius**2 * np.diag([0.25, 0.25, 0.5])
+    if not (np.isfinite(platform_height) and platform_height >= 0):
+        raise ValueError(f"`platform_height` must be >= 0, got {platform_height!r}")
+    r2, h2 = platform_disk_radius**2, platform_height**2
+    inertia = platform_mass * np.diag([r2 / 4 + h2 / 12, r2 / 4 + h2 / 12, r2 / 2])
     b.add_rigid_body("platform", platform_mass, P, inertia, position=P, substructure="platform")
     for k in range(3):
         A, B, C, e, u = leg_points(k, P, base_radius, platform_radius)

@@ -22,8 +22,11 @@ def test_modes_result_draws_mode_shapes_on_the_robot(tmp_path):
     # the first NaVARo modes are in-plane: the points move in x-y, not along z
     in_plane = np.abs(shapes[0][:, :2]).max()
     assert np.abs(shapes[0][:, 2]).max() < 1e-6 * in_plane, "mode 1 is an in-plane mode"
-    titles = [title for title, _ in _panels(read_result(out))]
+    panels = _panels(read_result(out))
+    titles = [title for title, _ in panels]
     assert sum(t.startswith("modes: mode ") for t in titles) == 4, titles
+    from sim.app.plots import _layout
+    assert [len(row) for row in _layout(panels)] == [2, 2, 1], "mode shapes two to a row, then the bar chart"
     png = tmp_path / "navaro.png"
     assert main(["plot", str(out), "--out", str(png)]) == 0 and png.stat().st_size > 10_000
     # Cast3M's in-plane frequencies, declared by the model at this pose, drawn on modes 1, 2, 3, 5

@@ -282,16 +282,20 @@ def setup_axes(ax, low, high, view="iso"):
     ax.set_box_aspect(high - low)
     ax.set_proj_type("ortho")
     ax.view_init(*(VIEWS[view] if isinstance(view, str) else view))
-    for axis, name in zip((ax.xaxis, ax.yaxis, ax.zaxis), "xyz"):
+    extent = np.asarray(high, dtype=float) - np.asarray(low, dtype=float)
+    for axis, name, length in zip((ax.xaxis, ax.yaxis, ax.zaxis), "xyz", extent):
         axis.set_label_text(f"{name} [m]", fontsize=8)
         axis.set_tick_params(labelsize=7)
-        axis.set_major_locator(MaxNLocator(TICKS))    # few labels: they are most of a frame's drawing time
+        # few labels (they are most of a frame's drawing time), fewer on a short axis
+        axis.set_major_locator(MaxNLocator(TICKS if length > 0.3 * extent.max() else 2))
     # An axis looked along (within 35 deg) shows no length: its ticks and label would pile up.
+    # So does an axis along which the robot is flat (a planar robot's normal).
     elevation, azimuth = np.radians(VIEWS[view] if isinstance(view, str) else view)
     sight = np.abs([np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)])
-    for axis in np.flatnonzero(sight > np.cos(np.radians(35.0))):
+    flat = extent < 0.05 * extent.max()
+    for axis in np.flatnonzero((sight > np.cos(np.radians(35.0))) | flat):
         hidden = (ax.xaxis, ax.yaxis, ax.zaxis)[axis]
-        hidden.set_ticklabels([])
+        hidden.set_ticks([])
         hidden.set_label_text("")
     return ax
 

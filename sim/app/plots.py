@@ -734,15 +734,17 @@ def plot_result(path, out):
         panels = _panels(tree)
         if not panels:
             raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
-        fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
+        rows = _layout(panels)
+        fig = plt.figure(figsize=(8, sum(3.2 if len(row) == 1 else 3.6 for row in rows)))
+        grid = fig.add_gridspec(len(rows), 2, height_ratios=[1.0 if len(row) == 1 else 1.125 for row in rows])
         try:
-            for ax, (title, draw) in zip(axes[:, 0], panels):
-                if getattr(draw, "projection", None) == "3d":
-                    spec = ax.get_subplotspec()
-                    ax.remove()
-                    ax = fig.add_subplot(spec, projection="3d")
-                draw(ax)
-                ax.set_title(title, fontsize="medium", color="C3" if "INCOMPLETE" in title else "black")
+            for r, row in enumerate(rows):
+                for c, (title, draw) in enumerate(row):
+                    spec = grid[r, :] if len(row) == 1 else grid[r, c]
+                    ax = fig.add_subplot(spec, projection=getattr(draw, "projection", None))
+                    draw(ax)
+                    ax.set_title(title, fontsize="medium" if len(row) == 1 else "small",
+                                 color="C3" if "INCOMPLETE" in title else "black")
             if tree["attrs"].get("status") == "incomplete":
                 fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
             _note_strides(fig, tree)
@@ -750,6 +752,19 @@ def plot_result(path, out):
             fig.savefig(out, dpi=120)
         finally:
             plt.close(fig)
+
+
+def _layout(panels):
+    """Rows of the figure: each panel on its own row, but consecutive 3D views (mode shapes)
+    two to a row, where they fill the width."""
+    rows = []
+    for panel in panels:
+        three_d = getattr(panel[1], "projection", None) == "3d"
+        if three_d and rows and len(rows[-1]) == 1 and getattr(rows[-1][0][1], "projection", None) == "3d":
+            rows[-1].append(panel)
+        else:
+            rows.append([panel])
+    return rows
 
 
 # Entries drawn per series at most: a figure is ~1000 pixels wide, and a million-sample
