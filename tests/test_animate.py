@@ -1,6 +1,7 @@
 """`sim animate` (issue 17): the robot's skeleton stored over time by the time-domain groups,
 drawn in 3D with its deformation magnified, into a GIF; user errors in one line."""
 import re
+import subprocess
 
 import h5py
 import numpy as np
@@ -214,3 +215,18 @@ def test_a_failing_write_leaves_no_file(navaro_h5, tmp_path, monkeypatch):
     with pytest.raises(SimError, match="anim.gif: cannot write the animation .No space left on device."):
         animate.render(animate.load_motion(navaro_h5, "modes", 1, frames=12), tmp_path / "anim.gif")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_mode_animation_as_mp4(navaro_h5, tmp_path):
+    """An MP4 where an encoder is at hand (ffmpeg on the PATH or imageio-ffmpeg): one period of
+    the mode, 24 frames at 20 per second, that ffmpeg decodes back (1.2 s)."""
+    from sim.app import animate
+    if not animate.mp4_available():
+        pytest.skip("no ffmpeg encoder (install ffmpeg or imageio-ffmpeg)")
+    out = tmp_path / "mode.mp4"
+    assert main(["animate", str(navaro_h5), "--mode", "1", "--out", str(out)]) == 0
+    decoded = subprocess.run([animate._ffmpeg_path(), "-v", "error", "-i", str(out), "-f", "null", "-"],
+                             capture_output=True, text=True)
+    assert decoded.returncode == 0 and not decoded.stderr, decoded.stderr
+    probe = subprocess.run([animate._ffmpeg_path(), "-i", str(out)], capture_output=True, text=True).stderr
+    assert "Duration: 00:00:01.20" in probe and "20 fps" in probe, probe
