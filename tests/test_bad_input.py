@@ -251,6 +251,19 @@ drive_law = {{ kind = "constant_rate", rate = 1.0 }}
     check_outcome(code, err, out, "s.toml: [transient]", "`delta_surgiscope`", "held by springs only")
 
 
+def test_transient_drive_law_on_a_model_without_actuators(sim_run):
+    """A drive law turns actuators; a cantilever has none (it ended in a numpy traceback)."""
+    code, err, out = sim_run(f"""\
+[model]
+file = "{MODELS / 'beam.py'}"
+[transient]
+step = 1e-4
+duration = 0.01
+drive_law = {{ kind = "constant_rate", rate = 1.0 }}
+""")
+    check_outcome(code, err, out, "s.toml: [transient] drive_law drives the actuators, and `beam` has none")
+
+
 # --- issue 16: the user errors that ended in tracebacks or silent results ------------------------
 
 

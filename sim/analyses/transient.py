@@ -228,6 +228,9 @@ def reference(model, scenario, table, progress):
     traj = scenario.data.get("trajectory")
     duration = table["duration"]
     if table.get("drive_law") is not None:
+        if not model.actuators:
+            raise SimError(f"{where} drive_law drives the actuators, and `{model.name}` has none: "
+                           f"give a [trajectory] of its end effector instead")
         if not model.pose_determined:
             # As sim.model.assembly.solve_pose: the rigid reference (and the deviation from it) needs
             # joints that place every body once the actuators are set.

@@ -141,6 +141,8 @@ def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, f
     """
     if bodies:
         for g in range(len(t.g_qs)):
+            if t.g_qs[g].size == 0:      # padding (sim.model.tables.GROUPS)
+                continue
             group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
                          t.g_Tval[g], t.g_Jrot[g],
                          t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, G, with_G)
