@@ -47,10 +47,13 @@ rho = 2700 kg/m^3; steel E = 210 GPa, G = 80.8 GPa, rho = 7850 kg/m^3.  Base rad
 0.30 m, platform radius R_n = 0.10 m and leg directions gamma_k = 90, 210, 330 deg are
 *assumed* (Table III(a) gives them as symbols).  Platform inertia: *assumed* disk of radius
 0.15 m (``platform_disk_radius``; the paper's platform is a three-spoke beam star with the
-6.64 kg).  Joint masses are not modelled.  ``base_radius``, ``platform_radius`` and
-``platform_disk_radius`` set the ratio of the vertical to the horizontal frequencies and the
-place of the platform-rocking modes among the others, which no joint stiffness changes: they
-are model parameters so that they can be identified (``scenarios/delta_identify_both.toml``).
+6.64 kg), optionally spread over a height (``platform_height``: a flat platform has half the
+inertia about a horizontal axis as about the vertical one, whatever its shape; what it carries
+adds to the horizontal axes only).  Joint masses are not modelled.  ``base_radius``,
+``platform_radius``, ``platform_disk_radius`` and ``platform_height`` set the ratio of the
+vertical to the horizontal frequencies and the place of the platform-rocking modes among the
+others, which no joint stiffness changes: they are model parameters so that they can be
+identified (``scenarios/delta_identify_both.toml``).
 
 Measured configurations (paper 004 §III-C): (0, 0, -1.1) m and (0.19, -0.33, -0.9) m.
 """

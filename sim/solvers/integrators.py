@@ -607,18 +607,18 @@ def _run(task, count, k0, every, total, st, t, f, sch, rows, S, SD, SDD, FF, D, 
                    D, w, runtime(False))
         st.counts[CURRENT] = 1
         return 0, 0
-    if task == RECORD:
-        _record(st, t, f, sch, rows, S[0], SD[0], SDD[0], FF[0], D, w, out)
-        return 0, 0
-    for i in range(count):
-        code, iterations = _step(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w)
-        st.counts[MAX_SINCE] = max(st.counts[MAX_SINCE], iterations)
-        if code:
-            return code, i
-        k = k0 + i + 1
-        if every > 0 and (k % every == 0 or k == total):
-            _record(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w, out)
-    return 0, count
+    # One call site of _record (it is inlined, with the evaluation's calls: compile time).
+    for i in range(count if task == ADVANCE else 1):
+        if task == ADVANCE:
+            code, iterations = _step(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w)
+            st.counts[MAX_SINCE] = max(st.counts[MAX_SINCE], iterations)
+            if code:
+                return code, i
+            k = k0 + i + 1
+            if not (every > 0 and (k % every == 0 or k == total)):
+                continue
+        _record(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w, out)
+    return 0, count if task == ADVANCE else 0
 
 
 # --- the integrator ---------------------------------------------------------------------------
