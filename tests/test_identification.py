@@ -226,3 +226,19 @@ def test_prior_and_starts_on_an_ambiguous_fit():
     assert abs(biased.parameters[1] / 0.013 - 1) < 0.1
     exact = sim.identify(BEAM, **common, prior=[2.1e11, 0.013], prior_weight=[0.0, 1.0])
     np.testing.assert_allclose(exact.parameters, [2.0e11, 0.013], rtol=1e-5)
+
+
+def test_platform_height_adds_inertia_about_the_horizontal_axes_only():
+    """The Surgiscope platform as a cylinder: ``platform_height`` h adds m h^2 / 12 to the
+    inertia about x and y and nothing about z (a flat platform, h = 0, is the disk)."""
+    import sim
+    inertia = {}
+    for h in (0.0, 0.3):
+        model = sim.load_model(ROOT / "models/delta_surgiscope.py", platform_height=h)
+        body = next(b for b in model.bodies if b.name == "platform")
+        E = body.second_moment[:, :, 0, 0]            # int rho r r^T about P, the mass centre
+        inertia[h] = np.trace(E) * np.eye(3) - E
+    m, r = 6.64, 0.15
+    np.testing.assert_allclose(inertia[0.0], m * r**2 * np.diag([0.25, 0.25, 0.5]), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(inertia[0.3] - inertia[0.0], m * 0.3**2 / 12 * np.diag([1.0, 1.0, 0.0]),
+                               rtol=1e-12, atol=1e-15)
