@@ -61,7 +61,7 @@ def run(model, scenario, group, progress):
         frames = frames_along(model, motion, min(k + EXTRA_MODES, available), progress=bar)
     omegas = frames.omega
     shapes = list(frames.shapes)
-    masses = [ev.evaluate(q, rest, flush=False).M for q in motion.q]
+    masses = ev.masses(motion.q)
     order, macs = track_modes(shapes, masses)
     tracked = np.take_along_axis(omegas, order, axis=1)[:, :k] / (2 * np.pi)
     group.put("frequency_time", time, "s", "sampling instants")

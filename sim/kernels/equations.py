@@ -230,6 +230,23 @@ def potential_function(typingctx, address, t):
 
 
 @njit(cache=True)
+def mass_matrices(qs, t, f, out):
+    """The mass matrices ``out[k]`` (n_v, n_v) at the configurations ``qs[k]`` (m, n_q), through
+    the evaluation's address ``f`` (:func:`addresses`): one call from Python for many
+    configurations (each call from Python unboxes the whole of ``t``)."""
+    n_v = out.shape[1]
+    v = np.zeros(n_v)
+    Q = np.zeros(n_v)
+    phi, gamma = np.zeros(3 * t.row.size), np.zeros(3 * t.row.size)    # a primitive has at most 3 rows
+    J = np.zeros((phi.size, n_v))
+    empty = np.zeros((0, 0))
+    for k in range(qs.shape[0]):
+        J[:] = 0.0
+        function(f[0], t)(qs[k], v, t, out[k], Q, phi, J, gamma, empty, empty, empty, v[:0], runtime(False),
+                          runtime(False), runtime(False), runtime(True))
+
+
+@njit(cache=True)
 def potential(q, t):
     """Gravitational and elastic energy [J] (see :func:`sim.model.dynamics.potential`): bodies,
     geometric stiffening and lumped springs; ``t``: :class:`Tables` (with springs, its marker

@@ -16,7 +16,7 @@ import numpy as np
 from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
-from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, potential
+from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, mass_matrices, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
@@ -79,6 +79,14 @@ class Evaluator:
         e, t = self.model.ee_marker, self.tables
         return _pose_terms(self.model.pose_kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], self.n_v, v,
                            t.pq[e], t.wq[e])
+
+    def masses(self, qs):
+        """Mass matrices (m, n_v, n_v) at the configurations ``qs`` (m, n_q), not flushed, in one
+        compiled call (as :meth:`evaluate`'s ``M`` with ``flush=False``)."""
+        qs = np.ascontiguousarray(qs, dtype=float)
+        out = np.zeros((len(qs), self.n_v, self.n_v))
+        mass_matrices(qs, self.tables, self.f, out)
+        return out
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""

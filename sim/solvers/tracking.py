@@ -81,9 +81,20 @@ def track_modes(shapes, masses):
     order[0] = np.arange(k)
     macs = np.zeros((m, k, k))
     macs[0] = np.eye(k)
+    if m < 2:
+        return order, macs
+    # The MAC of every consecutive pair at once, columns of the previous instant unordered;
+    # the tracking then only permutes their rows.
+    Phi = np.asarray(shapes, dtype=float)                    # (m, n, k)
+    M = np.asarray(masses, dtype=float)
+    MPhi_prev = M[1:] @ Phi[:-1]                             # M_i Phi_{i-1}
+    MPhi = M[1:] @ Phi[1:]                                   # M_i Phi_i
+    cross = np.abs(np.swapaxes(Phi[:-1], 1, 2) @ MPhi) ** 2
+    na = np.einsum("mik,mik->mk", Phi[:-1], MPhi_prev)
+    nb = np.einsum("mik,mik->mk", Phi[1:], MPhi)
+    raw = cross / np.maximum(na[:, :, None] * nb[:, None, :], 1e-300)
     for i in range(1, m):
-        previous = shapes[i - 1][:, order[i - 1]]
-        macs[i] = mac(previous, shapes[i], masses[i])
+        macs[i] = raw[i - 1][order[i - 1]]
         for track, column in pair_modes(macs[i]):
             order[i, track] = column
     return order, macs
