@@ -240,3 +240,17 @@ def test_plot_reads_only_what_it_draws_and_strides_long_series(tmp_path, monkeyp
             assert "claims 3e+08 elements" in str(exc)
         else:
             raise AssertionError("a 3e8-element dataset was read whole")
+
+
+def test_path_panel_only_where_the_deviation_is_small_against_the_path():
+    """The path panel magnifies the deviation tenfold or more; a spinning beam's 0.4 m tip lag
+    on a 10 m circle (two indistinguishable circles) gets none, a robot's 50 µm on 0.1 m does."""
+    from sim.app.plots import _path_shows
+    t = np.linspace(0.0, 2 * np.pi, 200)
+    circle = lambda r: np.column_stack([r * np.cos(t), r * np.sin(t)])    # noqa: E731
+
+    def group(radius, lag):
+        rigid = circle(radius)
+        return {"pose_rigid": {"data": rigid}, "pose": {"data": rigid + lag * np.column_stack([-np.sin(t), np.cos(t)])}}
+    assert not _path_shows(group(10.0, 0.4))
+    assert _path_shows(group(0.1, 5e-5))

@@ -438,6 +438,17 @@ def plot_identification(ax, group):
     return ax
 
 
+def _path_shows(group):
+    """Whether the path panel says something: a deviation small against the path, which the
+    panel magnifies tenfold or more (:func:`plot_path`) to show how the path is distorted.  A
+    larger one reads better against time: a spinning 10 m beam whose tip lags by 0.4 m draws
+    two indistinguishable circles."""
+    rigid = np.asarray(group["pose_rigid"]["data"])[:, :2]
+    deviation = np.asarray(group["pose"]["data"])[:, :2] - rigid
+    size = np.ptp(rigid, axis=0).max() if len(rigid) else 0.0
+    return size > 0 and np.abs(deviation).max() < 0.005 * size
+
+
 def references(tree):
     """The published values the run's model declares (:class:`sim.model.builder.Reference` as
     dicts), from the result's root attribute ``references``."""
@@ -497,7 +508,7 @@ def _panels(tree):
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
         if "pose" in group and "pose_rigid" in group and np.ndim(group["pose"]["data"]) == 2 \
-                and np.shape(group["pose"]["data"])[1] >= 2:
+                and np.shape(group["pose"]["data"])[1] >= 2 and _path_shows(group):
             panels.append((f"{name}: end-effector path, rigid and flexible", lambda ax, g=group:
                            plot_path(ax, g["pose_rigid"]["data"], g["pose"]["data"],
                                      g["attrs"].get("pose_names", ("x", "y")))))
