@@ -254,3 +254,24 @@ def test_path_panel_only_where_the_deviation_is_small_against_the_path():
         return {"pose_rigid": {"data": rigid}, "pose": {"data": rigid + lag * np.column_stack([-np.sin(t), np.cos(t)])}}
     assert not _path_shows(group(10.0, 0.4))
     assert _path_shows(group(0.1, 5e-5))
+
+
+def test_joint_forces_coloured_by_joint_and_styled_by_leg():
+    """Issue 17: joints named <joint>_<leg> get one colour per joint and one line style per leg,
+    with the two legends beside the axes (over the curves they hid them)."""
+    import matplotlib.pyplot as plt
+    from sim.app.plots import plot_joint_forces
+    t = np.linspace(0.0, 1.0, 5)
+    names = ["A_1", "B_1", "A_2", "B_2"]
+    reactions = [np.full((5, 6), float(k)) for k in range(4)]
+    fig, ax = plt.subplots()
+    try:
+        plot_joint_forces(ax, t, reactions, names)
+        lines = ax.get_lines()
+        assert [line.get_color() for line in lines] == ["C0", "C1", "C0", "C1"]
+        assert [line.get_linestyle() for line in lines] == ["-", "-", "--", "--"]
+        legends = [a for a in ax.get_children() if isinstance(a, plt.matplotlib.legend.Legend)]
+        texts = sorted(tuple(t.get_text() for t in legend.get_texts()) for legend in legends)
+        assert texts == [("A", "B"), ("leg 1", "leg 2")], texts
+    finally:
+        plt.close(fig)

@@ -328,14 +328,34 @@ def plot_joint_forces(ax, time, reactions, names):
     -------
     matplotlib.axes.Axes
     """
+    # Joints named <joint>_<leg> (A_1, B_1, ..., A_2, ...): one colour per joint, one line style
+    # per leg, a legend of the joints and one of the legs; other names: a colour each.
+    parts = [name.rsplit("_", 1) for name in names]
+    legged = all(len(p) == 2 and p[1].isdigit() for p in parts) and len({p[1] for p in parts}) > 1
+    joints = list(dict.fromkeys(p[0] for p in parts)) if legged else list(names)
+    legs = sorted({int(p[1]) for p in parts}) if legged else []
+    styles = ("-", "--", ":", "-.")
     for index, (wrench, name) in enumerate(zip(reactions, names)):
-        # Past the ten default colours, a new line style keeps the lines distinguishable.
-        ax.plot(time, np.linalg.norm(np.asarray(wrench)[:, :3], axis=1), label=name,
-                linestyle=("-", "--", ":")[(index // 10) % 3])
+        joint = parts[index][0] if legged else name
+        style = styles[legs.index(int(parts[index][1])) % 4] if legged else styles[(index // 10) % 3]
+        ax.plot(time, np.linalg.norm(np.asarray(wrench)[:, :3], axis=1), color=f"C{joints.index(joint) % 10}",
+                linestyle=style, label=None if legged else name)
     ax.set_xlabel("time [s]")
     ax.set_ylabel("resultant joint force [N]")
-    ax.legend(loc="best", fontsize="x-small", ncol=max(1, len(names) // 5))
     ax.grid(True, alpha=0.3)
+    # Legends beside the axes: over the curves they hide them.
+    if legged:
+        from matplotlib.lines import Line2D
+        first = ax.legend([Line2D([], [], color=f"C{k % 10}") for k in range(len(joints))], joints,
+                          title="joint", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small",
+                          title_fontsize="x-small")
+        ax.add_artist(first)
+        ax.legend([Line2D([], [], color="0.3", linestyle=styles[k % 4]) for k in range(len(legs))],
+                  [f"leg {leg}" for leg in legs], loc="lower left", bbox_to_anchor=(1.01, 0.0),
+                  fontsize="x-small")
+    else:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small",
+                  ncol=max(1, len(names) // 12))
     return ax
 
 
