@@ -228,15 +228,15 @@ def reference(model, scenario, table, progress):
     traj = scenario.data.get("trajectory")
     duration = table["duration"]
     if table.get("drive_law") is not None:
-        if not model.actuators:
-            raise SimError(f"{where} drive_law drives the actuators, and `{model.name}` has none: "
-                           f"give a [trajectory] of its end effector instead")
         if not model.pose_determined:
             # As sim.model.assembly.solve_pose: the rigid reference (and the deviation from it) needs
             # joints that place every body once the actuators are set.
             raise SimError(f"{where} `{model.name}`: its joints do not determine the configuration from the "
                            f"actuators (bodies held by springs only), so there is no rigid reference to "
                            f"deviate from; join those bodies with joints")
+        if not model.actuators:
+            raise SimError(f"{where} drive_law drives the actuators, and `{model.name}` has none: "
+                           f"give a [trajectory] of its end effector instead")
         law = _drive_law(table["drive_law"], model, where)
         if duration is None:
             raise SimError(f"{where} duration is required with drive_law")
@@ -310,9 +310,19 @@ def rigid_configurations(model, scenario, law, samples, times):
         trajectory = from_scenario(scenario.data["trajectory"], model)
         return rigid_motion(model, trajectory, times, q_start=samples[1][0], condition=False).q
     ev = Evaluator(model)
-    nearest = np.rint(np.interp(times, samples[0], np.arange(len(samples[0])))).astype(int)
-    return np.array([assemble(model, samples[1][k], targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s",
-                              ev=ev) for k, t in zip(nearest, times)])
+    # Start each assembly from the reference's samples interpolated to its instant (quaternions
+    # renormalised): one or two Newton steps instead of three or four from the nearest sample.
+    t_ref, q_ref = samples
+    k = np.clip(np.searchsorted(t_ref, times, side="right") - 1, 0, max(len(t_ref) - 2, 0))
+    if len(t_ref) > 1:
+        f = ((times - t_ref[k]) / (t_ref[k + 1] - t_ref[k]))[:, None]
+        guess = (1 - f) * q_ref[k] + f * q_ref[k + 1]
+    else:
+        guess = q_ref[k]
+    for start, _ in model.q_index:
+        guess[:, start + 3:start + 7] /= np.linalg.norm(guess[:, start + 3:start + 7], axis=1, keepdims=True)
+    return np.array([assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s", ev=ev)
+                     for q, t in zip(guess, times)])
 
 
 def write_skeleton(model, scenario, group, result, law, samples):
