@@ -237,31 +237,23 @@ def test_interrupted_run(tmp_path):
             assert f.attrs["status"] == "incomplete" and f.attrs["message"] == "interrupted"
 
 
-def test_transient_drive_law_on_bodies_held_by_springs_only(sim_run):
-    """The Delta-Surgiscope's links hang on lumped springs: turning its motors places no
-    body, so a drive-law transient has no rigid reference to measure the deviation from."""
+@pytest.mark.parametrize("model, fragments", [
+    # The Delta-Surgiscope's links hang on lumped springs: turning its motors places no body,
+    # so a drive-law transient has no rigid reference to measure the deviation from.
+    ("delta_surgiscope.py", ("s.toml: [transient]", "`delta_surgiscope`", "held by springs only")),
+    # A drive law turns actuators; a cantilever has none (it ended in a numpy traceback).
+    ("beam.py", ("s.toml: [transient] drive_law drives the actuators, and `beam` has none",)),
+], ids=["springs-only", "no-actuators"])
+def test_transient_drive_law_needs_driven_bodies(sim_run, model, fragments):
     code, err, out = sim_run(f"""\
 [model]
-file = "{MODELS / 'delta_surgiscope.py'}"
+file = "{MODELS / model}"
 [transient]
 step = 1e-3
 duration = 0.01
 drive_law = {{ kind = "constant_rate", rate = 1.0 }}
 """)
-    check_outcome(code, err, out, "s.toml: [transient]", "`delta_surgiscope`", "held by springs only")
-
-
-def test_transient_drive_law_on_a_model_without_actuators(sim_run):
-    """A drive law turns actuators; a cantilever has none (it ended in a numpy traceback)."""
-    code, err, out = sim_run(f"""\
-[model]
-file = "{MODELS / 'beam.py'}"
-[transient]
-step = 1e-4
-duration = 0.01
-drive_law = {{ kind = "constant_rate", rate = 1.0 }}
-""")
-    check_outcome(code, err, out, "s.toml: [transient] drive_law drives the actuators, and `beam` has none")
+    check_outcome(code, err, out, *fragments)
 
 
 # --- issue 16: the user errors that ended in tracebacks or silent results ------------------------
