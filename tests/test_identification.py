@@ -242,3 +242,53 @@ def test_platform_height_adds_inertia_about_the_horizontal_axes_only():
     np.testing.assert_allclose(inertia[0.0], m * r**2 * np.diag([0.25, 0.25, 0.5]), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(inertia[0.3] - inertia[0.0], m * 0.3**2 / 12 * np.diag([1.0, 1.0, 0.0]),
                                rtol=1e-12, atol=1e-15)
+
+
+def test_what_the_test_sees_and_near_repeated_modes():
+    """A 13 x 10 mm cantilever hit along z at its tip, measured along z there: the z-bending
+    modes (1, 3) are fully excited and seen, the y-bending ones (2, 4) not at all (exactly
+    zero by symmetry): stored per computed mode and warned about for the paired y mode.  A
+    near-square section (10.05 x 10 mm) pairs by sorted order two modes within 1 %: warned."""
+    import sim
+    f = _beam_frequencies(0.010)
+    common = dict(parameters=["E"], initial=[1.9e11], model_parameters=dict(elements=8, width=0.013))
+    hit = sim.identify(BEAM, **common, configuration_1=dict(
+        parameters=dict(height=0.010), measured_frequencies=f[:2].tolist(),
+        excitation=["force:node8:z"], sensors=["displacement:node8:z"]))
+    c1 = hit["configuration_1"]
+    assert c1["excitability"].size >= 4 and c1["visibility"].size >= 4
+    np.testing.assert_allclose(c1["excitability"][[0, 2]] > 0.05, True)
+    np.testing.assert_allclose(c1["excitability"][[1, 3]], 0.0, atol=1e-9)
+    np.testing.assert_allclose(c1["visibility"][[1, 3]], 0.0, atol=1e-9)
+    assert c1["excitability"].max() == pytest.approx(1.0) and c1["visibility"].max() == pytest.approx(1.0)
+    note = hit.summary["note"]
+    assert "the test (force:node8:z) hardly excites computed mode 2" in note
+    assert "the test (displacement:node8:z) hardly sees computed mode 2" in note
+    assert "computed mode 1 " not in note.split("hardly")[0] + "".join(s for s in note.split(";") if "mode 1 (" in s)
+    near = _beam_frequencies(0.010, width=0.01005)
+    square = sim.identify(BEAM, parameters=["E"], initial=[1.9e11], model_parameters=dict(elements=8, width=0.01005),
+                          configuration_1=dict(parameters=dict(height=0.010), measured_frequencies=near[:2].tolist()))
+    assert "computed mode 1 (" in square.summary["note"] and "sorted order cannot tell them apart" in square.summary["note"]
+
+
+def test_measured_shapes_through_the_scenario_pair_by_mac(tmp_path):
+    """Measured shapes (tip displacements along y and z) in the scenario pair the measured
+    modes by MAC: given in the order y-bending, z-bending, they pair with computed modes 2, 1
+    (MAC 1); malformed shapes end in one line."""
+    from sim.app.cli import main
+    from sim.app.results import read_result
+    f = _beam_frequencies(0.010)
+    text = (f'[model]\nfile = "{BEAM}"\nparameters = {{ elements = 8, width = 0.013 }}\n'
+            '[identification]\nparameters = ["E"]\ninitial = [1.9e11]\n'
+            '[identification.configuration_1]\nparameters = { height = 0.010 }\n'
+            f"measured_frequencies = {[float(f[1]), float(f[0])]}\n"
+            'shape_outputs = ["displacement:node8:y", "displacement:node8:z"]\n')
+    scenario = tmp_path / "shapes.toml"
+    scenario.write_text(text + "shapes = [[1.0, 0.0], [0.0, -2.0]]\n")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "r.h5")]) == 0
+    c1 = read_result(tmp_path / "r.h5")["identification"]["configuration_1"]
+    assert c1["modes"]["data"].tolist() == [2, 1]
+    np.testing.assert_allclose(c1["mac"]["data"], 1.0, atol=1e-9)
+    np.testing.assert_allclose(c1["errors"]["data"], 0.0, atol=1e-6)
+    scenario.write_text(text + "shapes = [[1.0, 0.0, 0.0], [0.0, -2.0, 0.0]]\n")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "s.h5")]) == 2

@@ -53,10 +53,20 @@ def run(model, scenario, group, progress):
         if c["modes"] is not None and len(c["modes"]) != len(c["measured_frequencies"]):
             raise SimError(f"{where} {name}.modes: {len(c['modes'])} mode numbers for "
                            f"{len(c['measured_frequencies'])} measured frequencies")
+        if (c["shapes"] is None) != (c["shape_outputs"] is None):
+            raise SimError(f"{where} {name}: give `shapes` and `shape_outputs` together")
+        if c["shapes"] is not None:
+            rows, columns = len(c["shapes"]), len(c["shapes"][0])
+            if rows != len(c["shape_outputs"]) or columns != len(c["measured_frequencies"]):
+                raise SimError(f"{where} {name}.shapes: {rows} x {columns} values; expected one row per output of "
+                               f"`shape_outputs` ({len(c['shape_outputs'])}) and one column per measured "
+                               f"frequency ({len(c['measured_frequencies'])})")
         configurations.append(Configuration(
             name=name, measured=np.asarray(c["measured_frequencies"]), parameters=c["parameters"], pose=c["pose"],
             modes=c["modes"], merge_repeated=c["merge_repeated"], fit=c["use"] == "fit", weight=c["weight"],
-            pairing=c["pairing"]))
+            pairing=c["pairing"], shapes=None if c["shapes"] is None else np.asarray(c["shapes"]),
+            shape_outputs=c["shape_outputs"], excitation=tuple(c["excitation"] or ()),
+            sensors=tuple(c["sensors"] or ())))
     if not configurations:
         raise SimError(f"{where}: add a [identification.configuration_1] table")
     if t["prior_weight"] is not None and t["prior"] is None:
@@ -103,6 +113,14 @@ def run(model, scenario, group, progress):
         if c.ordered is not None:
             group.put(f"{c.name}/modes_by_order", c.ordered, "1",
                       "the computed mode numbers sorted order would pair (the tracking pairs `modes`)")
+        if c.excitability is not None:
+            group.put(f"{c.name}/excitability", c.excitability, "1",
+                      "how strongly the test's excitation drives each computed mode (row 0 = mode 1): the largest "
+                      "|b^T phi| over the excitations, relative to the best-driven mode", dims=("mode",))
+        if c.visibility is not None:
+            group.put(f"{c.name}/visibility", c.visibility, "1",
+                      "how strongly the test's sensors see each computed mode (row 0 = mode 1): |C phi|, relative "
+                      "to the best-seen mode", dims=("mode",))
         summary[f"{c.name}_max_error_pct"] = round(100 * float(np.abs(c.errors).max()), 1)
     if r.messages:
         summary["note"] = "; ".join(r.messages)

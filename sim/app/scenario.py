@@ -68,6 +68,19 @@ def _configuration(use):
         "merge_repeated": Key("bool", None, False, "",
                               "pair by order with the distinct computed frequencies "
                               "(a repeated root of a symmetric robot counts once)"),
+        "shapes": Key("float[][]", None, None, "any scale",
+                      "measured mode shapes, one row per output of `shape_outputs` and one column per measured "
+                      "mode: pairs the measured modes with the computed ones by MAC at those outputs"),
+        "shape_outputs": Key("str[]", None, None, "",
+                             "where `shapes` were measured: FRF outputs, `displacement:<marker>:<x|y|z>` or "
+                             "`rotation:<marker>:<x|y|z>`"),
+        "excitation": Key("str[]", None, None, "",
+                          "how the test excited the robot, as FRF inputs (`force:<marker>:<x|y|z>`: the hammer "
+                          "point and direction): each computed mode's excitability is stored, and a paired mode "
+                          "the test hardly excites is warned about"),
+        "sensors": Key("str[]", None, None, "",
+                       "the test's response sensors, as FRF outputs (`displacement:<marker>:<x|y|z>`): each "
+                       "computed mode's visibility is stored, and a paired mode they hardly see is warned about"),
         "use": Key("str", ("fit", "predict"), use, "",
                    "fitted, or only predicted with the fitted parameters"),
         "pairing": Key("str", ("order", "tracked"), "order" if use == "fit" else "tracked", "",
@@ -327,6 +340,10 @@ TYPES = {
                    lambda v: isinstance(v, list) and bool(v)
                    and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
                    lambda v: [int(x) for x in v], "list of integers"),
+    "float[][]": _Type("a non-empty list of equally long, non-empty lists of finite numbers", "list",
+                       lambda v: isinstance(v, list) and bool(v) and all(isinstance(r, list) and r for r in v)
+                       and len({len(r) for r in v}) == 1 and all(_is_finite(x) for r in v for x in r),
+                       lambda v: [[float(x) for x in r] for r in v], "list of lists of numbers (rows)"),
     "str[]": _Type("a non-empty list of strings", "list",
                    lambda v: isinstance(v, list) and bool(v)
                    and all(isinstance(x, str) for x in v),

@@ -51,6 +51,8 @@ START = 1e-3           # where the path starts (a fraction of it): off a symmetr
 MAC_REFINE = 0.97      # a step whose tracked MAC falls below this is halved ...
 MIN_STEP = 1.0 / 512   # ... down to this
 PAIRING_ROUNDS = 3     # least-squares runs with the tracked pairings frozen, at most
+UNSEEN = 0.01          # a paired mode excited or seen below this fraction of the best is warned about
+NEAR_RTOL = 0.01       # computed modes closer than this (relative) are near-degenerate for pairing by order
 WEAK_TRACK = 0.6       # a tracked pair whose MAC drops below this along the path is reported
 
 
@@ -81,6 +83,9 @@ class Configuration:
     pairing : {"order", "tracked"}
         Without ``modes`` or ``shapes``: by sorted order, or tracked from the reference (the
         first configuration) by MAC along the path between them.
+    excitation, sensors : tuple of str
+        The test's inputs (:mod:`sim.solvers.frf` input strings: the hammer's point and
+        direction) and response sensors (output strings): what it could see of each mode.
     """
 
     name: str
@@ -94,6 +99,8 @@ class Configuration:
     fit: bool = True
     weight: float = 1.0
     pairing: str = "order"
+    excitation: tuple = ()
+    sensors: tuple = ()
 
 
 @dataclass
@@ -115,6 +122,8 @@ class ConfigurationResult:
     fit : bool
     ordered : ndarray of int, shape (k,) or None
         For tracked pairs: the mode numbers sorted order would have paired.
+    excitability, visibility : ndarray, shape (m,) or None
+        Of the lowest ``m`` computed modes, relative to the best (:func:`observability`).
     """
 
     name: str
@@ -125,6 +134,8 @@ class ConfigurationResult:
     mac: object
     fit: bool
     ordered: object = None
+    excitability: object = None
+    visibility: object = None
 
 
 @dataclass
@@ -335,6 +346,29 @@ class Problem:
             raise SimError(f"identification {c.name}: the model has fewer modes than measured ({k})")
         return f[index], index + 1, None
 
+    def frequencies(self, c, values, count):
+        """The lowest ``count`` computed frequencies [Hz] of configuration ``c``."""
+        return self._modes(c.parameters, c.pose, values, count)[2].frequencies_hz
+
+    def observability(self, c, values, count):
+        """Excitability and visibility (each (m,), relative to the best of the ``m <= count``
+        lowest computed modes) of configuration ``c``'s modes for its test: the largest modal
+        force ``|b^T phi|`` over the excitations ``b`` (the generalised force of a unit input,
+        :func:`sim.solvers.frf._rows`) and the sensors' response norm ``|C phi|``, for the
+        mass-normalised shapes ``phi``; None where the test declares no excitation or sensors."""
+        from sim.solvers.frf import _rows
+
+        model, q, result = self._modes(c.parameters, c.pose, values, count)
+
+        def relative(specs, what, combine):
+            if not specs:
+                return None
+            rows = _rows(model, q, specs, what)[0]
+            amount = combine(np.abs(rows @ result.shapes))
+            return amount / amount.max() if amount.max() > 0 else amount
+        return (relative(c.excitation, "input", lambda a: a.max(axis=0)),
+                relative(c.sensors, "output", lambda a: np.sqrt((a**2).sum(axis=0))))
+
     def residuals(self, theta, which=None):
         """Weighted relative residuals of the fitted (or ``which``) configurations."""
         values = np.exp(theta)
@@ -346,6 +380,31 @@ class Problem:
         if self.prior is not None and which is None:
             out.append(self.prior_weight * (theta - self.prior))
         return np.concatenate(out)
+
+
+def _observation_notes(c, index, excitability, visibility, f):
+    """Warnings on configuration ``c``'s paired computed modes (0-based ``index``): those its
+    test hardly excites or sees (below ``UNSEEN`` of the best), and those with a computed
+    neighbour within ``NEAR_RTOL`` that pairing by order cannot tell apart."""
+    notes = []
+    for name, amount, how in (("excitation", excitability, "excites"), ("sensors", visibility, "sees")):
+        if amount is None:
+            continue
+        specs = ", ".join(getattr(c, name))
+        for i in index:
+            if i < amount.size and amount[i] < UNSEEN:
+                notes.append(f"{c.name}: the test ({specs}) hardly {how} computed mode {i + 1} ({f[i]:.4g} Hz, "
+                             f"{100 * amount[i]:.2g} % of the best): check that the measured mode paired with it "
+                             f"is that one")
+    if not c.merge_repeated and c.modes is None and c.shapes is None and c.pairing == "order":
+        for i in index:
+            others = np.delete(np.arange(f.size), i)
+            near = others[np.abs(f[others] - f[i]) < NEAR_RTOL * f[i]]
+            if near.size:
+                notes.append(f"{c.name}: computed mode {i + 1} ({f[i]:.4g} Hz) lies within {100 * NEAR_RTOL:g} % of "
+                             f"mode {near[0] + 1} ({f[near[0]]:.4g} Hz): sorted order cannot tell them apart; "
+                             f"give `merge_repeated`, `modes` or measured `shapes`")
+    return notes
 
 
 def _diagnose(names, J, messages):
@@ -549,8 +608,10 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
             for i in np.flatnonzero(macs < WEAK_TRACK):
                 messages.append(f"{c.name}: measured mode {i + 1} tracked with MAC down to {macs[i]:.2f} "
                                 f"between steps of the path: its family changes character; check the pairing")
+        seen = problem.observability(c, values, int(index.max()) + 3) if c.excitation or c.sensors else (None, None)
+        messages += _observation_notes(c, index - 1, *seen, problem.frequencies(c, values, int(index.max()) + 3))
         results.append(ConfigurationResult(c.name, c.measured, f, (f - c.measured) / c.measured, index, macs, c.fit,
-                                           ordered))
+                                           ordered, *seen))
     # Sensitivities in Hz: the Jacobian rows are relative residuals times sqrt(weight).
     scale = np.concatenate([c.measured / np.sqrt(c.weight) for c in configurations if c.fit])
     J = J[:scale.size]       # the prior's rows are no frequencies
