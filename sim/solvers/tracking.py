@@ -13,28 +13,29 @@ import scipy.optimize
 
 
 def mac(phi_a, phi_b, M=None):
-    """MAC matrix between two sets of shapes.
+    """MAC matrix between two sets of shapes (or between pairs of sets, stacked).
 
     Parameters
     ----------
-    phi_a : ndarray, shape (n, k_a)
-    phi_b : ndarray, shape (n, k_b)
-    M : ndarray, shape (n, n), optional
+    phi_a : ndarray, shape (..., n, k_a)
+    phi_b : ndarray, shape (..., n, k_b)
+    M : ndarray, shape (..., n, n), optional
         Weighting (mass matrix); identity by default.
 
     Returns
     -------
-    ndarray, shape (k_a, k_b)
+    ndarray, shape (..., k_a, k_b)
         Values in [0, 1].
     """
-    a = np.asarray(phi_a).reshape(len(phi_a), -1)
-    b = np.asarray(phi_b).reshape(len(phi_b), -1)
+    a, b = np.asarray(phi_a), np.asarray(phi_b)
+    a = a[:, None] if a.ndim == 1 else a
+    b = b[:, None] if b.ndim == 1 else b
     Wb = b if M is None else M @ b
     Wa = a if M is None else M @ a
-    cross = np.abs(a.conj().T @ Wb) ** 2
-    na = np.real(np.einsum("ik,ik->k", a.conj(), Wa))
-    nb = np.real(np.einsum("ik,ik->k", b.conj(), Wb))
-    return cross / np.maximum(np.outer(na, nb), 1e-300)
+    cross = np.abs(np.swapaxes(a.conj(), -1, -2) @ Wb) ** 2
+    na = np.real(np.einsum("...ik,...ik->...k", a.conj(), Wa))
+    nb = np.real(np.einsum("...ik,...ik->...k", b.conj(), Wb))
+    return cross / np.maximum(na[..., :, None] * nb[..., None, :], 1e-300)
 
 
 def pair_modes(mac_matrix):
@@ -86,13 +87,7 @@ def track_modes(shapes, masses):
     # The MAC of every consecutive pair at once, columns of the previous instant unordered;
     # the tracking then only permutes their rows.
     Phi = np.asarray(shapes, dtype=float)                    # (m, n, k)
-    M = np.asarray(masses, dtype=float)
-    MPhi_prev = M[1:] @ Phi[:-1]                             # M_i Phi_{i-1}
-    MPhi = M[1:] @ Phi[1:]                                   # M_i Phi_i
-    cross = np.abs(np.swapaxes(Phi[:-1], 1, 2) @ MPhi) ** 2
-    na = np.einsum("mik,mik->mk", Phi[:-1], MPhi_prev)
-    nb = np.einsum("mik,mik->mk", Phi[1:], MPhi)
-    raw = cross / np.maximum(na[:, :, None] * nb[:, None, :], 1e-300)
+    raw = mac(Phi[:-1], Phi[1:], np.asarray(masses, dtype=float)[1:])
     for i in range(1, m):
         macs[i] = raw[i - 1][order[i - 1]]
         for track, column in pair_modes(macs[i]):
