@@ -113,7 +113,7 @@ def _leg_frame(i):
 def test_home_posture_is_regular(rrrt3):
     """Full rank 78 for both Jacobians, moderate condition numbers, and the three legs'
     constraint couples n_i = t_i x b_i are independent (orthogonal: condition number 1)."""
-    assert rrrt3.home_ranks == (78, 78)
+    assert rrrt3.ranks == (78, 78)
     inverse, direct = regularity(rrrt3, rrrt3.q_home)
     conditions = (1 / inverse, 1 / direct)
     assert max(conditions) < 200, f"condition numbers {conditions}"
@@ -195,7 +195,7 @@ def test_redundant_planar_loop(slider_crank):
     """Planar loop in 3D: minimum-norm multipliers still give the unique slider force (virtual
     work) and the power balance (slide actuator, force in N)."""
     model = load_model(slider_crank)
-    assert model.home_ranks[1] < model.rows["n_total"]
+    assert model.ranks[1] < model.rows["n_total"]
     t = np.linspace(0.0, 1.0, 9)
     motion = rigid_motion(model, polynomial([0.6], [1.2], 1.0), t)
     result = inverse_dynamics(model, motion)

@@ -96,5 +96,5 @@ def _write(model, group, result, motion, n):
     group.attrs["joint_names"] = [j.name for j in model.joints]
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["frame"] = result.frame
-    group.attrs["multipliers"] = ("minimum-norm least squares" if model.home_ranks[1] < model.rows["n_total"]
+    group.attrs["multipliers"] = ("minimum-norm least squares" if model.ranks[1] < model.rows["n_total"]
                                   else "unique")

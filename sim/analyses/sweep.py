@@ -73,7 +73,7 @@ def _reach(model, pose, previous, ev):
     q0, pose0, A0 = previous
     dv = np.zeros(model.n_v)
     step = np.concatenate([np.zeros(A0.shape[0] - pose.size), pose - pose0])
-    dv[model.v_rigid] = normal_solver(A0, model.home_ranks[0], condition=False)[0](step)
+    dv[model.v_rigid] = normal_solver(A0, model.ranks[0], condition=False)[0](step)
     corrected = correct(model, ev.integrate(q0, dv), pose, ev)
     if corrected is not None:
         return corrected[0]

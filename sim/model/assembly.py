@@ -19,6 +19,8 @@ CONTINUATION_STEP = 0.1    # m or rad per continuation step (halved where Newton
 SINGULAR_RATIO = 1e-5      # sigma_min / sigma_max below which a Jacobian is singular (Newton reaches
 #                            only ~sqrt(tol) at a stretch singularity, where the ratio bottoms near 1e-6)
 RANK_RTOL = 1e-7           # relative singular value below which a direction is not in the rank
+GENERIC_SAMPLES = 3        # configurations near home whose ranks count with home's
+GENERIC_STEP = 0.05        # their distance from home along the joints' motions (m or rad)
 CORRECTOR_MAX_ITER = 3     # plain Newton steps of `correct` before it gives up ...
 CORRECTOR_CONTRACTION = 0.1  # ... or as soon as a step cuts the residual by less than this factor
 
@@ -116,7 +118,7 @@ def correct(model, q, pose_target, ev):
     for _ in range(CORRECTOR_MAX_ITER):
         if norm < TOLERANCE:
             return q, A
-        dv[rigid] = -normal_solver(A, model.home_ranks[0], condition=False)[0](phi)
+        dv[rigid] = -normal_solver(A, model.ranks[0], condition=False)[0](phi)
         q_new = ev.integrate(q, dv)
         phi, A = residual(model, q_new, None, pose_target, ev)
         A = flush(A)
@@ -139,8 +141,8 @@ def regularity(model, q, ev=None):
 
     ``inverse`` is for the constraints plus end-effector coordinates (legs' inverse
     kinematics), ``direct`` for the constraints plus locked actuators (parallel/type-2
-    singularities); ``r`` is the number of reference coordinates minus the free motions of
-    the home configuration.  ``ev``: evaluate with the compiled kernels (:mod:`sim.model.evaluator`).
+    singularities); ``r`` is the robot's rank (:func:`generic_ranks`).  ``ev``: evaluate with
+    the compiled kernels (:mod:`sim.model.evaluator`).
     """
     if ev is None:
         ms = markers(model, q)
@@ -158,7 +160,7 @@ def conditioning(model, J, J_s, J_x):
     ``J`` (n_joint, n_v), the actuators' ``J_s`` (n_a, n_v; every drive, compliant or not: the
     rigid robot) and the end effector's ``J_x`` (d, n_v) at one configuration."""
     rigid = model.v_rigid
-    ranks = model.home_ranks
+    ranks = model.ranks
     return (_min_ratio(np.vstack([J, J_x])[:, rigid], ranks[0]),
             _min_ratio(np.vstack([J, J_s])[:, rigid], ranks[1]))
 
@@ -179,16 +181,39 @@ def pose_determined(model):
     return not (D.size and np.abs(D).max() > 1e-9)
 
 
-def home_ranks(model):
-    """Ranks of the two regularity Jacobians at the home configuration (built once per model)."""
-    q = model.q_home
+def generic_ranks(model):
+    """Ranks of the two regularity Jacobians of the robot (built once per model).
+
+    The largest over the home configuration and ``GENERIC_SAMPLES`` configurations a random
+    ``GENERIC_STEP`` away along the joints' motions: a rank only drops at singular
+    configurations, and a home is often one (a serial arm stretched out, a leg folded).  Its
+    ranks taken for the robot's would make every minimum-norm solve of the motion drop a
+    direction the robot does have, and report a healthy condition number all along.
+    """
+    rigid = model.v_rigid
+    rng = np.random.default_rng(0)      # the same model, the same ranks
+    samples = [model.q_home]
+    N = null_space(residual(model, model.q_home, None, None)[1], RANK_RTOL)
+    for _ in range(GENERIC_SAMPLES if N.shape[1] else 0):
+        c = rng.standard_normal(N.shape[1])
+        dv = np.zeros(model.n_v)
+        dv[rigid] = GENERIC_STEP * N @ (c / np.linalg.norm(c))
+        try:
+            samples.append(assemble(model, integrate(model, model.q_home, dv), what="a configuration near home"))
+        except AssemblyError:
+            continue
+    return tuple(np.max([_ranks(model, q) for q in samples], axis=0).tolist())
+
+
+def _ranks(model, q):
+    """Numerical ranks of ``[C_q; J_x]`` and ``[C_q; J_s]`` (reference coordinates) at ``q``."""
     q_act, _ = actuator_values(model, q)
     out = []
     for targets, pose_target in ((None, pose_jacobian(model, q)[0]), (q_act, None)):
         _, J = residual(model, q, targets, pose_target)
         s = svd(J, compute_uv=False)
         out.append(int(np.sum(s > RANK_RTOL * s[0])) if s.size else 0)
-    return tuple(out)
+    return out
 
 
 def solve_pose(model, pose, q_start=None, check=True):

@@ -234,7 +234,7 @@ class Model:
     notes: str = ""
     references: tuple = ()       # Reference: published values of its results
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    home_ranks: tuple = ()       # see sim.model.assembly.regularity
+    ranks: tuple = ()            # see sim.model.assembly.generic_ranks
     pose_determined: bool = True  # see sim.model.assembly.pose_determined
     # The constant tables of the compiled kernels (sim.model.tables.constants), built with the model.
     kernel: tuple = field(default=(), compare=False, repr=False)
@@ -724,7 +724,7 @@ class ModelBuilder:
         if self._references:
             model = dataclasses.replace(model, references=tuple(self._references))
         if assemble:
-            from sim.model.assembly import assemble, home_ranks
+            from sim.model.assembly import assemble, generic_ranks
             from sim.model.kinematics import pose
             q = assemble(model, model.q_home, what="the home configuration")
             model = _replace(model, q_home=q, pose_home=pose(model, q))
@@ -733,7 +733,7 @@ class ModelBuilder:
                 from sim.model.springs import deflections
                 tables = dict(model.spring_tables, d_home=deflections(model, markers(model, q))[0])
                 model = _replace(model, spring_tables=tables)
-            model = _replace(model, home_ranks=home_ranks(model))
+            model = _replace(model, ranks=generic_ranks(model))
             from sim.model.assembly import pose_determined
             model = _replace(model, pose_determined=pose_determined(model))
         return model

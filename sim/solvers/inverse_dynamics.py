@@ -10,7 +10,7 @@ stacked in ``J`` (:func:`sim.model.constraints.constraints`), the equations of m
 ``J_r^T`` is square and regular for a robot with as many actuators as degrees of freedom and
 independent constraints.  Planar loops modelled in 3D (redundant constraints) or redundant
 actuation leave ``lam`` undetermined: this module then returns the **minimum-norm
-least-squares multipliers** (truncated SVD at the model's direct rank ``home_ranks[1]``),
+least-squares multipliers** (truncated SVD at the model's direct rank ``ranks[1]``),
 which give the correct actuator forces and joint reactions only up to the self-equilibrated
 part that rigid bodies cannot resolve.  A square, regular ``J_r`` is solved by LU (the same
 solution at a fifth of the SVD's cost; its singular values still give the condition number).
@@ -106,7 +106,7 @@ def multipliers(model, q, v, a, ev=None):
     J : ndarray, shape (n_c, n_v)
         The constraint Jacobian (joint and actuator rows).
     condition : float
-        ``sigma_1 / sigma_r`` of ``J_r`` at the direct rank ``r = model.home_ranks[1]``.
+        ``sigma_1 / sigma_r`` of ``J_r`` at the direct rank ``r = model.ranks[1]``.
     residual : float
         Norm of ``J_r^T lam - (Q_r - M_rr a_r)``.
     """
@@ -122,7 +122,7 @@ def _solve(model, Jr, rhs):
     """``J_r^T lam = rhs`` for a stack of instants: ``Jr`` (n, n_c, n_r) the rows on the
     reference coordinates, ``rhs`` (n, n_r) ``Q_r - M_rr a_r``.  Returns ``lam`` (n, n_c), the
     condition numbers (n,) at the direct rank and the residual norms (n,)."""
-    rank = model.home_ranks[1]
+    rank = model.ranks[1]
     s = singular_values(Jr)
     with np.errstate(divide="ignore", invalid="ignore"):
         condition = np.where(s[:, rank - 1] > 0, s[:, 0] / s[:, rank - 1], np.inf)

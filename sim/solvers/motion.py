@@ -287,7 +287,7 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
         Jc = ev.evaluate(q, np.zeros(model.n_v), bodies=False).J
         A = flush(np.vstack([Jc, ev.pose()[1]])[:, rigid])
     n_c = A.shape[0] - len(model.pose_names)
-    ls, cond = normal_solver(A, model.home_ranks[0])
+    ls, cond = normal_solver(A, model.ranks[0])
 
     def solve(rhs):
         out = np.zeros(model.n_v)
@@ -303,7 +303,7 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
 def _fast_segments(model, ev):
     """Model arguments of :func:`_segment`."""
     return (ev.tables, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
-            np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.home_ranks[0]))
+            np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.ranks[0]))
 
 
 def load_kernels(model, ev=None):
