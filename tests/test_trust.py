@@ -314,3 +314,28 @@ def test_arm_transient_and_ked_agree(tmp_path):
         np.testing.assert_allclose(np.abs(ked).max(axis=0), peak, rtol=0.01)
         assert np.all(np.sqrt(np.mean((dev - ked) ** 2, axis=0)) < 0.05 * peak)
         assert peak[0] > 1e-4       # a quarter of a millimetre along x: the check has something to see
+
+
+def test_arm_inverse_dynamics_is_the_two_link_lagrangian(arm):
+    """Actuator torques of the rigid arm along its circle against the planar two-link
+    Lagrange equations (angles from x toward z; forearm: uniform tube, its sections' rotary
+    inertia rho I L, plus the tip mass): equal to round-off, 1e-12 of the peak torque."""
+    from sim.solvers.inverse_dynamics import actuator_forces
+
+    t = np.linspace(0.0, 0.5, 51)
+    motion = rigid_motion(arm, circle([0.45, -0.2], 0.05, 12.0, 0.5), t)
+    tau = actuator_forces(arm, motion)
+    (q1, q2), (w1, w2), (a1, a2) = motion.actuators.T, motion.actuators_dot.T, motion.actuators_ddot.T
+    rho, R, r, L, L1, g = 2700.0, 0.012, 0.0105, 0.35, 0.3, 9.81
+    m_tube, m_tip = rho * np.pi * (R**2 - r**2) * L, 0.5
+    m1, c1, I1 = 1.2, 0.15, 1e-2
+    m2 = m_tube + m_tip
+    c2 = (m_tube * L / 2 + m_tip * L) / m2                             # elbow to centre of mass
+    J2 = m_tube * L**2 / 3 + m_tip * L**2 + rho * np.pi / 4 * (R**4 - r**4) * L   # about the elbow
+    h = m2 * L1 * c2
+    M11 = I1 + m1 * c1**2 + J2 + m2 * L1**2 + 2 * h * np.cos(q2)
+    M12 = J2 + h * np.cos(q2)
+    weight = g * m2 * c2 * np.cos(q1 + q2)
+    tau1 = M11 * a1 + M12 * a2 - h * np.sin(q2) * (2 * w1 * w2 + w2**2) + g * (m1 * c1 + m2 * L1) * np.cos(q1) + weight
+    tau2 = M12 * a1 + J2 * a2 + h * np.sin(q2) * w1**2 + weight
+    np.testing.assert_allclose(tau, np.column_stack([tau1, tau2]), rtol=0, atol=1e-12 * np.abs(tau).max())
