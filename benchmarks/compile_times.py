@@ -1,5 +1,5 @@
 """Where a cold start's compilation goes: ``sim run SCENARIO`` with every numba compilation
-timed, per function and excluding the compilations nested in it.
+timed, per function (and how many signatures) excluding the compilations nested in it.
 
 Run from an empty kernel cache, for example:
 ``NUMBA_CACHE_DIR=$(mktemp -d) python benchmarks/compile_times.py scenarios/rrru3_circle.toml``
@@ -14,6 +14,7 @@ import numba.core.dispatcher as dispatcher
 _compile = dispatcher.Dispatcher.compile
 _stack = []
 TIMES = collections.defaultdict(float)
+COUNTS = collections.Counter()
 
 
 def _timed(self, sig):
@@ -24,7 +25,9 @@ def _timed(self, sig):
     finally:
         elapsed = time.perf_counter() - start
         nested = _stack.pop()
-        TIMES[f"{self.py_func.__module__}.{self.py_func.__name__}"] += elapsed - nested
+        name = f"{self.py_func.__module__}.{self.py_func.__name__}"
+        TIMES[name] += elapsed - nested
+        COUNTS[name] += 1
         if _stack:
             _stack[-1] += elapsed
 
@@ -35,8 +38,8 @@ def main(scenario):
     with tempfile.TemporaryDirectory() as tmp:
         code = sim(["run", scenario, "--out", f"{tmp}/r.h5"])
     print(f"sim run exit {code}; total compilation {sum(TIMES.values()):.1f} s")
-    for name, seconds in sorted(TIMES.items(), key=lambda item: -item[1])[:20]:
-        print(f"{seconds:7.2f} s  {name}")
+    for name, seconds in sorted(TIMES.items(), key=lambda item: -item[1])[:30]:
+        print(f"{seconds:7.2f} s  {COUNTS[name]:3d}x  {name}")
 
 
 if __name__ == "__main__":

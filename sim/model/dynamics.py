@@ -46,10 +46,15 @@ from sim.kernels import equations
 from sim.model.tables import stretched, tables
 
 
+def _reference(model):
+    """Fresh kernel tables of ``model``, by reference (:func:`sim.kernels.equations.by_reference`)."""
+    return equations.by_reference(tables(model))
+
+
 def _evaluate(model, q, v, targets=None, with_G=False, with_K=False):
     """``M, Q`` and, on request, ``G = dQ/dv`` and the tangent stiffness ``K_t`` (n_v, n_v) at
     ``(q, v)`` from the compiled kernels (:func:`sim.kernels.equations.evaluate`)."""
-    t = tables(model)
+    t = _reference(model)
     n, r = model.n_v, model.rows["n_total"]
     M, Q = np.zeros((n, n)), np.zeros(n)
     if with_G or with_K:
@@ -119,4 +124,4 @@ def energy(model, q, v):
 
 def potential(model, q):
     """Gravitational and elastic (bodies, stiffening, lumped springs) potential energy [J]."""
-    return equations.potential(np.ascontiguousarray(q, dtype=float), tables(model))
+    return equations.potential(np.ascontiguousarray(q, dtype=float), _reference(model))

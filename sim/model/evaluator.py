@@ -16,7 +16,7 @@ import numpy as np
 from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
-from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, mass_matrices, potential
+from sim.kernels.equations import N_CONSTANT, Tables, addresses, by_reference, evaluate, mass_matrices, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
@@ -52,7 +52,8 @@ class Evaluator:
     def __init__(self, model):
         self.model = model
         self.tables = t = tables(model)
-        self.f = addresses(t)      # for the compiled loops (sim.kernels.equations.function)
+        self.ref = by_reference(t)    # what the kernels are given
+        self.f = addresses(self.ref)  # for the compiled loops (sim.kernels.equations.function)
         self.n_q, self.n_v = model.n_q, model.n_v
         self.cols = t.cols
         self.work = {f: getattr(t, f) for f in Tables._fields[N_CONSTANT:]}
@@ -85,12 +86,12 @@ class Evaluator:
         compiled call (as :meth:`evaluate`'s ``M`` with ``flush=False``)."""
         qs = np.ascontiguousarray(qs, dtype=float)
         out = np.zeros((len(qs), self.n_v, self.n_v))
-        mass_matrices(qs, self.tables, self.f, out)
+        mass_matrices(qs, self.ref, self.f, out)
         return out
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""
-        return potential(np.ascontiguousarray(q, dtype=float), self.tables)
+        return potential(np.ascontiguousarray(q, dtype=float), self.ref)
 
     def integrate(self, q, dv):
         """``q ⊕ dv`` (n_q,), as :func:`sim.model.kinematics.integrate`."""
@@ -128,7 +129,7 @@ class Evaluator:
         else:
             G = Gg = K_t = self._empty
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
-        evaluate(q, v, self.tables, M, Q, phi, J, gamma, G, Gg, K_t, pull, velocity_jacobian, velocity_jacobian,
+        evaluate(q, v, self.ref, M, Q, phi, J, gamma, G, Gg, K_t, pull, velocity_jacobian, velocity_jacobian,
                  flush, bodies)
         G = G if velocity_jacobian else None
         K_t = K_t if velocity_jacobian and self.stiff else None

@@ -750,7 +750,7 @@ class GeneralizedAlpha:
         instant for a sample or the equations)."""
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
-        return _run(task, count, k0, every, total, self.state, self.ev.tables, self.ev.f, self.scheme, self.rows,
+        return _run(task, count, k0, every, total, self.state, self.ev.ref, self.ev.f, self.scheme, self.rows,
                     *self._drive(times), self.D, self.work, out)
 
     def advance(self, count, out=None, every=0, total=None, progress=None):

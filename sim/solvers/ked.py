@@ -357,7 +357,7 @@ def _loop_arguments(model, ev, tracker, free):
     reference coordinates."""
     if tracker is None or free or ev.n_rows != tracker.rigid.size:
         return None
-    return (ev.tables, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
+    return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
             tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed, RESIDUAL_TOL, MAX_ITER,
             SEED_ITER, BASIS_MAX)
 

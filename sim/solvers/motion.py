@@ -302,7 +302,7 @@ def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
 
 def _fast_segments(model, ev):
     """Model arguments of :func:`_segment`."""
-    return (ev.tables, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
+    return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
             np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.ranks[0]))
 
 
