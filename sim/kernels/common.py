@@ -1,14 +1,59 @@
-"""Small helpers of the compiled kernels: run-time flags, 3-vector dot, flushing round-off.
+"""Small helpers of the compiled kernels: records by reference, run-time flags, 3-vector dot,
+flushing round-off.
 
 Round-off leaves entries of order 1e-40 .. 1e-80 where the exact value is zero; their products
 in BLAS underflow to subnormal numbers, which x86 processes about 100x slower: :func:`flush`
 zeroes entries below ``FLUSH_RTOL`` of the largest one (see :mod:`sim.linalg`).
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.experimental import structref
+from numba.extending import overload
 
 FLUSH_RTOL = 1e-20
 _BOOLS = np.array([False, True])
+
+
+@structref.register
+class RecordType(types.StructRef):
+    """Numba type of a named tuple held by reference (:func:`by_reference`).
+
+    Passed as it is, a named tuple's arrays are as many machine arguments of every compiled
+    function that takes it, each with its unboxing in the function's Python entry: for the
+    ninety-odd arrays of :class:`sim.kernels.equations.Tables`, about 2.5 s of a cold start's
+    compilation per kernel and 13 us per call from Python.  By reference it is one pointer.
+    """
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(kind)) for name, kind in fields)
+
+
+class Record(structref.StructRefProxy):
+    """A named tuple by reference, for compiled code (its fields are read there; in Python,
+    read the named tuple it was made from)."""
+
+
+structref.define_boxing(RecordType, Record)
+
+
+def _reference(t):
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_reference)
+def _reference_impl(t):
+    kind = RecordType(list(zip(t.fields, t.types)))
+    text = "def impl(t):\n    s = new(kind)\n" + "".join(f"    s.{f} = t.{f}\n" for f in t.fields) + "    return s\n"
+    scope = {"new": structref.new, "kind": kind}
+    exec(text, scope)
+    return scope["impl"]
+
+
+@njit(cache=True)
+def by_reference(t):
+    """The named tuple ``t`` by reference (a :class:`Record`: the same fields, its arrays
+    shared, so that what compiled code writes into them shows in ``t``).  Scalars are copied."""
+    return _reference(t)
 
 
 @njit(cache=True)

@@ -14,8 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import boolean, float64, njit, typeof, types, void
 from numba.core import cgutils
-from numba.experimental import structref
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from sim.kernels.bodies import group_terms
 from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
@@ -29,7 +28,8 @@ from sim.kernels.stretch import stretch
 class Tables(NamedTuple):
     """Everything the compiled evaluation reads besides the state: the model's constant tables
     (the first :data:`N_CONSTANT` fields, :attr:`sim.model.Model.kernel`) and work arrays (the
-    last ones: the markers' kinematics), in one record that compiled loops pass on as it is.
+    last ones: the markers' kinematics), in one record that the kernels are given by reference
+    (:func:`sim.kernels.common.by_reference`) and compiled loops pass on as it is.
 
     ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`): reference starts in
     ``q`` and ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3,
@@ -116,46 +116,6 @@ class Tables(NamedTuple):
 N_CONSTANT = Tables._fields.index("p")
 
 
-@structref.register
-class TablesType(types.StructRef):
-    """Numba type of a :class:`Tables` record held by reference (:func:`by_reference`).
-
-    Passed as it is, the named tuple's ninety-odd arrays are as many machine arguments of
-    every kernel that takes it, each with its unboxing in the kernel's Python entry: about
-    2.5 s of a cold start's compilation per kernel and 13 us per call from Python.  By
-    reference it is one pointer; the fields read in compiled code are the same arrays.
-    """
-
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(kind)) for name, kind in fields)
-
-
-class TablesRef(structref.StructRefProxy):
-    """A :class:`Tables` record by reference, for the kernels (its fields are read there; in
-    Python, read the named tuple it was made from)."""
-
-
-structref.define_boxing(TablesType, TablesRef)
-
-
-def _reference(t):
-    raise NotImplementedError("compiled code only")
-
-
-@overload(_reference)
-def _reference_impl(t):
-    kind = TablesType(list(zip(t.fields, t.types)))
-    text = "def impl(t):\n    s = new(kind)\n" + "".join(f"    s.{f} = t.{f}\n" for f in t.fields) + "    return s\n"
-    scope = {"new": structref.new, "kind": kind}
-    exec(text, scope)
-    return scope["impl"]
-
-
-@njit(cache=True)
-def by_reference(t):
-    """The :class:`Tables` record ``t`` by reference (:class:`TablesRef`), sharing its arrays:
-    what every kernel taking tables is given."""
-    return _reference(t)
 
 
 def work(t):
@@ -170,7 +130,8 @@ def work(t):
 
 @njit(cache=True, nogil=True)
 def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush, bodies):
-    """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`TablesRef`.
+    """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables` by reference
+    (:func:`~sim.kernels.common.by_reference`).
 
     ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
     stiffening and the lumped springs, and of the compliant actuators pulled towards
@@ -292,8 +253,8 @@ def mass_matrices(qs, t, f, out):
 @njit(cache=True)
 def potential(q, t):
     """Gravitational and elastic energy [J] (see :func:`sim.model.dynamics.potential`): bodies,
-    geometric stiffening and lumped springs; ``t``: :class:`TablesRef` (with springs, its marker
-    work arrays are overwritten)."""
+    geometric stiffening and lumped springs; ``t``: :class:`Tables` by reference (with springs,
+    its marker work arrays are overwritten)."""
     gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff
     R = np.empty((3, 3))
     grav = 0.0

@@ -43,12 +43,13 @@ integrals, quadratic velocity vector).
 import numpy as np
 
 from sim.kernels import equations
+from sim.kernels.common import by_reference
 from sim.model.tables import stretched, tables
 
 
 def _reference(model):
-    """Fresh kernel tables of ``model``, by reference (:func:`sim.kernels.equations.by_reference`)."""
-    return equations.by_reference(tables(model))
+    """Fresh kernel tables of ``model``, by reference (:func:`sim.kernels.common.by_reference`)."""
+    return by_reference(tables(model))
 
 
 def _evaluate(model, q, v, targets=None, with_G=False, with_K=False):

@@ -16,7 +16,8 @@ import numpy as np
 from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
-from sim.kernels.equations import N_CONSTANT, Tables, addresses, by_reference, evaluate, mass_matrices, potential
+from sim.kernels.common import by_reference
+from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, mass_matrices, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
