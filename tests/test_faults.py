@@ -270,3 +270,21 @@ def test_terminated_sweep_ends_its_workers(tmp_path):
     def gone():
         return not any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in workers)
     assert wait_for(gone, 10), "pool workers outlived the run"
+
+
+def test_a_cache_index_of_moved_types_is_recompiled_not_raised(tmp_path):
+    """A numba cache index whose pickle names a type that no longer exists (an older ffrsim's
+    ``__pycache__`` under a newer checkout) is a cache miss: the kernel recompiles and runs."""
+    script = (
+        "import sys, pickle, numba, numpy as np\n"
+        "from sim.kernels.common import dot3\n"
+        "print(dot3(np.ones(3), np.ones(3)))\n"
+        "if sys.argv[1] == 'break':\n"
+        "    with open(dot3._cache._cache_file._index_path, 'wb') as f:\n"
+        "        pickle.dump(numba.__version__, f)\n"
+        "        f.write(b'csim.kernels.equations\\nTypeThatMoved\\n.')\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    for stage in ("break", "run"):
+        out = subprocess.run([sys.executable, "-c", script, stage], capture_output=True, text=True, env=env,
+                             cwd=ROOT)
+        assert out.returncode == 0 and out.stdout.split() == ["3.0"], out.stderr

@@ -344,37 +344,50 @@ def _run(scenario, out, force, allow_long):
     import time
 
     from sim.analyses import ANALYSES, PREPARE
-    from sim.app import cost, selfcheck
+    from sim.app import cost, parallel_compile, selfcheck
     from sim.app.cli import make_progress
     from sim.app.results import ResultFile
 
     available(scenario)
     model = load_model(scenario.model_file, **scenario.model_parameters)
     cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
-    loading = time.perf_counter()
-    for name in scenario.analyses:
-        if name in PREPARE:
-            PREPARE[name](model, scenario)
-    loading = time.perf_counter() - loading
-    progress = make_progress()
-    summaries = {}
-    with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
-                    model_parameters=scenario.model_parameters, force=force,
-                    overrides=scenario.overrides, kernels_load_time_s=loading,
-                    references=[dataclasses.asdict(r) for r in getattr(model, "references", ())]) as result:
-        for name in scenario.analyses:
-            group = result.group(name)
-            try:
-                summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
-            except SimError as exc:
-                # Name the file and table once, whatever depth the error came from.
-                text = str(exc)
-                raise SimError(text if text.startswith(str(scenario.path)) else
-                               f"{scenario.path}: [{name}] {text}") from None
-            group.finish()
-        groups = {name: writer._group for name, writer in result.groups.items()}
-        selfcheck.check(groups)
-        notes = selfcheck.warnings(groups)
+    prepared = [name for name in scenario.analyses if name in PREPARE]
+    # On a cold cache, a helper process compiles the last analysis' kernels meanwhile.
+    helper = parallel_compile.start(scenario, prepared)
+    delegated = helper.names if helper is not None else ()
+    try:
+        loading = time.perf_counter()
+        for name in prepared:
+            if name not in delegated:
+                PREPARE[name](model, scenario)
+        loading = time.perf_counter() - loading
+        progress = make_progress()
+        summaries = {}
+        with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,
+                        model_parameters=scenario.model_parameters, force=force,
+                        overrides=scenario.overrides, kernels_load_time_s=loading,
+                        references=[dataclasses.asdict(r) for r in getattr(model, "references", ())]) as result:
+            for name in scenario.analyses:
+                if name in delegated:
+                    start = time.perf_counter()
+                    helper.wait(name)
+                    PREPARE[name](model, scenario)
+                    result.add_load_time(time.perf_counter() - start)
+                group = result.group(name)
+                try:
+                    summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
+                except SimError as exc:
+                    # Name the file and table once, whatever depth the error came from.
+                    text = str(exc)
+                    raise SimError(text if text.startswith(str(scenario.path)) else
+                                   f"{scenario.path}: [{name}] {text}") from None
+                group.finish()
+            groups = {name: writer._group for name, writer in result.groups.items()}
+            selfcheck.check(groups)
+            notes = selfcheck.warnings(groups)
+    finally:
+        if helper is not None:
+            helper.close()
     return summaries, notes
 
 

@@ -14,3 +14,31 @@ the compiled loops of the solvers call them directly.
   and all of the above at one state, and the potential energy;
 * :mod:`~sim.kernels.lapack`, :mod:`~sim.kernels.common`: LAPACK's LU, small helpers.
 """
+
+
+def _tolerant_cache_index():
+    """Read a numba cache index that cannot be unpickled as a stale one (a miss: recompile).
+
+    numba unpickles an index before it compares the source stamp that would make it stale, so
+    an index written by an older ffrsim whose pickled types have since moved (a fresh checkout
+    over an old ``__pycache__``) raises there instead of recompiling.
+    """
+    import pickle
+
+    from numba.core.caching import IndexDataCacheFile
+
+    load = IndexDataCacheFile._load_index
+    if getattr(load, "tolerant", False):
+        return
+
+    def _load_index(self):
+        try:
+            return load(self)
+        except (AttributeError, ImportError, IndexError, TypeError, ValueError, EOFError, pickle.UnpicklingError):
+            return {}
+
+    _load_index.tolerant = True
+    IndexDataCacheFile._load_index = _load_index
+
+
+_tolerant_cache_index()
