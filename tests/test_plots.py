@@ -275,3 +275,16 @@ def test_joint_forces_coloured_by_joint_and_styled_by_leg():
         assert texts == [("A", "B"), ("leg 1", "leg 2")], texts
     finally:
         plt.close(fig)
+
+
+def test_mode_shapes_of_a_planar_robot_are_drawn_in_its_plane():
+    """A robot lying in a world plane: its in-plane modes on 2D axes of that plane, a mode
+    that leaves the plane in 3D; a robot with depth always in 3D."""
+    from sim.app.plots import mode_projection
+    points = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0], [0.6, 0.0, 0.2]])
+    in_plane = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.1, 0.0, 2.0]])
+    out_of_plane = np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 2.0, 0.1]])
+    assert mode_projection(points, in_plane) is None
+    assert mode_projection(points, in_plane + [0.0, 0.005, 0.0]) is None        # 0.5 % out of plane
+    assert mode_projection(points, out_of_plane) == "3d"
+    assert mode_projection(points + [[0, 0, 0], [0, 0.1, 0], [0, 0, 0]], in_plane) == "3d"

@@ -540,7 +540,8 @@ def _panels(tree):
 
                 def draw(ax, points=points, segments=skeleton["segments"]["data"], shape=shapes[k], scale=scale):
                     return plot_mode_shape(ax, points, segments, shape, scale)
-                draw.projection = "3d"
+                draw.projection = mode_projection(points, shapes[k])
+                draw.pair = True
                 panels.append((f"modes: mode {k + 1}, {group['frequencies']['data'][k]:.2f} Hz "
                                f"(shape x {scale_text(scale)})", draw))
         if "sensors" in group and "time" in group:
@@ -785,13 +786,28 @@ def plot_result(path, out):
             plt.close(fig)
 
 
+FLAT_RTOL = 1e-6      # a robot whose extent along a world axis is below this share of its largest is planar
+
+
+def mode_projection(points, displacement):
+    """How a mode shape is drawn: ``None`` (2D axes in the robot's plane) when the robot lies
+    in a world coordinate plane and the mode moves in it (99 % of its motion), else ``"3d"``.
+    A planar robot seen in 3D fills a thin band of its panel."""
+    extent = np.ptp(points, axis=0)
+    flat = extent <= FLAT_RTOL * extent.max()
+    if not flat.any() or extent.max() == 0:
+        return "3d"
+    motion = np.sqrt(np.sum(np.asarray(displacement) ** 2, axis=0))
+    return None if motion[int(np.argmax(flat))] <= 0.01 * motion.sum() else "3d"
+
+
 def _layout(panels):
-    """Rows of the figure: each panel on its own row, but consecutive 3D views (mode shapes)
-    two to a row, where they fill the width."""
+    """Rows of the figure: each panel on its own row, but consecutive mode shapes two to a
+    row, where they fill the width."""
     rows = []
     for panel in panels:
-        three_d = getattr(panel[1], "projection", None) == "3d"
-        if three_d and rows and len(rows[-1]) == 1 and getattr(rows[-1][0][1], "projection", None) == "3d":
+        pair = getattr(panel[1], "pair", False)
+        if pair and rows and len(rows[-1]) == 1 and getattr(rows[-1][0][1], "pair", False):
             rows[-1].append(panel)
         else:
             rows.append([panel])
