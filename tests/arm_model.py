@@ -7,9 +7,26 @@ about world y at the elbow E and carries a 0.5 kg point mass at its tip T, the e
 configuration of its inverse kinematics (the tip cannot move along the arm), which the rigid
 motion must not take for the robot's rank.
 """
+from pathlib import Path
+
 import numpy as np
 
 from sim import ALUMINIUM, ModelBuilder, Section
+
+
+def scenario(duration, tables):
+    """Scenario text: this arm's tip on a 5 cm circle at 12 rad/s for ``duration`` [s], with
+    the analysis ``tables`` (TOML text) appended."""
+    return f"""name = "two_link_arm"
+[model]
+file = "{Path(__file__).as_posix()}"
+[trajectory]
+kind = "circle"
+center = [0.45, -0.2]
+radius = 0.05
+omega = 12.0
+duration = {duration}
+""" + tables
 
 
 def build(elements=6, tip_mass=0.5):

@@ -14,18 +14,10 @@ import pytest
 from sim.app import parallel_compile
 from sim.app.cli import main
 
+import arm_model
 from conftest import ROOT
 
-SCENARIO = f"""name = "arm"
-[model]
-file = "{(ROOT / 'tests' / 'arm_model.py').as_posix()}"
-[trajectory]
-kind = "circle"
-center = [0.45, -0.2]
-radius = 0.05
-omega = 12.0
-duration = 0.1
-[frequencies]
+SCENARIO = arm_model.scenario(0.1, """[frequencies]
 count = 2
 samples = 11
 [ked]
@@ -33,7 +25,7 @@ intervals = 16
 modes = 2
 [transient]
 step = 1e-3
-"""
+""")
 
 
 @pytest.fixture

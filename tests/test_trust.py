@@ -24,25 +24,17 @@ from sim.solvers.subspace import Tracker
 from sim.solvers.motion import rigid_motion
 from sim.solvers.trajectory import circle, ramp_phase
 
+import arm_model
 from conftest import MODELS, ROOT
 
 FIVE_BAR = ROOT / "scenarios" / "five_bar_circle.toml"
 ARM = Path(__file__).with_name("arm_model.py")
-ARM_SCENARIO = f"""name = "two_link_arm"
-[model]
-file = "{ARM.as_posix()}"
-[trajectory]
-kind = "circle"
-center = [0.45, -0.2]
-radius = 0.05
-omega = 12.0
-duration = 0.5
-[transient]
+ARM_SCENARIO = arm_model.scenario(0.5, """[transient]
 step = 5e-4
 [ked]
 intervals = 128
 modes = 4
-"""
+""")
 
 
 @pytest.fixture(scope="module")
