@@ -288,3 +288,10 @@ def test_mode_shapes_of_a_planar_robot_are_drawn_in_its_plane():
     assert mode_projection(points, in_plane + [0.0, 0.005, 0.0]) is None        # 0.5 % out of plane
     assert mode_projection(points, out_of_plane) == "3d"
     assert mode_projection(points + [[0, 0, 0], [0, 0.1, 0], [0, 0, 0]], in_plane) == "3d"
+
+
+def test_frf_legends_name_channels_in_words():
+    from sim.app.plots import _channel
+    assert _channel("displacement:knee_1_i:z") == "z displacement at knee_1_i"
+    assert _channel("force:E:x") == "x force at E"
+    assert _channel("odd") == "odd"

@@ -403,9 +403,15 @@ def _frf_parts(group):
     units = group["H_real"]["attrs"].get("units")
     ins, outs = group["attrs"].get("inputs", []), group["attrs"].get("outputs", [])
     flat = [units] * H.shape[1] * H.shape[2] if isinstance(units, str) else list(units)
-    labels = [[f"{outs[i]} / {ins[j]} [{flat[i * H.shape[2] + j]}]" for j in range(H.shape[2])]
-              for i in range(H.shape[1])]
+    labels = [[f"{_channel(outs[i])} per {_channel(ins[j])} [{flat[i * H.shape[2] + j]}]"
+               for j in range(H.shape[2])] for i in range(H.shape[1])]
     return group["frequency"]["data"], H, labels
+
+
+def _channel(spec):
+    """An FRF input or output ``kind:marker:axis`` in words: ``z force at E``."""
+    parts = str(spec).split(":")
+    return f"{parts[2]} {parts[0]} at {parts[1]}" if len(parts) == 3 else str(spec)
 
 
 def _draw_frf(ax, group, phase=False):
