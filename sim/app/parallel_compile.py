@@ -3,7 +3,7 @@
 Numba compiles on one core, and a cold start of a scenario with several analyses (the
 3-RRRU's four) spends most of its time compiling.  The analyses' own loops are independent
 kernels, so `sim run` hands the last analysis whose kernels are cold to a helper process on
-another core (``python -m sim.app.parallel_compile SCENARIO NAME [KEY=VALUE ...]``), which
+another core (``python -m sim.app.parallel_compile SCENARIO NAME... -- KEY=VALUE...``), which
 compiles them into numba's on-disk cache while this process compiles and runs the others;
 that analysis then waits for the helper and loads its kernels from the cache.  Warm caches,
 one core, or a single cold analysis (nothing to overlap): no helper.
@@ -17,9 +17,9 @@ import os
 import subprocess
 import sys
 
+EXIT_TIMEOUT = 10.0   # s a helper that has prepared everything is given to exit
 # The slowest kernel each analysis' ``prepare`` compiles, as "module.function": absent from
 # numba's cache, the analysis' kernels are cold.
-EXIT_TIMEOUT = 10.0   # s a helper that has prepared everything is given to exit
 PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.ked._frame_loop",
           "frequencies": "sim.solvers.ked._frame_loop"}
 

@@ -531,7 +531,8 @@ class ResultFile:
     def add_load_time(self, seconds):
         """Add ``seconds`` of kernel loading (or waiting for a helper compiling them) to the
         root attribute ``kernels_load_time_s``."""
-        self._file.attrs["kernels_load_time_s"] = float(self._file.attrs.get("kernels_load_time_s", 0.0)) + seconds
+        attrs = self._file.attrs
+        attrs["kernels_load_time_s"] = float(attrs.get("kernels_load_time_s", 0.0)) + seconds
 
     def group(self, name):
         """Create the group of analysis `name` and return its writer."""

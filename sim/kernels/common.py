@@ -43,6 +43,7 @@ def _reference(t):
 @overload(_reference)
 def _reference_impl(t):
     kind = RecordType(list(zip(t.fields, t.types)))
+    # Field names must be literal in compiled code: the constructor is written for this tuple.
     text = "def impl(t):\n    s = new(kind)\n" + "".join(f"    s.{f} = t.{f}\n" for f in t.fields) + "    return s\n"
     scope = {"new": structref.new, "kind": kind}
     exec(text, scope)

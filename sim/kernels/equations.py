@@ -116,8 +116,6 @@ class Tables(NamedTuple):
 N_CONSTANT = Tables._fields.index("p")
 
 
-
-
 def work(t):
     """Fresh work arrays for the constant tables ``t`` (a :class:`Tables` or its first
     :data:`N_CONSTANT` fields): the full record."""
