@@ -38,13 +38,6 @@ def cold(name):
         return False
 
 
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:      # not on Linux
-        return os.cpu_count() or 1
-
-
 class Helper:
     """A helper process preparing the kernels of the analyses ``names`` (in that order)."""
 
@@ -82,8 +75,8 @@ def start(scenario, names):
     """A :class:`Helper` for the last of the analyses ``names`` (execution order) whose
     kernels are cold, or None when there is nothing to overlap or no other core."""
     cold_names = [name for name in names if cold(name)]
-    shared = {PROBES[name] for name in cold_names}
-    if len(shared) < 2 or _cores() < 2:
+    kernels = {PROBES[name] for name in cold_names}      # KED and frequencies share theirs
+    if len(kernels) < 2 or (os.cpu_count() or 1) < 2:
         return None
     last = cold_names[-1]
     return Helper(scenario, [last])

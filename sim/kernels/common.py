@@ -37,7 +37,8 @@ structref.define_boxing(RecordType, Record)
 
 
 def _reference(t):
-    raise NotImplementedError("compiled code only")
+    """:func:`by_reference` (in compiled code, the implementation below)."""
+    return by_reference(t)
 
 
 @overload(_reference)

@@ -346,16 +346,13 @@ class Problem:
             raise SimError(f"identification {c.name}: the model has fewer modes than measured ({k})")
         return f[index], index + 1, None
 
-    def frequencies(self, c, values, count):
-        """The lowest ``count`` computed frequencies [Hz] of configuration ``c``."""
-        return self._modes(c.parameters, c.pose, values, count)[2].frequencies_hz
-
     def observability(self, c, values, count):
         """Excitability and visibility (each (m,), relative to the best of the ``m <= count``
-        lowest computed modes) of configuration ``c``'s modes for its test: the largest modal
-        force ``|b^T phi|`` over the excitations ``b`` (the generalised force of a unit input,
-        :func:`sim.solvers.frf._rows`) and the sensors' response norm ``|C phi|``, for the
-        mass-normalised shapes ``phi``; None where the test declares no excitation or sensors."""
+        lowest computed modes) of configuration ``c``'s modes for its test, and those modes'
+        frequencies [Hz]: the largest modal force ``|b^T phi|`` over the excitations ``b``
+        (the generalised force of a unit input, :func:`sim.solvers.frf._rows`) and the
+        sensors' response norm ``|C phi|``, for the mass-normalised shapes ``phi``; None where
+        the test declares no excitation or sensors."""
         from sim.solvers.frf import _rows
 
         model, q, result = self._modes(c.parameters, c.pose, values, count)
@@ -367,7 +364,7 @@ class Problem:
             amount = combine(np.abs(rows @ result.shapes))
             return amount / amount.max() if amount.max() > 0 else amount
         return (relative(c.excitation, "input", lambda a: a.max(axis=0)),
-                relative(c.sensors, "output", lambda a: np.sqrt((a**2).sum(axis=0))))
+                relative(c.sensors, "output", lambda a: np.sqrt((a**2).sum(axis=0))), result.frequencies_hz)
 
     def residuals(self, theta, which=None):
         """Weighted relative residuals of the fitted (or ``which``) configurations."""
@@ -608,8 +605,8 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
             for i in np.flatnonzero(macs < WEAK_TRACK):
                 messages.append(f"{c.name}: measured mode {i + 1} tracked with MAC down to {macs[i]:.2f} "
                                 f"between steps of the path: its family changes character; check the pairing")
-        seen = problem.observability(c, values, int(index.max()) + 3) if c.excitation or c.sensors else (None, None)
-        messages += _observation_notes(c, index - 1, *seen, problem.frequencies(c, values, int(index.max()) + 3))
+        *seen, computed = problem.observability(c, values, int(index.max()) + 3)
+        messages += _observation_notes(c, index - 1, *seen, computed)
         results.append(ConfigurationResult(c.name, c.measured, f, (f - c.measured) / c.measured, index, macs, c.fit,
                                            ordered, *seen))
     # Sensitivities in Hz: the Jacobian rows are relative residuals times sqrt(weight).
