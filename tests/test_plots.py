@@ -295,3 +295,20 @@ def test_frf_legends_name_channels_in_words():
     assert _channel("displacement:knee_1_i:z") == "z displacement at knee_1_i"
     assert _channel("force:E:x") == "x force at E"
     assert _channel("odd") == "odd"
+
+
+def test_mode_shapes_of_a_straight_robot_are_drawn_in_the_plane_of_their_motion():
+    """A robot along a line (a hanging mast): a bending mode in 2D, in the plane of the mast
+    and of the motion (x-z here, not y-z where it would not show)."""
+    import matplotlib.pyplot as plt
+
+    from sim.app.plots import mode_projection, plot_mode_shape
+    points = np.column_stack([np.zeros(5), np.zeros(5), -np.linspace(0.0, 0.5, 5)])
+    bending = np.column_stack([np.linspace(0.0, 1.0, 5) ** 2, np.zeros(5), np.zeros(5)])
+    assert mode_projection(points, bending) is None
+    fig, ax = plt.subplots()
+    try:
+        plot_mode_shape(ax, points, [[0, 1], [1, 2], [2, 3], [3, 4]], bending)
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("x [m]", "z [m]")
+    finally:
+        plt.close(fig)

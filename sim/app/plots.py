@@ -796,15 +796,15 @@ FLAT_RTOL = 1e-6      # a robot whose extent along a world axis is below this sh
 
 
 def mode_projection(points, displacement):
-    """How a mode shape is drawn: ``None`` (2D axes in the robot's plane) when the robot lies
-    in a world coordinate plane and the mode moves in it (99 % of its motion), else ``"3d"``.
-    A planar robot seen in 3D fills a thin band of its panel."""
+    """How a mode shape is drawn: ``None`` (2D axes) when the robot lies in a world coordinate
+    plane (or along a line) and the mode moves in such a plane (99 % of its motion), else
+    ``"3d"``.  A planar robot seen in 3D fills a thin band of its panel."""
     extent = np.ptp(points, axis=0)
-    flat = extent <= FLAT_RTOL * extent.max()
-    if not flat.any() or extent.max() == 0:
+    if extent.max() == 0:
         return "3d"
+    flat = extent <= FLAT_RTOL * extent.max()
     motion = np.sqrt(np.sum(np.asarray(displacement) ** 2, axis=0))
-    return None if motion[int(np.argmax(flat))] <= 0.01 * motion.sum() else "3d"
+    return None if np.any(flat & (motion <= 0.01 * motion.sum())) else "3d"
 
 
 def _layout(panels):
