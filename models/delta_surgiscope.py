@@ -44,7 +44,7 @@ Sections (*assumed*; the paper's Table III(b) names them S_b, S_p, S_c, S_r with
 arms aluminium tube 60 x 4 mm, parallelogram bars aluminium tube 25 x 2 mm, short bars steel
 tube 30 x 3 mm ("ac" = acier in Table III(b)).  Aluminium E = 70 GPa, G = 26.3 GPa,
 rho = 2700 kg/m^3; steel E = 210 GPa, G = 80.8 GPa, rho = 7850 kg/m^3.  Base radius R_b =
-0.30 m, platform radius R_n = 0.10 m and leg directions gamma_k = 90, 210, 330 deg are
+0.30 m, platform radius R_n = 0.10 m and leg directions gamma_k = 90, 210, 330 deg (``leg_angle``) are
 *assumed* (Table III(a) gives them as symbols).  Platform inertia: *assumed* disk of radius
 0.15 m (``platform_disk_radius``; the paper's platform is a three-spoke beam star with the
 6.64 kg), optionally spread over a height (``platform_height``: a flat platform has half the
@@ -66,7 +66,6 @@ HALF_WIDTH = 0.125    # L_c [m]
 BAR = 0.95            # L_p [m]
 PLATFORM_MASS = 6.64  # M_n [kg]
 PLATFORM_DISK_RADIUS = 0.15   # [m], the platform's inertia as a uniform disk's (assumed)
-GAMMA = (np.pi / 2, 7 * np.pi / 6, -np.pi / 6)
 ALUMINIUM = dict(E=70e9, G=26.3e9, rho=2700.0)
 STEEL = dict(E=210e9, G=80.8e9, rho=7850.0)
 #: The two measured configurations of paper 004 §III-C (x, y, z) [m].
@@ -89,7 +88,7 @@ def _frame(z, x_hint):
     return np.column_stack([x, np.cross(z, x), z])
 
 
-def leg_points(k, position, base_radius, platform_radius):
+def leg_points(k, position, base_radius, platform_radius, leg_angle=np.pi / 2):
     """Points A, B, C (each (3,)) and unit vectors e, u of leg ``k`` at platform centre ``position``.
 
     Raises
@@ -97,7 +96,7 @@ def leg_points(k, position, base_radius, platform_radius):
     ValueError
         The position is out of reach of the leg.
     """
-    g = GAMMA[k]
+    g = leg_angle + 2 * np.pi * k / 3
     e = np.array([np.cos(g), np.sin(g), 0.0])
     u = np.array([-np.sin(g), np.cos(g), 0.0])
     A = base_radius * e
@@ -118,7 +117,7 @@ def leg_points(k, position, base_radius, platform_radius):
 def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bearing=2.0e5,
           k_knee_joint=5.0e4, k_parallelogram_joint=2.0e4, k_joint_translation=1.0e8,
           base_radius=0.30, platform_radius=0.10, platform_mass=PLATFORM_MASS, platform_disk_radius=PLATFORM_DISK_RADIUS,
-          platform_height=0.0, gravity=9.81):
+          platform_height=0.0, leg_angle=np.pi / 2, gravity=9.81):
     """Surgiscope model placed with its platform centre at ``(x, y, z)``.
 
     Parameters
@@ -154,6 +153,14 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
         vertical one; what the platform carries (the microscope of the Surgiscope) adds
         inertia about the horizontal axes only, ``m h^2 / 12``: this moves the rocking
         modes and leaves the rotation about z.
+    leg_angle : float
+        gamma_1, the direction of leg 1 from the x axis about z [rad]; legs 2 and 3 follow at
+        120 and 240 deg (assumed pi/2).  It places the legs relative to the measured
+        configurations: it leaves the symmetric configuration 1 unchanged and moves
+        configuration 2 (which lies at -60 deg from the x axis) relative to the legs.  Only
+        its value modulo 120 deg matters, and configuration 2 lies (within 0.1 deg) on a
+        vertical mirror plane of the leg set turned by -gamma: gamma and -gamma (30 and 90
+        deg) give nearly the same frequencies.
     gravity : float
         Along -z [m/s^2].
     """
@@ -188,7 +195,7 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
     inertia = platform_mass * np.diag([r2 / 4 + h2 / 12, r2 / 4 + h2 / 12, r2 / 2])
     b.add_rigid_body("platform", platform_mass, P, inertia, position=P, substructure="platform")
     for k in range(3):
-        A, B, C, e, u = leg_points(k, P, base_radius, platform_radius)
+        A, B, C, e, u = leg_points(k, P, base_radius, platform_radius, leg_angle)
         d = (C - B) / np.linalg.norm(C - B)
         h = np.cross(u, d)
         h /= np.linalg.norm(h)

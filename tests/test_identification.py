@@ -160,6 +160,28 @@ def test_tracked_pairing_follows_families_through_a_crossing():
     assert by_order.summary["configuration_2_max_error_pct"] > 3.0
 
 
+def test_any_number_of_configurations_in_number_order():
+    """The crossing of ``test_tracked_pairing_follows_families_through_a_crossing`` measured at
+    three sections, given out of order (configuration_10 before configuration_2): E and the
+    width are fitted on configurations 1 and 2 and recovered to 1e-6; configuration 10, beyond
+    the crossing and predicted, is tracked from configuration 1 and paired in family order
+    ([2, 1, 4, 3]) with zero error; the summary lists the configurations by number."""
+    import sim
+    f = {h: _beam_frequencies(h) for h in (0.010, 0.012, 0.016)}
+    swap = [1, 0, 3, 2]
+    r = sim.identify(BEAM, parameters=["E", "width"], initial=[1.5e11, 0.012], model_parameters=dict(elements=8),
+                     configuration_10=dict(parameters=dict(height=0.016), measured_frequencies=f[0.016][swap].tolist()),
+                     configuration_1=dict(parameters=dict(height=0.010), measured_frequencies=f[0.010].tolist()),
+                     configuration_2=dict(parameters=dict(height=0.012), measured_frequencies=f[0.012].tolist(),
+                                          use="fit"))
+    np.testing.assert_allclose(r.parameters, [2.0e11, 0.013], rtol=1e-6)
+    assert [k for k in r.summary if k.endswith("_max_error_pct")] == [
+        "configuration_1_max_error_pct", "configuration_2_max_error_pct", "configuration_10_max_error_pct"]
+    c10 = r["configuration_10"]
+    assert c10["modes"].tolist() == [2, 1, 4, 3]
+    np.testing.assert_allclose(c10["errors"], 0.0, atol=1e-6)
+
+
 def test_tracked_pairing_needs_numbers_to_interpolate():
     problem_configurations = [Configuration("configuration_1", np.array([8.0]), {"support": "clamped-free"}),
                               Configuration("configuration_2", np.array([8.0]), {"support": "pinned-pinned"},

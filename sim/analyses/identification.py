@@ -5,8 +5,6 @@ import numpy as np
 from sim.analyses import register
 from sim.errors import SimError
 
-CONFIGURATIONS = ("configuration_1", "configuration_2")
-
 
 @register("identification")
 def run(model, scenario, group, progress):
@@ -18,7 +16,8 @@ def run(model, scenario, group, progress):
     model : Model
         The scenario's model (its parameters give the default initial values).
     scenario : Scenario
-        Uses the ``[identification]`` table and its ``configuration_1`` / ``configuration_2``.
+        Uses the ``[identification]`` table and its ``configuration_1``, ``configuration_2``, ...
+        (the validated scenario holds them in numeric order).
     group : GroupWriter
     progress : callable
         Unused (least squares reports no fixed amount of work).
@@ -45,11 +44,11 @@ def run(model, scenario, group, progress):
         if values is not None and len(values) != len(names):
             raise SimError(f"{where} {key}: {len(values)} values for {len(names)} parameters")
     base = {k: v for k, v in scenario.model_parameters.items() if k not in names}
+    if "configuration_1" not in t:
+        raise SimError(f"{where}: add a [identification.configuration_1] table (the reference configuration)")
     configurations = []
-    for name in CONFIGURATIONS:
-        c = t.get(name)
-        if c is None:
-            continue
+    for name in [k for k in t if k.startswith("configuration_")]:
+        c = t[name]
         if c["modes"] is not None and len(c["modes"]) != len(c["measured_frequencies"]):
             raise SimError(f"{where} {name}.modes: {len(c['modes'])} mode numbers for "
                            f"{len(c['measured_frequencies'])} measured frequencies")
@@ -67,8 +66,6 @@ def run(model, scenario, group, progress):
             pairing=c["pairing"], shapes=None if c["shapes"] is None else np.asarray(c["shapes"]),
             shape_outputs=c["shape_outputs"], excitation=tuple(c["excitation"] or ()),
             sensors=tuple(c["sensors"] or ())))
-    if not configurations:
-        raise SimError(f"{where}: add a [identification.configuration_1] table")
     if t["prior_weight"] is not None and t["prior"] is None:
         raise SimError(f"{where} prior_weight: give `prior` too")
     if t["prior_weight"] is not None and any(w < 0 for w in t["prior_weight"]):

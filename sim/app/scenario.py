@@ -49,6 +49,10 @@ ANALYSIS_TABLES = ("modes", "inverse_dynamics", "frequencies", "ked", "transient
 # Name of the schema entry that stands for keys chosen by the file (the `[sweep]` grid axes).
 AXIS_KEY = "<axis>"
 
+# Schema entries that stand for numbered tables (`configuration_2`, `configuration_3`, ...):
+# the placeholder and the pattern of the keys it stands for.
+NUMBERED = {"configuration_<n>": re.compile(r"configuration_([2-9]|[1-9][0-9]+)")}
+
 # Analyses that follow the rigid trajectory and therefore need a [trajectory] table.
 NEEDS_TRAJECTORY = ("inverse_dynamics", "frequencies", "ked", "transient")
 
@@ -272,7 +276,7 @@ SCHEMA = {
                       "least-squares starts: `initial`, then points of a Latin hypercube of the bounds (ln p); "
                       "the best is kept, the spread reported; run in a local process pool"),
         "configuration_1": _configuration("fit"),
-        "configuration_2": _configuration("predict"),
+        "configuration_<n>": _configuration("predict"),
     },
 }
 
@@ -391,6 +395,10 @@ TABLE_DOCS = {
     "inverse_dynamics": "actuator forces and joint reactions of the rigid robot",
     "frf": "frequency response functions at one configuration, actuators locked",
     "identification": "fit of model parameters to measured natural frequencies",
+    "identification.configuration_1": "the reference configuration: its modes are paired by order, "
+                                      "`modes` or `shapes`, and tracked configurations start from them",
+    "identification.configuration_<n>": "further configurations, any number, `n` = 2, 3, ... (numbered "
+                                        "in the order they are tracked and reported)",
     "sweep": "a pose grid (frequency map: `axes`, one key per axis, `pose`, `count`) or a "
              "parameter grid (`analysis`, `parameters`), run on a local process pool or a "
              "Dask cluster; failed cases are recorded",
@@ -601,10 +609,11 @@ def _validate(raw, origin, schema=SCHEMA, prefix=()):
     dict
     """
     axes = _axis_keys(raw, schema)
+    numbered = _numbered_keys(raw, schema)
     for key in raw:
-        if key not in schema and key not in axes:
+        if key not in schema and key not in axes and not any(key in keys for keys in numbered.values()):
             keys = prefix + (key,)
-            known = [k for k in schema if k != AXIS_KEY] + axes
+            known = [k for k in schema if k != AXIS_KEY and k not in NUMBERED] + axes
             hint = difflib.get_close_matches(key, known, n=1)
             tip = f"; did you mean `{'.'.join(prefix + (hint[0],))}`?" if hint else ""
             raise SimError(f"{origin.of(keys)}: unknown key `{'.'.join(keys)}`{tip}")
@@ -614,6 +623,12 @@ def _validate(raw, origin, schema=SCHEMA, prefix=()):
         if key == AXIS_KEY:
             for axis in axes:
                 resolved[axis] = _check(spec, raw[axis], prefix + (axis,), origin)
+            continue
+        if key in numbered:
+            for name in numbered[key]:
+                if not isinstance(raw[name], dict):
+                    _fail(origin, prefix + (name,), "a table", raw[name])
+                resolved[name] = _validate(raw[name], origin, spec, prefix + (name,))
             continue
         if key not in raw:
             if isinstance(spec, Key) and spec.default is REQUIRED:
@@ -647,6 +662,16 @@ def _axis_keys(raw, schema):
     if AXIS_KEY not in schema or not isinstance(raw.get("axes"), list):
         return []
     return [a for a in raw["axes"] if isinstance(a, str) and a in raw and a not in schema]
+
+
+def _numbered_keys(raw, schema):
+    """For each `NUMBERED` entry of `schema`, the keys of `raw` it stands for, by number."""
+    out = {}
+    for key, pattern in NUMBERED.items():
+        if key in schema:
+            names = [k for k in raw if pattern.fullmatch(k)]
+            out[key] = sorted(names, key=lambda k: int(pattern.fullmatch(k).group(1)))
+    return out
 
 
 def _check_sweep(raw, origin):
