@@ -182,6 +182,31 @@ def test_any_number_of_configurations_in_number_order():
     np.testing.assert_allclose(c10["errors"], 0.0, atol=1e-6)
 
 
+def test_a_merged_repeated_root_is_paired_with_the_member_the_test_saw():
+    """A square 13 x 13 mm cantilever has repeated bending roots; at 14 mm height they split
+    (z-bending up, y-bending unchanged).  A test at 14 mm that saw the z-bending modes (the
+    upper members) is paired with them, not with the lower members the families' split also
+    continues: modes [2, 4] of families [1, 2] and [3, 4], zero error, and the run says so."""
+    import sim
+    f1, f2 = _beam_frequencies(0.013), _beam_frequencies(0.014)
+    assert abs(f1[1] / f1[0] - 1) < 1e-6 and f2[1] / f2[0] > 1.05
+    r = sim.identify(BEAM, parameters=["E"], initial=[1.5e11], model_parameters=dict(elements=8, width=0.013),
+                     configuration_1=dict(parameters=dict(height=0.013), measured_frequencies=f1[[0, 2]].tolist(),
+                                          merge_repeated=True),
+                     configuration_2=dict(parameters=dict(height=0.014), measured_frequencies=f2[[1, 3]].tolist()))
+    np.testing.assert_allclose(r.parameters, [2.0e11], rtol=1e-6)
+    c2 = r["configuration_2"]
+    assert c2["modes"].tolist() == [2, 4] and c2["families"].tolist() == [[1, 2], [3, 4]]
+    np.testing.assert_allclose(c2["errors"], 0.0, atol=1e-6)
+    assert "measured modes 1, 2 continue repeated roots of configuration_1" in r.summary["note"]
+    # A test that saw the lower members is paired with them.
+    r = sim.identify(BEAM, parameters=["E"], initial=[1.5e11], model_parameters=dict(elements=8, width=0.013),
+                     configuration_1=dict(parameters=dict(height=0.013), measured_frequencies=f1[[0, 2]].tolist(),
+                                          merge_repeated=True),
+                     configuration_2=dict(parameters=dict(height=0.014), measured_frequencies=f2[[0, 2]].tolist()))
+    assert r["configuration_2"]["modes"].tolist() == [1, 3]
+
+
 def test_tracked_pairing_needs_numbers_to_interpolate():
     problem_configurations = [Configuration("configuration_1", np.array([8.0]), {"support": "clamped-free"}),
                               Configuration("configuration_2", np.array([8.0]), {"support": "pinned-pinned"},

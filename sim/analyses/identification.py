@@ -110,6 +110,11 @@ def run(model, scenario, group, progress):
         if c.ordered is not None:
             group.put(f"{c.name}/modes_by_order", c.ordered, "1",
                       "the computed mode numbers sorted order would pair (the tracking pairs `modes`)")
+        if c.families is not None:
+            group.put(f"{c.name}/families", c.families, "1",
+                      "1-based computed modes each measured mode's family ends on, tracked from configuration_1 "
+                      "(several where it continues a repeated root; `modes` holds the one nearest in frequency), "
+                      "padded with 0")
         if c.excitability is not None:
             group.put(f"{c.name}/excitability", c.excitability, "1",
                       "how strongly the test's excitation drives each computed mode (row 0 = mode 1): the largest "

@@ -15,7 +15,9 @@ frequencies may be merged first) and, at the others, by **tracking**: measured m
 taken to be the same mode as the reference's measured mode ``i``, and the computed mode that
 continues the reference's along a straight path of the configuration parameters (and poses)
 between them, followed by mass-weighted MAC over ``PATH_STEPS`` steps, halved where a track's
-MAC drops (:meth:`Problem.track`), is paired with it.  Sorted order pairs the wrong
+MAC drops (:meth:`Problem.track`), is paired with it; a measured mode that the reference
+merged from a repeated root continues every member of that root, which split on the way, and
+is paired with the member nearest to it in frequency.  Sorted order pairs the wrong
 modes wherever modes of different families cross between configurations; the tracking does
 not, and reports where the two pairings differ.  Tracked pairings are frozen during a least-
 squares run (a pairing that switches between neighbouring parameter values would make the
@@ -124,6 +126,9 @@ class ConfigurationResult:
         For tracked pairs: the mode numbers sorted order would have paired.
     excitability, visibility : ndarray, shape (m,) or None
         Of the lowest ``m`` computed modes, relative to the best (:func:`observability`).
+    families : ndarray of int, shape (k, g) or None
+        For tracked pairs: the 1-based computed modes each measured mode's family ends on (more
+        than one where it continues a repeated root of the reference), padded with 0.
     """
 
     name: str
@@ -136,6 +141,7 @@ class ConfigurationResult:
     ordered: object = None
     excitability: object = None
     visibility: object = None
+    families: object = None
 
 
 @dataclass
@@ -269,13 +275,16 @@ class Problem:
 
     def track(self, c, values):
         """Tracked pairing of configuration ``c`` from the reference: computed mode indices (k,),
-        the lowest MAC of each track between consecutive steps (k,) and the indices sorted
-        order gives.
+        the lowest MAC of each track between consecutive steps (k,), the indices sorted order
+        gives (k,), and for each measured mode the indices its family ends on (k arrays).
 
         The path starts a little off the reference (``s = START``): at a symmetric reference
         a repeated root has arbitrary shapes in its plane, which the path's direction splits
-        into two definite ones (the lower one continues the merged measured mode).  A step is
-        halved while a needed track's MAC is below ``MAC_REFINE``, down to ``MIN_STEP``.
+        into definite ones.  Every member of a repeated root the reference merged is tracked:
+        the family of a merged measured mode ends on as many modes at ``c``, and without
+        measured shapes the test cannot tell which of them it saw; it is paired with the one
+        nearest to it in frequency.  A step is halved while a track's MAC is below
+        ``MAC_REFINE``, down to ``MIN_STEP``.
         """
         from sim.model.dynamics import mass_matrix
         from sim.solvers.tracking import mac, pair_modes
@@ -294,10 +303,16 @@ class Problem:
                 cache[s] = (result.shapes, mass_matrix(model, q), result.frequencies_hz)
             return cache[s]
 
-        start = self._by_order(ref, at(0.0)[2], k)
+        f_ref = at(0.0)[2]
+        start = self._by_order(ref, f_ref, k)
         if start.size < k:
             raise SimError(f"identification {c.name}: {ref.name} has fewer modes than {c.name} measures ({k})")
-        columns, worst = start.copy(), np.ones(k)
+        # The members of each measured mode's (repeated) root; ``owner``: whose each track is.
+        groups = [np.flatnonzero(np.abs(f_ref - f_ref[i]) <= MERGE_RTOL * f_ref[i]) if ref.merge_repeated
+                  else np.array([i]) for i in start]
+        columns = np.concatenate(groups)
+        owner = np.repeat(np.arange(k), [g.size for g in groups])
+        worst = np.ones(columns.size)
         a, steps = START, list(np.linspace(0.0, 1.0, PATH_STEPS + 1)[1:])
         while steps:
             b = steps[0]
@@ -307,12 +322,16 @@ class Problem:
                                f"and {c.name}; pair with `modes`")
             table = mac(at(a)[0][:, columns], shapes_b, M_b)
             new = np.array([j for _, j in pair_modes(table)])
-            quality = table[np.arange(k), new]
+            quality = table[np.arange(columns.size), new]
             if quality.min() < MAC_REFINE and b - a > MIN_STEP:
                 steps.insert(0, 0.5 * (a + b))
                 continue
             columns, worst, a = new, np.minimum(worst, quality), steps.pop(0)
-        return columns, worst, self._by_order(c, at(1.0)[2], k)
+        f_c = at(1.0)[2]
+        chosen = np.array([np.flatnonzero(owner == i)[np.argmin(np.abs(f_c[columns[owner == i]] - c.measured[i]))]
+                           for i in range(k)])
+        families = [np.sort(columns[owner == i]) for i in range(k)]
+        return columns[chosen], worst[chosen], self._by_order(c, f_c, k), families
 
     def evaluate(self, configuration, values):
         """Paired computed frequencies (k,), mode numbers (k,) and MAC (k,) or None."""
@@ -322,7 +341,7 @@ class Problem:
             index = self.frozen.get(c.name)
             macs = None
             if index is None:
-                index, macs, _ = self.track(c, values)
+                index, macs, _, _ = self.track(c, values)
             count = int(index.max()) + 1
             f = self._modes(c.parameters, c.pose, values, count)[2].frequencies_hz
             if f.size < count:
@@ -589,26 +608,37 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
         ordered = None
         if problem._tracked(c):
             # One tracking gives the pairing, its MAC and sorted order's pairing.
-            columns, macs, ordered = problem.track(c, values)
+            columns, macs, ordered, families = problem.track(c, values)
             problem.frozen = {c.name: columns}
             f, index, _ = problem.evaluate(c, values)
             problem.frozen = {}
             ordered = ordered + 1
         else:
             f, index, macs = problem.evaluate(c, values)
+            families = None
         if ordered is not None:
             if not np.array_equal(ordered, index):
                 crossed = ", ".join(f"{i + 1} -> {m}" for i, (m, o) in enumerate(zip(index, ordered)) if m != o)
                 messages.append(f"{c.name}: tracked from {configurations[0].name}, measured modes pair with "
                                 f"computed modes {index.tolist()}, not {ordered.tolist()} by sorted order "
                                 f"(measured -> computed: {crossed})")
+            split = [i for i, g in enumerate(families) if g.size > 1]
+            if split:
+                listed = ", ".join(f"{i + 1} -> {index[i]} of {(families[i] + 1).tolist()}" for i in split)
+                messages.append(f"{c.name}: measured modes {', '.join(str(i + 1) for i in split)} continue repeated "
+                                f"roots of {configurations[0].name}, which split on the way; each is paired with the "
+                                f"member nearest to it in frequency (measured -> computed: {listed})")
             for i in np.flatnonzero(macs < WEAK_TRACK):
                 messages.append(f"{c.name}: measured mode {i + 1} tracked with MAC down to {macs[i]:.2f} "
                                 f"between steps of the path: its family changes character; check the pairing")
         *seen, computed = problem.observability(c, values, int(index.max()) + 3)
         messages += _observation_notes(c, index - 1, *seen, computed)
+        if families is not None:
+            # 1-based, one row per measured mode, padded with 0.
+            width = max(g.size for g in families)
+            families = np.array([np.pad(g + 1, (0, width - g.size)) for g in families])
         results.append(ConfigurationResult(c.name, c.measured, f, (f - c.measured) / c.measured, index, macs, c.fit,
-                                           ordered, *seen))
+                                           ordered, *seen, families))
     # Sensitivities in Hz: the Jacobian rows are relative residuals times sqrt(weight).
     scale = np.concatenate([c.measured / np.sqrt(c.weight) for c in configurations if c.fit])
     J = J[:scale.size]       # the prior's rows are no frequencies
