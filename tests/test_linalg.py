@@ -1,9 +1,11 @@
 """Dense linear algebra helpers (sim.linalg) against numpy's SVD and pseudo-inverse."""
 import numpy as np
 import pytest
+import scipy.linalg
 from numpy.testing import assert_allclose
 
-from sim.linalg import normal_solver, partitioned_null_space, singular_values
+from sim.linalg import (COLD_SHIFT, CONDITION_TOL, _extreme, _rows, condition_number, condition_state, normal_solver,
+                        partitioned_null_space, singular_values)
 
 
 def _partition(rng, m, n_d, n_i):
@@ -94,3 +96,63 @@ def test_sparse_lu_reports_a_singular_matrix():
     A[:, 3] = 0.0
     assert not sparse_lu(A)[1]
     assert np.isnan(sparse_solve(A, np.ones((8, 2)))).all()
+
+
+def _crossing(n=10, samples=61):
+    """Matrices ``U(t) diag(s(t)) V(t)^T`` along ``t`` in [0, 3] whose two largest singular
+    values nearly coincide (3 and 2.999) and whose three smallest cross: 0.02 + 0.01 t, 0.025
+    and 0.08 - 0.025 t, which falls through the other two (a block of two warm vectors
+    follows the wrong pair for a while).  Returns the matrices and their singular values."""
+    rng = np.random.default_rng(7)
+    K, L = (0.2 * (X - X.T) for X in rng.normal(size=(2, n, n)))
+    mats, sigma = [], []
+    for t in np.linspace(0.0, 3.0, samples):
+        s = np.array([3.0, 2.999, 2.0, 1.5, 1.2, 1.0, 0.5] + [0.02 + 0.01 * t, 0.025, 0.08 - 0.025 * t])
+        mats.append(scipy.linalg.expm(t * K) @ np.diag(s) @ scipy.linalg.expm(t * L).T)
+        sigma.append(np.sort(s)[::-1])
+    return mats, np.array(sigma)
+
+
+def test_condition_number_along_a_sequence_is_the_svds():
+    """Warm-started along a sequence with clustered and crossing singular values, the
+    condition number is that of the SVD to round-off at every matrix (the first by the dense
+    eigensolve, which sets the state)."""
+    mats, sigma = _crossing()
+    basis, shift = condition_state(10)
+    cond = [condition_number(A, basis, shift) for A in mats]
+    assert_allclose(cond, sigma[:, 0] / sigma[:, -1], rtol=1e-12, atol=0)
+    assert_allclose([min(cond), max(cond)], [120.0, 600.0], rtol=1e-12)
+
+
+def test_extreme_eigenvalues_are_bracketed():
+    """Each end of the spectrum of ``A^T A``: the Ritz value is below the largest eigenvalue
+    of ``s A^T A`` and within the tolerance of it, also where the smallest singular values
+    cross (the block's vectors then belong to the wrong ones until the shifted factor fails
+    and the shift widens)."""
+    mats, sigma = _crossing()
+    basis, shift = condition_state(10)
+    condition_number(mats[0], basis, shift)        # the dense start
+    for A, s in zip(mats[1:], sigma[1:]):
+        G = np.tril(A.T @ A)
+        ptr, col = _rows(A)
+        L, lptr, lrow = np.empty((10, 10)), np.zeros(11, dtype=np.int64), np.empty(100, dtype=np.int64)
+        top, ok, _ = _extreme(A, ptr, col, G, 1.0, basis[0], shift[0], 0.0, L, lptr, lrow)
+        assert ok and -1e-14 <= (s[0] ** 2 - top) / s[0] ** 2 <= CONDITION_TOL      # -: A to round-off
+        bottom, ok, _ = _extreme(A, ptr, col, G, -1.0, basis[1], shift[1], top, L, lptr, lrow)
+        assert ok and -1e-13 <= (-bottom - s[-1] ** 2) / s[-1] ** 2 <= 1e-10   # 512 eps cond^2 < 5e-8
+        assert_allclose(-bottom, s[-1] ** 2, rtol=1e-12)                # eps cond, not eps cond^2
+
+
+def test_condition_number_near_a_singularity_is_the_dense_eigensolves():
+    """Above a condition number of ~3e4 no bracket is narrower than the round-off of ``A^T A``:
+    the dense eigensolve (which resets the state), as for a singular matrix (inf)."""
+    mats, _ = _crossing(samples=3)
+    basis, shift = condition_state(10)
+    condition_number(mats[0], basis, shift)
+    U, _, Vt = np.linalg.svd(mats[1])
+    s = np.array([3.0, 2.0, 1.5, 1.2, 1.0, 0.5, 0.3, 0.2, 0.1, 3e-5])
+    A = U @ np.diag(s) @ Vt
+    assert_allclose(condition_number(A, basis, shift), 1e5, rtol=1e-5)   # eps cond^2 through A^T A
+    assert_allclose(shift, COLD_SHIFT, rtol=0)
+    A[:, 3] = 0.0
+    assert condition_number(A, basis, shift) == np.inf

@@ -12,8 +12,9 @@ independent constraints.  Planar loops modelled in 3D (redundant constraints) or
 actuation leave ``lam`` undetermined: this module then returns the **minimum-norm
 least-squares multipliers** (truncated SVD at the model's direct rank ``ranks[1]``),
 which give the correct actuator forces and joint reactions only up to the self-equilibrated
-part that rigid bodies cannot resolve.  A square, regular ``J_r`` is solved by LU (the same
-solution at a fifth of the SVD's cost; its singular values still give the condition number).
+part that rigid bodies cannot resolve.  A square, regular ``J_r`` is solved by its sparse LU
+(:func:`sim.linalg.sparse_lu`: the same solution at a small fraction of the SVD's cost), all
+instants in one compiled loop.
 
 * Actuator force (N m for an angle, N for a slide): ``tau = -lam_actuator``, the generalized
   force the drive applies along its joint coordinate ``s`` (``J_s^T tau`` in ``Q``).
@@ -30,16 +31,20 @@ solution at a fifth of the SVD's cost; its singular values still give the condit
 Every sample is one compiled evaluation (:class:`sim.model.evaluator.Evaluator`) of ``M``, ``Q``, the
 rows and the marker frames.
 
-The SVD also gives the condition number of ``[C_q; J_s]`` on the reference coordinates, the
-direct (actuators-locked) Jacobian: a parallel singularity shows as a condition number above
-``1 / SINGULAR_RATIO``.
+The condition number of ``[C_q; J_s]`` on the reference coordinates, the direct
+(actuators-locked) Jacobian, is ``sigma_1 / sigma_r`` at the direct rank ``r``: from the
+eigenvalues of ``J_r^T J_r``, for a square ``J_r`` its two extreme ones iterated from the
+previous instant's (:func:`sim.linalg.condition_number`, the same value to round-off).  A
+parallel singularity shows as a condition number above ``1 / SINGULAR_RATIO``.
 """
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+from numba import njit
 
-from sim.linalg import singular_values
+from sim.kernels.common import FLUSH_RTOL, flush
+from sim.linalg import condition_number, condition_state, lu_solve, singular_values, sparse_lu
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError
 from sim.model.evaluator import Evaluator
@@ -88,7 +93,7 @@ def joint_row_slices(model):
     return tuple(out)
 
 
-def multipliers(model, q, v, a, ev=None):
+def multipliers(model, q, v, a, ev=None, warm=None):
     """Minimum-norm least-squares multipliers of ``J_r^T lam = Q_r - M_rr a_r`` at one instant.
 
     Parameters
@@ -98,6 +103,10 @@ def multipliers(model, q, v, a, ev=None):
         Velocities and accelerations; only the reference components are used.
     ev : sim.model.evaluator.Evaluator, optional
         The model's compiled evaluator (one is built otherwise).
+    warm : tuple, optional
+        :func:`sim.linalg.condition_state` of ``J_r``'s columns, carried from one instant of
+        a motion to the next (updated in place): the condition number is then iterated from
+        the previous instant's.
 
     Returns
     -------
@@ -114,30 +123,50 @@ def multipliers(model, q, v, a, ev=None):
     E = ev.evaluate(q, v)
     J = np.vstack([E.J, E.J_s])
     rigid = model.v_rigid
-    lam, condition, residual = _solve(model, J[None][:, :, rigid], (E.Q - E.M @ a)[None, rigid])
+    lam, condition, residual = _solve(model, J[None][:, :, rigid], (E.Q - E.M @ a)[None, rigid], warm)
     return lam[0], J, float(condition[0]), float(residual[0])
 
 
-def _solve(model, Jr, rhs):
+def _solve(model, Jr, rhs, warm=None):
     """``J_r^T lam = rhs`` for a stack of instants: ``Jr`` (n, n_c, n_r) the rows on the
     reference coordinates, ``rhs`` (n, n_r) ``Q_r - M_rr a_r``.  Returns ``lam`` (n, n_c), the
-    condition numbers (n,) at the direct rank and the residual norms (n,)."""
+    condition numbers (n,) at the direct rank and the residual norms (n,).  ``warm``: the
+    state of :func:`sim.linalg.condition_number` carried along a motion (square ``J_r``)."""
     rank = model.ranks[1]
-    s = singular_values(Jr)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        condition = np.where(s[:, rank - 1] > 0, s[:, 0] / s[:, rank - 1], np.inf)
-    lam = np.empty(Jr.shape[:2])
-    # Square and regular: the one solution, by LU, all instants in one call.
-    lu = (condition < 1 / SINGULAR_RATIO) if Jr.shape[1] == Jr.shape[2] == rank else np.zeros(len(Jr), bool)
-    if lu.any():
-        lam[lu] = np.linalg.solve(np.swapaxes(Jr[lu], 1, 2), rhs[lu][..., None])[..., 0]
-    for k in np.flatnonzero(~lu):
+    if Jr.shape[1] == Jr.shape[2] == rank:
+        warm = condition_state(Jr.shape[2]) if warm is None else warm
+        lam, condition, regular = _square(Jr, rhs, *warm, 1 / SINGULAR_RATIO)
+    else:
+        s = singular_values(Jr)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            condition = np.where(s[:, rank - 1] > 0, s[:, 0] / s[:, rank - 1], np.inf)
+        lam, regular = np.empty(Jr.shape[:2]), np.zeros(len(Jr), bool)
+    for k in np.flatnonzero(~regular):
         # gesvd: the divide-and-conquer default (gesdd) is several times slower at these sizes.
         U, sk, Vt = scipy.linalg.svd(Jr[k], full_matrices=False, lapack_driver="gesvd")
         # J_r^T = V S U^T, so the minimum-norm solution is U S^-1 V^T rhs over the kept values.
         lam[k] = U[:, :rank] @ ((Vt[:rank] @ rhs[k]) / sk[:rank])
     residual = np.linalg.norm(np.einsum("kcr,kc->kr", Jr, lam) - rhs, axis=1)
     return lam, condition, residual
+
+
+@njit(cache=True, nogil=True)
+def _square(Jr, rhs, basis, shift, limit):
+    """:func:`_solve` where ``J_r`` is square: each instant's condition number
+    (:func:`sim.linalg.condition_number`, from the previous instant's) and, where below
+    ``limit``, the one solution by the sparse LU of ``J_r`` (:func:`sim.linalg.sparse_lu`).
+    Returns ``lam`` (n, n_c), the condition numbers (n,) and where ``lam`` was solved (n,)."""
+    n, m = Jr.shape[0], Jr.shape[1]
+    lam, condition, regular = np.empty((n, m)), np.empty(n), np.zeros(n, dtype=np.bool_)
+    for k in range(n):
+        A = Jr[k].copy()
+        flush(A, FLUSH_RTOL)
+        condition[k] = condition_number(A, basis, shift)
+        if condition[k] < limit:
+            F, regular[k] = sparse_lu(A)
+            if regular[k]:
+                lam[k] = lu_solve(F, rhs[k].reshape((m, 1)), True)[:, 0]
+    return lam, condition, regular
 
 
 def joint_wrenches(model, q, lam, frame="world", ev=None):
@@ -236,6 +265,7 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
     n_c, n_m = nj + len(model.actuators), len(model.markers)
     lam, wrench = np.empty((n, n_c)), np.empty((n, len(model.joints), 6))
     T, V, condition, residual = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    warm = condition_state(rigid.size)
     # One compiled evaluation per sample (M, Q, rows, marker frames), the solves and wrenches
     # of a chunk of samples in a few batched calls; chunks bound the memory.
     chunk = max(1, min(n, int(2e7 // max(1, n_c * rigid.size + 12 * n_m))))
@@ -253,7 +283,7 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
             gravity, elastic = ev.potential(q)
             T[k], V[k] = 0.5 * v @ E.M @ v, gravity + elastic
         sl = slice(ks.start, ks.stop)
-        lam[sl], condition[sl], residual[sl] = _solve(model, Jr, rhs)
+        lam[sl], condition[sl], residual[sl] = _solve(model, Jr, rhs, warm)
         wrench[sl] = _wrenches(model, motion.q[sl], lam[sl], Jr, p, A, frame, tables)
         if progress is not None:
             progress.update(len(ks))
@@ -278,8 +308,9 @@ def actuator_forces(model, motion):
     nj = model.rows["n_joint"]
     ev = Evaluator(model)
     tau = np.empty((motion.t.size, len(model.actuators)))
+    warm = condition_state(len(model.v_rigid))
     for k in range(motion.t.size):
-        lam, _, cond, _ = multipliers(model, motion.q[k], motion.v[k], motion.a[k], ev)
+        lam, _, cond, _ = multipliers(model, motion.q[k], motion.v[k], motion.a[k], ev, warm)
         check_regular(motion.t[k], cond)
         tau[k] = -lam[nj:]
     return tau
