@@ -68,6 +68,22 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+def stop_in(exc):
+    """The KeyboardInterrupt (a stop signal) ``exc`` is or was raised from, else None.
+
+    Python runs signal handlers wherever the main thread is, and a few places wrap what they
+    raise: in Python 3.11 a class body's ``__set_name__`` (met while a module is imported)
+    turns it into a RuntimeError.  Such a wrapper is still the user's stop.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # The stop signal being handled, in a program that called `install_stop_handlers` (the command
 # line): any further one ends the process at once.  Library use never fills it.

@@ -286,7 +286,6 @@ CONDITION_TOL_MAX = 1e-4   # wider brackets (condition numbers above ~3e4): the 
 CONDITION_MAX_ITER = 24    # factorisations per end before the dense eigensolve takes over
 CERTIFY_ROUNDOFF = 512     # Cholesky's backward error, in eps ||A^T A||: the narrowest bracket at the bottom
 
-
 COLD_SHIFT = 1e-3          # the relative shift to try first after a dense eigensolve
 
 

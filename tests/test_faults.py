@@ -118,6 +118,35 @@ def test_stop_signal_keeps_what_was_computed(tmp_path, sig, exit_code, moment):
         assert f"incomplete result in {out}" in err
 
 
+def test_stop_signal_wrapped_by_python_is_still_a_stop(monkeypatch, capsys):
+    """A stop signal that arrives in a class body's ``__set_name__`` (while a module is
+    imported) reaches the command line wrapped in a RuntimeError (Python 3.11): one line and
+    the signal's exit code all the same, no traceback.  Seen once under load: a SIGHUP while
+    ``sim.model.builder`` was being imported."""
+    import types
+    from sim.app import cli
+    from sim.errors import Interrupted
+
+    class Stop:
+        def __set_name__(self, owner, name):
+            raise Interrupted(signal.SIGHUP)
+
+    def command(args):
+        class Model:
+            field = Stop()
+
+    parser = types.SimpleNamespace(parse_args=lambda argv: types.SimpleNamespace(func=command))
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main([]) == 129
+    assert capsys.readouterr().err == "error: interrupted (SIGHUP)\n"
+
+    def bug(args):
+        raise RuntimeError("a bug")
+    parser.parse_args = lambda argv: types.SimpleNamespace(func=bug)
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main([])
+
+
 def test_second_interrupt_ends_at_once(tmp_path):
     process = start(tmp_path, LONG, "--out", tmp_path / "out.h5")
     time.sleep(3.0)

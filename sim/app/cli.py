@@ -15,7 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
-from sim.errors import STOP_SIGNALS, Interrupted, SimError, install_stop_handlers, one_line, restore_handlers
+from sim.errors import (STOP_SIGNALS, Interrupted, SimError, install_stop_handlers, one_line, restore_handlers,
+                        stop_in)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -443,6 +444,13 @@ def _main(argv):
                    else one_line(exc))
     except MemoryError:
         message = "out of memory (reduce the sizes the scenario or model asks for)"
+    except Exception as exc:
+        stop = stop_in(exc)
+        if stop is None:
+            raise
+        if hasattr(exc, "result_path"):
+            stop.result_path = exc.result_path
+        return _interrupted(stop)
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USER_ERROR
 

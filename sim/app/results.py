@@ -28,7 +28,7 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-from sim.errors import SimError, one_line, signals_deferred
+from sim.errors import SimError, one_line, signals_deferred, stop_in
 
 FORMAT_VERSION = 1
 STATUSES = ("complete", "incomplete")
@@ -547,7 +547,7 @@ class ResultFile:
                 writer.finish()
             self._publish(self.path, "complete", "")
             return False
-        message = "interrupted" if isinstance(exc, KeyboardInterrupt) else one_line(exc)
+        message = "interrupted" if stop_in(exc) is not None else one_line(exc)
         # A file without any dataset would hold nothing but the failure: write no file.
         if not any(len(writer._group) for writer in self.groups.values()):
             self._file.close()
