@@ -212,7 +212,10 @@ PARTITIONED_CASES = {
 @pytest.mark.parametrize("case", PARTITIONED_CASES)
 def test_partitioned_basis_gives_the_orthonormal_basis_modes(case, monkeypatch):
     """Frequencies to 1e-9 and the same modal subspaces as with an orthonormal basis of the
-    constraint null space (the eigenproblem's round-off floor is about 1e-10 here)."""
+    constraint null space (the eigenproblem's round-off floor is about 1e-10 here).  The
+    Surgiscope's springs (1e8 N/m joint translations on light bars) raise that floor: the same
+    geometry computed with other round-off (its leg directions as 90 + 120 k deg or as listed
+    angles) moves its frequencies by 9e-10, so it is held to 3e-9."""
     import sim.solvers.modal
     from sim.linalg import partitioned_null_space
     from sim.solvers.modal import PARTITION_RTOL, constraint_jacobian
@@ -226,7 +229,8 @@ def test_partitioned_basis_gives_the_orthonormal_basis_modes(case, monkeypatch):
     monkeypatch.setattr(sim.solvers.modal, "partitioned_null_space", lambda *args: None)
     ref = modes(model, q, 10)
     assert fast.rigid_count == ref.rigid_count
-    assert_allclose(fast.omega, ref.omega, rtol=1e-9, err_msg=f"{case}: frequencies, partitioned vs orthonormal")
+    assert_allclose(fast.omega, ref.omega, rtol=3e-9 if case == "delta_springs" else 1e-9,
+                    err_msg=f"{case}: frequencies, partitioned vs orthonormal")
     # Repeated roots have no unique shapes: per-mode quantities only for the isolated modes, and
     # the subspace of the lowest k modes with k at a frequency gap.
     gap = np.concatenate([[True], ref.omega[1:] / ref.omega[:-1] - 1 > 1e-4, [False]])   # the next root unknown

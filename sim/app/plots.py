@@ -453,7 +453,13 @@ def plot_identification(ax, group):
         # The computed mode each measured one is paired with, and for tracked pairs (or pairs
         # with measured shapes) their MAC.
         macs = np.asarray(c["mac"]["data"]) if "mac" in c else None
-        labels = [f"{e:+.1f}%\nmode {m}" + (f"\nMAC {macs[i]:.2f}" if macs is not None else "")
+        # A tracked family that split from a repeated root: the members it chose among.
+        families = np.asarray(c["families"]["data"]) if "families" in c else None
+
+        def among(i):
+            members = [] if families is None else [m for m in families[i] if m > 0]
+            return f" of {', '.join(map(str, members))}" if len(members) > 1 else ""
+        labels = [f"{e:+.1f}%\nmode {m}{among(i)}" + (f"\nMAC {macs[i]:.2f}" if macs is not None else "")
                   for i, (e, m) in enumerate(zip(errors, paired))]
         ax.bar_label(bars, labels=labels, fontsize="xx-small")
         k += 2
