@@ -10,7 +10,8 @@ Leg k (k = 1, 2, 3) in direction gamma_k about the vertical axis, base at z = 0,
                each, hinged at both ends about h_k = u_k x d_k (d_k: bar direction)
     lower bar  along u_k, centred at C_k = P + R_n e_k, 2 elements; joint 5 at C_k turns the
                platform about u_k
-    platform   rigid, 6.64 kg (paper §III-A), centre P = end effector (x, y, z)
+    platform   rigid, 6.64 kg (paper §III-A), centre P in the wrist joints' plane, ``wrist_height``
+               above the end effector E = (x, y, z)
 
 The legs follow the paper's geometric table (Table III(a)): the short bars of the
 parallelogram are two beams of length L_c each, so the parallelogram is 2 L_c = 0.25 m wide
@@ -43,17 +44,35 @@ be identified (``scenarios/delta_identify.toml``).
 Sections (*assumed*; the paper's Table III(b) names them S_b, S_p, S_c, S_r without values):
 arms aluminium tube 60 x 4 mm, parallelogram bars aluminium tube 25 x 2 mm, short bars steel
 tube 30 x 3 mm ("ac" = acier in Table III(b)).  Aluminium E = 70 GPa, G = 26.3 GPa,
-rho = 2700 kg/m^3; steel E = 210 GPa, G = 80.8 GPa, rho = 7850 kg/m^3.  Base radius R_b =
-0.30 m, platform radius R_n = 0.10 m and leg directions gamma_k = 90, 210, 330 deg (``leg_angle``) are
-*assumed* (Table III(a) gives them as symbols).  Platform inertia: *assumed* disk of radius
-0.15 m (``platform_disk_radius``; the paper's platform is a three-spoke beam star with the
-6.64 kg), optionally spread over a height (``platform_height``: a flat platform has half the
-inertia about a horizontal axis as about the vertical one, whatever its shape; what it carries
-adds to the horizontal axes only).  Joint masses are not modelled.  ``base_radius``,
-``platform_radius``, ``platform_disk_radius`` and ``platform_height`` set the ratio of the
-vertical to the horizontal frequencies and the place of the platform-rocking modes among the
-others, which no joint stiffness changes: they are model parameters so that they can be
-identified (``scenarios/delta_identify_both.toml``).
+rho = 2700 kg/m^3; steel E = 210 GPa, G = 80.8 GPa, rho = 7850 kg/m^3.  Joint masses are not
+modelled.
+
+Geometry and inertia: source and effect (the symbols of Table III(a) without values are
+*assumed*; the identified values are those of ``scenarios/delta_identify.toml``, configuration
+1 alone, and ``delta_identify_both.toml``, both configurations):
+
+    quantity                  default          source         identified (1 / both)   moves
+    L_b, L_c, L_p, M_n        0.75, 0.125,     paper §III-A   --                      --
+                              0.95 m, 6.64 kg
+    base_radius R_b           0.30 m           assumed        -- / 0.276 m            vertical vs horizontal
+    platform_radius R_n       0.10 m           assumed        0.151 / 0.182 m         vertical vs horizontal
+    platform_disk_radius      0.15 m           assumed        --                      rotation about z (Rz)
+    platform_height           0                assumed        0.33 / 0.54 m           platform rocking
+    leg_angle gamma_1         90 deg           assumed        -- / 101.5 deg          configuration 2 only
+    wrist_height              0                assumed        -- / 0.050 m            legs' angles, both
+
+The platform's inertia is that of its 6.64 kg spread over a cylinder (``platform_disk_radius``,
+``platform_height``).  The paper's platform is a three-spoke beam star; a flat platform of any
+shape has half its inertia about z about the horizontal axes, and with it the platform-rocking
+family lies above the rotation about z and the base-bearing tilt.  The measurements put it
+below them (measured mode 3 falls from 31.2 to 26.1 Hz between the configurations, as only
+the rocking family does): both fits find a height of 0.3-0.55 m, inertia about the horizontal
+axes from what the platform carries below or above its plane (the wrist and instrument of
+the Surgiscope).  R_b and R_n set the ratio of the vertical to the horizontal frequencies
+(1.29 measured; 1.15 with the assumed radii), which no joint stiffness changes.
+``leg_angle`` leaves the symmetric configuration 1 unchanged; ``wrist_height`` moves both
+configurations, differently (their legs stand at other angles).  All are model parameters so
+that they can be identified.
 
 Measured configurations (paper 004 §III-C): (0, 0, -1.1) m and (0.19, -0.33, -0.9) m.
 """
@@ -117,7 +136,7 @@ def leg_points(k, position, base_radius, platform_radius, leg_angle=np.pi / 2):
 def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bearing=2.0e5,
           k_knee_joint=5.0e4, k_parallelogram_joint=2.0e4, k_joint_translation=1.0e8,
           base_radius=0.30, platform_radius=0.10, platform_mass=PLATFORM_MASS, platform_disk_radius=PLATFORM_DISK_RADIUS,
-          platform_height=0.0, leg_angle=np.pi / 2, gravity=9.81):
+          platform_height=0.0, leg_angle=np.pi / 2, wrist_height=0.0, gravity=9.81):
     """Surgiscope model placed with its platform centre at ``(x, y, z)``.
 
     Parameters
@@ -161,6 +180,13 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
         its value modulo 120 deg matters, and configuration 2 lies (within 0.1 deg) on a
         vertical mirror plane of the leg set turned by -gamma: gamma and -gamma (30 and 90
         deg) give nearly the same frequencies.
+    wrist_height : float
+        Height of the wrist joints' plane (where the legs hold the platform, its centre P)
+        above the point E whose coordinates ``x, y, z`` are given [m] (assumed 0).  The
+        measured configurations are those of E, "the centre of the platform" (paper 004); the
+        joints' axes lie some distance above or below it on a real platform, and the frame
+        origin of the paper's coordinates need not be at the height of the arms' bearings.
+        Either offset moves the legs' angles at both configurations, differently.
     gravity : float
         Along -z [m/s^2].
     """
@@ -171,7 +197,8 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
     for name, value in stiffness.items():
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"`{name}` must be > 0, got {value!r}")
-    P = np.array([x, y, z], dtype=float)
+    E = np.array([x, y, z], dtype=float)
+    P = E + [0.0, 0.0, wrist_height]
     arm = tube(0.060, 0.004, ALUMINIUM)
     bar = tube(0.025, 0.002, ALUMINIUM)
     short = tube(0.030, 0.003, STEEL)
@@ -189,6 +216,8 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
 
     if not (np.isfinite(platform_disk_radius) and platform_disk_radius > 0):
         raise ValueError(f"`platform_disk_radius` must be > 0, got {platform_disk_radius!r}")
+    if not np.isfinite(wrist_height):
+        raise ValueError(f"`wrist_height` must be a number, got {wrist_height!r}")
     if not (np.isfinite(platform_height) and platform_height >= 0):
         raise ValueError(f"`platform_height` must be >= 0, got {platform_height!r}")
     r2, h2 = platform_disk_radius**2, platform_height**2
@@ -219,7 +248,7 @@ def build(x=0.0, y=0.0, z=-1.1, joints="compliant", k_actuator=2.0e4, k_arm_bear
         joint(f"wrist_{s}", f"lower_{s}", "platform", C, along_u, k_knee_joint)
         if joints == "rigid":
             b.add_actuator(f"q{s}", base, stiffness=k_actuator)
-    b.add_marker("E", "platform", P)
+    b.add_marker("E", "platform", E)
     b.set_end_effector("E", ("x", "y", "z"))
     b.notes = ("paper 004 (Rognant et al.) §III; joints as lumped springs (penalty, §II-D); "
                "sections, radii and stiffnesses assumed (see model docstring)")

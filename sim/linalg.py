@@ -58,8 +58,13 @@ def null_space(A, rcond):
 
 
 def normal_solver(A, rank, condition=True):
-    """Minimum-norm least-squares solver of ``A x = b`` at a known rank
-    (:func:`min_norm_factors`, :func:`min_norm_solve`, as the compiled loops use them).
+    """Minimum-norm least-squares solver of ``A x = b`` at a known rank, from ``A^T A``.
+
+    At full column rank a Cholesky factor of ``A^T A`` solves (its eigenvalues, without
+    vectors, give the condition number); below it, or where the factorisation fails, the
+    eigenpairs of ``A^T A`` give the minimum-norm solution.  Either way a fraction of an SVD's
+    cost on the tall Jacobians of the rigid robot, and accurate while the condition number is
+    well below ``1 / sqrt(eps)``: the callers refuse configurations beyond ``1e5``.
 
     Parameters
     ----------
@@ -77,57 +82,20 @@ def normal_solver(A, rank, condition=True):
     cond : float
         ``sigma_1 / sigma_rank`` (inf when singular), or NaN.
     """
-    A = np.ascontiguousarray(A, dtype=float)
-    F, ok, V, lam = min_norm_factors(A, rank)
-    if not ok:      # singular LU at full rank: the eigenpairs, whose condition says so
-        F, ok, V, lam = min_norm_factors(A, rank, True)
-    cond = np.nan
-    if lam.size:
-        cond = np.sqrt(lam[0] / lam[-1]) if lam[-1] > 0 else np.inf
-    elif condition:
-        ev = np.linalg.eigvalsh(A.T @ A)
-        cond = np.sqrt(ev[-1] / ev[0]) if ev[0] > 0 else np.inf
-    return (lambda b: min_norm_solve(F, V, lam, A, np.ascontiguousarray(b, dtype=float))), cond
-
-
-@njit(cache=True)
-def _lu(A):
-    """Sparse LU factors (:func:`sparse_lu`) of ``A`` (m, n) if square, else of ``A^T A``:
-    ``(factors, ok)``, ok False where singular."""
-    return sparse_lu(A if A.shape[0] == A.shape[1] else A.T @ A)
-
-
-@njit(cache=True)
-def min_norm_factors(A, rank, eigen=False):
-    """Factors of ``A`` (m, n; flushed) for :func:`min_norm_solve` at the expected ``rank``:
-    ``(F, ok, V, lam)``.
-
-    At full column rank the sparse LU (:func:`sparse_lu`, which skips the zeros of joint
-    rows) of ``A`` if square, else of ``A^T A`` (``V``, ``lam`` empty; ``ok`` False where
-    singular).  Below it (redundant constraints, free motions), or with ``eigen``, the
-    ``rank`` leading eigenpairs ``V`` (n, rank), ``lam`` (rank,) of ``A^T A`` for the
-    minimum-norm solution (``ok`` False where the last is not positive).  Through ``A^T A``:
-    accurate while the condition number is well below ``1 / sqrt(eps)``; the callers refuse
-    configurations beyond ``1e5``."""
-    if rank == A.shape[1] and not eigen:
-        F, ok = _lu(A)
-        return F, ok, np.zeros((A.shape[1], 0)), np.zeros(0)
-    F, _ = _lu(np.eye(1))
-    lam, V = np.linalg.eigh(A.T @ A)
-    lam = lam[::-1][:rank].copy()
-    V = V[:, ::-1][:, :rank].copy()
-    return F, lam[-1] > 0, V, lam
-
-
-@njit(cache=True)
-def min_norm_solve(F, V, lam, A, b):
-    """Least-squares (minimum-norm below full rank) solution (n,) of ``A x = b`` (m,) from
-    :func:`min_norm_factors`' factors (exact for a square regular ``A``)."""
-    if lam.size:
-        return V @ ((V.T @ (A.T @ b)) / lam)
-    if A.shape[0] == A.shape[1]:
-        return lu_solve(F, b.reshape((b.size, 1)))[:, 0]
-    return lu_solve(F, (A.T @ b).reshape((A.shape[1], 1)))[:, 0]
+    G = A.T @ A
+    if rank == A.shape[1]:
+        # LAPACK directly: these solves are small and many, the wrappers' checks cost as much.
+        U, info = scipy.linalg.lapack.dpotrf(G)
+        if info == 0:
+            cond = np.nan
+            if condition:
+                lam = np.linalg.eigvalsh(G)
+                cond = np.sqrt(lam[-1] / lam[0]) if lam[0] > 0 else np.inf
+            return (lambda b: scipy.linalg.lapack.dpotrs(U, A.T @ b)[0]), cond
+    lam, V = np.linalg.eigh(G)
+    lam, V = lam[::-1][:rank], V[:, ::-1][:, :rank]
+    cond = np.sqrt(lam[0] / lam[-1]) if lam[-1] > 0 else np.inf
+    return (lambda b: V @ ((V.T @ (A.T @ b)) / lam)), cond
 
 
 def singular_values(A):

@@ -147,6 +147,28 @@ def test_stop_signal_wrapped_by_python_is_still_a_stop(monkeypatch, capsys):
         cli.main([])
 
 
+def test_compilations_hold_the_stop_signals():
+    """With the command line's handlers installed, a stop signal that arrives while numba
+    compiles (here: inside its compile event) is held until the compilation ends, then raised
+    as the stop it is -- not inside llvmlite's callbacks, where it would be lost and the run
+    would go on to its end (seen as a cold-cache test run that ignored its SIGTERM)."""
+    import sim.kernels  # noqa: F401  (registers the compile listener)
+    from numba.core import event
+    from sim.errors import Interrupted, install_stop_handlers, restore_handlers
+
+    previous = install_stop_handlers()
+    try:
+        finished = []
+        with pytest.raises(Interrupted) as info:
+            with event.trigger_event("numba:compile"):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)           # a handled signal would have raised by now
+                finished.append(True)
+        assert finished == [True] and info.value.signum == signal.SIGTERM
+    finally:
+        restore_handlers(previous)
+
+
 def test_second_interrupt_ends_at_once(tmp_path):
     process = start(tmp_path, LONG, "--out", tmp_path / "out.h5")
     time.sleep(3.0)

@@ -291,6 +291,30 @@ def test_platform_height_adds_inertia_about_the_horizontal_axes_only():
                                rtol=1e-12, atol=1e-15)
 
 
+def test_surgiscope_leg_directions_and_wrist_height():
+    """``leg_angle`` turns the legs about z: the symmetric configuration 1 keeps its
+    frequencies (to round-off; 30 deg turns the leg set by a quarter of its period), and
+    configuration 2, within 0.1 deg of a vertical mirror plane of the leg set turned by -gamma,
+    has nearly the same ones at 30 and 90 deg and other ones at 60 deg.  ``wrist_height`` h
+    lifts the legs' platform joints above E: the robot with E at z - h and h is the robot with
+    E at z and none, its marker E h lower."""
+    import sim
+    path = ROOT / "models/delta_surgiscope.py"
+
+    def f(count=8, **parameters):
+        return sim.modes(path, count=count, parameters=parameters).frequencies
+    c2 = dict(x=0.19, y=-0.33, z=-0.9)
+    np.testing.assert_allclose(f(leg_angle=np.radians(30)), f(), rtol=1e-8)
+    np.testing.assert_allclose(f(**c2, leg_angle=np.radians(30)), f(**c2), rtol=2e-3)
+    assert np.abs(f(**c2, leg_angle=np.radians(60)) / f(**c2) - 1).max() > 0.02
+    np.testing.assert_allclose(f(z=-1.15, wrist_height=0.05), f(z=-1.1), rtol=1e-8)
+    for z, h in ((-1.15, 0.05), (-1.1, 0.0)):
+        model = sim.load_model(path, z=z, wrist_height=h)
+        marker = {m.name: m for m in model.markers}["E"]
+        assert model.body_names[marker.body] == "platform"
+        np.testing.assert_allclose(marker.p_BM_B, [0.0, 0.0, -h], atol=1e-15)
+
+
 def test_what_the_test_sees_and_near_repeated_modes():
     """A 13 x 10 mm cantilever hit along z at its tip, measured along z there: the z-bending
     modes (1, 3) are fully excited and seen, the y-bending ones (2, 4) not at all (exactly

@@ -42,3 +42,37 @@ def _tolerant_cache_index():
 
 
 _tolerant_cache_index()
+
+
+def _compiles_hold_signals():
+    """Hold the stop signals back while numba compiles or loads any kernel in the main thread,
+    wherever it is called from (:func:`sim.errors.signals_deferred`: a signal handled inside
+    llvmlite's callbacks is lost, leaves numba broken, and an interrupted run would go on to
+    its end).  The signal is raised when the outermost compilation ends."""
+    import threading
+
+    from numba.core import event
+
+    from sim.errors import signals_deferred
+
+    class Hold(event.Listener):
+        def __init__(self):
+            self.local = threading.local()      # nested compilations, per thread
+
+        def on_start(self, event):
+            context = None
+            if threading.current_thread() is threading.main_thread():
+                context = signals_deferred()
+                context.__enter__()
+            self.local.__dict__.setdefault("open", []).append(context)
+
+        def on_end(self, event):
+            opened = self.local.__dict__.get("open")
+            context = opened.pop() if opened else None
+            if context is not None:
+                context.__exit__(None, None, None)     # raises the held signal, if any
+
+    event.register("numba:compile", Hold())
+
+
+_compiles_hold_signals()

@@ -31,8 +31,7 @@ from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
-from sim.linalg import (condition_number, condition_state, flush, lu_solve, min_norm_factors, min_norm_solve,
-                        normal_solver)
+from sim.linalg import condition_number, condition_state, flush, lu_solve, normal_solver, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
@@ -61,13 +60,52 @@ class RigidMotion:
 
 
 @njit(cache=True)
+def _factor(A):
+    """Sparse LU factors (:func:`sim.linalg.sparse_lu`) of ``A`` (m, n) if square, else of
+    ``A^T A``: ``(factors, ok)``, ok False where singular."""
+    return sparse_lu(A if A.shape[0] == A.shape[1] else A.T @ A)
+
+
+@njit(cache=True)
+def _prepare(A, rank):
+    """Factors for :func:`_solve` of ``A x = b`` at the expected ``rank``: ``(F, ok, V, lam)``.
+    At full column rank the LU factors of :func:`_factor` (``V``, ``lam`` empty); below it
+    (redundant constraints, free motions) the ``rank`` leading eigenpairs of ``A^T A`` for
+    the minimum-norm solution, as :func:`sim.linalg.normal_solver`."""
+    if rank == A.shape[1]:
+        F, ok = _factor(A)
+        return F, ok, np.zeros((A.shape[1], 0)), np.zeros(0)
+    F, _ = _factor(np.eye(1))
+    lam, V = np.linalg.eigh(A.T @ A)
+    lam = lam[::-1][:rank].copy()
+    V = V[:, ::-1][:, :rank].copy()
+    return F, lam[-1] > 0, V, lam
+
+
+@njit(cache=True)
+def _solve(F, V, lam, A, b):
+    """Least-squares (minimum-norm below full rank) solution of ``A x = b``; :func:`_prepare`."""
+    if lam.size:
+        return V @ ((V.T @ (A.T @ b)) / lam)
+    return _lsq(F, A, b)
+
+
+@njit(cache=True)
+def _lsq(F, A, b):
+    """Least-squares solution (n,) of ``A x = b`` (exact for a square ``A``) from
+    :func:`_factor`'s factors ``F``."""
+    if A.shape[0] == A.shape[1]:
+        return lu_solve(F, b.reshape((b.size, 1)))[:, 0]
+    return lu_solve(F, (A.T @ b).reshape((A.shape[1], 1)))[:, 0]
+
+
+@njit(cache=True)
 def _condition_estimate(F, A, u):
     """Estimated condition number ``sqrt(lambda_max / lambda_min)`` of ``A`` (``lambda`` those
-    of ``A^T A``) from the factors ``F``: three power steps on ``A^T A`` and three
+    of ``A^T A``) from :func:`_factor`'s factors ``F``: three power steps on ``A^T A`` and three
     inverse-iteration steps from the unit vectors ``u`` (2, n) of the previous sample (updated
     in place).  Lower bounds of the extremes, so an underestimate: the caller adds a margin
-    and checks exactly above it.  ``F``: :func:`sim.linalg.min_norm_factors`' LU factors
-    (of ``A`` if square, else of ``A^T A``)."""
+    and checks exactly above it."""
     square = A.shape[0] == A.shape[1]
     x = u[0].copy()
     hi = 0.0
@@ -172,10 +210,10 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
                 break
             if it == CORRECTOR_MAX_ITER:
                 break
-            F, fine, V, lam = min_norm_factors(A, rank)
+            F, fine, V, lam = _prepare(A, rank)
             if not fine:
                 break
-            step = min_norm_solve(F, V, lam, A, res)
+            step = _solve(F, V, lam, A, res)
             dv[:] = 0.0
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
@@ -189,7 +227,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
             norm = norm_new
         if not ok:
             return k
-        F, fine, V, lam = min_norm_factors(A, rank)
+        F, fine, V, lam = _prepare(A, rank)
         if not fine:
             return k
         if lam.size:     # below full rank: the eigenvalues are at hand
@@ -207,7 +245,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
                 return k
         rhs = np.zeros(nj + d)
         rhs[nj:] = XD[k]
-        x = min_norm_solve(F, V, lam, A, rhs)
+        x = _solve(F, V, lam, A, rhs)
         v1 = np.zeros(n_v)
         for i in range(n_r):
             v1[rigid[i]] = x[i]
@@ -218,7 +256,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
         rhs[:nj] = gamma[:nj]
         for r in range(d):
             rhs[nj + r] = XDD[k, r] - xq[r]
-        x = min_norm_solve(F, V, lam, A, rhs)
+        x = _solve(F, V, lam, A, rhs)
         a1 = np.zeros(n_v)
         for i in range(n_r):
             a1[rigid[i]] = x[i]
