@@ -149,7 +149,7 @@ def test_stop_signal_wrapped_by_python_is_still_a_stop(monkeypatch, capsys):
 
 def test_compilations_hold_the_stop_signals():
     """With the command line's handlers installed, a stop signal that arrives while numba
-    compiles (here: inside its compile event) is held until the compilation ends, then raised
+    compiles (here: inside its compile events) is held until the outermost ends, then raised
     as the stop it is -- not inside llvmlite's callbacks, where it would be lost and the run
     would go on to its end (seen as a cold-cache test run that ignored its SIGTERM)."""
     import sim.kernels  # noqa: F401  (registers the compile listener)
@@ -161,10 +161,12 @@ def test_compilations_hold_the_stop_signals():
         finished = []
         with pytest.raises(Interrupted) as info:
             with event.trigger_event("numba:compile"):
-                os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(0.05)           # a handled signal would have raised by now
-                finished.append(True)
-        assert finished == [True] and info.value.signum == signal.SIGTERM
+                with event.trigger_event("numba:compile"):      # a callee compiled on the way
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(0.05)       # a handled signal would have raised by now
+                    finished.append("inner")
+                finished.append("outer")   # held until the outermost compilation ends
+        assert finished == ["inner", "outer"] and info.value.signum == signal.SIGTERM
     finally:
         restore_handlers(previous)
 

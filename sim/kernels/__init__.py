@@ -60,11 +60,12 @@ def _compiles_hold_signals():
             self.local = threading.local()      # nested compilations, per thread
 
         def on_start(self, event):
+            opened = self.local.__dict__.setdefault("open", [])
             context = None
-            if threading.current_thread() is threading.main_thread():
-                context = signals_deferred()
+            if not opened and threading.current_thread() is threading.main_thread():
+                context = signals_deferred()      # the outermost compilation only
                 context.__enter__()
-            self.local.__dict__.setdefault("open", []).append(context)
+            opened.append(context)
 
         def on_end(self, event):
             opened = self.local.__dict__.get("open")
