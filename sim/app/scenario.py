@@ -49,8 +49,8 @@ ANALYSIS_TABLES = ("modes", "inverse_dynamics", "frequencies", "ked", "transient
 # Name of the schema entry that stands for keys chosen by the file (the `[sweep]` grid axes).
 AXIS_KEY = "<axis>"
 
-# Schema entries that stand for numbered tables (`configuration_2`, `configuration_3`, ...):
-# the placeholder and the pattern of the keys it stands for.
+# Schema entries that stand for numbered tables (`configuration_2`, `configuration_3`, ...),
+# each with the pattern of the table names it validates; group 1 is the number.
 NUMBERED = {"configuration_<n>": re.compile(r"configuration_([2-9]|[1-9][0-9]+)")}
 
 # Analyses that follow the rigid trajectory and therefore need a [trajectory] table.
@@ -666,12 +666,8 @@ def _axis_keys(raw, schema):
 
 def _numbered_keys(raw, schema):
     """For each `NUMBERED` entry of `schema`, the keys of `raw` it stands for, by number."""
-    out = {}
-    for key, pattern in NUMBERED.items():
-        if key in schema:
-            names = [k for k in raw if pattern.fullmatch(k)]
-            out[key] = sorted(names, key=lambda k: int(pattern.fullmatch(k).group(1)))
-    return out
+    return {key: sorted((k for k in raw if pattern.fullmatch(k)), key=lambda k: int(pattern.fullmatch(k)[1]))
+            for key, pattern in NUMBERED.items() if key in schema}
 
 
 def _check_sweep(raw, origin):

@@ -59,16 +59,20 @@ def _compiles_hold_signals():
         def __init__(self):
             self.local = threading.local()      # nested compilations, per thread
 
+        def _opened(self):
+            if not hasattr(self.local, "open"):
+                self.local.open = []
+            return self.local.open
+
         def on_start(self, event):
-            opened = self.local.__dict__.setdefault("open", [])
-            context = None
+            opened, context = self._opened(), None
             if not opened and threading.current_thread() is threading.main_thread():
                 context = signals_deferred()      # the outermost compilation only
                 context.__enter__()
             opened.append(context)
 
         def on_end(self, event):
-            opened = self.local.__dict__.get("open")
+            opened = self._opened()
             context = opened.pop() if opened else None
             if context is not None:
                 context.__exit__(None, None, None)     # raises the held signal, if any
