@@ -3,6 +3,7 @@ timed, per function (and how many signatures) excluding the compilations nested 
 
 Run from an empty kernel cache, for example:
 ``NUMBA_CACHE_DIR=$(mktemp -d) python benchmarks/compile_times.py scenarios/rrru3_circle.toml``
+(``--signatures``: also list the signatures of the kernels compiled more than once).
 """
 import collections
 import sys
@@ -15,6 +16,7 @@ _compile = dispatcher.Dispatcher.compile
 _stack = []
 TIMES = collections.defaultdict(float)
 COUNTS = collections.Counter()
+SIGNATURES = collections.defaultdict(list)
 
 
 def _timed(self, sig):
@@ -28,6 +30,7 @@ def _timed(self, sig):
         name = f"{self.py_func.__module__}.{self.py_func.__name__}"
         TIMES[name] += elapsed - nested
         COUNTS[name] += 1
+        SIGNATURES[name].append(sig)
         if _stack:
             _stack[-1] += elapsed
 
@@ -40,7 +43,14 @@ def main(scenario):
     print(f"sim run exit {code}; total compilation {sum(TIMES.values()):.1f} s")
     for name, seconds in sorted(TIMES.items(), key=lambda item: -item[1])[:30]:
         print(f"{seconds:7.2f} s  {COUNTS[name]:3d}x  {name}")
+    if "--signatures" in sys.argv:
+        for name, sigs in SIGNATURES.items():
+            if len(sigs) > 1 and name.startswith("sim."):
+                print(name)
+                for sig in sigs:
+                    print("    ", sig)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "scenarios/navaro_modes.toml")
+    paths = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
+    main(paths[0] if paths else "scenarios/navaro_modes.toml")

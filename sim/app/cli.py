@@ -8,6 +8,7 @@ once.  Engine modules are imported by the commands that need them, so ``sim --he
 """
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -394,6 +395,10 @@ def console():
     code = _main(None)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    # The interpreter's final collection would walk every object numba's compiler and scipy
+    # have built, about a third of a plain `sim modes`: the process is ending, so nothing
+    # tracked so far needs collecting.  Reference counting still frees them, and atexit runs.
+    gc.freeze()
     return code
 
 
