@@ -207,6 +207,13 @@ def _distinct(f, rtol=MERGE_RTOL):
     return np.array(keep, dtype=int)
 
 
+def _repeated(f, rtol=MERGE_RTOL):
+    """The groups of repeated frequencies of ascending ``f`` (index arrays), keyed by their
+    first member (the one :func:`_distinct` keeps)."""
+    first = _distinct(f, rtol)
+    return {int(a): np.arange(a, b) for a, b in zip(first, np.append(first[1:], f.size))}
+
+
 class Problem:
     """Computes paired frequencies of the configurations for given parameter values.
 
@@ -308,8 +315,8 @@ class Problem:
         if start.size < k:
             raise SimError(f"identification {c.name}: {ref.name} has fewer modes than {c.name} measures ({k})")
         # The members of each measured mode's (repeated) root; ``owner``: whose each track is.
-        groups = [np.flatnonzero(np.abs(f_ref - f_ref[i]) <= MERGE_RTOL * f_ref[i]) if ref.merge_repeated
-                  else np.array([i]) for i in start]
+        roots = _repeated(f_ref) if ref.merge_repeated else {}
+        groups = [roots.get(int(i), np.array([i])) for i in start]
         columns = np.concatenate(groups)
         owner = np.repeat(np.arange(k), [g.size for g in groups])
         worst = np.ones(columns.size)
