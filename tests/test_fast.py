@@ -66,6 +66,29 @@ def test_mass_and_forces_match_oracle(states):
         assert_allclose(mass_matrix(model, q), M_ref, rtol=1e-12, atol=1e-12 * np.abs(M_ref).max())
 
 
+def test_forces_at_rest_match_oracle(states):
+    """The evaluation's forces at rest ``Q0`` (same pass as ``Q`` at ``v``) against the numpy
+    statements at ``v = 0``: gravity, elastic, stiffening, springs and compliant actuators
+    without their damping; ``Q`` at ``v`` unchanged by asking for them."""
+    name, model, out = states
+    ev = Evaluator(model)
+    for q, v, s, _ in out:
+        Q0_ref = oracles.mass_and_forces(model, q, np.zeros(model.n_v), targets=s)[1]
+        E = ev.evaluate(q, v, targets=s, rest=True)
+        assert_allclose(E.Q0, Q0_ref, rtol=1e-10, atol=1e-10 * np.abs(Q0_ref).max(), err_msg=f"{name}: Q0")
+        assert_allclose(E.Q, ev.evaluate(q, v, targets=s).Q, rtol=1e-14, err_msg=f"{name}: Q")   # sums regrouped
+        assert np.abs(E.Q - E.Q0).max() > 1e-3, name    # the velocity terms are there [N, N m]
+
+
+def test_mass_products_match_oracle(states):
+    """``M(q_k) X_k`` of the evaluator's compiled pass (body by body) on every state at once."""
+    name, model, out = states
+    qs = np.array([q for q, *_ in out])
+    X = np.random.default_rng(3).standard_normal((len(out), model.n_v, 3))
+    ref = np.array([oracles.mass_and_forces(model, q, np.zeros(model.n_v))[0] for q in qs]) @ X
+    assert_allclose(Evaluator(model).mass_products(qs, X), ref, rtol=0, atol=1e-12 * np.abs(ref).max(), err_msg=name)
+
+
 def test_stiffness_and_damping_match_oracle(states):
     """The linearised stiffness (bodies, stiffening tangent, springs, locked compliant
     actuators) and damping (springs, compliant actuators) against the numpy statements."""

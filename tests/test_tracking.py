@@ -23,6 +23,12 @@ def test_tracking_follows_a_crossing():
         freqs.append(f[o])
         masses.append(M)
     order, macs = track_modes(shapes, masses)
+    # The same from the weighted shapes M_i Phi_{i-1}, M_i Phi_i instead of the masses.
+    Phi = np.array(shapes)
+    weighted = (np.array(masses)[1:] @ Phi[:-1], np.array(masses)[1:] @ Phi[1:])
+    order_w, macs_w = track_modes(shapes, weighted=weighted)
+    assert np.array_equal(order_w, order)
+    np.testing.assert_allclose(macs_w, macs, rtol=1e-14, atol=1e-15)
     tracked = np.take_along_axis(np.array(freqs), order, axis=1)
     assert np.allclose(tracked[:, 0], 10 + 10 * s_values)
     assert np.allclose(tracked[:, 1], 15.0)

@@ -16,13 +16,17 @@ EXTRA_MODES = 2   # modes computed beyond `count`, so that crossings at the top 
 
 
 def prepare(model, scenario):
-    """Load the compiled kernels (rigid motion and KED's frame loop) and the mode pairing's
+    """Load the compiled kernels (rigid motion, KED's frame loop, the mass products) and the mode pairing's
     modules (scipy.optimize: 0.2 s); see :mod:`sim.analyses`."""
     import importlib
 
     importlib.import_module("sim.solvers.tracking")
+    from sim.errors import signals_deferred
+    from sim.model.evaluator import Evaluator
     from sim.solvers.ked import load_kernels
     load_kernels(model, scenario.data["frequencies"]["count"] + EXTRA_MODES)
+    with signals_deferred():
+        Evaluator(model).mass_products(model.q_home[None], np.zeros((1, model.n_v, 1)))
 
 
 @register("frequencies", prepare=prepare)
@@ -35,7 +39,7 @@ def run(model, scenario, group, progress):
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import frames_along, has_free_motions
+    from sim.solvers.ked import has_free_motions, motion_and_frames
     from sim.solvers.modal import locked_jacobian, modes
     from sim.solvers.motion import rigid_motion
     from sim.solvers.tracking import track_modes
@@ -45,24 +49,25 @@ def run(model, scenario, group, progress):
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     m, k = table["samples"], table["count"]
     time = np.linspace(0.0, trajectory.duration, m)
-    with progress(m, "frequencies: rigid motion") as bar:
-        motion = rigid_motion(model, trajectory, time, progress=bar, condition=False)
     ev = Evaluator(model)
-    rest = np.zeros(model.n_v)
-    E = ev.evaluate(motion.q[0], rest)
-    first = modes(model, motion.q[0], k + EXTRA_MODES, M=E.M, free=has_free_motions(model, motion.q[0], ev),
-                  energies=False, J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
+    q0 = rigid_motion(model, trajectory, time[:1], condition=False).q[0]     # how many modes there are
+    E = ev.evaluate(q0, np.zeros(model.n_v))
+    first = modes(model, q0, k + EXTRA_MODES, M=E.M, free=has_free_motions(model, q0, ev), energies=False,
+                  J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
     available = first.omega.size
     if available < k:
         raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
                        f"of `{model.name}`")
-    # The frozen structures of KED (actuators locked), through its compiled frame loop.
-    with progress(m, "frequencies: modes") as bar:
-        frames = frames_along(model, motion, min(k + EXTRA_MODES, available), progress=bar)
+    # The frozen structures of KED (actuators locked), through its compiled frame loop, the
+    # frames of the first instants computed (in another thread) while the motion goes on.
+    with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:
+        motion, frames = motion_and_frames(model, trajectory, time, min(k + EXTRA_MODES, available),
+                                           progress_motion=bar_motion, progress_frames=bar_modes)
     omegas = frames.omega
-    shapes = list(frames.shapes)
-    masses = ev.masses(motion.q)
-    order, macs = track_modes(shapes, masses)
+    # The MAC in the metric of the later instant: M Phi of its own shapes comes with the
+    # frames, of the earlier instant's shapes from one compiled pass.
+    order, macs = track_modes(frames.shapes, weighted=(ev.mass_products(motion.q[1:], frames.shapes[:-1]),
+                                                       frames.mass_shapes[1:]))
     tracked = np.take_along_axis(omegas, order, axis=1)[:, :k] / (2 * np.pi)
     group.put("frequency_time", time, "s", "sampling instants")
     group.put("frequencies", tracked, "Hz", "elastic frequencies, column j = tracked mode j (identity kept by MAC)")

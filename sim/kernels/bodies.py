@@ -16,16 +16,20 @@ from sim.kernels.frames import quat_R_into
 
 
 @njit(cache=True)
-def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, M, Q, G, with_G):
+def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, M, Q, Q0, G,
+                with_G):
     """Write the mass blocks and forces of one body group into M (n_v, n_v) and Q (n_v,).
 
     Same formulas as :func:`sim.model.dynamics.mass_and_forces`; scalar loops and scratch arrays
     allocated once per call (3-vectors: temporaries would cost more than the arithmetic).
+    ``Q0`` (n_v,; size 0: not wanted): also the forces at rest, ``Q(q, 0)`` (gravity and the
+    elastic forces: the velocity-free part of ``Q``, written before the velocity terms).
     With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
     velocity-quadratic forces (each body's block; see :func:`group_velocity`).
     """
     g_count = q_start.size
     n = Mff.shape[1]
+    rest = Q0.size > 0
     R = np.empty((3, 3))
     z = np.empty(n + 1)
     zd = np.empty(n + 1)
@@ -109,12 +113,19 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
         c0 = w1 * (x2 + 2 * sd[2]) - w2 * (x1 + 2 * sd[1])
         c1 = w2 * (x0 + 2 * sd[0]) - w0 * (x2 + 2 * sd[2])
         c2 = w0 * (x1 + 2 * sd[1]) - w1 * (x0 + 2 * sd[0])
-        for i in range(3):
-            Q[vs + i] = m_b * gravity[i] - (R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2)
         # s x g_B - w x (I w) [- w x (G q_f_dot) - 2 (w tr P - P^T w)]
-        Q[vs + 3] = s[1] * gB[2] - s[2] * gB[1] - (w1 * Iw[2] - w2 * Iw[1])
-        Q[vs + 4] = s[2] * gB[0] - s[0] * gB[2] - (w2 * Iw[0] - w0 * Iw[2])
-        Q[vs + 5] = s[0] * gB[1] - s[1] * gB[0] - (w0 * Iw[1] - w1 * Iw[0])
+        for i in range(3):
+            Q[vs + i] = m_b * gravity[i]
+        Q[vs + 3] = s[1] * gB[2] - s[2] * gB[1]
+        Q[vs + 4] = s[2] * gB[0] - s[0] * gB[2]
+        Q[vs + 5] = s[0] * gB[1] - s[1] * gB[0]
+        if rest:
+            Q0[vs:vs + 6] = Q[vs:vs + 6]
+        for i in range(3):
+            Q[vs + i] -= R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2
+        Q[vs + 3] -= w1 * Iw[2] - w2 * Iw[1]
+        Q[vs + 4] -= w2 * Iw[0] - w0 * Iw[2]
+        Q[vs + 5] -= w0 * Iw[1] - w1 * Iw[0]
         for i in range(3):
             acc = 0.0
             for f in range(n):
@@ -153,6 +164,8 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
             acc = S0 * gB[0] + S1 * gB[1] + S2 * gB[2]
             for e in range(n):
                 acc -= Kff[b, f, e] * z[e + 1]
+            if rest:
+                Q0[vs + 6 + f] = acc
             a = f + 1
             # W W = w w^T - |w|^2 I
             ww = w0 * w0 + w1 * w1 + w2 * w2

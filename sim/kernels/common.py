@@ -1,5 +1,5 @@
 """Small helpers of the compiled kernels: records by reference, run-time flags, 3-vector dot,
-flushing round-off.
+flushing round-off, block-diagonal products.
 
 Round-off leaves entries of order 1e-40 .. 1e-80 where the exact value is zero; their products
 in BLAS underflow to subnormal numbers, which x86 processes about 100x slower: :func:`flush`
@@ -83,3 +83,15 @@ def flush(A, rtol):
     for i in range(flat.size):
         if abs(flat[i]) < rtol * top:
             flat[i] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def block_product(A, bounds, B):
+    """``A B`` (n, m) with ``A`` (n, n) block diagonal over the ranges ``bounds[i]:bounds[i + 1]``
+    covering ``0:n``: the bodies' mass (their kinetic energies do not couple) or the inverse
+    of the flexible bodies' stiffness."""
+    Y = np.empty_like(B)
+    for i in range(bounds.size - 1):
+        a, b = bounds[i], bounds[i + 1]
+        Y[a:b] = np.ascontiguousarray(A[a:b, a:b]) @ np.ascontiguousarray(B[a:b])
+    return Y

@@ -17,7 +17,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from sim.kernels.bodies import group_terms
-from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
+from sim.kernels.common import FLUSH_RTOL, block_product, flush as flush_roundoff, runtime
 from sim.kernels.frames import quat_R_into
 from sim.kernels.markers import markers
 from sim.kernels.rows import rows
@@ -127,13 +127,14 @@ def work(t):
 
 
 @njit(cache=True, nogil=True)
-def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush, bodies):
+def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush, bodies):
     """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables` by reference
     (:func:`~sim.kernels.common.by_reference`).
 
     ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
     stiffening and the lumped springs, and of the compliant actuators pulled towards
-    ``targets`` (n_a,; size 0: no actuator forces); ``phi``, ``J``, ``gamma`` (n_rows, ...):
+    ``targets`` (n_a,; size 0: no actuator forces); ``Q0`` (n_v,; size 0: not wanted) the
+    forces at rest, ``Q(q, 0)``, from the same pass; ``phi``, ``J``, ``gamma`` (n_rows, ...):
     the constraint rows, joints then actuators (:func:`rows`).  With ``with_G``, also ``G =
     dQ/dv`` (n_v, n_v) and ``Gg = d gamma/dv``; with ``with_K`` the tangent stiffness ``Kt``
     (n_v, n_v) of the stiffening and the lumped compliance.  ``flush``: flush ``M``
@@ -147,12 +148,16 @@ def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, f
                 continue
             group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
                          t.g_Tval[g], t.g_Jrot[g],
-                         t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, G, with_G)
+                         t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, Q0, G, with_G)
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
             tangent = np.zeros((n, n)) if with_K else M
-            stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], Q[i:i + n], tangent,
+            force = np.zeros(n) if Q0.size else Q[i:i + n]     # velocity-free: also a force at rest
+            stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], force, tangent,
                     with_K)
+            if Q0.size:
+                Q[i:i + n] += force
+                Q0[i:i + n] += force
             if with_K:
                 Kt[i:i + n, i:i + n] += tangent
         if flush:
@@ -163,11 +168,11 @@ def evaluate(q, v, t, M, Q, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, f
           gamma, t.dpq, t.dAq, Gg, with_G)
     if bodies and t.sp_mi.size:
         lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw, v, Q,
-                        G, Kt, with_G, with_K)
+                        Q0, G, Kt, with_G, with_K)
     if bodies and t.ca_idx.size and targets.size:
         nj = t.n_joint
-        actuator_springs(t.ca_idx, t.ca_k, t.ca_c, t.angle, phi[nj:], J[nj:], targets, v, Q, G, Kt,
-                                 with_G, with_K)
+        actuator_springs(t.ca_idx, t.ca_k, t.ca_c, t.angle, phi[nj:], J[nj:], targets, v, Q, Q0, G, Kt,
+                         with_G, with_K)
 
 
 _VEC, _MAT = float64[::1], float64[:, ::1]
@@ -175,8 +180,8 @@ _VEC, _MAT = float64[::1], float64[:, ::1]
 
 def _signature(kind):
     """:func:`evaluate`'s signature for tables of numba type ``kind``."""
-    return void(_VEC, _VEC, kind, _MAT, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT, _VEC, boolean, boolean, boolean,
-                boolean)
+    return void(_VEC, _VEC, kind, _MAT, _VEC, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT, _VEC, boolean, boolean,
+                boolean, boolean)
 
 
 def _potential_signature(kind):
@@ -232,11 +237,17 @@ def potential_function(typingctx, address, t):
 
 
 @njit(cache=True)
-def mass_matrices(qs, t, f, out):
-    """The mass matrices ``out[k]`` (n_v, n_v) at the configurations ``qs[k]`` (m, n_q), through
-    the evaluation's address ``f`` (:func:`addresses`): one call from Python for many
-    configurations (each call from Python unboxes the whole of ``t``)."""
-    n_v = out.shape[1]
+def mass_products(qs, t, f, X, out):
+    """``out[k] = M(qs[k]) X[k]`` (n_v, p) at the configurations ``qs[k]`` (m, n_q), ``X`` (m,
+    n_v, p), through the evaluation's address ``f`` (:func:`addresses`), ``M`` not flushed and
+    multiplied body by body (block diagonal): one call from Python for many configurations
+    (each call from Python unboxes the whole of ``t``), no stack of matrices."""
+    n_v = X.shape[1]
+    n_b = t.body_v.size
+    bounds = np.empty(n_b + 1, dtype=np.int64)
+    bounds[:n_b] = t.body_v
+    bounds[n_b] = n_v
+    M = np.zeros((n_v, n_v))
     v = np.zeros(n_v)
     Q = np.zeros(n_v)
     phi, gamma = np.zeros(3 * t.row.size), np.zeros(3 * t.row.size)    # a primitive has at most 3 rows
@@ -244,8 +255,9 @@ def mass_matrices(qs, t, f, out):
     empty = np.zeros((0, 0))
     for k in range(qs.shape[0]):
         J[:] = 0.0
-        function(f[0], t)(qs[k], v, t, out[k], Q, phi, J, gamma, empty, empty, empty, v[:0], runtime(False),
+        function(f[0], t)(qs[k], v, t, M, Q, v[:0], phi, J, gamma, empty, empty, empty, v[:0], runtime(False),
                           runtime(False), runtime(False), runtime(True))
+        out[k] = block_product(M, bounds, X[k])
 
 
 @njit(cache=True)
@@ -289,5 +301,5 @@ def potential(q, t):
                  t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, runtime(False))
         none = np.zeros((0, 0))
         elastic += lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw,
-                                  v, v.copy(), none, none, runtime(False), runtime(False))
+                                  v, v.copy(), v[:0], none, none, runtime(False), runtime(False))
     return grav, elastic

@@ -76,8 +76,9 @@ def deflection(i, j, home, p, A, Jp, Ja, Jw, d, Jd):
 
 
 @njit(cache=True, nogil=True)
-def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, G, Kt, with_G, with_K):
-    """Add the springs' forces into ``Q`` (n_v,), with ``with_G`` their ``dQ/dv`` into ``G``
+def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, Q0, G, Kt, with_G, with_K):
+    """Add the springs' forces into ``Q`` (n_v,), and where ``Q0`` (n_v,) is not empty their
+    forces at rest (``v = 0``: no damping) into it; with ``with_G`` their ``dQ/dv`` into ``G``
     (n_v, n_v), with ``with_K`` their linearised stiffness into ``Kt`` (n_v, n_v); return
     their potential [J].
 
@@ -98,6 +99,7 @@ def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, G, Kt, with_G, wit
     d = np.empty(6)
     Jd = np.empty((6, 2, n))
     f = np.empty(6)
+    f0 = np.empty(6)     # K d: the force at rest
     dv = np.empty(6)
     KJ = np.empty((6, 2, n))
     energy = 0.0
@@ -115,19 +117,26 @@ def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, G, Kt, with_G, wit
             dv[a] = acc
         for a in range(6):
             acc = 0.0
+            damp = 0.0
             for b in range(6):
-                acc += K[s, a, b] * d[b] + C[s, a, b] * dv[b]
-                energy += 0.5 * d[a] * K[s, a, b] * d[b]
-            f[a] = acc
+                acc += K[s, a, b] * d[b]
+                damp += C[s, a, b] * dv[b]
+            energy += 0.5 * d[a] * acc
+            f0[a] = acc
+            f[a] = acc + damp
         for side in range(2):
             m = i if side == 0 else j
             for c in range(n):
                 col = cols[m, c]
                 if col >= 0:
                     acc = 0.0
+                    acc0 = 0.0
                     for a in range(6):
                         acc += Jd[a, side, c] * f[a]
+                        acc0 += Jd[a, side, c] * f0[a]
                     Q[col] -= acc
+                    if Q0.size:
+                        Q0[col] -= acc0
         for which in range(2):
             if (which == 0 and not with_G) or (which == 1 and not with_K):
                 continue
@@ -161,10 +170,10 @@ def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, G, Kt, with_G, wit
 
 
 @njit(cache=True, nogil=True)
-def actuator_springs(idx, k, c, angle, s, J_s, targets, v, Q, G, Kt, with_G, with_K):
+def actuator_springs(idx, k, c, angle, s, J_s, targets, v, Q, Q0, G, Kt, with_G, with_K):
     """Add the compliant actuators' forces ``-J_s^T (k e + c J_s v)`` (``e = s - target``, wrapped
-    for angles) into ``Q`` (n_v,), ``-c J_s^T J_s`` into ``G`` with ``with_G``, ``k J_s^T J_s``
-    into ``Kt`` with ``with_K``.
+    for angles) into ``Q`` (n_v,), their forces at rest ``-J_s^T k e`` into ``Q0`` where it is not
+    empty, ``-c J_s^T J_s`` into ``G`` with ``with_G``, ``k J_s^T J_s`` into ``Kt`` with ``with_K``.
 
     Parameters
     ----------
@@ -186,9 +195,13 @@ def actuator_springs(idx, k, c, angle, s, J_s, targets, v, Q, G, Kt, with_G, wit
         rate = 0.0
         for col in range(n):
             rate += J_s[a, col] * v[col]
-        f = k[r] * e + c[r] * rate
+        f0 = k[r] * e
+        f = f0 + c[r] * rate
         for col in range(n):
             Q[col] -= J_s[a, col] * f
+        if Q0.size:
+            for col in range(n):
+                Q0[col] -= J_s[a, col] * f0
         if with_G or with_K:
             for row in range(n):
                 x = J_s[a, row]

@@ -17,7 +17,7 @@ from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
 from sim.kernels.common import by_reference
-from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, mass_matrices, potential
+from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, mass_products, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
@@ -37,6 +37,7 @@ class Evaluation(NamedTuple):
     Q_v: np.ndarray = None
     gamma_v: np.ndarray = None
     K_t: np.ndarray = None
+    Q0: np.ndarray = None
 
 
 class Evaluator:
@@ -82,12 +83,13 @@ class Evaluator:
         return _pose_terms(self.model.pose_kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], self.n_v, v,
                            t.pq[e], t.wq[e])
 
-    def masses(self, qs):
-        """Mass matrices (m, n_v, n_v) at the configurations ``qs`` (m, n_q), not flushed, in one
-        compiled call (as :meth:`evaluate`'s ``M`` with ``flush=False``)."""
+    def mass_products(self, qs, X):
+        """``M(qs[k]) X[k]`` (m, n_v, p) at the configurations ``qs`` (m, n_q), ``X`` (m, n_v, p),
+        in one compiled call (``M`` as :meth:`evaluate`'s with ``flush=False``)."""
         qs = np.ascontiguousarray(qs, dtype=float)
-        out = np.zeros((len(qs), self.n_v, self.n_v))
-        mass_matrices(qs, self.ref, self.f, out)
+        X = np.ascontiguousarray(X, dtype=float)
+        out = np.empty_like(X)
+        mass_products(qs, self.ref, self.f, X, out)
         return out
 
     def potential(self, q):
@@ -100,13 +102,15 @@ class Evaluator:
         integrate(q, dv, self.tables.body_q, self.tables.body_v, self.tables.body_nf, out)
         return out
 
-    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, bodies=True, flush=True):
+    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, bodies=True, flush=True,
+                 rest=False):
         """The equations at ``(q, v)``, as in the reference kernels.
 
         ``bodies=False``: the kinematic terms only (``M``, ``Q`` None), for the rigid robot's
         motion, which needs no mass matrix.  ``flush=False``: ``M`` not flushed
         (:func:`sim.linalg.flush`), for callers whose products with it are few and small
-        (a third of the evaluation on the 3-RRRU).
+        (a third of the evaluation on the 3-RRRU).  ``rest=True``: also ``Q0 = Q(q, 0)``, the
+        forces at rest (no velocity terms, no damping), from the same pass.
 
         Returns
         -------
@@ -118,34 +122,36 @@ class Evaluator:
             With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the velocity-dependent
             forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); ``K_t`` the tangent
             stiffness of the geometric stiffening and the linearised lumped compliance (None
-            when the model has neither).
+            when the model has neither).  With ``rest``: ``Q0`` (n_v,).
         """
         model = self.model
         M, Q = (np.zeros((self.n_v, self.n_v)), np.zeros(self.n_v)) if bodies else (self._empty, np.zeros(0))
         phi = np.zeros(self.n_rows)
         J = np.zeros((self.n_rows, self.n_v))
         gamma = np.zeros(self.n_rows)
+        Q0 = np.zeros(self.n_v if rest and bodies else 0)
         if velocity_jacobian:
             G, Gg, K_t = np.zeros((self.n_v, self.n_v)), np.zeros((self.n_rows, self.n_v)), np.zeros((self.n_v,) * 2)
         else:
             G = Gg = K_t = self._empty
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
-        evaluate(q, v, self.ref, M, Q, phi, J, gamma, G, Gg, K_t, pull, velocity_jacobian, velocity_jacobian,
+        evaluate(q, v, self.ref, M, Q, Q0, phi, J, gamma, G, Gg, K_t, pull, velocity_jacobian, velocity_jacobian,
                  flush, bodies)
         G = G if velocity_jacobian else None
         K_t = K_t if velocity_jacobian and self.stiff else None
         if not bodies:
             M = Q = None
+        Q0 = Q0 if rest and bodies else None
         nj = self.n_joint
         s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()
         if targets is None:
             return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s, G,
-                              Gg[:nj] if velocity_jacobian else None, K_t)
+                              Gg[:nj] if velocity_jacobian else None, K_t, Q0)
         phi[nj:] = drive_residual(model, s, targets, self.tables.angle)
         if target_acc is not None:
             gamma[nj:] += target_acc
         if self.compliant.any():   # compliant actuators are springs, not constraints
             keep = self.keep
             return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
-                              Gg[keep] if velocity_jacobian else None, K_t)
-        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t)
+                              Gg[keep] if velocity_jacobian else None, K_t, Q0)
+        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t, Q0)

@@ -81,13 +81,13 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
     if model.springs:
         m = ms.tables
         energy = kernel.springs(m.sp_mi, m.sp_mj, m.sp_K, m.sp_C, m.sp_home, m.cols, m.p, m.A, m.Jp, m.Ja, m.Jw, v, Q,
-                                G, K, True, True)
+                                Q[:0], G, K, True, True)
     idx, k, c, angle = ms.tables.ca_idx, ms.tables.ca_k, ms.tables.ca_c, ms.tables.angle
     if idx.size and J_s is not None:
         Q_a = np.zeros(n)
         kernel.actuator_springs(idx, k, c, angle, np.zeros(angle.size) if s is None else s,
                                 np.ascontiguousarray(J_s), np.zeros(angle.size) if targets is None else
-                                np.asarray(targets, dtype=float), v, Q_a, G, K, True, True)
+                                np.asarray(targets, dtype=float), v, Q_a, Q_a[:0], G, K, True, True)
         if targets is not None and s is not None:
             Q += Q_a
     return Lumped(Q, K, -G, energy)

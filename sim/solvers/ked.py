@@ -46,7 +46,7 @@ from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
-from sim.kernels.common import runtime
+from sim.kernels.common import block_product, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
 from sim.linalg import flush
@@ -204,15 +204,13 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
     (:class:`sim.solvers.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
     iteration from the tracker's last subspace, where its partition applies.
     """
-    rest = np.zeros(model.n_v)
     ev = Evaluator(model) if ev is None else ev
     s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
-    Q_rest = ev.evaluate(q, rest, targets=s).Q
     tracked = tracker is not None and free is not None and not free
     # The tracker only takes BLAS products of M: no flush (sim.linalg.flush) unless LAPACK gets it.
-    E = ev.evaluate(q, v, targets=s, flush=not tracked)
+    E = ev.evaluate(q, v, targets=s, flush=not tracked, rest=True)
     M = E.M
-    loads = np.column_stack([E.Q - M @ a, Q_rest])
+    loads = np.column_stack([E.Q - M @ a, E.Q0])
     found = tracker.modes(M, E.J, loads) if tracked else None
     if found is None:
         M = flush(M) if tracked else M
@@ -293,12 +291,13 @@ FIELDS = tuple(f.name for f in fields(Frame))
 
 
 @njit(cache=True, nogil=True)
-def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, K_inv, K_inv_chol, bounds,
+def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds,
                 seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, static_load,
                 static_rest, sweeps):
     """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
     (n, ...) in one compiled loop: the evaluation of ``tables`` at the addresses ``f``
-    (:func:`sim.kernels.equations.addresses`; ``M`` not flushed; once more at rest for ``Q(q, 0)``), the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
+    (:func:`sim.kernels.equations.addresses`; ``M`` not flushed; with the forces at rest ``Q(q, 0)``),
+    the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
     the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
     :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...).
 
@@ -312,6 +311,7 @@ def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, K_inv,
     n_rows = rigid.size
     M = np.zeros((n_v, n_v))
     Q = np.zeros(n_v)
+    Q0 = np.zeros(n_v)
     phi = np.zeros(n_rows)
     J = np.zeros((n_rows, n_v))
     gamma = np.zeros(n_rows)
@@ -324,15 +324,12 @@ def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, K_inv,
     off, on = runtime(False), runtime(True)
     evaluate = function(f[0], tables)
     for k in range(vs.shape[0]):
-        # Q(q, 0) first: the second evaluation leaves M and J of the state itself.
         J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
-        evaluate(qs[k], rest, tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
-        F[:, 1] = Q
-        J[:] = 0.0
-        evaluate(qs[k], vs[k], tables, M, Q, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
-        F[:, 0] = Q - M @ accs[k]
-        lam, sh, msh, X_new, sweeps[k], U = _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X,
-                                                   X_prev, r, tol, seed_iter if fresh else max_iter, basis_max, F)
+        evaluate(qs[k], vs[k], tables, M, Q, Q0, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
+        F[:, 0] = Q - block_product(M, blocks, accs[k].reshape((n_v, 1)))[:, 0]
+        F[:, 1] = Q0
+        lam, sh, msh, X_new, sweeps[k], U = _modes(M, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds,
+                                                   X, X_prev, r, tol, seed_iter if fresh else max_iter, basis_max, F)
         if sweeps[k] == -2:
             X, X_prev, fresh = seed, none, True
             continue
@@ -358,8 +355,8 @@ def _loop_arguments(model, ev, tracker, free):
     if tracker is None or free or ev.n_rows != tracker.rigid.size:
         return None
     return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
-            tracker.owner, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed, RESIDUAL_TOL, MAX_ITER,
-            SEED_ITER, BASIS_MAX)
+            tracker.owner, tracker.blocks, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed,
+            RESIDUAL_TOL, MAX_ITER, SEED_ITER, BASIS_MAX)
 
 
 def _frames(model, ev, tracker, states, count, free, out, k0, progress=None):

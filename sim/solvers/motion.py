@@ -155,8 +155,9 @@ def _kinematics(q, v, tables, f, phi, J, gamma):
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
-    function(f[0], tables)(q, v, tables, empty, np.zeros(0), phi, J, gamma, empty, empty, empty, np.zeros(0),
-                        runtime(False), runtime(False), runtime(True), runtime(False))
+    none = np.zeros(0)
+    function(f[0], tables)(q, v, tables, empty, none, none, phi, J, gamma, empty, empty, empty, none, runtime(False),
+                           runtime(False), runtime(True), runtime(False))
 
 
 @njit(cache=True, nogil=True)

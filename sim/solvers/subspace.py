@@ -45,6 +45,7 @@ from numba import njit
 
 from sim.model import dynamics
 from sim.errors import signals_deferred
+from sim.kernels.common import block_product
 from sim.linalg import sparse_solve
 from sim.model.tables import compliant, stretched
 
@@ -106,17 +107,6 @@ def _ritz(KY, MY, Y):
 
 
 @njit(cache=True)
-def _solve_stiffness(K_inv, bounds, B):
-    """``K^-1 B`` with ``K^-1`` block diagonal over the ranges ``bounds[i]:bounds[i + 1]``
-    (one per flexible body: the bodies' stiffnesses do not couple)."""
-    Y = np.empty_like(B)
-    for i in range(bounds.size - 1):
-        a, b = bounds[i], bounds[i + 1]
-        Y[a:b] = np.ascontiguousarray(K_inv[a:b, a:b]) @ np.ascontiguousarray(B[a:b])
-    return Y
-
-
-@njit(cache=True)
 def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
     """Lowest ``r`` eigenpairs of ``K x = lambda Mn x`` from the starting block ``X`` (n, p).
 
@@ -158,7 +148,7 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
         return lam, X, -1
     MX = Mn @ X
     for sweep in range(1, max_iter + 1):
-        Y = _solve_stiffness(K_inv, bounds, MX)
+        Y = block_product(K_inv, bounds, MX)
         MY = Mn @ Y
         lam, Z = _ritz(MX, MY, Y)          # K Y = MX
         X = Y @ Z
@@ -212,10 +202,11 @@ def _reduced_mass(M, J, rigid, elastic, owner):
         for k in range(n_c):
             Jc[i, k] = -J[i, elastic[c[k]]]
     Gc = sparse_solve(Jr, Jc)      # NaN when J_r is singular
-    Mn = np.empty((n_e, n_e))
-    for i in range(n_e):
+    Mn = np.zeros((n_e, n_e))
+    for i in range(n_e):             # M_ee: the bodies' blocks
         for k in range(n_e):
-            Mn[i, k] = M[elastic[i], elastic[k]]
+            if owner[k] == owner[i]:
+                Mn[i, k] = M[elastic[i], elastic[k]]
     for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
         b = 6 * owner[i]
         for k in range(n_c):
@@ -233,10 +224,10 @@ def _reduced_mass(M, J, rigid, elastic, owner):
                     h += M[rigid[b + i], rigid[b + j]] * Gc[b + j, k]
                 H[b + i, k] = h
     GMG = Gc.T @ H
-    for i in range(n_c):
+    for i in range(n_c):             # symmetric up to round-off: made exactly so
         for k in range(n_c):
-            Mn[c[i], c[k]] += GMG[i, k]
-    return np.abs(Gc).max() if Gc.size else 0.0, Gc, c, 0.5 * (Mn + Mn.T)
+            Mn[c[i], c[k]] += 0.5 * (GMG[i, k] + GMG[k, i])
+    return np.abs(Gc).max() if Gc.size else 0.0, Gc, c, Mn
 
 
 @njit(cache=True)
@@ -252,7 +243,7 @@ def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
     GF = Gc.T @ Fr
     for k in range(c.size):
         b[c[k]] += GF[k]
-    y = _solve_stiffness(K_inv, bounds, b)
+    y = block_product(K_inv, bounds, b)
     U = np.zeros_like(F)
     yc = np.empty((c.size, F.shape[1]))
     for k in range(c.size):
@@ -266,9 +257,11 @@ def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
 
 
 @njit(cache=True, nogil=True)
-def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r, tol, max_iter, basis_max, F):
+def _modes(M, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, X, X_prev, r, tol, max_iter, basis_max,
+           F):
     """Compiled :meth:`Tracker.modes`: the basis, the reduced mass, the starting subspace and
-    the iteration in one call; also the static displacements of the loads ``F`` (n_v, m)."""
+    the iteration in one call; also the static displacements of the loads ``F`` (n_v, m).
+    ``blocks``: the bodies' ranges of ``v`` (:attr:`Tracker.blocks`), for ``M Phi``."""
     g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
     if not g <= basis_max:
         return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2, np.zeros_like(F)
@@ -288,7 +281,7 @@ def _modes(M, J, rigid, elastic, owner, K_inv, K_inv_chol, bounds, X, X_prev, r,
         shapes[rigid[i]] = GX[i]
     for i in range(elastic.size):
         shapes[elastic[i]] = X[i, :r]
-    return lam, shapes, M @ shapes, X, sweeps, _static(F, Gc, c, rigid, elastic, K_inv, bounds)
+    return lam, shapes, block_product(M, blocks, shapes), X, sweeps, _static(F, Gc, c, rigid, elastic, K_inv, bounds)
 
 
 def elastic_stiffness(model):
@@ -325,6 +318,9 @@ class Tracker:
         # over the flexible bodies' ranges bounds[i]:bounds[i + 1].
         n_f = np.array([b.n_f for b in model.bodies], dtype=np.int64)
         self.owner = np.repeat(np.arange(n_f.size, dtype=np.int64), n_f)
+        # M is block diagonal over the bodies' ranges blocks[b]:blocks[b + 1] of v.
+        self.blocks = np.concatenate([[0], np.cumsum(6 + n_f)]).astype(np.int64)
+        assert np.array_equal(self.rigid[::6], self.blocks[:-1]), "v: each body's reference, then elastic coordinates"
         self.bounds = np.concatenate([[0], np.cumsum(n_f[n_f > 0])]).astype(np.int64)
         self.seed = np.zeros((self.elastic.size, 0))
         self.reset()
@@ -384,8 +380,8 @@ class Tracker:
         with signals_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
             lam, shapes, mass_shapes, X, sweeps, static = _modes(
-                M, J, self.rigid, self.elastic, self.owner, self.K_inv, self.K_inv_chol, self.bounds, self.X,
-                self.X_prev, self.count, RESIDUAL_TOL, SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, F)
+                M, J, self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol, self.bounds,
+                self.X, self.X_prev, self.count, RESIDUAL_TOL, SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, F)
         self.loaded = True
         self.sweeps.append(sweeps)
         if sweeps == -2:

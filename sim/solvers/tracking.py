@@ -30,11 +30,15 @@ def mac(phi_a, phi_b, M=None):
     a, b = np.asarray(phi_a), np.asarray(phi_b)
     a = a[:, None] if a.ndim == 1 else a
     b = b[:, None] if b.ndim == 1 else b
-    Wb = b if M is None else M @ b
-    Wa = a if M is None else M @ a
-    cross = np.abs(np.swapaxes(a.conj(), -1, -2) @ Wb) ** 2
-    na = np.real(np.einsum("...ik,...ik->...k", a.conj(), Wa))
-    nb = np.real(np.einsum("...ik,...ik->...k", b.conj(), Wb))
+    return weighted_mac(a, b, a if M is None else M @ a, b if M is None else M @ b)
+
+
+def weighted_mac(phi_a, phi_b, W_a, W_b):
+    """:func:`mac` with the weighted shapes at hand: ``W_a = M phi_a``, ``W_b = M phi_b`` (same
+    shapes as ``phi_a``, ``phi_b``; ``M`` symmetric)."""
+    cross = np.abs(np.swapaxes(phi_a.conj(), -1, -2) @ W_b) ** 2
+    na = np.real(np.einsum("...ik,...ik->...k", phi_a.conj(), W_a))
+    nb = np.real(np.einsum("...ik,...ik->...k", phi_b.conj(), W_b))
     return cross / np.maximum(na[..., :, None] * nb[..., None, :], 1e-300)
 
 
@@ -54,7 +58,7 @@ def pair_modes(mac_matrix):
     return sorted(zip(rows.tolist(), cols.tolist()))
 
 
-def track_modes(shapes, masses):
+def track_modes(shapes, masses=None, weighted=None):
     """Follow modes through crossings along a sequence of configurations.
 
     The shapes of instant ``k`` are paired with the (already ordered) shapes of instant
@@ -68,6 +72,10 @@ def track_modes(shapes, masses):
         Mode shapes of each instant, in ascending frequency.
     masses : sequence of ndarray, each shape (n, n)
         Mass matrix of each instant.
+    weighted : tuple of two ndarray, each shape (m - 1, n, k), optional
+        Instead of ``masses``: ``M_i Phi_{i-1}`` and ``M_i Phi_i`` for ``i = 1 .. m - 1``
+        (``M_i Phi_i`` is a by-product of the eigensolve; see
+        :meth:`sim.model.evaluator.Evaluator.mass_products` for the other).
 
     Returns
     -------
@@ -87,7 +95,10 @@ def track_modes(shapes, masses):
     # The MAC of every consecutive pair at once, columns of the previous instant unordered;
     # the tracking then only permutes their rows.
     Phi = np.asarray(shapes, dtype=float)                    # (m, n, k)
-    raw = mac(Phi[:-1], Phi[1:], np.asarray(masses, dtype=float)[1:])
+    if weighted is None:
+        raw = mac(Phi[:-1], Phi[1:], np.asarray(masses, dtype=float)[1:])
+    else:
+        raw = weighted_mac(Phi[:-1], Phi[1:], *weighted)
     for i in range(1, m):
         macs[i] = raw[i - 1][order[i - 1]]
         for track, column in pair_modes(macs[i]):
