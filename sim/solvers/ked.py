@@ -664,19 +664,25 @@ class KedResult(KedSamples):
     samples: "KedSamples" = None
 
 
+def _apply(A, x):
+    """``A[k] @ x[k]`` (n, a) for ``A`` (n, a, b), ``x`` (n, b): batched matrix-vector
+    products (BLAS; ``einsum`` loops over them one scalar at a time)."""
+    return (A @ x[..., None])[..., 0]
+
+
 def _between(time, frames, inner, correction, static, pose_rigid, result, pose_at):
     """:class:`KedSamples` from the modal coordinates ``inner`` (n, parts - 1, r) between the
     interval ends (:func:`_modal_samples`; see :func:`integrate_frames`)."""
     n, parts = inner.shape[0], inner.shape[1] + 1
     f = (np.arange(1, parts) / parts)[None, :, None]                      # (1, m - 1, 1)
     J0, J1 = frames.pose_jacobian[:-1], frames.pose_jacobian[1:]           # (n, d, n_v)
-    JPhi0 = np.einsum("kdv,kvr->kdr", J0, frames.shapes[:-1])
-    JPhi1 = np.einsum("kdv,kvr->kdr", J1, frames.shapes[:-1])
-    modal = (1 - f) * np.einsum("kdr,kjr->kjd", JPhi0, inner) + f * np.einsum("kdr,kjr->kjd", JPhi1, inner)
+    JPhi0 = J0 @ frames.shapes[:-1]                                       # (n, d, r)
+    JPhi1 = J1 @ frames.shapes[:-1]
+    modal = (1 - f) * (inner @ JPhi0.transpose(0, 2, 1)) + f * (inner @ JPhi1.transpose(0, 2, 1))
     c0, c1 = correction[:-1], correction[1:]                               # (n, n_v)
     # J(f) (c0 + f (c1 - c0)) with J(f) = J0 + f (J1 - J0): a quadratic in f.
-    Jc00, Jc01 = np.einsum("kdv,kv->kd", J0, c0), np.einsum("kdv,kv->kd", J0, c1)
-    Jc10, Jc11 = np.einsum("kdv,kv->kd", J1, c0), np.einsum("kdv,kv->kd", J1, c1)
+    Jc00, Jc01 = _apply(J0, c0), _apply(J0, c1)
+    Jc10, Jc11 = _apply(J1, c0), _apply(J1, c1)
     corr = ((1 - f) ** 2 * Jc00[:, None] + (1 - f) * f * (Jc01 + Jc10)[:, None] + f**2 * Jc11[:, None])
     inner_dev = modal + corr
     inner_static = (1 - f) * static[:-1, None] + f * static[1:, None]
@@ -714,8 +720,8 @@ def static_correction(frames):
     quasi-statically; without this term the truncated sum misses their deflection.
     """
     omega = np.where(frames.omega > 0, frames.omega, np.inf)     # unfilled rows: no modal part
-    modal_load = np.einsum("kvr,kv->kr", frames.shapes, frames.load) / omega**2
-    return frames.static_load - np.einsum("kvr,kr->kv", frames.shapes, modal_load)
+    modal_load = _apply(frames.shapes.transpose(0, 2, 1), frames.load) / omega**2
+    return frames.static_load - _apply(frames.shapes, modal_load)
 
 
 def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None, start="undeformed", parts=1,
@@ -769,8 +775,8 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U)
     correction = static_correction(frames)
     U += correction
-    deviation = np.einsum("kdv,kv->kd", frames.pose_jacobian, U)
-    static = np.einsum("kdv,kv->kd", frames.pose_jacobian, frames.static_rest)
+    deviation = _apply(frames.pose_jacobian, U)
+    static = _apply(frames.pose_jacobian, frames.static_rest)
     result = KedResult(time=time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
                        deviation_static=static, deviation_dynamic=deviation - static,
                        frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
