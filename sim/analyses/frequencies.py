@@ -62,7 +62,7 @@ def run(model, scenario, group, progress):
     # frames of the first instants computed (in another thread) while the motion goes on.
     with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:
         motion, frames = motion_and_frames(model, trajectory, time, min(k + EXTRA_MODES, available),
-                                           progress_motion=bar_motion, progress_frames=bar_modes)
+                                           progress_motion=bar_motion, progress_frames=bar_modes, q_start=q0)
     omegas = frames.omega
     # The MAC in the metric of the later instant: M Phi of its own shapes comes with the
     # frames, of the earlier instant's shapes from one compiled pass.

@@ -277,8 +277,10 @@ def skeleton_points(model, q, dv=None):
     parts = []
     for b, body in enumerate(model.bodies):
         if body.flexible:
-            D = body.basis.reshape(len(body.nodes_B), 6, body.n_f)[:, :3]     # nodal translations
-            p_BP_B = body.nodes_B + np.einsum("nif,...f->...ni", D, q[..., sq[b] + 7:sq[b] + 7 + body.n_f])
+            # nodal translations D (n_p, 3, n_f), applied as one matrix product
+            D = body.basis.reshape(len(body.nodes_B), 6, body.n_f)[:, :3].reshape(-1, body.n_f).T
+            p_BP_B = body.nodes_B + (q[..., sq[b] + 7:sq[b] + 7 + body.n_f] @ D).reshape(
+                q.shape[:-1] + body.nodes_B.shape)
         else:
             p_BP_B = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body == b)]).reshape(-1, 3)
         local = p_BP_B
@@ -286,8 +288,8 @@ def skeleton_points(model, q, dv=None):
             dtheta = dv[..., None, sv[b] + 3:sv[b] + 6]
             local = p_BP_B + np.cross(dtheta, p_BP_B)
             if body.flexible:
-                local = local + np.einsum("nif,...f->...ni", D, dv[..., sv[b] + 6:sv[b] + 6 + body.n_f])
-        p = r_WB[..., b, None, :] + np.einsum("...ij,...nj->...ni", R_WB[..., b, :, :], local)
+                local = local + (dv[..., sv[b] + 6:sv[b] + 6 + body.n_f] @ D).reshape(local.shape)
+        p = r_WB[..., b, None, :] + local @ np.swapaxes(R_WB[..., b, :, :], -1, -2)
         if dv is not None:
             p = p + dv[..., None, sv[b]:sv[b] + 3]
         parts.append(p)

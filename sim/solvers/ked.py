@@ -563,14 +563,15 @@ def load_kernels(model, count):
                        np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((0, 1, 1)))
 
 
-def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None):
+def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
+                      q_start=None):
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
 
     The frames of the first samples are computed by a worker thread while this one goes on
     with the motion (:func:`sim.solvers.motion.rigid_motion` hands each sample to a
     :class:`FramePool`); the same numbers as :func:`sim.solvers.motion.rigid_motion` followed by
     :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
-    rather than unwrapped values.
+    rather than unwrapped values.  ``q_start``: as :func:`sim.solvers.motion.rigid_motion`'s.
 
     Returns
     -------
@@ -579,8 +580,8 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
         ``n`` instants.
     """
     with FramePool(model, count, len(times), _workers(workers, len(times)), progress_frames) as pool:
-        motion = rigid_motion(model, trajectory, times, progress=progress_motion, on_sample=pool.add,
-                              condition=False)
+        motion = rigid_motion(model, trajectory, times, q_start=q_start, progress=progress_motion,
+                              on_sample=pool.add, condition=False)
         return motion, pool.finish()
 
 
