@@ -66,6 +66,25 @@ def test_mass_and_forces_match_oracle(states):
         assert_allclose(mass_matrix(model, q), M_ref, rtol=1e-12, atol=1e-12 * np.abs(M_ref).max())
 
 
+def test_undeformed_bodies_match_oracle(states):
+    """``M``, ``Q`` where the bodies are undeformed (the rigid robot's states, which take the
+    kernel's short cut), and undeformed but with elastic velocities (which do not)."""
+    name, model, out = states
+    ev = Evaluator(model)
+    elastic = model.v_elastic
+    for q, v, s, _ in out[:3]:
+        q = q.copy()
+        for b, (qs, vs) in enumerate(zip(*oracles._starts(model))):
+            q[qs + 7:qs + 7 + model.bodies[b].n_f] = 0.0
+        for v_f in (np.zeros(len(elastic)), v[elastic]):
+            w = v.copy()
+            w[elastic] = v_f
+            M_ref, Q_ref = oracles.mass_and_forces(model, q, w, targets=s)
+            M, Q = ev.evaluate(q, w, targets=s)[:2]
+            assert_allclose(M, M_ref, rtol=1e-12, atol=1e-12 * np.abs(M_ref).max(), err_msg=f"{name}: M")
+            assert_allclose(Q, Q_ref, rtol=1e-10, atol=1e-10 * np.abs(Q_ref).max(), err_msg=f"{name}: Q")
+
+
 def test_forces_at_rest_match_oracle(states):
     """The evaluation's forces at rest ``Q0`` (same pass as ``Q`` at ``v``) against the numpy
     statements at ``v = 0``: gravity, elastic, stiffening, springs and compliant actuators

@@ -14,6 +14,9 @@ the compiled loops of the solvers call them directly.
   and all of the above at one state, and the potential energy;
 * :mod:`~sim.kernels.lapack`, :mod:`~sim.kernels.common`: LAPACK's LU, small helpers.
 """
+import functools
+import hashlib
+import os
 
 
 def _tolerant_cache_index():
@@ -42,6 +45,52 @@ def _tolerant_cache_index():
 
 
 _tolerant_cache_index()
+
+
+KERNEL_DECORATORS = (b"\n@njit", b"\n@intrinsic", b"\n@overload")
+
+
+def package_stamp(root):
+    """SHA-256 of the source files under ``root`` that define compiled kernels (a line that
+    starts with ``@njit``, ``@intrinsic`` or ``@overload``), with their relative paths."""
+    digest = hashlib.sha256()
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(n for n in names if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                text = b"\n" + f.read()
+            if any(mark in text for mark in KERNEL_DECORATORS):
+                digest.update(os.path.relpath(path, root).encode() + b"\0" + text)
+    return digest.digest()
+
+
+def _package_cache_stamp():
+    """Every kernel of ``sim`` is cached under one stamp, :func:`package_stamp` of the package.
+
+    numba stamps a cached kernel with its own source file only, and a kernel's cached machine
+    code contains its callees from other files (the bodies' terms inside the evaluation): after
+    an upgrade that changed a callee alone, the caller would load stale code.  One stamp over
+    all the kernels' files recompiles them all instead.
+    """
+    from numba.core.caching import _SourceFileBackedLocatorMixin as Located
+
+    own = Located.get_source_stamp
+    if getattr(own, "package", False):
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stamp = functools.lru_cache(maxsize=None)(package_stamp)
+
+    def get_source_stamp(self):
+        if os.path.abspath(self._py_file).startswith(root + os.sep):
+            return stamp(root)
+        return own(self)
+
+    get_source_stamp.package = True
+    Located.get_source_stamp = get_source_stamp
+
+
+_package_cache_stamp()
 
 
 def _compiles_hold_signals():

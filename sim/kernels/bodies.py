@@ -48,18 +48,22 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
         quat_R_into(q, qs + 3, R)
         z[0] = 1.0
         zd[0] = 0.0
+        undeformed = True
         for i in range(n):
             z[i + 1] = q[qs + 7 + i]
             zd[i + 1] = v[vs + 6 + i]
+            undeformed = undeformed and z[i + 1] == 0.0 and zd[i + 1] == 0.0
         # Tz[k, l, a] = sum_c T[l, k, c, a] z[c] (T[k, l] = T[l, k]^T, int rho u_k u_l dV) over
         # the nonzeros of T only: a beam's shape functions overlap only within an element, and
         # each displacement component involves few of them (a few per cent of the dense T).
+        # Undeformed and at rest in its frame (the rigid robot's states: KED's frames, modes at
+        # a pose), z = e_0: Tz is the column c = 0 of T and Tzd vanishes.
         for k in range(3):
             for l in range(3):
                 for a in range(n + 1):
-                    Tz[k, l, a] = 0.0
+                    Tz[k, l, a] = T[b, l, k, 0, a] if undeformed else 0.0
                     Tzd[k, l, a] = 0.0
-        for e in range(T_nz.shape[0]):
+        for e in range(0 if undeformed else T_nz.shape[0]):
             t = T_val[b, e]
             k, l, c, a = T_nz[e, 0], T_nz[e, 1], T_nz[e, 2], T_nz[e, 3]
             Tz[k, l, a] += t * z[c]
