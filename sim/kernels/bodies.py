@@ -117,7 +117,8 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
         c0 = w1 * (x2 + 2 * sd[2]) - w2 * (x1 + 2 * sd[1])
         c1 = w2 * (x0 + 2 * sd[0]) - w0 * (x2 + 2 * sd[2])
         c2 = w0 * (x1 + 2 * sd[1]) - w1 * (x0 + 2 * sd[0])
-        # s x g_B - w x (I w) [- w x (G q_f_dot) - 2 (w tr P - P^T w)]
+        # Forces at rest (m g; s x g_B), then the velocity terms: - R c above, and
+        # - w x (I w) [- w x (G q_f_dot) - 2 (w tr P - P^T w)].
         for i in range(3):
             Q[vs + i] = m_b * gravity[i]
         Q[vs + 3] = s[1] * gB[2] - s[2] * gB[1]
