@@ -195,3 +195,16 @@ def test_run_failure_keeps_incomplete_file(capsys, scenario, fake_engine, tmp_pa
     assert_one_line_error(code, err, "outside the workspace")
     attrs = read_result(tmp_path / "results" / "demo.h5")["modes"]["attrs"]
     assert attrs["status"] == "incomplete" and "outside the workspace" in attrs["message"]
+
+
+def test_more_modes_than_the_robot_has_leave_no_file(capsys, tmp_path, monkeypatch):
+    """A [frequencies] count above the robot's elastic modes is refused before the result file
+    is opened, even behind an analysis that would have run."""
+    import arm_model
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "arm.toml"
+    path.write_text(arm_model.scenario(0.1, "[modes]\ncount = 2\n[frequencies]\ncount = 1000\nsamples = 5\n"))
+    code, _, err = run_cli(capsys, "run", path, "--out", tmp_path / "arm.h5")
+    assert_one_line_error(code, err, "arm.toml", "[frequencies] count = 1000 exceeds the", "elastic modes")
+    assert not (tmp_path / "arm.h5").exists() and not (tmp_path / "results").exists()

@@ -14,13 +14,17 @@ prints. A user-caused failure raises `sim.errors.SimError`.
 An analysis may also register ``prepare(model, scenario)``, which compiles or loads from
 numba's cache the kernels it will use; `sim run` calls it before any analysis starts, so that
 each group's ``wall_time_s`` is the analysis' own work (the loading, once per process, goes to
-the root attribute ``kernels_load_time_s``).
+the root attribute ``kernels_load_time_s``).  And ``check(model, scenario)``, which raises
+`sim.errors.SimError` where the model cannot answer the table (more modes asked for than it
+has, say): `sim run` calls it before the result file is opened, so that such an error leaves
+no file.
 """
 
 from typing import NamedTuple
 
 ANALYSES = {}
 PREPARE = {}
+CHECK = {}
 
 
 class Quantity(NamedTuple):
@@ -30,15 +34,17 @@ class Quantity(NamedTuple):
     unit: str
 
 
-def register(name, prepare=None):
+def register(name, prepare=None, check=None):
     """Decorator registering an analysis function under scenario table `name`, with its
-    optional `prepare` (see the module docstring)."""
+    optional `prepare` and `check` (see the module docstring)."""
     def decorate(function):
         if name in ANALYSES:
             raise ValueError(f"analysis `{name}` is registered twice")
         ANALYSES[name] = function
         if prepare is not None:
             PREPARE[name] = prepare
+        if check is not None:
+            CHECK[name] = check
         return function
     return decorate
 

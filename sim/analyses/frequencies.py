@@ -29,7 +29,40 @@ def prepare(model, scenario):
         Evaluator(model).mass_products(model.q_home[None], np.zeros((1, model.n_v, 1)))
 
 
-@register("frequencies", prepare=prepare)
+def _first_pose(model, scenario, ev):
+    """The configuration (n_q,) at the trajectory's start and the number of modes to compute
+    there, ``min(count + EXTRA_MODES, elastic modes)``.
+
+    Raises
+    ------
+    SimError
+        ``count`` exceeds the robot's elastic modes.
+    """
+    from sim.solvers.ked import has_free_motions
+    from sim.solvers.modal import locked_jacobian, modes
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import from_scenario
+
+    k = scenario.data["frequencies"]["count"]
+    trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
+    q0 = rigid_motion(model, trajectory, np.zeros(1), condition=False).q[0]
+    E = ev.evaluate(q0, np.zeros(model.n_v))
+    first = modes(model, q0, k + EXTRA_MODES, M=E.M, free=has_free_motions(model, q0, ev), energies=False,
+                  J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
+    available = first.omega.size
+    if available < k:
+        raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
+                       f"of `{model.name}`")
+    return q0, available
+
+
+def check(model, scenario):
+    """Refuse a ``count`` above the robot's elastic modes (see :mod:`sim.analyses`)."""
+    from sim.model.evaluator import Evaluator
+    _first_pose(model, scenario, Evaluator(model))
+
+
+@register("frequencies", prepare=prepare, check=check)
 def run(model, scenario, group, progress):
     """Write group ``frequencies``: frequency_time, frequencies (m, k) tracked, MAC and order.
 
@@ -39,9 +72,7 @@ def run(model, scenario, group, progress):
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import has_free_motions, motion_and_frames
-    from sim.solvers.modal import locked_jacobian, modes
-    from sim.solvers.motion import rigid_motion
+    from sim.solvers.ked import motion_and_frames
     from sim.solvers.tracking import track_modes
     from sim.solvers.trajectory import from_scenario
 
@@ -50,14 +81,7 @@ def run(model, scenario, group, progress):
     m, k = table["samples"], table["count"]
     time = np.linspace(0.0, trajectory.duration, m)
     ev = Evaluator(model)
-    q0 = rigid_motion(model, trajectory, time[:1], condition=False).q[0]     # how many modes there are
-    E = ev.evaluate(q0, np.zeros(model.n_v))
-    first = modes(model, q0, k + EXTRA_MODES, M=E.M, free=has_free_motions(model, q0, ev), energies=False,
-                  J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
-    available = first.omega.size
-    if available < k:
-        raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
-                       f"of `{model.name}`")
+    q0, available = _first_pose(model, scenario, ev)
     # The frozen structures of KED (actuators locked), through its compiled frame loop, the
     # frames of the first instants computed (in another thread) while the motion goes on.
     with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:

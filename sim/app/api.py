@@ -17,6 +17,7 @@ array([ 44.1...,  95.6..., ...])
 >>> sim.run("scenarios/navaro_modes.toml", out="navaro.h5")    # doctest: +SKIP
 >>> sim.open_results("navaro.h5", "modes")                     # doctest: +SKIP
 """
+import contextlib
 import io
 import warnings
 from pathlib import Path
@@ -338,12 +339,23 @@ def available(scenario):
     return scenario
 
 
+@contextlib.contextmanager
+def _named(scenario, name):
+    """A :class:`SimError` raised inside names the scenario file and the table ``name`` once,
+    whatever depth it came from."""
+    try:
+        yield
+    except SimError as exc:
+        text = str(exc)
+        raise SimError(text if text.startswith(str(scenario.path)) else f"{scenario.path}: [{name}] {text}") from None
+
+
 def _run(scenario, out, force, allow_long):
     """Build the model and run the analyses into ``out``: ``(summaries, warnings)``."""
     import dataclasses
     import time
 
-    from sim.analyses import ANALYSES, PREPARE
+    from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
     from sim.app.cli import make_progress
     from sim.app.results import ResultFile
@@ -360,6 +372,10 @@ def _run(scenario, out, force, allow_long):
         for name in prepared:
             if name not in delegated:
                 PREPARE[name](model, scenario)
+        for name in scenario.analyses:      # what the model cannot answer: refused before any file
+            if name in CHECK:
+                with _named(scenario, name):
+                    CHECK[name](model, scenario)
         loading = time.perf_counter() - loading
         progress = make_progress()
         summaries = {}
@@ -374,13 +390,8 @@ def _run(scenario, out, force, allow_long):
                     PREPARE[name](model, scenario)
                     result.add_load_time(time.perf_counter() - start)
                 group = result.group(name)
-                try:
+                with _named(scenario, name):
                     summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
-                except SimError as exc:
-                    # Name the file and table once, whatever depth the error came from.
-                    text = str(exc)
-                    raise SimError(text if text.startswith(str(scenario.path)) else
-                                   f"{scenario.path}: [{name}] {text}") from None
                 group.finish()
             groups = {name: writer._group for name, writer in result.groups.items()}
             selfcheck.check(groups)
