@@ -7,7 +7,7 @@ processes are not counted), then the whole KED as the analysis runs it, the fram
 second thread overlapping the rigid motion.  Last, the ``[ked]`` and ``[transient]`` analyses
 of ``scenarios/rrru3_circle.toml`` as ``sim run`` runs them (no file, no progress bars): the
 transient once, the KED (~0.1 s, so at the mercy of the machine's jitter) as the median of
-REPEATS runs, and their ratio.
+REPEATS runs, and their ratio; then the ``[frequencies]`` analysis (200 instants) likewise.
 
 Run: ``python benchmarks/bench_ked.py``
 """
@@ -79,6 +79,10 @@ def main():
     median = runs[REPEATS // 2]
     print(f"{scenario}: transient {transient:.3f} s; KED median {median:.4f} s (min {runs[0]:.4f}, "
           f"max {runs[-1]:.4f}, {REPEATS} runs); transient / KED = {transient / median:.1f} (target >= 20)")
+    run_analysis(scenario, "frequencies")
+    runs = sorted(run_analysis(scenario, "frequencies")[0] for _ in range(REPEATS))
+    print(f"{scenario}: frequencies at 200 instants median {runs[REPEATS // 2]:.4f} s (min {runs[0]:.4f}, "
+          f"max {runs[-1]:.4f}, {REPEATS} runs; target <= 0.1 s)")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ SIGNATURES = collections.defaultdict(list)
 
 
 def _timed(self, sig):
+    # numba asks a dispatcher for a signature it already has (a look-up, not a compilation)
+    # whenever a caller is typed: only the first request of a signature counts.
+    known = len(self.overloads)
     start = time.perf_counter()
     _stack.append(0.0)
     try:
@@ -29,8 +32,9 @@ def _timed(self, sig):
         nested = _stack.pop()
         name = f"{self.py_func.__module__}.{self.py_func.__name__}"
         TIMES[name] += elapsed - nested
-        COUNTS[name] += 1
-        SIGNATURES[name].append(sig)
+        if len(self.overloads) > known:
+            COUNTS[name] += 1
+            SIGNATURES[name].append(sig)
         if _stack:
             _stack[-1] += elapsed
 
