@@ -524,3 +524,62 @@ def generalized_alpha(ev, drive, q0, v0, h, steps, alpha_m=0.0, alpha_f=0.0, bau
         qs.append(q)
         vs.append(v)
     return np.array(qs), np.array(vs)
+
+
+# --- rigid motion (sim.solvers.motion) ----------------------------------------------------------
+
+
+def rigid_motion(model, trajectory, times):
+    """Reference of :func:`sim.solvers.motion.rigid_motion` by other means: each sample by the
+    line-search Newton of :func:`sim.model.assembly.assemble` from the third-order predictor,
+    velocity and acceleration by the SVD pseudo-inverse of ``A = [C_q; J_x]`` over the
+    reference coordinates, cut at the robot's rank, from the numpy statements above, and the
+    condition number ``sigma_1 / sigma_r``.
+
+    Returns
+    -------
+    dict
+        ``q`` (n, n_q), ``v``, ``a`` (n, n_v), ``actuators``, ``actuators_dot``,
+        ``actuators_ddot`` (n, n_a; angles not unwrapped), ``condition`` (n,).
+
+    Raises
+    ------
+    sim.model.assembly.AssemblyError
+        At the first pose Newton cannot reach, its message naming ``sample k``.
+    """
+    from sim.model.assembly import assemble, solve_pose
+
+    times = np.asarray(times, dtype=float)
+    x, xd, xdd = trajectory(times)
+    rigid, rank = model.v_rigid, model.ranks[0]
+    nj, e = model.rows["n_joint"], model.ee_marker
+    out = {name: [] for name in ("q", "v", "a", "actuators", "actuators_dot", "actuators_ddot", "condition")}
+    q = solve_pose(model, x[0])
+    v = a = jerk = np.zeros(model.n_v)
+    for k in range(len(times)):
+        dt = times[k] - times[k - 1] if k else 0.0
+        if k:
+            # The free motions of redundant robots (a strut's spin) are not fixed by the pose:
+            # minimum-norm steps from the same predictor keep them alike.
+            q_pred = integrate(model, q, dt * v + dt**2 / 2 * a + dt**3 / 6 * jerk)
+            q = assemble(model, q_pred, pose_target=x[k], what=f"sample {k}")
+        a_prev = a
+        v = np.zeros(model.n_v)
+        for rate in ("v", "a"):
+            ms = markers(model, q, v)
+            phi, J, gamma = rows(model, ms, True)
+            _, Jx, xq = pose_terms(model.pose_kinds, ms.p[e], ms.A[e], ms.Jp[e], ms.Jw[e], v, ms.pq[e], ms.wq[e])
+            U, sigma, Vt = np.linalg.svd(np.vstack([J[:nj], Jx])[:, rigid], full_matrices=False)
+            b = np.concatenate([np.zeros(nj), xd[k]] if rate == "v" else [gamma[:nj], xdd[k] - xq])
+            w = np.zeros(model.n_v)
+            w[rigid] = Vt[:rank].T @ ((U[:, :rank].T @ b) / sigma[:rank])
+            if rate == "v":
+                v = w
+            else:
+                a = w
+        jerk = (a - a_prev) / dt if dt > 0 else np.zeros(model.n_v)
+        s, J_s, g_s = phi[nj:], J[nj:], gamma[nj:]
+        for name, value in (("q", q), ("v", v), ("a", a), ("actuators", s), ("actuators_dot", J_s @ v),
+                            ("actuators_ddot", J_s @ a - g_s), ("condition", sigma[0] / sigma[rank - 1])):
+            out[name].append(value)
+    return {name: np.array(values) for name, values in out.items()}

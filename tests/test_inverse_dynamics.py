@@ -22,7 +22,7 @@ from sim.model.constraints import actuator_values, constraints
 from sim.errors import SimError
 from sim.solvers.inverse_dynamics import actuator_forces, inverse_dynamics
 from sim.model.loader import load_model
-from sim.solvers.motion import rigid_motion, rigid_state
+from sim.solvers.motion import rigid_motion, rigid_sample
 from sim.solvers.trajectory import circle, polynomial
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,9 @@ def _polished(model, law, motion):
     see the 1e-11 Newton tolerance of the trajectory (up to ~5e-7 of the peak power here)."""
     x, x_dot, x_ddot = law(motion.t)
     q = np.array([assemble(model, q, pose_target=p, tol=1e-13) for q, p in zip(motion.q, x)])
-    v, a = zip(*(rigid_state(model, *args)[:2] for args in zip(q, x_dot, x_ddot)))
-    return dataclasses.replace(motion, q=q, v=np.array(v), a=np.array(a))
+    samples = [rigid_sample(model, *args) for args in zip(q, x, x_dot, x_ddot)]
+    assert all(np.array_equal(sample[0], q_k) for sample, q_k in zip(samples, q)), "the corrector moved a polished q"
+    return dataclasses.replace(motion, q=q, v=np.array([s[1] for s in samples]), a=np.array([s[2] for s in samples]))
 
 
 @pytest.fixture(scope="module")

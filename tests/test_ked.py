@@ -8,6 +8,7 @@ from sim.solvers.ked import ModalStepper, Frame, integrate_frames, ked, ramp_res
 from sim.model.loader import load_model
 from sim.solvers.trajectory import circle
 
+import oracles
 from conftest import MODELS
 
 
@@ -129,9 +130,21 @@ def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypa
     _assert_same_frames(frames, serial, "motion and frames overlapped")
 
 
+def _assert_motion_is_the_oracle(motion, ref, rtol):
+    """States of a rigid motion against the oracle's (tests/oracles.py): both stop Newton
+    below the 1e-11 residual tolerance, so they agree to that order, not to round-off."""
+    assert np.abs(motion.q - ref["q"]).max() < 1e-10
+    for field in ("v", "a", "actuators_dot", "actuators_ddot"):
+        scale = max(np.abs(ref[field]).max(), 1e-300)
+        assert np.abs(getattr(motion, field) - ref[field]).max() <= rtol * scale, field
+    wrapped = (motion.actuators - ref["actuators"] + np.pi) % (2 * np.pi) - np.pi
+    assert np.abs(wrapped).max() < 1e-10
+
+
 def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, monkeypatch):
-    """The plain Newton corrector (from the third-order predictor) lands on the configurations
-    the line-search Newton of sim.model.assembly finds, and is the path taken on a smooth trajectory."""
+    """The compiled corrector (plain Newton from the third-order predictor) lands on the
+    configurations the oracle's line-search Newton finds from the last sample, with the same
+    rates and condition numbers, and is the path taken on a smooth trajectory."""
     import sim.model.assembly
     import sim.solvers.motion
     from sim.solvers.motion import rigid_motion
@@ -141,15 +154,37 @@ def test_rigid_motion_corrector_agrees_with_line_search_newton(rrru3_coarse, mon
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert not calls, "the corrector fell back to the line-search Newton"
-    monkeypatch.setattr(sim.model.assembly, "CORRECTOR_MAX_ITER", 0)    # every sample through assemble() ...
-    monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)   # ... in the Python loop
+    ref = oracles.rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    _assert_motion_is_the_oracle(fast, ref, 1e-9)
+    np.testing.assert_allclose(fast.condition, ref["condition"], rtol=1e-9)
+
+
+def test_rigid_motion_after_a_line_search_is_the_same_motion(rrru3_coarse, monkeypatch):
+    """Samples the corrector gives up on (here: every one, no corrector step allowed) are
+    placed by the line-search Newton and finished by the same compiled step: the oracle's
+    motion again, and the same as the corrector's to the Newton tolerance."""
+    import sim.model.assembly
+    import sim.solvers.motion
+    from sim.solvers.motion import rigid_motion
+
+    t = np.linspace(0.0, SHORT_ARC.duration, 41)
+    fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    calls = []
+    compiled = sim.solvers.motion._segment
+
+    def refusing(k0, k1, times, X, XD, XDD, state, predicted, *rest):
+        if predicted or k0 == k1:
+            return compiled(k0, k1, times, X, XD, XDD, state, predicted, *rest)
+        rest[-7][k0] = state[0]     # out_q: the best configuration so far, the last sample's
+        return k0
+
+    monkeypatch.setattr(sim.solvers.motion, "assemble", lambda *a, **k: calls.append(1) or sim.model.assembly.assemble(*a, **k))
+    monkeypatch.setattr(sim.solvers.motion, "_segment", refusing)
     robust = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     assert len(calls) == t.size - 1
-    # Both stop below the 1e-11 residual tolerance; the configurations agree to that order.
+    _assert_motion_is_the_oracle(robust, oracles.rigid_motion(rrru3_coarse, SHORT_ARC, t), 1e-9)
     assert np.abs(fast.q - robust.q).max() < 1e-10
-    assert np.abs(fast.v - robust.v).max() < 1e-9 * np.abs(robust.v).max()
-    assert np.abs(fast.a - robust.a).max() < 1e-9 * np.abs(robust.a).max()
-    assert np.abs(fast.condition / robust.condition - 1).max() < 1e-9
+    np.testing.assert_allclose(robust.condition, fast.condition, rtol=1e-9)
 
 
 def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, monkeypatch):
@@ -183,9 +218,9 @@ def count_segments(monkeypatch):
     return segments, compiled_segment
 
 
-def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
-    """The compiled sample loop (sim.solvers.motion._segment) and the Python loop solve the same
-    equations: states to round-off, condition numbers to 1e-10; without condition numbers,
+def test_compiled_rigid_motion_is_the_oracle(rrru3_coarse, monkeypatch):
+    """The compiled sample loop (sim.solvers.motion._segment) takes every sample, the first
+    included, and gives the oracle's states and condition numbers; without condition numbers,
     the same states and NaN."""
     import sim.solvers.motion
     from sim.solvers.motion import rigid_motion
@@ -193,39 +228,58 @@ def test_compiled_rigid_motion_is_the_python_loop(rrru3_coarse, monkeypatch):
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     segments, compiled_segment = count_segments(monkeypatch)
     fast = rigid_motion(rrru3_coarse, SHORT_ARC, t)
-    assert sum(end - k0 for k0, end in segments) == t.size - 1, \
-        "the compiled sample loop did not compute every sample after the first"
+    assert sum(end - k0 for k0, end in segments) == t.size, "the compiled sample loop did not take every sample"
     monkeypatch.setattr(sim.solvers.motion, "_segment", compiled_segment)
     quick = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
-    monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)
-    slow = rigid_motion(rrru3_coarse, SHORT_ARC, t)
+    _assert_motion_is_the_oracle(fast, oracles.rigid_motion(rrru3_coarse, SHORT_ARC, t), 1e-9)
     for field in ("q", "v", "a", "actuators", "actuators_dot", "actuators_ddot"):
-        ref = getattr(slow, field)
-        scale = max(np.abs(ref).max(), 1e-300)
-        assert np.abs(getattr(fast, field) - ref).max() <= 1e-12 * scale, field
-        assert np.abs(getattr(quick, field) - ref).max() <= 1e-12 * scale, field
-    np.testing.assert_allclose(fast.condition, slow.condition, rtol=1e-10)
+        assert np.array_equal(getattr(quick, field), getattr(fast, field)), field
+    np.testing.assert_allclose(fast.condition, oracles.rigid_motion(rrru3_coarse, SHORT_ARC, t)["condition"],
+                               rtol=1e-9)
     assert np.isnan(quick.condition).all()
 
 
-def test_rigid_motion_paths_stop_at_the_same_workspace_exit(rrru3_coarse, monkeypatch):
+def test_rigid_motion_stops_where_the_oracle_does(rrru3_coarse):
     """A circle through the workspace boundary: the compiled loop hands the failing sample to
-    the Python loop, which names the same time as the Python loop alone."""
-    import sim.solvers.motion
+    the line-search Newton, which names the time, with or without condition numbers; the
+    oracle cannot reach the same sample."""
     from sim.errors import SimError
+    from sim.model.assembly import AssemblyError
     from sim.solvers.motion import rigid_motion
 
     arc = circle([-0.3, 0.0, -0.7], 0.6, 2.0, 1.6)
     t = np.linspace(0.0, 1.6, 161)
     messages = []
-    for condition in (True, False, None):
-        if condition is None:
-            monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)
+    for condition in (True, False):
         with pytest.raises(SimError) as info:
-            rigid_motion(rrru3_coarse, arc, t, condition=condition is not False)
+            rigid_motion(rrru3_coarse, arc, t, condition=condition)
         messages.append(str(info.value))
     assert "leaves the workspace at t = 0.81 s" in messages[0]
-    assert messages[1] == messages[0] == messages[2]
+    assert messages[1] == messages[0]
+    with pytest.raises(AssemblyError, match="sample 81:"):
+        oracles.rigid_motion(rrru3_coarse, arc, t)
+
+
+def test_singular_instant_is_named_with_its_condition_number():
+    """The two-link arm driven out to its full reach (stretched: a singular inverse
+    kinematics) stops at that instant with its condition number, above the limit, with or
+    without condition numbers along the way; a hair short of it, the motion goes through."""
+    import re
+
+    from sim.errors import SimError
+    from sim.model.assembly import SINGULAR_RATIO
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import polynomial
+
+    arm = load_model(MODELS.parent / "tests" / "arm_model.py")
+    u = np.array([0.45, -0.2]) / np.hypot(0.45, -0.2)
+    t = np.linspace(0.0, 0.2, 21)
+    for condition in (True, False):
+        with pytest.raises(SimError, match=r"singular configuration at t = 0.2 s \(condition number") as info:
+            rigid_motion(arm, polynomial(0.5 * u, 0.65 * u, 0.2), t, condition=condition)
+        assert float(re.search(r"condition number ([0-9.e+]+)", str(info.value)).group(1)) >= 1 / SINGULAR_RATIO
+    short = rigid_motion(arm, polynomial(0.5 * u, 0.6499 * u, 0.2), t)
+    assert 1e2 < short.condition[-1] < 1 / SINGULAR_RATIO
 
 
 def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
@@ -330,7 +384,6 @@ def test_compiled_rigid_motion_covers_angles_and_redundant_constraints(monkeypat
     """NaVARo (end-effector angle ``rz``) and the 6-PSS with spherical slider joints (all six
     coordinates, the struts' free spins: minimum-norm solutions): the compiled sample loop
     computes every sample and agrees with the Python loop."""
-    import sim.solvers.motion
     from sim.model.loader import load_model
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import cycloidal
@@ -342,14 +395,10 @@ def test_compiled_rigid_motion_covers_angles_and_redundant_constraints(monkeypat
         law, t = cycloidal(model.pose_home, range(6), 0.05, 0.4), np.linspace(0.0, 0.4, 41)
     segments, compiled_segment = count_segments(monkeypatch)
     fast = rigid_motion(model, law, t)
-    assert sum(end - k0 for k0, end in segments) == t.size - 1, "the compiled loop left samples to Python"
-    monkeypatch.setattr(sim.solvers.motion, "_fast_segments", lambda model, ev: None)
-    slow = rigid_motion(model, law, t)
-    for field in ("q", "v", "a", "actuators", "actuators_dot", "actuators_ddot"):
-        ref = getattr(slow, field)
-        scale = max(np.abs(ref).max(), 1e-300)
-        assert np.abs(getattr(fast, field) - ref).max() <= 1e-9 * scale, field
-    np.testing.assert_allclose(fast.condition, slow.condition, rtol=1e-8)
+    assert sum(end - k0 for k0, end in segments) == t.size, "the compiled loop left samples to Python"
+    ref = oracles.rigid_motion(model, law, t)
+    _assert_motion_is_the_oracle(fast, ref, 1e-8)
+    np.testing.assert_allclose(fast.condition, ref["condition"], rtol=1e-8)
 
 
 def _constant_frames(loads, omega, J, zeta=None):

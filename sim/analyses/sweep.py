@@ -62,11 +62,13 @@ def _reach(model, pose, previous, ev):
     home when None.
 
     The predictor is the tangent: the rigid motion that moves the end effector by the grid
-    step to first order, so that one plain Newton step (:func:`sim.model.assembly.correct`) usually
-    lands; the line-search Newton and then the continuation from home are the fallbacks.
+    step to first order, so that the rigid motion's corrector (plain Newton steps,
+    :func:`sim.solvers.motion.rigid_sample`) usually lands in one; the line-search Newton and
+    then the continuation from home are the fallbacks.
     """
-    from sim.model.assembly import assemble, correct, solve_pose
+    from sim.model.assembly import assemble, solve_pose
     from sim.linalg import normal_solver
+    from sim.solvers.motion import rigid_sample
 
     if previous is None:
         return solve_pose(model, pose, check=False)
@@ -74,7 +76,7 @@ def _reach(model, pose, previous, ev):
     dv = np.zeros(model.n_v)
     step = np.concatenate([np.zeros(A0.shape[0] - pose.size), pose - pose0])
     dv[model.v_rigid] = normal_solver(A0, model.ranks[0], condition=False)[0](step)
-    corrected = correct(model, ev.integrate(q0, dv), pose, ev)
+    corrected = rigid_sample(model, ev.integrate(q0, dv), pose, ev=ev, condition=False)
     if corrected is not None:
         return corrected[0]
     try:

@@ -11,7 +11,7 @@ from sim.model.constraints import actuator_values, constraints, drive_residual
 from sim.errors import SimError
 from sim.model.springs import deformation_rows
 from sim.model.kinematics import integrate, markers, pose_jacobian
-from sim.linalg import flush, lstsq, normal_solver, null_space, singular_values, svd
+from sim.linalg import lstsq, null_space, singular_values, svd
 
 NEWTON_MAX_ITER = 30
 TOLERANCE = 1e-11          # residual (m or rad) for convergence
@@ -21,8 +21,6 @@ SINGULAR_RATIO = 1e-5      # sigma_min / sigma_max below which a Jacobian is sin
 RANK_RTOL = 1e-7           # relative singular value below which a direction is not in the rank
 GENERIC_SAMPLES = 3        # configurations near home whose ranks count with home's
 GENERIC_STEP = 0.05        # their distance from home along the joints' motions (m or rad)
-CORRECTOR_MAX_ITER = 3     # plain Newton steps of `correct` before it gives up ...
-CORRECTOR_CONTRACTION = 0.1  # ... or as soon as a step cuts the residual by less than this factor
 
 
 class AssemblyError(SimError):
@@ -94,39 +92,6 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     if norm < tol:
         return q
     raise AssemblyError(f"cannot assemble {what}: constraint residual {norm:.3g} after Newton iterations")
-
-
-def correct(model, q, pose_target, ev):
-    """Plain Newton from a predicted ``q`` (near the solution) onto the pose ``pose_target``.
-
-    No line search, the normal-equation solver (:func:`sim.linalg.normal_solver`) and the
-    compiled evaluator ``ev``: the cheap corrector of a continuation whose predictor lands
-    within Newton's fast-contraction region; :func:`assemble`, with its backtracking, is the
-    fallback when a step does not cut the residual by ``CORRECTOR_CONTRACTION``.
-
-    Returns
-    -------
-    (q, A) or None
-        The configuration and ``[C_q; J_x]`` there over the reference coordinates (flushed),
-        or None when Newton does not contract fast enough.
-    """
-    dv = np.zeros(model.n_v)
-    rigid = model.v_rigid
-    phi, A = residual(model, q, None, pose_target, ev)
-    A = flush(A)
-    norm = np.abs(phi).max(initial=0.0)
-    for _ in range(CORRECTOR_MAX_ITER):
-        if norm < TOLERANCE:
-            return q, A
-        dv[rigid] = -normal_solver(A, model.ranks[0], condition=False)[0](phi)
-        q_new = ev.integrate(q, dv)
-        phi, A = residual(model, q_new, None, pose_target, ev)
-        A = flush(A)
-        norm_new = np.abs(phi).max(initial=0.0)
-        if not norm_new < CORRECTOR_CONTRACTION * norm:
-            return None
-        q, norm = q_new, norm_new
-    return (q, A) if norm < TOLERANCE else None
 
 
 def _min_ratio(J, rank):

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from sim.model.assembly import (CORRECTOR_CONTRACTION, CORRECTOR_MAX_ITER, SINGULAR_RATIO, TOLERANCE, AssemblyError,
-                       assemble, correct, solve_pose)
+from sim.model.assembly import SINGULAR_RATIO, TOLERANCE, AssemblyError, assemble, solve_pose
 from sim.errors import SimError
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
@@ -31,9 +30,11 @@ from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
-from sim.linalg import condition_number, condition_state, flush, lu_solve, normal_solver, sparse_lu
+from sim.linalg import condition_number, condition_state, lu_solve, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
+CORRECTOR_MAX_ITER = 3    # plain Newton steps from the predictor before the line-search Newton takes over ...
+CORRECTOR_CONTRACTION = 0.1  # ... or as soon as a step cuts the residual by less than this factor
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
 
 
@@ -161,22 +162,27 @@ def _kinematics(q, v, tables, f, phi, J, gamma):
 
 
 @njit(cache=True, nogil=True)
-def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, rank, exact, limit, u, warm, out_q, out_v,
-             out_a, out_s, out_sd, out_sdd, out_cond):
-    """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop.
+def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, rigid, nj, rank, exact, limit, u, warm,
+             out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond):
+    """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop: the rigid
+    motion's only sample step.
 
-    ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done.  Each
-    sample: the third-order predictor, at most ``CORRECTOR_MAX_ITER`` plain Newton steps (as
-    :func:`sim.model.assembly.correct`), then velocity and acceleration by the normal equations (as
-    :func:`rigid_state`).  Stops at the first sample it cannot finish (the Python path of
-    :func:`rigid_motion` takes it over, with its line search and messages).  ``u``: the
-    vectors of :func:`_condition_estimate`, ``warm``: the state of
-    :func:`sim.linalg.condition_number`, both carried from sample to sample.
+    ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done; with
+    ``predicted``, ``q`` is instead sample ``k0``'s prediction (a configuration found
+    otherwise: the start, a line-search Newton's result).  Each sample: the third-order
+    predictor, at most ``CORRECTOR_MAX_ITER`` plain Newton steps, each cutting the residual by
+    ``CORRECTOR_CONTRACTION``, then velocity and acceleration by the normal equations (the
+    minimum-norm solution below full rank) and the condition number (``exact``; otherwise
+    an estimate with a margin), refused from ``limit`` on.  ``u``: the vectors of
+    :func:`_condition_estimate`, ``warm``: the state of :func:`sim.linalg.condition_number`,
+    both carried from sample to sample.
 
     Returns
     -------
     k : int
-        First sample not done (``k1`` when all are).
+        First sample not done (``k1`` when all are).  Its best configuration so far is left
+        in ``out_q[k]`` and, where the exact condition number refused it, that number in
+        ``out_cond[k]`` (inf: a singular factorisation).
     """
     q, v, a, jerk = state
     n_v = v.size
@@ -196,11 +202,15 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
     zero = np.zeros(n_v)
     q_try = np.empty_like(q)
     for k in range(k0, k1):
-        dt = times[k] - times[k - 1]
-        for i in range(n_v):
-            dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
+        dt = times[k] - times[k - 1] if k > 0 else 0.0
         q1 = np.empty_like(q)
-        integrate(q, dv, body_q, body_v, body_nf, q1)
+        if predicted and k == k0:
+            q1[:] = q
+        else:
+            for i in range(n_v):
+                dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
+            integrate(q, dv, body_q, body_v, body_nf, q1)
+        out_q[k] = q1
         _kinematics(q1, zero, tables, f, phi, J, gamma)
         _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
         norm = np.abs(res).max()
@@ -225,20 +235,24 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
             if not norm_new < CORRECTOR_CONTRACTION * norm:
                 break
             q1[:] = q_try
+            out_q[k] = q1
             norm = norm_new
         if not ok:
             return k
         F, fine, V, lam = _prepare(A, rank)
         if not fine:
+            out_cond[k] = np.inf
             return k
         if lam.size:     # below full rank: the eigenvalues are at hand
             cond = np.sqrt(lam[0] / lam[-1])
             if not cond < limit:
+                out_cond[k] = cond
                 return k
             cond = cond if exact else np.nan
         elif exact:
             cond = condition_number(A, warm[0], warm[1])
             if not cond < limit:
+                out_cond[k] = cond
                 return k
         else:
             cond = np.nan
@@ -277,37 +291,29 @@ def _segment(k0, k1, times, X, XD, XDD, state, tables, f, kinds, e, rigid, nj, r
     return k1
 
 
-def rigid_state(model, q, x_dot, x_ddot, ev=None, A=None):
-    """Velocity and acceleration (n_v,) of the rigid robot at ``q`` for end-effector rates.
-
-    Returns ``v, a, cond`` (condition number over the expected rank) and the evaluation of the
-    compiled evaluator ``ev`` (:class:`sim.model.evaluator.Evaluator`; one is built if not given) at
-    ``(q, v)`` (kinematic terms only: no ``M``, ``Q``).
-    ``A`` (n_c + d, n_r): ``[C_q; J_x]`` over the reference coordinates at ``q``, if at hand.
-    """
-    rigid = model.v_rigid
-    ev = Evaluator(model) if ev is None else ev
-    if A is None:
-        Jc = ev.evaluate(q, np.zeros(model.n_v), bodies=False).J
-        A = flush(np.vstack([Jc, ev.pose()[1]])[:, rigid])
-    n_c = A.shape[0] - len(model.pose_names)
-    ls, cond = normal_solver(A, model.ranks[0])
-
-    def solve(rhs):
-        out = np.zeros(model.n_v)
-        out[rigid] = ls(rhs)
-        return out
-
-    v = solve(np.concatenate([np.zeros(n_c), x_dot]))
-    E = ev.evaluate(q, v, bodies=False)
-    xq = ev.pose(v)[2]
-    return v, solve(np.concatenate([E.gamma, x_ddot - xq])), cond, E
-
-
 def _fast_segments(model, ev):
     """Model arguments of :func:`_segment`."""
     return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
             np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.ranks[0]))
+
+
+class _Samples:
+    """Output rows of :func:`_segment` for ``n`` samples of ``model`` and the state it carries
+    from sample to sample (``state``, the condition numbers' ``u`` and ``warm``)."""
+
+    def __init__(self, model, n, q):
+        n_v, n_a, n_r = model.n_v, len(model.actuators), len(model.v_rigid)
+        self.q, self.v, self.a = np.zeros((n, model.n_q)), np.zeros((n, n_v)), np.zeros((n, n_v))
+        self.s, self.sd, self.sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
+        self.cond = np.full(n, np.nan)
+        self.state = (q.copy(), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v))
+        self.u = np.ones((2, n_r)) / np.sqrt(n_r)       # the estimate's vectors
+        self.warm = condition_state(n_r)                # the condition numbers'
+
+    def run(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
+        """:func:`_segment` over samples ``k0 .. k1 - 1``; the first not done."""
+        return _segment(k0, k1, times, X, XD, XDD, self.state, predicted, *fast, exact, limit, self.u, self.warm,
+                        self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond)
 
 
 def load_kernels(model, ev=None):
@@ -316,15 +322,41 @@ def load_kernels(model, ev=None):
     :func:`_fast_segments`' arguments.  ``ev``: an evaluator at hand."""
     ev = Evaluator(model) if ev is None else ev
     fast = _fast_segments(model, ev)
-    if fast is None:      # tests take the reference path this way
-        return None
-    n_v, n_a, d = model.n_v, len(model.actuators), len(model.pose_kinds)
+    d = len(model.pose_kinds)
     z = np.zeros
     with signals_deferred():
-        _segment(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), (model.q_home.copy(), z(n_v), z(n_v), z(n_v)),
-                 *fast, False, 1 / SINGULAR_RATIO, z((2, len(model.v_rigid))), condition_state(len(model.v_rigid)),
-                 z((1, model.n_q)), z((1, n_v)), z((1, n_v)), z((1, n_a)), z((1, n_a)), z((1, n_a)), z(1))
+        _Samples(model, 1, model.q_home).run(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), fast, False, False,
+                                             1 / SINGULAR_RATIO)
     return fast
+
+
+def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, condition=True):
+    """The rigid robot at one end-effector sample, from the prediction ``q`` (n_q,) by the
+    corrector of the rigid motion (:func:`_segment`: plain Newton, no line search).
+
+    Parameters
+    ----------
+    pose, pose_dot, pose_ddot : array_like, shape (d,)
+        End-effector coordinates and their rates (default zero).
+    ev : sim.model.evaluator.Evaluator, optional
+    condition : bool
+        Compute the condition number and refuse a singular configuration; False: neither.
+
+    Returns
+    -------
+    (q, v, a, cond) or None
+        Configuration (n_q,), velocity and acceleration (n_v,) and condition number (NaN
+        without ``condition``); None where Newton does not contract fast enough from ``q``
+        or the configuration is singular.
+    """
+    ev = Evaluator(model) if ev is None else ev
+    rows = [np.asarray(x if x is not None else np.zeros(len(model.pose_kinds)), dtype=float).reshape(1, -1)
+            for x in (pose, pose_dot, pose_ddot)]
+    out = _Samples(model, 1, np.asarray(q, dtype=float))
+    limit = 1 / SINGULAR_RATIO if condition else np.inf
+    if out.run(0, 1, np.zeros(1), *rows, _fast_segments(model, ev), True, condition, limit) == 0:
+        return None
+    return out.q[0], out.v[0], out.a[0], out.cond[0]
 
 
 def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None, condition=True):
@@ -339,10 +371,11 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     margin of ``ESTIMATE_MARGIN``, and the exact value where the estimate comes that close
     to the limit.  Saves the condition number's iterations (~4 sparse factorisations per sample).
 
-    The samples run in a compiled loop (:func:`_segment`, every model: translations and
-    angles, independent or redundant constraints); the first sample, and any sample it cannot
-    finish (leaving the workspace, a singularity, a corrector that does not contract), are
-    done here by assembly with continuation, which gives the messages.
+    Every sample is taken by the compiled loop (:func:`_segment`, every model: translations
+    and angles, independent or redundant constraints).  The first from the start pose found
+    by continuation (:func:`sim.model.assembly.solve_pose`), and any sample whose corrector
+    does not contract (a fast or sharp motion, the workspace's edge) from the line-search
+    Newton of :func:`sim.model.assembly.assemble`, which gives the messages.
 
     Raises
     ------
@@ -357,63 +390,38 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         q = solve_pose(model, x[0], q_start=q_start)
     except SimError as exc:
         raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
-    n_a = len(model.actuators)
-    out_q, out_v, out_a = np.zeros((n, model.n_q)), np.zeros((n, model.n_v)), np.zeros((n, model.n_v))
-    out_s, out_sd, out_sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
-    out_cond = np.full(n, np.nan)
     ev = Evaluator(model)
     fast = load_kernels(model, ev)
-    u = np.ones((2, len(model.v_rigid))) / np.sqrt(len(model.v_rigid))   # the estimate's vectors
-    warm = condition_state(len(model.v_rigid))                            # the condition numbers'
-    v = a = jerk = np.zeros(model.n_v)
-    A = None
-    k = 0
+    out = _Samples(model, n, q)
+    limit = 1 / SINGULAR_RATIO
+    k, predicted = 0, True
     while k < n:
-        t = times[k]
-        if k and fast is not None:
-            state = (q.copy(), v.copy(), a.copy(), jerk.copy())
-            end = _segment(k, min(n, k + SEGMENT), times, x, xd, xdd, state, *fast, condition, 1 / SINGULAR_RATIO,
-                           u, warm, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond)
-            for j in range(k, end):
-                if on_sample is not None:
-                    on_sample(out_q[j], out_v[j], out_a[j], out_s[j])
-            if progress is not None and end > k:
-                progress.update(end - k)
-            if end > k:
-                q, v, a, jerk = state
-                k = end
-                continue
-        if k:
-            dt = t - times[k - 1]
-            q_pred = ev.integrate(q, dt * v + 0.5 * dt**2 * a + dt**3 / 6 * jerk)
-            corrected = correct(model, q_pred, x[k], ev)
-            if corrected is None:
-                try:
-                    q = assemble(model, q_pred, pose_target=x[k], what=f"the pose at t = {t:.6g} s", ev=ev)
-                except AssemblyError as exc:
-                    raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
-                                   f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
-                A = None
-            else:
-                q, A = corrected
-        a_prev = a
-        v, a, cond, E = rigid_state(model, q, xd[k], xdd[k], ev, A)
-        if k and t > times[k - 1]:
-            jerk = (a - a_prev) / (t - times[k - 1])
-        if not cond < 1 / SINGULAR_RATIO:
-            raise SimError(f"singular configuration at t = {t:.6g} s (condition number {cond:.3g})")
-        s, J_s, g_s = E.s, E.J_s, E.gamma_s
-        out_q[k], out_v[k], out_a[k] = q, v, a
-        out_s[k], out_sd[k], out_sdd[k] = s, J_s @ v, J_s @ a - g_s
-        out_cond[k] = cond if condition else np.nan
-        if on_sample is not None:
-            on_sample(q, v, a, s)
-        if progress is not None:
-            progress.update(1)
-        k += 1
-    act = out_s.copy()
+        # A sample found otherwise is finished alone, with its exact condition number.
+        k1 = k + 1 if predicted else min(n, k + SEGMENT)
+        end = out.run(k, k1, times, x, xd, xdd, fast, predicted, condition or predicted, limit)
+        if predicted and end > k and not condition:
+            out.cond[k] = np.nan
+        for j in range(k, end):
+            if on_sample is not None:
+                on_sample(out.q[j], out.v[j], out.a[j], out.s[j])
+        if progress is not None and end > k:
+            progress.update(end - k)
+        if end == k1:
+            k, predicted = end, False
+            continue
+        t = times[end]
+        if predicted and end == k:
+            raise SimError(f"singular configuration at t = {t:.6g} s (condition number {out.cond[end]:.3g})")
+        try:
+            q = assemble(model, out.q[end], pose_target=x[end], what=f"the pose at t = {t:.6g} s", ev=ev)
+        except AssemblyError as exc:
+            raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
+                           f"(pose {np.round(x[end], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
+        out.state[0][:] = q
+        k, predicted = end, True
+    act = out.s.copy()
     # Angles are unwrapped so that drives are continuous through +-pi.
     ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
     act[:, ang] = np.unwrap(act[:, ang], axis=0)
-    return RigidMotion(t=times, q=out_q, v=out_v, a=out_a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
-                       actuators_dot=out_sd, actuators_ddot=out_sdd, condition=out_cond)
+    return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
+                       actuators_dot=out.sd, actuators_ddot=out.sdd, condition=out.cond)
