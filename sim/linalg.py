@@ -17,10 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.linalg
-import scipy.linalg.lapack
 from numba import njit
 
-from sim.kernels.common import FLUSH_RTOL, flush as flush_kernel
+from sim.kernels.common import FLUSH_RTOL, flush as flush_kernel, runtime
 
 # Stacks of at least this many matrices are split between the cores (singular_values).
 STACK_SPLIT = 64
@@ -55,47 +54,6 @@ def null_space(A, rcond):
     d = np.abs(np.diag(R))
     rank = int(np.sum(d > rcond * d[0])) if d.size and d[0] > 0 else 0
     return flush(Q[:, rank:])
-
-
-def normal_solver(A, rank, condition=True):
-    """Minimum-norm least-squares solver of ``A x = b`` at a known rank, from ``A^T A``.
-
-    At full column rank a Cholesky factor of ``A^T A`` solves (its eigenvalues, without
-    vectors, give the condition number); below it, or where the factorisation fails, the
-    eigenpairs of ``A^T A`` give the minimum-norm solution.  Either way a fraction of an SVD's
-    cost on the tall Jacobians of the rigid robot, and accurate while the condition number is
-    well below ``1 / sqrt(eps)``: the callers refuse configurations beyond ``1e5``.
-
-    Parameters
-    ----------
-    A : ndarray, shape (m, n)
-        Flushed (:func:`flush`).
-    rank : int
-        The expected rank (from a regular configuration).
-    condition : bool
-        Compute the condition number over the rank (otherwise NaN).
-
-    Returns
-    -------
-    solve : callable
-        ``solve(b)``, ``b`` of shape (m,), returns ``x`` of shape (n,).
-    cond : float
-        ``sigma_1 / sigma_rank`` (inf when singular), or NaN.
-    """
-    G = A.T @ A
-    if rank == A.shape[1]:
-        # LAPACK directly: these solves are small and many, the wrappers' checks cost as much.
-        U, info = scipy.linalg.lapack.dpotrf(G)
-        if info == 0:
-            cond = np.nan
-            if condition:
-                lam = np.linalg.eigvalsh(G)
-                cond = np.sqrt(lam[-1] / lam[0]) if lam[0] > 0 else np.inf
-            return (lambda b: scipy.linalg.lapack.dpotrs(U, A.T @ b)[0]), cond
-    lam, V = np.linalg.eigh(G)
-    lam, V = lam[::-1][:rank], V[:, ::-1][:, :rank]
-    cond = np.sqrt(lam[0] / lam[-1]) if lam[-1] > 0 else np.inf
-    return (lambda b: V @ ((V.T @ (A.T @ b)) / lam)), cond
 
 
 def singular_values(A):
@@ -230,8 +188,9 @@ def sparse_lu(A):
 
 
 @njit(cache=True, nogil=True)
-def lu_solve(factors, B, trans=False):
-    """``A^-1 B`` (``trans``: ``A^-T B``) from :func:`sparse_lu`'s factors; ``B`` (n, m)."""
+def lu_solve(factors, B, trans):
+    """``A^-1 B`` (``trans``: ``A^-T B``; a run-time flag, :func:`sim.kernels.common.runtime`, from compiled
+    code) from :func:`sparse_lu`'s factors; ``B`` (n, m)."""
     LU, perm, l_ptr, l_row, u_ptr, u_col = factors
     n, m = B.shape
     X = np.empty((n, m))
@@ -276,7 +235,7 @@ def sparse_solve(A, B):
     factors, ok = sparse_lu(A)
     if not ok:
         return np.full(B.shape, np.nan)
-    return lu_solve(factors, B)
+    return lu_solve(factors, B, runtime(False))
 
 
 # Condition numbers of a sequence of Jacobians (condition_number).

@@ -125,9 +125,8 @@ def test_stored_skeleton_carries_the_end_effector(rrru3_h5, group):
 
 
 def test_skeleton_points_are_the_markers_and_the_skeleton():
-    """:func:`skeleton_points` (batched, no Jacobian) gives :func:`skeleton`'s points and, with a
-    displacement, its ``p + J dv``; each marker's point is where the marker kinematics put it,
-    on random configurations."""
+    """:func:`skeleton_points` (batched) gives :func:`skeleton`'s points; each marker's point
+    is where the marker kinematics put it, on random configurations."""
     from sim.model.kinematics import integrate, marker_points, markers, skeleton, skeleton_points
 
     rng = np.random.default_rng(17)
@@ -135,12 +134,8 @@ def test_skeleton_points_are_the_markers_and_the_skeleton():
         model = load(name, **params)
         qs = np.array([integrate(model, model.q_home, 0.05 * rng.standard_normal(model.n_v)) for _ in range(3)])
         batch = skeleton_points(model, qs)
-        dvs = 1e-3 * rng.standard_normal((len(qs), model.n_v))
-        moved = skeleton_points(model, qs, dvs)
-        for q, p, dv, p_moved in zip(qs, batch, dvs, moved):
+        for q, p in zip(qs, batch):
             assert_allclose(p, skeleton(model, q)[0], rtol=0, atol=1e-14, err_msg=f"{name}: batched points")
-            # first-order motion: the Jacobian of skeleton() applied, without forming it
-            assert_allclose(p_moved, p + skeleton(model, q)[2] @ dv, rtol=0, atol=1e-14, err_msg=f"{name}: J dv")
             assert_allclose(p[marker_points(model)], markers(model, q).p, rtol=0, atol=1e-14,
                             err_msg=f"{name}: marker points")
 

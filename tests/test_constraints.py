@@ -87,16 +87,20 @@ def test_wrong_number_of_pose_values_raises(navaro, values):
 
 @pytest.mark.parametrize("name", ["navaro", "flexible_arm"])
 def test_skeleton_jacobian_matches_finite_differences(name, request):
-    from sim.model.kinematics import integrate, skeleton
+    from sim.model.kinematics import integrate, skeleton, skeleton_motion
     model = request.getfixturevalue(name)
     rng = np.random.default_rng(3)
     dv = 1e-2 * rng.standard_normal(model.n_v)
     dv[model.v_elastic] *= 1e-2
     q = integrate(model, model.q_home, dv)
-    p, segments, J = skeleton(model, q)
-    direction = rng.standard_normal(model.n_v)
+    p, segments = skeleton(model, q)
+    directions = rng.standard_normal((2, model.n_v))
     h = 1e-6
-    dp = (skeleton(model, integrate(model, q, h * direction))[0]
-          - skeleton(model, integrate(model, q, -h * direction))[0]) / (2 * h)
-    np.testing.assert_allclose(J @ direction, dp, rtol=1e-6, atol=1e-9, err_msg=f"{name}: skeleton Jacobian")
+    for direction, moved in zip(directions, skeleton_motion(model, q, directions)):
+        dp = (skeleton(model, integrate(model, q, h * direction))[0]
+              - skeleton(model, integrate(model, q, -h * direction))[0]) / (2 * h)
+        np.testing.assert_allclose(moved, dp, rtol=1e-6, atol=1e-9, err_msg=f"{name}: skeleton Jacobian")
+    q2 = integrate(model, q, 1e-2 * rng.standard_normal(model.n_v))
+    batched = skeleton_motion(model, np.stack([q, q2]), directions)       # (configuration, direction) pairs
+    np.testing.assert_allclose(batched[1], skeleton_motion(model, q2, directions[1]), rtol=0, atol=1e-15)
     assert segments.min() >= 0 and segments.max() < len(p), "segments index the points"

@@ -78,14 +78,41 @@ def lumped_model(request):
     return load(name, **params)
 
 
+def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
+    """Forces ``Q`` (n_v,), linearised stiffness ``K`` and damping ``C`` (n_v, n_v) and
+    potential of the lumped springs and compliant actuators from their kernels alone (the
+    compiled evaluation calls them the same way, among the bodies' terms), at the marker
+    state ``ms``; the actuators' with ``s``, ``J_s`` and (forces) ``targets``."""
+    from types import SimpleNamespace
+
+    from sim.kernels import springs as kernel
+
+    n = model.n_v
+    v = np.zeros(n) if v is None else np.ascontiguousarray(v, dtype=float)
+    Q, K, G = np.zeros(n), np.zeros((n, n)), np.zeros((n, n))
+    energy = 0.0
+    m = ms.tables
+    if model.springs:
+        energy = kernel.springs(m.sp_mi, m.sp_mj, m.sp_K, m.sp_C, m.sp_home, m.cols, m.p, m.A, m.Jp, m.Ja, m.Jw, v, Q,
+                                Q[:0], G, K, True, True)
+    if m.ca_idx.size and J_s is not None:
+        Q_a = np.zeros(n)
+        kernel.actuator_springs(m.ca_idx, m.ca_k, m.ca_c, m.angle, np.zeros(m.angle.size) if s is None else s,
+                                np.ascontiguousarray(J_s), np.zeros(m.angle.size) if targets is None else
+                                np.asarray(targets, dtype=float), v, Q_a, Q_a[:0], G, K, True, True)
+        if targets is not None and s is not None:
+            Q += Q_a
+    return SimpleNamespace(Q=Q, K=K, C=-G, energy=energy)
+
+
 def test_lumped_kernels_match_oracle_on_random_states(lumped_model):
     """Forces, linearised stiffness and damping, and potential of the springs and compliant
-    actuators (:func:`sim.model.springs.lumped`) against the numpy statement, to round-off, on 20
+    actuators (their kernels, :func:`lumped`) against the numpy statement, to round-off, on 20
     random states each (rotations of ~0.5 rad, elastic coordinates of ~2 mm)."""
     from conftest import random_state
     from sim.model.constraints import actuator_values
     from sim.model.kinematics import markers
-    from sim.model.springs import deflections, lumped
+    from sim.model.springs import deflections
     model = lumped_model
     rng = np.random.default_rng(11)
     for trial in range(20):
@@ -119,7 +146,6 @@ def test_spring_force_is_minus_the_gradient_of_its_energy(lumped_model):
     home state, where every spring is unloaded, ``K = -dQ/dq`` (1e-6 relative)."""
     from conftest import fd_jacobian, random_state
     from sim.model.kinematics import markers
-    from sim.model.springs import lumped
     model = lumped_model
     if not model.springs:
         pytest.skip("no lumped springs")

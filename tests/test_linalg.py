@@ -4,7 +4,7 @@ import pytest
 import scipy.linalg
 from numpy.testing import assert_allclose
 
-from sim.linalg import (COLD_SHIFT, CONDITION_TOL, _extreme, _rows, condition_number, condition_state, normal_solver,
+from sim.linalg import (COLD_SHIFT, CONDITION_TOL, _extreme, _rows, condition_number, condition_state,
                         partitioned_null_space, singular_values)
 
 
@@ -38,18 +38,21 @@ def test_partitioned_null_space_refuses_dependent_rows():
     assert partitioned_null_space(A, dep, ind, 1e-6) is None
 
 
-@pytest.mark.parametrize("rank", [6, 4])
-def test_normal_solver_is_the_minimum_norm_least_squares(rank):
-    rng = np.random.default_rng(rank)
-    A = rng.normal(size=(9, rank)) @ rng.normal(size=(rank, 6)) if rank < 6 else rng.normal(size=(9, 6))
-    b = rng.normal(size=9)
-    solve, cond = normal_solver(A, rank)
-    assert_allclose(solve(b), np.linalg.pinv(A, rcond=1e-10) @ b, rtol=1e-10, atol=1e-12)
-    s = np.linalg.svd(A, compute_uv=False)
-    assert_allclose(cond, s[0] / s[rank - 1], rtol=1e-10)
-    solve, cond = normal_solver(A, rank, condition=False)
-    assert_allclose(solve(b), np.linalg.pinv(A, rcond=1e-10) @ b, rtol=1e-10, atol=1e-12)
-    assert np.isnan(cond) or rank < 6, "full rank: no eigenvalues without being asked"
+@pytest.mark.parametrize("m, rank", [(9, 6), (6, 6), (9, 4)])
+def test_rigid_motion_solve_is_the_minimum_norm_least_squares(m, rank):
+    """The rigid motion's solve (sim.solvers.motion._prepare, _solve): least squares at full
+    column rank (tall: by the normal equations; square: by LU), minimum norm below it."""
+    from sim.solvers.motion import _prepare, _solve
+
+    rng = np.random.default_rng(m + rank)
+    A = rng.normal(size=(m, rank)) @ rng.normal(size=(rank, 6)) if rank < 6 else rng.normal(size=(m, 6))
+    b = rng.normal(size=m)
+    F, ok, V, lam = _prepare(A, rank)
+    assert ok and lam.size == (0 if rank == 6 else rank)
+    assert_allclose(_solve(F, V, lam, A, b), np.linalg.pinv(A, rcond=1e-10) @ b, rtol=1e-10, atol=1e-12)
+    if rank < 6:
+        s = np.linalg.svd(A, compute_uv=False)
+        assert_allclose(np.sqrt(lam[0] / lam[-1]), s[0] / s[rank - 1], rtol=1e-10)
 
 
 def test_singular_values_match_the_svd():
@@ -84,7 +87,7 @@ def test_sparse_lu_solves_against_lapack(n, density):
     F, _ = sparse_lu(A)
     scale = np.linalg.cond(A) * 1e-15
     ref = np.linalg.solve(A, B)
-    assert np.abs(lu_solve(F, B) - ref).max() <= scale * np.abs(ref).max()
+    assert np.abs(lu_solve(F, B, False) - ref).max() <= scale * np.abs(ref).max()
     ref_t = np.linalg.solve(A.T, B)
     assert np.abs(lu_solve(F, B, True) - ref_t).max() <= scale * np.abs(ref_t).max()
     assert np.abs(sparse_solve(A, B) - ref).max() <= scale * np.abs(ref).max()

@@ -59,7 +59,7 @@ def run(model, scenario, group, progress):
     dict
         ``{"frequency_range_hz": (lowest, highest)}``.
     """
-    from sim.model.kinematics import marker_points, skeleton
+    from sim.model.kinematics import marker_points, skeleton, skeleton_motion
     from sim.solvers.modal import modes
 
     table = scenario.data["modes"]
@@ -78,12 +78,12 @@ def run(model, scenario, group, progress):
               "in each mode (rows)")
     group.put("body_strain_energy", result.body_strain_energy, "1",
               "strain-energy fraction of each body (columns) in each mode (rows)")
-    points, segments, J = skeleton(model, q)
+    points, segments = skeleton(model, q)
     group.put("skeleton/points", points, "m", "points drawing the robot at this pose (flexible-body "
               "nodes, rigid-body and ground markers), world frame", dims=("point", "component"))
     group.put("skeleton/segments", segments, "1", "pairs of point indices joined by a line",
               dims=("segment", "end"))
-    group.put("skeleton/mode_displacements", np.einsum("piv,vk->kpi", J, result.shapes), "m kg^-1/2",
+    group.put("skeleton/mode_displacements", skeleton_motion(model, q, result.shapes.T), "m kg^-1/2",
               "displacement of each point (axis 1) in each mass-normalised mode (axis 0), world frame",
               dims=("mode", "point", "component"))
     group.attrs["skeleton_end_effector_point"] = int(marker_points(model)[model.ee_marker])

@@ -57,28 +57,27 @@ def _grid(table, model, where):
 
 
 def _reach(model, pose, previous, ev):
-    """Configuration (n_q,) at ``pose``, continued from ``previous`` = ``(q, pose, A)`` of the
-    last solved pose (``A``: ``[C_q; J_x]`` there over the reference coordinates), or from
-    home when None.
+    """Configuration (n_q,) at ``pose``, continued from ``previous`` = ``(q, pose)`` of the
+    last solved pose, or from home when None.
 
-    The predictor is the tangent: the rigid motion that moves the end effector by the grid
-    step to first order, so that the rigid motion's corrector (plain Newton steps,
-    :func:`sim.solvers.motion.rigid_sample`) usually lands in one; the line-search Newton and
-    then the continuation from home are the fallbacks.
+    The grid step is a unit of time of the rigid motion along the straight line between the
+    two poses: the predictor takes the line's velocity and acceleration at the last pose
+    (second order) and the rigid motion's corrector (plain Newton steps,
+    :func:`sim.solvers.motion.rigid_sample`) usually lands in one step; the line-search
+    Newton and then the continuation from home are the fallbacks.
     """
     from sim.model.assembly import assemble, solve_pose
-    from sim.linalg import normal_solver
     from sim.solvers.motion import rigid_sample
 
     if previous is None:
         return solve_pose(model, pose, check=False)
-    q0, pose0, A0 = previous
-    dv = np.zeros(model.n_v)
-    step = np.concatenate([np.zeros(A0.shape[0] - pose.size), pose - pose0])
-    dv[model.v_rigid] = normal_solver(A0, model.ranks[0], condition=False)[0](step)
-    corrected = rigid_sample(model, ev.integrate(q0, dv), pose, ev=ev, condition=False)
-    if corrected is not None:
-        return corrected[0]
+    q0, pose0 = previous
+    tangent = rigid_sample(model, q0, pose0, pose - pose0, ev=ev, condition=False)
+    if tangent is not None:
+        _, v, a, _ = tangent
+        corrected = rigid_sample(model, ev.integrate(q0, v + 0.5 * a), pose, ev=ev, condition=False)
+        if corrected is not None:
+            return corrected[0]
     try:
         return assemble(model, q0, pose_target=pose, ev=ev)
     except SimError:
@@ -96,7 +95,6 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     from sim.model.assembly import SINGULAR_RATIO, conditioning
     from sim.model.evaluator import Evaluator
     from sim.solvers.ked import has_free_motions
-    from sim.linalg import flush
     from sim.model.loader import load_model
     from sim.solvers.modal import locked_jacobian, modes
 
@@ -119,7 +117,7 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
                     continue
             except SimError:
                 continue
-            previous = (q, pose, flush(np.vstack([E.J, J_x])[:, model.v_rigid]))
+            previous = (q, pose)
             omega = modes(model, q, count, M=E.M, J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s, free=free,
                           energies=False).omega
             out[r, j, :omega.size] = omega / (2 * np.pi)

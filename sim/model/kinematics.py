@@ -20,7 +20,7 @@ import numpy as np
 
 from sim.kernels import frames, markers as kernel, pose as pose_kernel
 from sim.kernels.equations import Tables
-from sim.model.rotations import quat_to_matrix, skew
+from sim.model.rotations import quat_to_matrix
 from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
@@ -212,10 +212,10 @@ def sensor_values(model, q, ms=None):
 
 
 def skeleton(model, q):
-    """Points and segments that draw the robot, with the points' Jacobian.
+    """Points and segments that draw the robot.
 
-    Points: every node of the flexible bodies, the markers of the rigid bodies and of the
-    ground (:func:`skeleton_points`).  Segments: the beam elements, and on each rigid body its
+    Points (:func:`skeleton_points`): every node of the flexible bodies, the markers of the
+    rigid bodies and of the ground.  Segments: the beam elements, and on each rigid body its
     markers joined to the first one (joints need none: their two markers coincide).
 
     Returns
@@ -223,79 +223,92 @@ def skeleton(model, q):
     p : ndarray, shape (n_p, 3)
         World positions [m].
     segments : ndarray of int, shape (n_s, 2)
-    J : ndarray, shape (n_p, 3, n_v)
-        ``dp = J @ dv``; a mode shape ``phi`` (n_v,) moves the points by ``J @ phi``.
     """
-    ms = markers(model, q)
-    r_b, R_b = body_frames(model, q)
-    jac, segments = [], []
+    segments, start = [], 0
     for b, body in enumerate(model.bodies):
-        start = len(jac)
         if body.flexible:
-            sq, sv = model.q_index[b]
-            x = body.basis @ q[sq + 7:sq + 7 + body.n_f]
-            for node, p0 in enumerate(body.nodes_B):
-                u = p0 + x[6 * node:6 * node + 3]
-                Jn = np.zeros((3, model.n_v))
-                Jn[:, sv:sv + 3] = np.eye(3)
-                Jn[:, sv + 3:sv + 6] = -R_b[b] @ skew(u)
-                Jn[:, sv + 6:sv + 6 + body.n_f] = R_b[b] @ body.basis[6 * node:6 * node + 3]
-                jac.append(Jn)
             segments += [(start + i, start + j) for i, j in body.elements]
+            start += len(body.nodes_B)
         else:
-            idx = np.flatnonzero(model.marker_body == b)
-            jac += [ms.Jp[m] for m in idx]
-            segments += [(start, start + k) for k in range(1, idx.size)]
-    jac += [np.zeros((3, model.n_v))] * int(np.sum(model.marker_body < 0))
-    return skeleton_points(model, q), np.array(segments, dtype=int).reshape(-1, 2), np.array(jac)
+            count = int(np.sum(model.marker_body == b))
+            segments += [(start, start + k) for k in range(1, count)]
+            start += count
+    return skeleton_points(model, q), np.array(segments, dtype=int).reshape(-1, 2)
+
+
+def _body_points(model, q):
+    """Per body, the skeleton's points in its frame: ``(R_WB (..., 3, 3), r_WB (..., 3),
+    p_BP_B (..., n, 3), D)``, ``D`` (n_f, 3 n) the nodal translations of a flexible body's
+    elastic coordinates (None for a rigid body)."""
+    q = np.asarray(q, dtype=float)
+    sq, _ = _starts(model)
+    r_WB = q[..., sq[:, None] + np.arange(3)]                        # (..., n_b, 3)
+    R_WB = quat_to_matrix(q[..., sq[:, None] + 3 + np.arange(4)])    # (..., n_b, 3, 3)
+    for b, body in enumerate(model.bodies):
+        D = None
+        if body.flexible:
+            D = body.basis.reshape(len(body.nodes_B), 6, body.n_f)[:, :3].reshape(-1, body.n_f).T
+            p_BP_B = body.nodes_B + (q[..., sq[b] + 7:sq[b] + 7 + body.n_f] @ D).reshape(
+                q.shape[:-1] + body.nodes_B.shape)
+        else:
+            p_BP_B = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body == b)]).reshape(-1, 3)
+        yield R_WB[..., b, :, :], r_WB[..., b, :], p_BP_B, D
+
+
+def _ground_points(model, shape):
+    ground = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body < 0)]).reshape(-1, 3)
+    return np.broadcast_to(ground, shape + ground.shape)
 
 
 def skeleton_points(model, q, dv=None):
-    """The points of :func:`skeleton` (same order), for one or many configurations, without
-    the Jacobian; with ``dv``, moved by it to first order.
+    """The points of :func:`skeleton` (same order), for one or many configurations; with
+    ``dv``, moved by it to first order (:func:`skeleton_motion`).
 
     Parameters
     ----------
     model : Model
     q : ndarray, shape (..., n_q)
     dv : ndarray, shape (..., n_v), optional
-        A displacement in velocity coordinates (body translations in world axes, rotations
-        in body axes, elastic coordinates).
 
     Returns
     -------
     p : ndarray, shape (..., n_p, 3)
         World positions [m]: ``p = r_WB + R_WB (p_BP_B + D q_f)`` for the flexible bodies'
-        nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's;
-        with ``dv``, plus ``J dv = dr + R_WB (dtheta_B x p_BP + D dq_f)`` (:func:`skeleton`'s
-        ``J`` applied without forming it).
+        nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's.
     """
     q = np.asarray(q, dtype=float)
-    sq, sv = _starts(model)
-    r_WB = q[..., sq[:, None] + np.arange(3)]                        # (..., n_b, 3)
-    R_WB = quat_to_matrix(q[..., sq[:, None] + 3 + np.arange(4)])    # (..., n_b, 3, 3)
+    parts = [r[..., None, :] + local @ np.swapaxes(R, -1, -2) for R, r, local, _ in _body_points(model, q)]
+    p = np.concatenate(parts + [_ground_points(model, q.shape[:-1])], axis=-2)
+    return p if dv is None else p + skeleton_motion(model, q, dv)
+
+
+def skeleton_motion(model, q, dv):
+    """Displacement of the points of :func:`skeleton` by ``dv`` to first order: the points'
+    Jacobian applied without forming it, ``J dv = dr + R_WB (dtheta_B x p_BP + D dq_f)``.
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., n_q)
+    dv : ndarray, shape (..., n_v)
+        A displacement in velocity coordinates (body translations in world axes, rotations
+        in body axes, elastic coordinates); a mode shape, say.
+
+    Returns
+    -------
+    dp : ndarray, shape (broadcast of the leading dimensions, n_p, 3)
+    """
+    dv = np.asarray(dv, dtype=float)
+    _, sv = _starts(model)
     parts = []
-    for b, body in enumerate(model.bodies):
-        if body.flexible:
-            # nodal translations D (n_p, 3, n_f), applied as one matrix product
-            D = body.basis.reshape(len(body.nodes_B), 6, body.n_f)[:, :3].reshape(-1, body.n_f).T
-            p_BP_B = body.nodes_B + (q[..., sq[b] + 7:sq[b] + 7 + body.n_f] @ D).reshape(
-                q.shape[:-1] + body.nodes_B.shape)
-        else:
-            p_BP_B = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body == b)]).reshape(-1, 3)
-        local = p_BP_B
-        if dv is not None:
-            dtheta = dv[..., None, sv[b] + 3:sv[b] + 6]
-            local = p_BP_B + np.cross(dtheta, p_BP_B)
-            if body.flexible:
-                local = local + (dv[..., sv[b] + 6:sv[b] + 6 + body.n_f] @ D).reshape(local.shape)
-        p = r_WB[..., b, None, :] + local @ np.swapaxes(R_WB[..., b, :, :], -1, -2)
-        if dv is not None:
-            p = p + dv[..., None, sv[b]:sv[b] + 3]
-        parts.append(p)
-    ground = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body < 0)]).reshape(-1, 3)
-    parts.append(np.broadcast_to(ground, q.shape[:-1] + ground.shape))
-    return np.concatenate(parts, axis=-2)
+    for b, (R, _, local, D) in enumerate(_body_points(model, q)):
+        body = model.bodies[b]
+        moved = np.cross(dv[..., None, sv[b] + 3:sv[b] + 6], local)
+        if D is not None:
+            moved = moved + (dv[..., sv[b] + 6:sv[b] + 6 + body.n_f] @ D).reshape(dv.shape[:-1] + (-1, 3))
+        parts.append(dv[..., None, sv[b]:sv[b] + 3] + moved @ np.swapaxes(R, -1, -2))
+    shape = np.broadcast_shapes(np.shape(q)[:-1], dv.shape[:-1])
+    parts = [np.broadcast_to(part, shape + part.shape[-2:]) for part in parts]
+    return np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)
 
 
 def marker_points(model):

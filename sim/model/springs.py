@@ -1,38 +1,15 @@
 r"""Lumped compliance of a model: 6x6 springs between markers and compliant actuators.
 
-The equations are the compiled kernels of :mod:`sim.kernels.springs`; the functions here
-allocate and call them with the marker kinematics of :func:`sim.model.kinematics.markers` (their
-local Jacobians), as the compiled evaluation (:func:`sim.kernels.equations.evaluate`) does.
+The equations are the compiled kernels of :mod:`sim.kernels.springs`, which the compiled
+evaluation (:func:`sim.kernels.equations.evaluate`) calls for the forces, stiffness and damping;
+the functions here give the springs' deflections and the rows of the deforming directions,
+from the marker kinematics of :func:`sim.model.kinematics.markers`.
 """
-from typing import NamedTuple
-
 import numpy as np
 
 from sim.kernels import springs as kernel
 from sim.model.constraints import actuator_values
 from sim.model.kinematics import markers
-
-
-class Lumped(NamedTuple):
-    """Terms of the lumped springs and compliant actuators at one state.
-
-    Attributes
-    ----------
-    Q : ndarray, shape (n_v,)
-        Generalized forces.
-    K : ndarray, shape (n_v, n_v)
-        Linearised stiffness ``sum J_d^T K J_d + sum k J_s^T J_s``.
-    C : ndarray, shape (n_v, n_v)
-        Linearised damping ``-dQ/dv``.
-    energy : float
-        Potential of the springs [J] (the compliant actuators' depends on their targets and
-        is not counted).
-    """
-
-    Q: np.ndarray
-    K: np.ndarray
-    C: np.ndarray
-    energy: float
 
 
 def deflections(model, ms):
@@ -52,45 +29,6 @@ def deflections(model, ms):
         for side, m in enumerate((i, j)):
             np.add.at(Jd[s], (slice(None), cols[m]), loc[:, side])    # column -1: the padding
     return d, Jd[..., :-1]
-
-
-def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
-    """Forces, linearised stiffness and damping, and potential of the lumped springs and
-    compliant actuators.
-
-    Parameters
-    ----------
-    ms : MarkerState
-        :func:`sim.model.kinematics.markers` at ``q``.
-    v : ndarray, shape (n_v,), optional
-        Velocities (default zero).
-    s, J_s : ndarray, shapes (n_a,), (n_a, n_v), optional
-        Actuator values and Jacobian (:func:`sim.model.constraints.actuator_values`); needed for
-        the compliant actuators' stiffness and damping, and with ``targets`` for their forces.
-    targets : ndarray, shape (n_a,), optional
-        What the compliant actuators pull towards (none: no actuator forces).
-
-    Returns
-    -------
-    Lumped
-    """
-    n = model.n_v
-    v = np.zeros(n) if v is None else np.ascontiguousarray(v, dtype=float)
-    Q, K, G = np.zeros(n), np.zeros((n, n)), np.zeros((n, n))
-    energy = 0.0
-    if model.springs:
-        m = ms.tables
-        energy = kernel.springs(m.sp_mi, m.sp_mj, m.sp_K, m.sp_C, m.sp_home, m.cols, m.p, m.A, m.Jp, m.Ja, m.Jw, v, Q,
-                                Q[:0], G, K, True, True)
-    idx, k, c, angle = ms.tables.ca_idx, ms.tables.ca_k, ms.tables.ca_c, ms.tables.angle
-    if idx.size and J_s is not None:
-        Q_a = np.zeros(n)
-        kernel.actuator_springs(idx, k, c, angle, np.zeros(angle.size) if s is None else s,
-                                np.ascontiguousarray(J_s), np.zeros(angle.size) if targets is None else
-                                np.asarray(targets, dtype=float), v, Q_a, Q_a[:0], G, K, True, True)
-        if targets is not None and s is not None:
-            Q += Q_a
-    return Lumped(Q, K, -G, energy)
 
 
 def deformation_rows(model, q, J_s=None):

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from sim.kernels.common import FLUSH_RTOL, flush
+from sim.kernels.common import FLUSH_RTOL, flush, runtime
 from sim.linalg import condition_number, condition_state, lu_solve, singular_values, sparse_lu
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError
@@ -165,7 +165,7 @@ def _square(Jr, rhs, basis, shift, limit):
         if condition[k] < limit:
             F, regular[k] = sparse_lu(A)
             if regular[k]:
-                lam[k] = lu_solve(F, rhs[k].reshape((m, 1)), True)[:, 0]
+                lam[k] = lu_solve(F, rhs[k].reshape((m, 1)), runtime(True))[:, 0]
     return lam, condition, regular
 
 

@@ -72,7 +72,7 @@ def _prepare(A, rank):
     """Factors for :func:`_solve` of ``A x = b`` at the expected ``rank``: ``(F, ok, V, lam)``.
     At full column rank the LU factors of :func:`_factor` (``V``, ``lam`` empty); below it
     (redundant constraints, free motions) the ``rank`` leading eigenpairs of ``A^T A`` for
-    the minimum-norm solution, as :func:`sim.linalg.normal_solver`."""
+    the minimum-norm solution."""
     if rank == A.shape[1]:
         F, ok = _factor(A)
         return F, ok, np.zeros((A.shape[1], 0)), np.zeros(0)
@@ -96,8 +96,8 @@ def _lsq(F, A, b):
     """Least-squares solution (n,) of ``A x = b`` (exact for a square ``A``) from
     :func:`_factor`'s factors ``F``."""
     if A.shape[0] == A.shape[1]:
-        return lu_solve(F, b.reshape((b.size, 1)))[:, 0]
-    return lu_solve(F, (A.T @ b).reshape((A.shape[1], 1)))[:, 0]
+        return lu_solve(F, b.reshape((b.size, 1)), runtime(False))[:, 0]
+    return lu_solve(F, (A.T @ b).reshape((A.shape[1], 1)), runtime(False))[:, 0]
 
 
 @njit(cache=True)
@@ -118,7 +118,7 @@ def _condition_estimate(F, A, u):
     x = u[1].copy().reshape((x.size, 1))
     inv = 0.0
     for _ in range(3):      # (A^T A)^-1 x: A^-1 A^-T x, or from the factors of A^T A
-        y = lu_solve(F, lu_solve(F, x, True)) if square else lu_solve(F, x)
+        y = lu_solve(F, lu_solve(F, x, runtime(True)), runtime(False)) if square else lu_solve(F, x, runtime(False))
         inv = np.sqrt((y * y).sum())
         x = y / inv
     u[1] = x[:, 0]
@@ -212,7 +212,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
             integrate(q, dv, body_q, body_v, body_nf, q1)
         out_q[k] = q1
         _kinematics(q1, zero, tables, f, phi, J, gamma)
-        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
+        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False))
         norm = np.abs(res).max()
         ok = False
         for it in range(CORRECTOR_MAX_ITER + 1):
@@ -230,7 +230,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
                 dv[rigid[i]] = -step[i]
             integrate(q1, dv, body_q, body_v, body_nf, q_try)
             _kinematics(q_try, zero, tables, f, phi, J, gamma)
-            _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, False)
+            _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False))
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
                 break
@@ -267,7 +267,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
         _kinematics(q1, v1, tables, f, phi, J, gamma)
         # x_q at (q1, v1); A (and J_x) at q1 are already built
         pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], v1, tables.pq[e],
-                   tables.wq[e], x_pose, Jx, xq, True)
+                   tables.wq[e], x_pose, Jx, xq, runtime(True))
         rhs[:nj] = gamma[:nj]
         for r in range(d):
             rhs[nj + r] = XDD[k, r] - xq[r]
