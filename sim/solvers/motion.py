@@ -398,6 +398,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     while k < n:
         # A sample found otherwise is finished alone, with its exact condition number.
         k1 = k + 1 if predicted else min(n, k + SEGMENT)
+        out.cond[k] = np.nan
         end = out.run(k, k1, times, x, xd, xdd, fast, predicted, condition or predicted, limit)
         if predicted and end > k and not condition:
             out.cond[k] = np.nan
@@ -410,8 +411,10 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
             k, predicted = end, False
             continue
         t = times[end]
-        if predicted and end == k:
-            raise SimError(f"singular configuration at t = {t:.6g} s (condition number {out.cond[end]:.3g})")
+        if predicted and end == k:     # placed, yet not finished: singular
+            cond = out.cond[end]
+            why = "Newton does not converge there" if np.isnan(cond) else f"condition number {cond:.3g}"
+            raise SimError(f"singular configuration at t = {t:.6g} s ({why})")
         try:
             q = assemble(model, out.q[end], pose_target=x[end], what=f"the pose at t = {t:.6g} s", ev=ev)
         except AssemblyError as exc:
