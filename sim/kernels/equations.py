@@ -260,6 +260,39 @@ def mass_products(qs, t, f, X, out):
         out[k] = block_product(M, bounds, X[k])
 
 
+@njit(cache=True, nogil=True)
+def inverse_terms(qs, vs, accs, t, f, rigid, Jr, rhs, p, A, T, V):
+    """What the inverse dynamics needs of each sample ``k`` of a rigid motion ``(qs, vs, accs)``
+    (m, n_q), (m, n_v), (m, n_v), through the evaluation's addresses ``f`` (:func:`addresses`):
+    the constraint rows' Jacobian (joints, then every actuator) on the reference coordinates
+    ``rigid`` (n_r,), ``Jr[k]`` (n_rows, n_r); ``rhs[k] = (Q - M a)[rigid]``; the markers'
+    origins and axes ``p[k]`` (n_m, 3), ``A[k]`` (n_m, 3, 3); the kinetic energy ``T[k] =
+    v M v / 2`` and the potential ``V[k]`` (:func:`potential`).  One call from Python for
+    the whole motion (``M`` flushed, as :meth:`sim.model.evaluator.Evaluator.evaluate`'s)."""
+    n_v, n_rows = vs.shape[1], Jr.shape[1]
+    M, Q = np.zeros((n_v, n_v)), np.zeros(n_v)
+    phi, J, gamma = np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows)
+    empty, none = np.zeros((0, 0)), np.zeros(0)
+    for k in range(qs.shape[0]):
+        M[:] = 0.0
+        Q[:] = 0.0
+        phi[:] = 0.0
+        J[:] = 0.0
+        gamma[:] = 0.0
+        function(f[0], t)(qs[k], vs[k], t, M, Q, none, phi, J, gamma, empty, empty, empty, none, runtime(False),
+                          runtime(False), runtime(True), runtime(True))
+        Ma = M @ accs[k]
+        for i in range(rigid.size):
+            rhs[k, i] = Q[rigid[i]] - Ma[rigid[i]]
+            for r in range(n_rows):
+                Jr[k, r, i] = J[r, rigid[i]]
+        p[k] = t.p
+        A[k] = t.A
+        T[k] = 0.5 * (vs[k] @ (M @ vs[k]))
+        gravity, elastic = potential_function(f[1], t)(qs[k], t)      # overwrites the markers with springs
+        V[k] = gravity + elastic
+
+
 @njit(cache=True)
 def potential(q, t):
     """Gravitational and elastic energy [J] (see :func:`sim.model.dynamics.potential`): bodies,

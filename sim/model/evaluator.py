@@ -17,7 +17,7 @@ from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
 from sim.kernels.common import by_reference
-from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, mass_products, potential
+from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, inverse_terms, mass_products, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
@@ -91,6 +91,31 @@ class Evaluator:
         out = np.empty_like(X)
         mass_products(qs, self.ref, self.f, X, out)
         return out
+
+    def inverse_terms(self, qs, vs, accs):
+        """What the inverse dynamics needs of each sample of a rigid motion ``qs`` (m, n_q),
+        ``vs``, ``accs`` (m, n_v), in one compiled call
+        (:func:`sim.kernels.equations.inverse_terms`).
+
+        Returns
+        -------
+        Jr : ndarray, shape (m, n_rows, n_r)
+            The constraint Jacobian (joint rows, then every actuator's) on the reference
+            coordinates ``model.v_rigid``.
+        rhs : ndarray, shape (m, n_r)
+            ``(Q - M a)`` on the reference coordinates.
+        p, A : ndarray, shapes (m, n_m, 3), (m, n_m, 3, 3)
+            The markers' origins and axes.
+        T, V : ndarray, shape (m,)
+            Kinetic energy ``v M v / 2`` and potential (gravity plus elastic) [J].
+        """
+        rigid = np.asarray(self.model.v_rigid, dtype=np.int64)
+        m, n_m = len(qs), len(self.model.markers)
+        Jr, rhs = np.empty((m, self.n_rows, rigid.size)), np.empty((m, rigid.size))
+        p, A, T, V = np.empty((m, n_m, 3)), np.empty((m, n_m, 3, 3)), np.empty(m), np.empty(m)
+        inverse_terms(*(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.f, rigid,
+                      Jr, rhs, p, A, T, V)
+        return Jr, rhs, p, A, T, V
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""

@@ -93,7 +93,7 @@ def joint_row_slices(model):
     return tuple(out)
 
 
-def multipliers(model, q, v, a, ev=None, warm=None):
+def multipliers(model, q, v, a, ev=None):
     """Minimum-norm least-squares multipliers of ``J_r^T lam = Q_r - M_rr a_r`` at one instant.
 
     Parameters
@@ -103,28 +103,34 @@ def multipliers(model, q, v, a, ev=None, warm=None):
         Velocities and accelerations; only the reference components are used.
     ev : sim.model.evaluator.Evaluator, optional
         The model's compiled evaluator (one is built otherwise).
-    warm : tuple, optional
-        :func:`sim.linalg.condition_state` of ``J_r``'s columns, carried from one instant of
-        a motion to the next (updated in place): the condition number is then iterated from
-        the previous instant's.
 
     Returns
     -------
     lam : ndarray, shape (n_c,)
         Over all joint rows, then the actuator rows.
-    J : ndarray, shape (n_c, n_v)
-        The constraint Jacobian (joint and actuator rows).
     condition : float
         ``sigma_1 / sigma_r`` of ``J_r`` at the direct rank ``r = model.ranks[1]``.
     residual : float
         Norm of ``J_r^T lam - (Q_r - M_rr a_r)``.
     """
     ev = Evaluator(model) if ev is None else ev
-    E = ev.evaluate(q, v)
-    J = np.vstack([E.J, E.J_s])
-    rigid = model.v_rigid
-    lam, condition, residual = _solve(model, J[None][:, :, rigid], (E.Q - E.M @ a)[None, rigid], warm)
-    return lam[0], J, float(condition[0]), float(residual[0])
+    Jr, rhs = ev.inverse_terms(q[None], v[None], a[None])[:2]
+    lam, condition, residual = _solve(model, Jr, rhs)
+    return lam[0], float(condition[0]), float(residual[0])
+
+
+def _along(model, motion, ev):
+    """The kineto-statics of ``motion`` chunk by chunk (chunks bound the memory): per chunk,
+    ``(sl, Jr, p, A, T, V, lam, condition, residual)`` (:meth:`Evaluator.inverse_terms`,
+    :func:`_solve`; ``sl`` the chunk's slice of the samples), the condition numbers carried
+    from one sample to the next."""
+    n, n_c, n_r, n_m = motion.t.size, model.rows["n_total"], len(model.v_rigid), len(model.markers)
+    warm = condition_state(n_r)
+    chunk = max(1, min(n, int(2e7 // max(1, n_c * n_r + 12 * n_m))))
+    for c0 in range(0, n, chunk):
+        sl = slice(c0, min(n, c0 + chunk))
+        Jr, rhs, p, A, T, V = ev.inverse_terms(motion.q[sl], motion.v[sl], motion.a[sl])
+        yield (sl, Jr, p, A, T, V, *_solve(model, Jr, rhs, warm))
 
 
 def _solve(model, Jr, rhs, warm=None):
@@ -261,32 +267,13 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
     nj = model.rows["n_joint"]
     ev = Evaluator(model)
     tables = _wrench_tables(model)
-    rigid = model.v_rigid
-    n_c, n_m = nj + len(model.actuators), len(model.markers)
-    lam, wrench = np.empty((n, n_c)), np.empty((n, len(model.joints), 6))
+    lam, wrench = np.empty((n, model.rows["n_total"])), np.empty((n, len(model.joints), 6))
     T, V, condition, residual = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    warm = condition_state(rigid.size)
-    # One compiled evaluation per sample (M, Q, rows, marker frames), the solves and wrenches
-    # of a chunk of samples in a few batched calls; chunks bound the memory.
-    chunk = max(1, min(n, int(2e7 // max(1, n_c * rigid.size + 12 * n_m))))
-    for c0 in range(0, n, chunk):
-        ks = range(c0, min(n, c0 + chunk))
-        Jr, rhs = np.empty((len(ks), n_c, rigid.size)), np.empty((len(ks), rigid.size))
-        p, A = np.empty((len(ks), n_m, 3)), np.empty((len(ks), n_m, 3, 3))
-        for i, k in enumerate(ks):
-            q, v, a = motion.q[k], motion.v[k], motion.a[k]
-            E = ev.evaluate(q, v)
-            Jr[i, :nj], Jr[i, nj:] = E.J[:, rigid], E.J_s[:, rigid]
-            Ma = E.M @ a
-            rhs[i] = E.Q[rigid] - Ma[rigid]
-            p[i], A[i] = ev.work["p"], ev.work["A"]
-            gravity, elastic = ev.potential(q)
-            T[k], V[k] = 0.5 * v @ E.M @ v, gravity + elastic
-        sl = slice(ks.start, ks.stop)
-        lam[sl], condition[sl], residual[sl] = _solve(model, Jr, rhs, warm)
+    for sl, Jr, p, A, *values in _along(model, motion, ev):
+        T[sl], V[sl], lam[sl], condition[sl], residual[sl] = values
         wrench[sl] = _wrenches(model, motion.q[sl], lam[sl], Jr, p, A, frame, tables)
         if progress is not None:
-            progress.update(len(ks))
+            progress.update(sl.stop - sl.start)
     tau = -lam[:, nj:]
     return InverseDynamics(t=motion.t, actuator_forces=tau, joint_reactions=wrench, multipliers=lam,
                            kinetic_energy=T, potential_energy=V, actuator_power=np.sum(tau * motion.actuators_dot, axis=1),
@@ -306,13 +293,12 @@ def actuator_forces(model, motion):
         naming the time and the condition number.
     """
     nj = model.rows["n_joint"]
-    ev = Evaluator(model)
     tau = np.empty((motion.t.size, len(model.actuators)))
-    warm = condition_state(len(model.v_rigid))
-    for k in range(motion.t.size):
-        lam, _, cond, _ = multipliers(model, motion.q[k], motion.v[k], motion.a[k], ev, warm)
-        check_regular(motion.t[k], cond)
-        tau[k] = -lam[nj:]
+    for sl, *_, lam, condition, _ in _along(model, motion, Evaluator(model)):
+        bad = np.flatnonzero(~(condition < 1 / SINGULAR_RATIO))
+        if bad.size:
+            check_regular(motion.t[sl][bad[0]], condition[bad[0]])
+        tau[sl] = -lam[:, nj:]
     return tau
 
 
