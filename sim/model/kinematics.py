@@ -277,9 +277,23 @@ def skeleton_points(model, q, dv=None):
         nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's.
     """
     q = np.asarray(q, dtype=float)
-    parts = [r[..., None, :] + local @ np.swapaxes(R, -1, -2) for R, r, local, _ in _body_points(model, q)]
-    p = np.concatenate(parts + [_ground_points(model, q.shape[:-1])], axis=-2)
-    return p if dv is None else p + skeleton_motion(model, q, dv)
+    _, sv = _starts(model)
+    parts = []
+    for b, (R, r, local, D) in enumerate(_body_points(model, q)):
+        part = r[..., None, :] + local @ np.swapaxes(R, -1, -2)
+        parts.append(part if dv is None else part + _body_motion(model.bodies[b], sv[b], dv, R, local, D))
+    ground = _ground_points(model, parts[0].shape[:-2] if parts else q.shape[:-1])
+    return np.concatenate(parts + [ground], axis=-2)
+
+
+def _body_motion(body, sv, dv, R, local, D):
+    """``J dv`` (..., n, 3) of one body's skeleton points (:func:`skeleton_motion`), from its
+    :func:`_body_points` and its start ``sv`` in ``v``."""
+    dv = np.asarray(dv, dtype=float)
+    moved = np.cross(dv[..., None, sv + 3:sv + 6], local)
+    if D is not None:
+        moved = moved + (dv[..., sv + 6:sv + 6 + body.n_f] @ D).reshape(dv.shape[:-1] + (-1, 3))
+    return dv[..., None, sv:sv + 3] + moved @ np.swapaxes(R, -1, -2)
 
 
 def skeleton_motion(model, q, dv):
@@ -299,13 +313,8 @@ def skeleton_motion(model, q, dv):
     """
     dv = np.asarray(dv, dtype=float)
     _, sv = _starts(model)
-    parts = []
-    for b, (R, _, local, D) in enumerate(_body_points(model, q)):
-        body = model.bodies[b]
-        moved = np.cross(dv[..., None, sv[b] + 3:sv[b] + 6], local)
-        if D is not None:
-            moved = moved + (dv[..., sv[b] + 6:sv[b] + 6 + body.n_f] @ D).reshape(dv.shape[:-1] + (-1, 3))
-        parts.append(dv[..., None, sv[b]:sv[b] + 3] + moved @ np.swapaxes(R, -1, -2))
+    parts = [_body_motion(model.bodies[b], sv[b], dv, R, local, D) for b, (R, _, local, D) in
+             enumerate(_body_points(model, q))]
     shape = np.broadcast_shapes(np.shape(q)[:-1], dv.shape[:-1])
     parts = [np.broadcast_to(part, shape + part.shape[-2:]) for part in parts]
     return np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)
