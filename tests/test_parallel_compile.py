@@ -1,7 +1,9 @@
-"""A helper process compiling the last analysis' kernels on a cold cache (sim.app.parallel_compile).
+"""A helper process compiling the analyses' loops on a cold cache (sim.app.parallel_compile).
 
 A cold cache takes minutes to fill, so these tests fake the coldness (every probe cold) and let
 a real helper load the warm kernels: the protocol, the results and the fallbacks are the same.
+That the helper's loops are the ones the analyses call (the same types, so that this process
+loads them rather than compiling its own) is checked on the dispatchers' signatures.
 """
 import os
 import subprocess
@@ -17,7 +19,9 @@ from sim.app.cli import main
 import arm_model
 from conftest import ROOT
 
-SCENARIO = arm_model.scenario(0.1, """[frequencies]
+SCENARIO = arm_model.scenario(0.1, """[inverse_dynamics]
+samples = 51
+[frequencies]
 count = 2
 samples = 11
 [ked]
@@ -44,21 +48,24 @@ def test_cold_probes_numbas_cache(tmp_path):
     assert out.stdout.split() == ["True", "True", "False"]
 
 
-def test_no_helper_on_a_warm_cache_or_one_cold_kernel(scenario, monkeypatch):
+def test_no_helper_on_a_warm_cache_or_one_core(scenario, monkeypatch):
     from sim.app.scenario import load_scenario
     s = load_scenario(scenario)
     main(["run", str(scenario), "--out", str(scenario.with_suffix(".h5"))])    # the kernels are cached
-    assert parallel_compile.start(s, ["frequencies", "ked", "transient"]) is None
+    assert parallel_compile.start(s, s.analyses) is None
     monkeypatch.setattr(parallel_compile, "cold", lambda name: True)
-    # KED and frequencies share their kernels: nothing to overlap.
-    assert parallel_compile.start(s, ["frequencies", "ked"]) is None
+    # Only analyses without loops of their own: nothing to hand over.
+    assert parallel_compile.start(s, ["modes"]) is None
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert parallel_compile.start(s, s.analyses) is None
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_a_helper_prepares_the_last_analysis(scenario, monkeypatch, broken):
-    """Every probe faked cold: a helper process prepares the transient (the last analysis)
-    while this one runs the others, and the results are those of a run without it; a helper
-    that fails (a scenario it cannot read) leaves the transient to compile its own kernels."""
+def test_a_helper_compiles_the_loops(scenario, monkeypatch, broken):
+    """Every probe faked cold: a helper process compiles the loops of every analysis that has
+    some while this one compiles the evaluation and the rigid motion, and the results are those
+    of a run without it; a helper that fails (a scenario it cannot read) leaves each analysis
+    to compile its own loops."""
     reference = scenario.with_name("reference.h5")
     assert main(["run", str(scenario), "--out", str(reference)]) == 0
     started = []
@@ -74,11 +81,41 @@ def test_a_helper_prepares_the_last_analysis(scenario, monkeypatch, broken):
     monkeypatch.setattr(parallel_compile, "Helper", spy)
     out = scenario.with_name("helped.h5")
     assert main(["run", str(scenario), "--out", str(out)]) == 0
-    assert [h.names for h in started] == [("transient",)]
+    assert [h.names for h in started] == [("inverse_dynamics", "frequencies", "ked", "transient")]
     assert started[0]._process.poll() is not None, "the helper was left running"
     if broken:
         assert started[0]._process.returncode == 1
     with h5py.File(reference) as a, h5py.File(out) as b:
-        for name in ("transient/deviation", "ked/deviation", "frequencies/frequencies"):
+        for name in ("inverse_dynamics/actuator_forces", "transient/deviation", "ked/deviation",
+                     "frequencies/frequencies"):
             np.testing.assert_array_equal(a[name][...], b[name][...])
         assert b.attrs["kernels_load_time_s"] > 0
+
+
+def test_the_helpers_loops_are_the_ones_called(scenario):
+    """The loops compiled from an unassembled model's types alone (what the helper does) have
+    the signatures of the analyses' calls: after a run, compiling them adds no signature to
+    their dispatchers.  And the unassembled model has the assembled one's tables."""
+    from numba import typeof
+
+    from sim.analyses import LOOPS
+    from sim.app.scenario import load_scenario
+    from sim.kernels.equations import inverse_terms
+    from sim.model.loader import load_model
+    from sim.model.tables import tables
+    from sim.solvers.ked import _frame_loop
+    from sim.solvers.integrators import _run
+    from sim.solvers.inverse_dynamics import _square
+
+    s = load_scenario(scenario)
+    assert main(["run", str(scenario), "--out", str(scenario.with_suffix(".h5"))]) == 0
+    loops = (_run, _frame_loop, inverse_terms, _square)
+    called = [set(loop.signatures) for loop in loops]
+    assert all(called), "every loop is used by the scenario"
+    model = load_model(s.model_file, s.model_parameters, assemble=False)
+    assembled = load_model(s.model_file, s.model_parameters)
+    assert model.ranks == () and assembled.ranks == (12, 12), "not assembled: no generic ranks"
+    assert typeof(tables(model)) == typeof(tables(assembled))
+    for name in s.analyses:
+        LOOPS[name](model, s)
+    assert [set(loop.signatures) for loop in loops] == called

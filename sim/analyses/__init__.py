@@ -17,7 +17,10 @@ each group's ``wall_time_s`` is the analysis' own work (the loading, once per pr
 the root attribute ``kernels_load_time_s``).  And ``check(model, scenario)``, which raises
 `sim.errors.SimError` where the model cannot answer the table (more modes asked for than it
 has, say): `sim run` calls it before the result file is opened, so that such an error leaves
-no file.
+no file.  And ``loops(model, scenario)``, which compiles the analysis' own compiled loops
+without compiling or calling the evaluation they call through its address: on a cold cache,
+`sim run` has a helper process do that while it compiles the evaluation and the rigid motion
+itself (`sim.app.parallel_compile`).
 """
 
 from typing import NamedTuple
@@ -25,6 +28,7 @@ from typing import NamedTuple
 ANALYSES = {}
 PREPARE = {}
 CHECK = {}
+LOOPS = {}
 
 
 class Quantity(NamedTuple):
@@ -34,9 +38,9 @@ class Quantity(NamedTuple):
     unit: str
 
 
-def register(name, prepare=None, check=None):
+def register(name, prepare=None, check=None, loops=None):
     """Decorator registering an analysis function under scenario table `name`, with its
-    optional `prepare` and `check` (see the module docstring)."""
+    optional `prepare`, `check` and `loops` (see the module docstring)."""
     def decorate(function):
         if name in ANALYSES:
             raise ValueError(f"analysis `{name}` is registered twice")
@@ -45,6 +49,8 @@ def register(name, prepare=None, check=None):
             PREPARE[name] = prepare
         if check is not None:
             CHECK[name] = check
+        if loops is not None:
+            LOOPS[name] = loops
         return function
     return decorate
 

@@ -62,7 +62,13 @@ def check(model, scenario):
     _first_pose(model, scenario, Evaluator(model))
 
 
-@register("frequencies", prepare=prepare, check=check)
+def loops(model, scenario):
+    """Compile the KED's frame loop alone, which the frequencies run on (see :mod:`sim.analyses`)."""
+    from sim.solvers.ked import compile_loops
+    compile_loops(model, scenario.data["frequencies"]["count"] + EXTRA_MODES)
+
+
+@register("frequencies", prepare=prepare, check=check, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``frequencies``: frequency_time, frequencies (m, k) tracked, MAC and order.
 

@@ -9,7 +9,13 @@ from sim.errors import SimError
 REACTION_UNITS = ["N", "N", "N", "N m", "N m", "N m"]
 
 
-@register("inverse_dynamics")
+def loops(model, scenario):
+    """Compile the inverse dynamics' own kernels alone (see :mod:`sim.analyses`)."""
+    from sim.solvers.inverse_dynamics import compile_loops
+    compile_loops(model)
+
+
+@register("inverse_dynamics", loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``inverse_dynamics``: actuator forces, joint reactions, energy, power.
 

@@ -22,7 +22,13 @@ def prepare(model, scenario):
     load_kernels(model, scenario.data["ked"]["modes"])
 
 
-@register("ked", prepare=prepare)
+def loops(model, scenario):
+    """Compile the KED's own loops alone (see :mod:`sim.analyses`)."""
+    from sim.solvers.ked import compile_loops
+    compile_loops(model, scenario.data["ked"]["modes"])
+
+
+@register("ked", prepare=prepare, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``ked``: time, pose_rigid, pose, deviation (at the output instants: the
     interval ends and, to resolve the kept modes, instants between them), frequencies and

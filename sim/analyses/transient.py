@@ -344,7 +344,13 @@ def prepare(model, scenario):
     load_kernels(model)
 
 
-@register("transient", prepare=prepare)
+def loops(model, scenario):
+    """Compile the transient's step loop alone (see :mod:`sim.analyses`)."""
+    from sim.solvers.simulate import compile_loop
+    compile_loop(model)
+
+
+@register("transient", prepare=prepare, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``transient``; see the module docstring.
 

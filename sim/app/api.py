@@ -361,14 +361,17 @@ def _run(scenario, out, force, allow_long):
     from sim.app.results import ResultFile
 
     available(scenario)
-    model = load_model(scenario.model_file, **scenario.model_parameters)
-    cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
-    prepared = [name for name in scenario.analyses if name in PREPARE]
-    # On a cold cache, a helper process compiles the last analysis' kernels meanwhile.
-    helper = parallel_compile.start(scenario, prepared)
+    # On a cold cache, a helper process compiles the analyses' loops meanwhile (from the
+    # model's structure: it starts before this process builds and assembles the model).
+    helper = parallel_compile.start(scenario, scenario.analyses)
     delegated = helper.names if helper is not None else ()
     try:
+        model = load_model(scenario.model_file, **scenario.model_parameters)
+        cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
+        prepared = [name for name in scenario.analyses if name in PREPARE]
         loading = time.perf_counter()
+        if delegated:
+            parallel_compile.shared(model)
         for name in prepared:
             if name not in delegated:
                 PREPARE[name](model, scenario)
@@ -387,7 +390,8 @@ def _run(scenario, out, force, allow_long):
                 if name in delegated:
                     start = time.perf_counter()
                     helper.wait(name)
-                    PREPARE[name](model, scenario)
+                    if name in PREPARE:
+                        PREPARE[name](model, scenario)
                     result.add_load_time(time.perf_counter() - start)
                 group = result.group(name)
                 with _named(scenario, name):

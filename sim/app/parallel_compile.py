@@ -1,16 +1,20 @@
 """Cold kernel caches filled by a helper process: the first `sim run` of a fresh install.
 
-Numba compiles on one core, and a cold start of a scenario with several analyses (the
-3-RRRU's four) spends most of its time compiling.  The analyses' own loops are independent
-kernels, so `sim run` hands the last analysis whose kernels are cold to a helper process on
-another core (``python -m sim.app.parallel_compile SCENARIO NAME... -- KEY=VALUE...``), which
-compiles them into numba's on-disk cache while this process compiles and runs the others;
-that analysis then waits for the helper and loads its kernels from the cache.  Warm caches,
-one core, or a single cold analysis (nothing to overlap): no helper.
+Numba compiles on one core, and a cold start spends most of its time compiling.  The
+analyses' own loops (the transient's steps, KED's frames) call the evaluation through its
+machine-code address (:func:`sim.kernels.equations.addresses`), so they compile from their
+argument types alone, independently of the evaluation.  On a cold cache `sim run` therefore
+hands the loops of its analyses to a helper process on another core (``python -m
+sim.app.parallel_compile SCENARIO NAME... -- KEY=VALUE...``, the analyses' ``loops`` of
+:mod:`sim.analyses`), which compiles them into numba's on-disk cache while this process
+compiles what every analysis shares, the evaluation and the rigid motion (:func:`shared`),
+then runs the analyses that need no loop of the helper's.  An analysis with loops waits for
+the helper to report them and loads them from the cache.  Warm caches or one core: no helper.
 
-The helper writes each prepared analysis' name on a line of its standard output; it is quiet
-otherwise, and this process ends it on its own way out (a failure, an interrupt).  Should it
-fail, the analysis compiles its kernels itself, as without a helper.
+The helper writes the name of each analysis whose loops it has compiled on a line of its
+standard output; it is quiet otherwise, and this process ends it on its own way out (a
+failure, an interrupt).  Should it fail, each analysis compiles its loops itself, as
+without a helper.
 """
 import importlib
 import os
@@ -18,10 +22,10 @@ import subprocess
 import sys
 
 EXIT_TIMEOUT = 10.0   # s a helper that has prepared everything is given to exit
-# The slowest kernel each analysis' ``prepare`` compiles, as "module.function": absent from
-# numba's cache, the analysis' kernels are cold.
+# The slowest kernel of each analysis' ``loops``, as "module.function": absent from numba's
+# cache, the analysis' kernels are cold.
 PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.ked._frame_loop",
-          "frequencies": "sim.solvers.ked._frame_loop"}
+          "frequencies": "sim.solvers.ked._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms"}
 
 
 def cold(name):
@@ -39,7 +43,7 @@ def cold(name):
 
 
 class Helper:
-    """A helper process preparing the kernels of the analyses ``names`` (in that order)."""
+    """A helper process compiling the loops of the analyses ``names`` (in that order)."""
 
     def __init__(self, scenario, names):
         self.names = tuple(names)
@@ -72,28 +76,35 @@ class Helper:
 
 
 def start(scenario, names):
-    """A :class:`Helper` for the last of the analyses ``names`` (execution order) whose
-    kernels are cold, or None when there is nothing to overlap or no other core."""
-    cold_names = [name for name in names if cold(name)]
-    kernels = {PROBES[name] for name in cold_names}      # KED and frequencies share theirs
-    if len(kernels) < 2 or (os.cpu_count() or 1) < 2:
+    """A :class:`Helper` compiling the loops of those of the analyses ``names`` (execution
+    order) whose kernels are cold, or None when there are none or no other core."""
+    from sim.analyses import LOOPS
+    cold_names = [name for name in names if name in LOOPS and cold(name)]
+    if not cold_names or (os.cpu_count() or 1) < 2:
         return None
-    last = cold_names[-1]
-    return Helper(scenario, [last])
+    return Helper(scenario, cold_names)
+
+
+def shared(model):
+    """Compile, or load from numba's cache, what every analysis shares, while the helper
+    compiles the loops: the evaluation and the rigid motion's sample step."""
+    from sim.solvers.motion import load_kernels
+    load_kernels(model)
 
 
 def main(argv):
-    """The helper: ``SCENARIO NAME... -- OVERRIDE...``; prepares each analysis' kernels."""
-    from sim.analyses import PREPARE
-    from sim.app.api import load_model
+    """The helper: ``SCENARIO NAME... -- OVERRIDE...``; compiles each analysis' loops."""
+    from sim.analyses import LOOPS
     from sim.app.scenario import load_scenario
+    from sim.model.loader import load_model
 
     split = argv.index("--")
     path, names, overrides = argv[0], argv[1:split], argv[split + 1:]
     scenario = load_scenario(path, overrides)
-    model = load_model(scenario.model_file, **scenario.model_parameters)
+    # The structure is enough for the loops' types: assembling would compile the kinematics here too.
+    model = load_model(scenario.model_file, scenario.model_parameters, assemble=False)
     for name in names:
-        PREPARE[name](model, scenario)
+        LOOPS[name](model, scenario)
         print(name, flush=True)
 
 

@@ -6,7 +6,7 @@ in BLAS underflow to subnormal numbers, which x86 processes about 100x slower: :
 zeroes entries below ``FLUSH_RTOL`` of the largest one (see :mod:`sim.linalg`).
 """
 import numpy as np
-from numba import njit, types
+from numba import njit, typeof, types
 from numba.experimental import structref
 from numba.extending import overload
 
@@ -56,6 +56,20 @@ def by_reference(t):
     """The named tuple ``t`` by reference (a :class:`Record`: the same fields, its arrays
     shared, so that what compiled code writes into them shows in ``t``).  Scalars are copied."""
     return _reference(t)
+
+
+def record_type(t):
+    """The numba type of ``by_reference(t)``, without compiling :func:`by_reference`."""
+    kind = typeof(t)
+    return RecordType(list(zip(kind.fields, kind.types)))
+
+
+def compile_for(kernel, *args):
+    """Compile, or load from numba's cache, the dispatcher ``kernel`` for the types of the
+    values ``args`` as a call would, without calling it; an argument that is a numba type
+    stands for a value of that type (:func:`record_type`, the evaluation's addresses
+    :data:`sim.kernels.equations.ADDRESSES`), so that a loop compiles before the evaluation it calls is."""
+    kernel.compile(tuple(arg if isinstance(arg, types.Type) else kernel.typeof_pyval(arg) for arg in args))
 
 
 @njit(cache=True)

@@ -194,6 +194,10 @@ def _pointer(kernel, signature):
     return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
 
 
+# The numba type of the value of :func:`addresses` (:func:`sim.kernels.common.compile_for`).
+ADDRESSES = types.Array(types.int64, 1, "C")
+
+
 def addresses(t):
     """The machine-code addresses of :func:`evaluate` and :func:`potential` compiled for
     tables typed like ``t`` (:class:`Tables`; arrays C-contiguous float64, flags booleans):

@@ -33,6 +33,7 @@ References
 A. A. Shabana, *Dynamics of Multibody Systems*, 4th ed., 2013, ch. 5.
 S. Briot, W. Khalil, *Dynamics of Parallel Robots*, Springer, 2015 (markers and loops).
 """
+import contextvars
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -42,6 +43,11 @@ import scipy.linalg
 
 from sim.model import beam
 from sim.model.rotations import frame_from_axes, quat_from_matrix
+
+# Whether ``build()`` assembles by default: a model file calls it itself, and a process that
+# only compiles kernels for the model's structure (sim.app.parallel_compile) turns it off
+# through sim.model.loader.load_model(..., assemble=False).
+ASSEMBLE = contextvars.ContextVar("assemble", default=True)
 
 JOINT_KINDS = ("fixed", "revolute", "prismatic", "cylindrical", "universal", "spherical")
 POSE_KINDS = ("x", "y", "z", "rx", "ry", "rz")
@@ -657,8 +663,16 @@ class ModelBuilder:
         self._ee = (marker, tuple(kinds), tuple(names or kinds))
 
     # -- build ------------------------------------------------------------------------------
-    def build(self, assemble=True):
+    def build(self, assemble=None):
         """Validate everything, precompute invariants, assemble the home configuration.
+
+        Parameters
+        ----------
+        assemble : bool, optional
+            Assemble the home configuration (default: yes, except within
+            :func:`sim.model.loader.load_model` with ``assemble=False``).  Unassembled, the
+            model has its structure and tables but only the approximate home configuration it
+            was given, and no generic ranks: enough to compile kernels for it, nothing more.
 
         Raises
         ------
@@ -723,7 +737,7 @@ class ModelBuilder:
             model = _replace(model, springs=tuple(sp), spring_tables=tables)
         if self._references:
             model = dataclasses.replace(model, references=tuple(self._references))
-        if assemble:
+        if ASSEMBLE.get() if assemble is None else assemble:
             from sim.model.assembly import assemble, generic_ranks
             from sim.model.kinematics import pose
             q = assemble(model, model.q_home, what="the home configuration")

@@ -16,8 +16,8 @@ import numpy as np
 from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
-from sim.kernels.common import by_reference
-from sim.kernels.equations import N_CONSTANT, Tables, addresses, evaluate, inverse_terms, mass_products, potential
+from sim.kernels.common import by_reference, record_type
+from sim.kernels.equations import ADDRESSES, N_CONSTANT, Tables, addresses, evaluate, inverse_terms, mass_products, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
@@ -49,13 +49,22 @@ class Evaluator:
     Parameters
     ----------
     model : Model
+    load : bool
+        Compile, or load from numba's cache, the evaluation now.  False: nothing is compiled,
+        and ``ref`` and ``f`` are only the numba types of the tables and the addresses, for
+        compiling the loops that take them (:func:`sim.kernels.common.compile_for`) in a
+        process that does not evaluate (:mod:`sim.app.parallel_compile`); no kernel can be
+        called with them.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, load=True):
         self.model = model
         self.tables = t = tables(model)
-        self.ref = by_reference(t)    # what the kernels are given
-        self.f = addresses(self.ref)  # for the compiled loops (sim.kernels.equations.function)
+        if load:
+            self.ref = by_reference(t)    # what the kernels are given
+            self.f = addresses(self.ref)  # for the compiled loops (sim.kernels.equations.function)
+        else:
+            self.ref, self.f = record_type(t), ADDRESSES
         self.n_q, self.n_v = model.n_q, model.n_v
         self.cols = t.cols
         self.work = {f: getattr(t, f) for f in Tables._fields[N_CONSTANT:]}
@@ -67,6 +76,8 @@ class Evaluator:
         self.stiff = dynamics._has_lumped(model) or bool(stretched(model))
         self._no_targets = np.zeros(0)
         self._empty = np.zeros((0, 0))
+        if not load:
+            return
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with signals_deferred():
@@ -109,13 +120,19 @@ class Evaluator:
         T, V : ndarray, shape (m,)
             Kinetic energy ``v M v / 2`` and potential (gravity plus elastic) [J].
         """
+        arguments = self.inverse_arguments(qs, vs, accs)
+        inverse_terms(*arguments)
+        return arguments[-6:]
+
+    def inverse_arguments(self, qs, vs, accs):
+        """The arguments of :func:`sim.kernels.equations.inverse_terms` for :meth:`inverse_terms`,
+        its results ``Jr, rhs, p, A, T, V`` the last six (allocated, not filled)."""
         rigid = np.asarray(self.model.v_rigid, dtype=np.int64)
         m, n_m = len(qs), len(self.model.markers)
         Jr, rhs = np.empty((m, self.n_rows, rigid.size)), np.empty((m, rigid.size))
         p, A, T, V = np.empty((m, n_m, 3)), np.empty((m, n_m, 3, 3)), np.empty(m), np.empty(m)
-        inverse_terms(*(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.f, rigid,
-                      Jr, rhs, p, A, T, V)
-        return Jr, rhs, p, A, T, V
+        return (*(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.f, rigid,
+                Jr, rhs, p, A, T, V)
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sim.errors import SimError, one_line
 from sim.model import Model
+from sim.model.builder import ASSEMBLE
 
 
 def load_module(path):
@@ -101,7 +102,7 @@ def _convert(path, key, value, default):
         raise SimError(f"{path}: parameter `{key}` must be a {kind}, got {value!r}") from None
 
 
-def load_model(path, params=None):
+def load_model(path, params=None, assemble=True):
     """Build the model of a model file.
 
     Parameters
@@ -109,6 +110,9 @@ def load_model(path, params=None):
     path : str or Path
     params : dict, optional
         Parameter values (numbers, bools, strings; strings are converted to the default's type).
+    assemble : bool
+        False: the file's ``build()`` does not assemble the home configuration
+        (:meth:`sim.model.builder.ModelBuilder.build`), for a process that compiles kernels only.
 
     Returns
     -------
@@ -129,6 +133,7 @@ def load_model(path, params=None):
             hint = f"; did you mean `{close[0]}`?" if close else f" (parameters: {', '.join(known) or 'none'})"
             raise SimError(f"{path}: unknown model parameter `{key}`{hint}")
     values = {k: _convert(path, k, v, known[k]) for k, v in params.items()}
+    token = ASSEMBLE.set(bool(assemble))
     try:
         model = module.build(**values)
     except SimError as exc:
@@ -141,6 +146,8 @@ def load_model(path, params=None):
         raise SimError(f"{path}: build() recursed without end") from None
     except Exception as exc:  # a failure in user code is the user's: one line, where it happened
         raise SimError(f"{path}: build() failed: {_where(exc, path)}{type(exc).__name__}: {one_line(exc)}") from None
+    finally:
+        ASSEMBLE.reset(token)
     if not isinstance(model, Model):
         raise SimError(f"{path}: build() returned {type(model).__name__}, not a Model")
     return model

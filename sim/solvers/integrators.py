@@ -77,7 +77,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from sim.kernels.common import runtime
+from sim.kernels.common import compile_for, runtime
 from sim.kernels.equations import function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
@@ -650,6 +650,9 @@ class GeneralizedAlpha:
     damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
         Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (the value
         at the start of each step).
+    consistent : bool
+        Start from the consistent acceleration and multipliers of ``(q0, v0)`` (a first
+        evaluation); False: from zero, nothing evaluated (for :meth:`compile`).
 
     Attributes
     ----------
@@ -662,7 +665,7 @@ class GeneralizedAlpha:
     order = 2
 
     def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=0.9, baumgarte=(10.0, 10.0), newton_tol=NEWTON_TOL,
-                 newton_max_iter=NEWTON_MAX_ITER, damping=None):
+                 newton_max_iter=NEWTON_MAX_ITER, damping=None, consistent=True):
         rho = float(rho_inf)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"`rho_inf` must be in [0, 1], got {rho_inf!r}")
@@ -697,7 +700,8 @@ class GeneralizedAlpha:
                          np.zeros((m, m)))
         self.status, self.message = "running", ""
         self._no_samples = self.samples(0)
-        self._initial_acceleration()
+        if consistent:
+            self._initial_acceleration()
 
     @staticmethod
     def coefficients(rho):
@@ -745,13 +749,21 @@ class GeneralizedAlpha:
         """Sample the current state into ``out`` (:class:`Samples`)."""
         self._call(RECORD, out)
 
-    def _call(self, task, out, count=1, k0=0, every=0, total=0):
-        """:func:`_run` with the drive law at the ``count`` next steps' ends (at the current
-        instant for a sample or the equations)."""
+    def _arguments(self, task, out, count=1, k0=0, every=0, total=0):
+        """The arguments of :func:`_run`, with the drive law at the ``count`` next steps' ends
+        (at the current instant for a sample or the equations)."""
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
-        return _run(task, count, k0, every, total, self.state, self.ev.ref, self.ev.f, self.scheme, self.rows,
-                    *self._drive(times), self.D, self.work, out)
+        return (task, count, k0, every, total, self.state, self.ev.ref, self.ev.f, self.scheme, self.rows,
+                *self._drive(times), self.D, self.work, out)
+
+    def _call(self, task, out, count=1, k0=0, every=0, total=0):
+        return _run(*self._arguments(task, out, count, k0, every, total))
+
+    def compile(self):
+        """Compile, or load from numba's cache, the step loop without taking a step (the
+        evaluator may hold types only: :class:`sim.model.evaluator.Evaluator` ``load=False``)."""
+        compile_for(_run, *self._arguments(ADVANCE, self.samples(1), 1, 0, 1, 1))
 
     def advance(self, count, out=None, every=0, total=None, progress=None):
         """Take up to ``count`` steps; stop early on a failure (:attr:`status`, :attr:`message`).

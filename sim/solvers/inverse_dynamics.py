@@ -43,10 +43,11 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from sim.kernels.common import FLUSH_RTOL, flush, runtime
+from sim.kernels.common import FLUSH_RTOL, compile_for, flush, runtime
+from sim.kernels.equations import inverse_terms
 from sim.linalg import condition_number, condition_state, lu_solve, singular_values, sparse_lu
 from sim.model.assembly import SINGULAR_RATIO
-from sim.errors import SimError
+from sim.errors import SimError, signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import body_frames
 from sim.model import JOINT_ROWS
@@ -117,6 +118,19 @@ def multipliers(model, q, v, a, ev=None):
     Jr, rhs = ev.inverse_terms(q[None], v[None], a[None])[:2]
     lam, condition, residual = _solve(model, Jr, rhs)
     return lam[0], float(condition[0]), float(residual[0])
+
+
+def compile_loops(model):
+    """Compile, or load from numba's cache, the inverse dynamics' own kernels for ``model``
+    (the motion's terms, the square solve) without compiling or calling the evaluation
+    (:mod:`sim.app.parallel_compile`)."""
+    ev = Evaluator(model, load=False)
+    none, n_r = np.zeros((0, model.n_v)), len(model.v_rigid)
+    arguments = ev.inverse_arguments(np.zeros((0, model.n_q)), none, none)
+    with signals_deferred():
+        compile_for(inverse_terms, *arguments)
+        if ev.n_rows == n_r:        # J_r square: _solve's compiled path
+            compile_for(_square, *arguments[6:8], *condition_state(n_r), 1.0)
 
 
 def _along(model, motion, ev):

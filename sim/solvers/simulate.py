@@ -127,6 +127,14 @@ def load_kernels(model):
         integrator.advance(1, integrator.samples(1), every=1)
 
 
+def compile_loop(model):
+    """Compile, or load from numba's cache, the transient's own kernel, the step loop, without
+    compiling or calling the evaluation (:mod:`sim.app.parallel_compile`)."""
+    ev = Evaluator(model, load=False)
+    with signals_deferred():
+        GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4, consistent=False).compile()
+
+
 class _Markers:
     """Marker origins and axes of the samples (what :func:`sim.model.kinematics.pose` reads)."""
 
