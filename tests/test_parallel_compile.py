@@ -1,4 +1,4 @@
-"""A helper process compiling the analyses' loops on a cold cache (sim.app.parallel_compile).
+"""A helper process sharing the compilation on a cold cache (sim.app.parallel_compile).
 
 A cold cache takes minutes to fill, so these tests fake the coldness (every probe cold) and let
 a real helper load the warm kernels: the protocol, the results and the fallbacks are the same.
@@ -61,30 +61,33 @@ def test_no_helper_on_a_warm_cache_or_one_core(scenario, monkeypatch):
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_a_helper_compiles_the_loops(scenario, monkeypatch, broken):
-    """Every probe faked cold: a helper process compiles the loops of every analysis that has
-    some while this one compiles the evaluation and the rigid motion, and the results are those
-    of a run without it; a helper that fails (a scenario it cannot read) leaves each analysis
-    to compile its own loops."""
+def test_a_helper_shares_the_compilation(scenario, monkeypatch, broken):
+    """Every probe faked cold: a helper process shares the tasks (the rigid motion's step,
+    the loops of every analysis that has some) with this one, which also compiles the
+    evaluation, and the results are those of a run without it; a helper that fails (a
+    scenario it cannot read) leaves every task to this process."""
     reference = scenario.with_name("reference.h5")
     assert main(["run", str(scenario), "--out", str(reference)]) == 0
     started = []
     helper = parallel_compile.Helper
 
-    def spy(s, names):
+    def spy(s, names, tasks):
         if broken:
             s = type("Broken", (), {"path": scenario.with_name("missing.toml"), "overrides": ()})()
-        started.append(helper(s, names))
+        started.append(helper(s, names, tasks))
         return started[-1]
 
     monkeypatch.setattr(parallel_compile, "cold", lambda name: True)
     monkeypatch.setattr(parallel_compile, "Helper", spy)
     out = scenario.with_name("helped.h5")
     assert main(["run", str(scenario), "--out", str(out)]) == 0
-    assert [h.names for h in started] == [("inverse_dynamics", "frequencies", "ked", "transient")]
-    assert started[0]._process.poll() is not None, "the helper was left running"
+    (h,) = started
+    assert h.tasks == ("rigid_motion", "inverse_dynamics", "frequencies", "transient")  # KED's loops: frequencies'
+    assert h._process.poll() is not None, "the helper was left running"
+    assert h._ready | h._mine == set(h.tasks) and not h._ready & h._mine, "each task done once"
+    assert not os.path.exists(h._claims)
     if broken:
-        assert started[0]._process.returncode == 1
+        assert h._process.returncode == 1 and h._mine == set(h.tasks)
     with h5py.File(reference) as a, h5py.File(out) as b:
         for name in ("inverse_dynamics/actuator_forces", "transient/deviation", "ked/deviation",
                      "frequencies/frequencies"):
@@ -92,13 +95,26 @@ def test_a_helper_compiles_the_loops(scenario, monkeypatch, broken):
         assert b.attrs["kernels_load_time_s"] > 0
 
 
+def test_the_helper_takes_the_unclaimed_tasks_from_the_last(scenario, tmp_path):
+    """A task is claimed once; the helper does the others, the last first, and reports each."""
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    assert parallel_compile.claim(claims, "rigid_motion")
+    assert not parallel_compile.claim(claims, "rigid_motion")
+    out = subprocess.run([sys.executable, "-m", "sim.app.parallel_compile", str(claims), str(scenario),
+                          "rigid_motion", "inverse_dynamics", "frequencies", "transient", "--"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["transient", "frequencies", "inverse_dynamics"]
+    assert sorted(p.name for p in claims.iterdir()) == ["frequencies", "inverse_dynamics", "rigid_motion",
+                                                         "transient"]
+
+
 def test_the_helpers_loops_are_the_ones_called(scenario):
-    """The loops compiled from an unassembled model's types alone (what the helper does) have
+    """The loops compiled from an unassembled model's types alone (the tasks) have
     the signatures of the analyses' calls: after a run, compiling them adds no signature to
     their dispatchers.  And the unassembled model has the assembled one's tables."""
     from numba import typeof
 
-    from sim.analyses import LOOPS
     from sim.app.scenario import load_scenario
     from sim.kernels.equations import inverse_terms
     from sim.model.loader import load_model
@@ -106,16 +122,17 @@ def test_the_helpers_loops_are_the_ones_called(scenario):
     from sim.solvers.ked import _frame_loop
     from sim.solvers.integrators import _run
     from sim.solvers.inverse_dynamics import _square
+    from sim.solvers.motion import _segment
 
     s = load_scenario(scenario)
     assert main(["run", str(scenario), "--out", str(scenario.with_suffix(".h5"))]) == 0
-    loops = (_run, _frame_loop, inverse_terms, _square)
+    loops = (_run, _frame_loop, inverse_terms, _square, _segment)
     called = [set(loop.signatures) for loop in loops]
     assert all(called), "every loop is used by the scenario"
     model = load_model(s.model_file, s.model_parameters, assemble=False)
     assembled = load_model(s.model_file, s.model_parameters)
     assert model.ranks == () and assembled.ranks == (12, 12), "not assembled: no generic ranks"
     assert typeof(tables(model)) == typeof(tables(assembled))
-    for name in s.analyses:
-        LOOPS[name](model, s)
+    for task in ("rigid_motion", *s.analyses):
+        parallel_compile.compile_task(task, model, s)
     assert [set(loop.signatures) for loop in loops] == called

@@ -370,8 +370,8 @@ def _run(scenario, out, force, allow_long):
         cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
         prepared = [name for name in scenario.analyses if name in PREPARE]
         loading = time.perf_counter()
-        if delegated:
-            parallel_compile.shared(model)
+        if helper is not None:
+            parallel_compile.shared(model, scenario, helper)
         for name in prepared:
             if name not in delegated:
                 PREPARE[name](model, scenario)

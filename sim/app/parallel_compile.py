@@ -1,31 +1,38 @@
-"""Cold kernel caches filled by a helper process: the first `sim run` of a fresh install.
+"""Cold kernel caches filled by two processes: the first `sim run` of a fresh install.
 
-Numba compiles on one core, and a cold start spends most of its time compiling.  The
-analyses' own loops (the transient's steps, KED's frames) call the evaluation through its
-machine-code address (:func:`sim.kernels.equations.addresses`), so they compile from their
-argument types alone, independently of the evaluation.  On a cold cache `sim run` therefore
-hands the loops of its analyses to a helper process on another core (``python -m
-sim.app.parallel_compile SCENARIO NAME... -- KEY=VALUE...``, the analyses' ``loops`` of
-:mod:`sim.analyses`), which compiles them into numba's on-disk cache while this process
-compiles what every analysis shares, the evaluation and the rigid motion (:func:`shared`),
-then runs the analyses that need no loop of the helper's.  An analysis with loops waits for
-the helper to report them and loads them from the cache.  Warm caches or one core: no helper.
+Numba compiles on one core, and a cold start spends most of its time compiling.  The rigid
+motion's sample step and the analyses' own loops (the inverse dynamics' terms, KED's frames,
+the transient's steps) call the evaluation through its machine-code address
+(:func:`sim.kernels.equations.addresses`), so each compiles from its argument types alone,
+independently of the evaluation and of any other.  On a cold cache `sim run` therefore starts
+a helper process on another core (``python -m sim.app.parallel_compile CLAIMS SCENARIO
+TASK... -- KEY=VALUE...``) before it builds the model, and the two share these compilation
+tasks (:data:`TASKS`): the helper takes them from the last (the last analysis' loops, which
+are needed last), compiling them from the model's unassembled structure into numba's
+on-disk cache; `sim run` assembles the model and compiles the evaluation, then takes them from
+the first.  Each task goes to the first process that claims it (a file created exclusively in
+the directory ``CLAIMS``).  An analysis whose loops the helper took waits for the helper to
+report them and loads them from the cache.  Warm caches or one core: no helper.
 
-The helper writes the name of each analysis whose loops it has compiled on a line of its
-standard output; it is quiet otherwise, and this process ends it on its own way out (a
-failure, an interrupt).  Should it fail, each analysis compiles its loops itself, as
-without a helper.
+The helper writes the name of each task it has done on a line of its standard output; it is
+quiet otherwise, and `sim run` ends it on its own way out (a failure, an interrupt).  Should
+it fail, each analysis compiles what it lacks itself, as without a helper.
 """
 import importlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
-EXIT_TIMEOUT = 10.0   # s a helper that has prepared everything is given to exit
-# The slowest kernel of each analysis' ``loops``, as "module.function": absent from numba's
-# cache, the analysis' kernels are cold.
+EXIT_TIMEOUT = 10.0   # s a helper that has done everything is given to exit
+# The slowest kernel of each analysis' ``loops`` (:mod:`sim.analyses`), as "module.function":
+# absent from numba's cache, the analysis' kernels are cold.  Analyses with the same probe
+# share their loops: one task.
 PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.ked._frame_loop",
-          "frequencies": "sim.solvers.ked._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms"}
+          "frequencies": "sim.solvers.ked._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms",
+          "rigid_motion": "sim.solvers.motion._segment"}
+MOTION = "rigid_motion"   # the task every analysis with loops needs first: the rigid motion's step
 
 
 def cold(name):
@@ -42,20 +49,78 @@ def cold(name):
         return False
 
 
-class Helper:
-    """A helper process compiling the loops of the analyses ``names`` (in that order)."""
+def tasks(names):
+    """The compilation tasks of the analyses ``names`` (execution order) whose loops are
+    cold: the rigid motion's step (where cold) first, then one task per set of shared loops,
+    named after its first analysis."""
+    from sim.analyses import LOOPS
+    todo, probes = [], set()
+    for name in [MOTION] + [name for name in names if name in LOOPS]:
+        if PROBES[name] not in probes and cold(name):
+            todo.append(name)
+            probes.add(PROBES[name])
+    return todo if len(todo) > (MOTION in todo) else []
 
-    def __init__(self, scenario, names):
-        self.names = tuple(names)
-        self._ready = set()
-        command = [sys.executable, "-m", __name__, str(scenario.path), *self.names, "--",
+
+def compile_task(task, model, scenario):
+    """Compile, or load from numba's cache, the kernels of ``task`` (:func:`tasks`) for
+    ``model``, assembled or not, without compiling or calling the evaluation."""
+    if task == MOTION:
+        from sim.solvers.motion import compile_loop
+        compile_loop(model)
+    else:
+        from sim.analyses import LOOPS
+        LOOPS[task](model, scenario)
+
+
+def claim(claims, task):
+    """Whether this process is the first to claim ``task`` in the directory ``claims``."""
+    try:
+        os.close(os.open(os.path.join(claims, task), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
+class Helper:
+    """A helper process sharing the compilation ``tasks`` (:func:`tasks`) with this one.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    names : sequence of str
+        The scenario's analyses, in execution order.
+    tasks : list of str
+    """
+
+    def __init__(self, scenario, names, tasks):
+        self.tasks = tuple(tasks)
+        probes = {PROBES[task]: task for task in self.tasks}
+        self._task = {name: probes[PROBES[name]] for name in names if PROBES.get(name) in probes}
+        self._ready, self._mine = set(), set()
+        self._claims = tempfile.mkdtemp(prefix="sim-compile-")
+        command = [sys.executable, "-m", __name__, self._claims, str(scenario.path), *self.tasks, "--",
                    *scenario.overrides]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True)
 
+    @property
+    def names(self):
+        """The analyses (and :data:`MOTION`) whose kernels go through a task."""
+        return tuple(self._task) + ((MOTION,) if MOTION in self.tasks else ())
+
+    def share(self, model, scenario):
+        """Do, from the first, every task the helper has not claimed yet."""
+        for task in self.tasks:
+            if claim(self._claims, task):
+                compile_task(task, model, scenario)
+                self._mine.add(task)
+
     def wait(self, name):
-        """Block until the helper has prepared ``name`` or ended (then the caller compiles)."""
-        while name not in self._ready:
+        """Block until the task of the analysis ``name`` is done: by this process, or by the
+        helper (or the helper has ended: then the caller compiles what it lacks)."""
+        task = self._task.get(name, name)
+        while task in self.tasks and task not in self._mine and task not in self._ready:
             line = self._process.stdout.readline()
             if not line:
                 self._process.wait()
@@ -63,8 +128,8 @@ class Helper:
             self._ready.add(line.strip())
 
     def close(self):
-        """Let a helper that has prepared everything exit; end one that has not."""
-        if self._ready.issuperset(self.names):
+        """Let a helper that has done its tasks exit; end one that has not."""
+        if self._ready | self._mine >= set(self.tasks):
             try:
                 self._process.wait(timeout=EXIT_TIMEOUT)
             except subprocess.TimeoutExpired:
@@ -73,39 +138,41 @@ class Helper:
             self._process.terminate()
             self._process.wait()
         self._process.stdout.close()
+        shutil.rmtree(self._claims, ignore_errors=True)
 
 
 def start(scenario, names):
-    """A :class:`Helper` compiling the loops of those of the analyses ``names`` (execution
-    order) whose kernels are cold, or None when there are none or no other core."""
-    from sim.analyses import LOOPS
-    cold_names = [name for name in names if name in LOOPS and cold(name)]
-    if not cold_names or (os.cpu_count() or 1) < 2:
-        return None
-    return Helper(scenario, cold_names)
+    """A :class:`Helper` for the analyses ``names`` (execution order), or None where no
+    analysis' loops are cold or there is no other core."""
+    todo = tasks(names) if (os.cpu_count() or 1) >= 2 else []
+    return Helper(scenario, names, todo) if todo else None
 
 
-def shared(model):
-    """Compile, or load from numba's cache, what every analysis shares, while the helper
-    compiles the loops: the evaluation and the rigid motion's sample step."""
+def shared(model, scenario, helper):
+    """In ``sim run``, with a ``helper``: compile the evaluation, do the tasks the helper has
+    not claimed, and load the rigid motion's step (every analysis with loops needs it)."""
+    from sim.model.evaluator import Evaluator
     from sim.solvers.motion import load_kernels
-    load_kernels(model)
+    ev = Evaluator(model)
+    helper.share(model, scenario)
+    helper.wait(MOTION)
+    load_kernels(model, ev)
 
 
 def main(argv):
-    """The helper: ``SCENARIO NAME... -- OVERRIDE...``; compiles each analysis' loops."""
-    from sim.analyses import LOOPS
+    """The helper: ``CLAIMS SCENARIO TASK... -- OVERRIDE...``; does the tasks it claims, from the last."""
     from sim.app.scenario import load_scenario
     from sim.model.loader import load_model
 
     split = argv.index("--")
-    path, names, overrides = argv[0], argv[1:split], argv[split + 1:]
+    claims, path, todo, overrides = argv[0], argv[1], argv[2:split], argv[split + 1:]
     scenario = load_scenario(path, overrides)
     # The structure is enough for the loops' types: assembling would compile the kinematics here too.
     model = load_model(scenario.model_file, scenario.model_parameters, assemble=False)
-    for name in names:
-        LOOPS[name](model, scenario)
-        print(name, flush=True)
+    for task in reversed(todo):
+        if claim(claims, task):
+            compile_task(task, model, scenario)
+            print(task, flush=True)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from sim.errors import SimError
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
-from sim.kernels.common import FLUSH_RTOL, flush as flush_roundoff, runtime
+from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff, runtime
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
@@ -291,10 +291,11 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
     return k1
 
 
-def _fast_segments(model, ev):
-    """Model arguments of :func:`_segment`."""
+def _fast_segments(model, ev, rank=None):
+    """Model arguments of :func:`_segment` (``rank``: the direct rank, by default the model's;
+    any number to compile for an unassembled model, which has none)."""
     return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
-            np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.ranks[0]))
+            np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.ranks[0] if rank is None else rank))
 
 
 class _Samples:
@@ -312,8 +313,12 @@ class _Samples:
 
     def run(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
         """:func:`_segment` over samples ``k0 .. k1 - 1``; the first not done."""
-        return _segment(k0, k1, times, X, XD, XDD, self.state, predicted, *fast, exact, limit, self.u, self.warm,
-                        self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond)
+        return _segment(*self.arguments(k0, k1, times, X, XD, XDD, fast, predicted, exact, limit))
+
+    def arguments(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
+        """The arguments of :func:`_segment` for :meth:`run`."""
+        return (k0, k1, times, X, XD, XDD, self.state, predicted, *fast, exact, limit, self.u, self.warm,
+                self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond)
 
 
 def load_kernels(model, ev=None):
@@ -322,12 +327,25 @@ def load_kernels(model, ev=None):
     :func:`_fast_segments`' arguments.  ``ev``: an evaluator at hand."""
     ev = Evaluator(model) if ev is None else ev
     fast = _fast_segments(model, ev)
-    d = len(model.pose_kinds)
-    z = np.zeros
     with signals_deferred():
-        _Samples(model, 1, model.q_home).run(1, 1, z(1), z((1, d)), z((1, d)), z((1, d)), fast, False, False,
-                                             1 / SINGULAR_RATIO)
+        _Samples(model, 1, model.q_home).run(*_no_samples(model), fast, False, False, 1 / SINGULAR_RATIO)
     return fast
+
+
+def compile_loop(model):
+    """Compile, or load from numba's cache, the sample step :func:`_segment` for ``model``
+    without compiling or calling the evaluation (an unassembled model will do;
+    :mod:`sim.app.parallel_compile`)."""
+    fast = _fast_segments(model, Evaluator(model, load=False), rank=0)
+    with signals_deferred():
+        compile_for(_segment, *_Samples(model, 1, model.q_home).arguments(*_no_samples(model), fast, False, False,
+                                                                          1 / SINGULAR_RATIO))
+
+
+def _no_samples(model):
+    """``k0, k1, times, X, XD, XDD`` of :func:`_segment` for no sample."""
+    d = len(model.pose_kinds)
+    return 1, 1, np.zeros(1), np.zeros((1, d)), np.zeros((1, d)), np.zeros((1, d))
 
 
 def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, condition=True):
