@@ -54,10 +54,33 @@ def test_no_helper_on_a_warm_cache_or_one_core(scenario, monkeypatch):
     main(["run", str(scenario), "--out", str(scenario.with_suffix(".h5"))])    # the kernels are cached
     assert parallel_compile.start(s, s.analyses) is None
     monkeypatch.setattr(parallel_compile, "cold", lambda name: True)
-    # Only analyses without loops of their own: nothing to hand over.
-    assert parallel_compile.start(s, ["modes"]) is None
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert parallel_compile.start(s, s.analyses) is None
+
+
+def test_without_loops_the_helper_compiles_the_evaluation(tmp_path, monkeypatch):
+    """Modes only (no loops): the helper's one task is the evaluation, which `sim run` waits
+    for while it assembles the model; the same modes as without a helper."""
+    path = tmp_path / "arm.toml"
+    path.write_text(arm_model.scenario(0.1, "[modes]\npose = [0.45, -0.2]\ncount = 3\n"))
+    reference = tmp_path / "reference.h5"
+    assert main(["run", str(path), "--out", str(reference)]) == 0
+    started = []
+    helper = parallel_compile.Helper
+
+    def spy(s, names, tasks):
+        started.append(helper(s, names, tasks))
+        return started[-1]
+
+    monkeypatch.setattr(parallel_compile, "cold", lambda name: True)
+    monkeypatch.setattr(parallel_compile, "Helper", spy)
+    out = tmp_path / "helped.h5"
+    assert main(["run", str(path), "--out", str(out)]) == 0
+    (h,) = started
+    assert h.tasks == ("evaluation",) and h.names == ()
+    assert h._process.poll() is not None and h._ready | h._mine == {"evaluation"}
+    with h5py.File(reference) as a, h5py.File(out) as b:
+        np.testing.assert_array_equal(a["modes/frequencies"][...], b["modes/frequencies"][...])
 
 
 @pytest.mark.parametrize("broken", [False, True])
@@ -109,14 +132,15 @@ def test_the_helper_takes_the_unclaimed_tasks_from_the_last(scenario, tmp_path):
                                                          "transient"]
 
 
-def test_the_helpers_loops_are_the_ones_called(scenario):
-    """The loops compiled from an unassembled model's types alone (the tasks) have
+def test_the_tasks_compile_what_the_analyses_call(scenario):
+    """The kernels compiled from an unassembled model's types alone (the tasks) have
     the signatures of the analyses' calls: after a run, compiling them adds no signature to
     their dispatchers.  And the unassembled model has the assembled one's tables."""
     from numba import typeof
 
     from sim.app.scenario import load_scenario
-    from sim.kernels.equations import inverse_terms
+    from sim.kernels.common import by_reference
+    from sim.kernels.equations import evaluate, inverse_terms, potential
     from sim.model.loader import load_model
     from sim.model.tables import tables
     from sim.solvers.ked import _frame_loop
@@ -126,13 +150,13 @@ def test_the_helpers_loops_are_the_ones_called(scenario):
 
     s = load_scenario(scenario)
     assert main(["run", str(scenario), "--out", str(scenario.with_suffix(".h5"))]) == 0
-    loops = (_run, _frame_loop, inverse_terms, _square, _segment)
+    loops = (_run, _frame_loop, inverse_terms, _square, _segment, evaluate, potential, by_reference)
     called = [set(loop.signatures) for loop in loops]
     assert all(called), "every loop is used by the scenario"
     model = load_model(s.model_file, s.model_parameters, assemble=False)
     assembled = load_model(s.model_file, s.model_parameters)
     assert model.ranks == () and assembled.ranks == (12, 12), "not assembled: no generic ranks"
     assert typeof(tables(model)) == typeof(tables(assembled))
-    for task in ("rigid_motion", *s.analyses):
+    for task in ("evaluation", "rigid_motion", *s.analyses):
         parallel_compile.compile_task(task, model, s)
     assert [set(loop.signatures) for loop in loops] == called

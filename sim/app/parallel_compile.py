@@ -31,8 +31,9 @@ EXIT_TIMEOUT = 10.0   # s a helper that has done everything is given to exit
 # share their loops: one task.
 PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.ked._frame_loop",
           "frequencies": "sim.solvers.ked._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms",
-          "rigid_motion": "sim.solvers.motion._segment"}
+          "rigid_motion": "sim.solvers.motion._segment", "evaluation": "sim.kernels.equations.evaluate"}
 MOTION = "rigid_motion"   # the task every analysis with loops needs first: the rigid motion's step
+EVALUATION = "evaluation"   # the task of scenarios without loops (modes, say): the evaluation
 
 
 def cold(name):
@@ -50,16 +51,20 @@ def cold(name):
 
 
 def tasks(names):
-    """The compilation tasks of the analyses ``names`` (execution order) whose loops are
-    cold: the rigid motion's step (where cold) first, then one task per set of shared loops,
-    named after its first analysis."""
+    """The compilation tasks of the analyses ``names`` (execution order): those whose loops
+    are cold, the rigid motion's step (where cold) first, then one task per set of shared
+    loops, named after its first analysis.  Without such loops, the evaluation where cold:
+    `sim run` then only assembles the model meanwhile (and waits); with them, the evaluation
+    is `sim run`'s (the loops are the longer work)."""
     from sim.analyses import LOOPS
     todo, probes = [], set()
     for name in [MOTION] + [name for name in names if name in LOOPS]:
         if PROBES[name] not in probes and cold(name):
             todo.append(name)
             probes.add(PROBES[name])
-    return todo if len(todo) > (MOTION in todo) else []
+    if len(todo) > (MOTION in todo):
+        return todo
+    return [EVALUATION] if cold(EVALUATION) else []
 
 
 def compile_task(task, model, scenario):
@@ -68,6 +73,9 @@ def compile_task(task, model, scenario):
     if task == MOTION:
         from sim.solvers.motion import compile_loop
         compile_loop(model)
+    elif task == EVALUATION:
+        from sim.model.evaluator import compile_evaluation
+        compile_evaluation(model)
     else:
         from sim.analyses import LOOPS
         LOOPS[task](model, scenario)
@@ -106,8 +114,8 @@ class Helper:
 
     @property
     def names(self):
-        """The analyses (and :data:`MOTION`) whose kernels go through a task."""
-        return tuple(self._task) + ((MOTION,) if MOTION in self.tasks else ())
+        """The analyses whose kernels go through a task."""
+        return tuple(self._task)
 
     def share(self, model, scenario):
         """Do, from the first, every task the helper has not claimed yet."""
@@ -149,10 +157,16 @@ def start(scenario, names):
 
 
 def shared(model, scenario, helper):
-    """In ``sim run``, with a ``helper``: compile the evaluation, do the tasks the helper has
-    not claimed, and load the rigid motion's step (every analysis with loops needs it)."""
+    """In ``sim run``, with a ``helper`` and the model assembled: the evaluation (compiled
+    here, or waited for where it is the helper's task), the tasks the helper has not claimed,
+    and the rigid motion's step, loaded where an analysis with loops needs it."""
     from sim.model.evaluator import Evaluator
     from sim.solvers.motion import load_kernels
+    if EVALUATION in helper.tasks:      # the helper's, unless it has not started yet
+        helper.share(model, scenario)
+        helper.wait(EVALUATION)
+        Evaluator(model)
+        return
     ev = Evaluator(model)
     helper.share(model, scenario)
     helper.wait(MOTION)

@@ -200,16 +200,16 @@ ADDRESSES = types.Array(types.int64, 1, "C")
 
 def addresses(t):
     """The machine-code addresses of :func:`evaluate` and :func:`potential` compiled for
-    tables typed like ``t`` (:class:`Tables`; arrays C-contiguous float64, flags booleans):
-    int64 (2,), for compiled loops to call through :func:`function` and
-    :func:`potential_function`.
+    tables typed like ``t`` (:class:`Tables` by reference, or its numba type: then nothing
+    needs a value; arrays C-contiguous float64, flags booleans): int64 (2,), for compiled loops
+    to call through :func:`function` and :func:`potential_function`.
 
     A compiled loop that called them directly would link the whole evaluation (bodies,
     markers, rows, springs, stiffening) into its own module and optimise and emit it again,
     about 10 s per loop on a cold start; a call through an address links nothing, and one
     machine-code copy serves Python and every loop.
     """
-    kind = typeof(t)
+    kind = t if isinstance(t, types.Type) else typeof(t)
     return np.array([_pointer(evaluate, _signature(kind)), _pointer(potential, _potential_signature(kind))],
                     dtype=np.int64)
 

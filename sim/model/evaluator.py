@@ -16,11 +16,21 @@ import numpy as np
 from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
-from sim.kernels.common import by_reference, record_type
+from sim.kernels.common import by_reference, compile_for, record_type
 from sim.kernels.equations import ADDRESSES, N_CONSTANT, Tables, addresses, evaluate, inverse_terms, mass_products, potential
 from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
+
+
+def compile_evaluation(model):
+    """Compile, or load from numba's cache, the kernels an :class:`Evaluator` of ``model``
+    adds to the model's assembly (the tables by reference, the evaluation, the potential)
+    without calling them: an unassembled model will do (:mod:`sim.app.parallel_compile`)."""
+    t = tables(model)
+    with signals_deferred():
+        compile_for(by_reference, t)
+        addresses(record_type(t))
 
 
 class Evaluation(NamedTuple):
