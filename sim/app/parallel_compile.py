@@ -26,9 +26,9 @@ import sys
 import tempfile
 
 EXIT_TIMEOUT = 10.0   # s a helper that has done everything is given to exit
-# The slowest kernel of each analysis' ``loops`` (:mod:`sim.analyses`), as "module.function":
-# absent from numba's cache, the analysis' kernels are cold.  Analyses with the same probe
-# share their loops: one task.
+# The slowest kernel of each analysis' ``loops`` (:mod:`sim.analyses`) and of the two other
+# tasks, as "module.function": absent from numba's cache, the kernels are cold.  Analyses
+# with the same probe share their loops: one task.
 PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.ked._frame_loop",
           "frequencies": "sim.solvers.ked._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms",
           "rigid_motion": "sim.solvers.motion._segment", "evaluation": "sim.kernels.equations.evaluate"}
@@ -37,7 +37,7 @@ EVALUATION = "evaluation"   # the task of scenarios without loops (modes, say): 
 
 
 def cold(name):
-    """Whether the kernels of analysis ``name`` are missing from numba's cache."""
+    """Whether the kernels of the analysis or task ``name`` are missing from numba's cache."""
     probe = PROBES.get(name)
     if probe is None:
         return False
@@ -69,7 +69,7 @@ def tasks(names):
 
 def compile_task(task, model, scenario):
     """Compile, or load from numba's cache, the kernels of ``task`` (:func:`tasks`) for
-    ``model``, assembled or not, without compiling or calling the evaluation."""
+    ``model``, assembled or not, without calling any of them."""
     if task == MOTION:
         from sim.solvers.motion import compile_loop
         compile_loop(model)
