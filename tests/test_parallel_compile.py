@@ -48,6 +48,25 @@ def test_cold_probes_numbas_cache(tmp_path):
     assert out.stdout.split() == ["True", "True", "False"]
 
 
+def test_a_kernel_in_memory_is_not_cold(tmp_path):
+    """A kernel this process has compiled is not cold, even where the cache lost it (an
+    unwritable cache, a second `sim.run` in one session): no helper to wait for."""
+    code = f"""
+import shutil
+import numpy as np
+from sim.app import parallel_compile
+from sim.kernels.common import dot3
+parallel_compile.PROBES["probe"] = "sim.kernels.common.dot3"
+before = parallel_compile.cold("probe")
+dot3(np.ones(3), np.ones(3))
+shutil.rmtree({str(tmp_path)!r}); import os; os.mkdir({str(tmp_path)!r})
+print(before, parallel_compile.cold("probe"))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)), cwd=ROOT)
+    assert out.stdout.split() == ["True", "False"]
+
+
 def test_no_helper_on_a_warm_cache_or_one_core(scenario, monkeypatch):
     from sim.app.scenario import load_scenario
     s = load_scenario(scenario)

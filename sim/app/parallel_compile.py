@@ -43,6 +43,8 @@ def cold(name):
         return False
     module, function = probe.rsplit(".", 1)
     dispatcher = getattr(importlib.import_module(module), function)
+    if dispatcher.overloads:    # compiled or loaded in this process already (an earlier run)
+        return False
     try:
         # numba's index of the function's cached signatures, empty when absent or stale.
         return not dispatcher._cache._cache_file._load_index()
