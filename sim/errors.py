@@ -8,6 +8,7 @@ says where: the file, the key path, the time or the body. `sim.app.cli.main` pri
 import contextlib
 import os
 import signal
+import sys
 import threading
 
 
@@ -88,7 +89,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # The stop signal being handled, in a program that called `install_stop_handlers` (the command
 # line): any further one ends the process at once.  Library use never fills it.
 _stopping = []
-_installed = []
+_installed = []     # while installed: the previous sys.unraisablehook
+AGAIN_DELAY = 0.01  # s after which a stop lost in a callback is raised again
 
 
 def _stop_now():
@@ -103,17 +105,41 @@ def _on_stop(signum, frame):
     raise Interrupted(signum)
 
 
+def _unraisable(unraisable):
+    """``sys.unraisablehook`` while the stop handlers are installed.  A stop raised where
+    Python cannot propagate it (the handler ran inside a weakref callback or a ``__del__``)
+    would be lost and the run would go on to its end: the signal is delivered again, to be
+    raised as the first stop in the code that follows."""
+    if isinstance(unraisable.exc_value, Interrupted) and _installed:
+        _stopping.clear()
+        signum, previous = unraisable.exc_value.signum, signal.getsignal(signal.SIGALRM)
+
+        def again(_, frame):
+            signal.signal(signal.SIGALRM, previous)
+            _on_stop(signum, frame)
+
+        # Raised again a moment later, by an alarm: any signal sent from here (or waited
+        # for here) would be handled inside this hook, and lost again.
+        signal.signal(signal.SIGALRM, again)
+        signal.setitimer(signal.ITIMER_REAL, AGAIN_DELAY)
+        return
+    _installed[0](unraisable)
+
+
 def install_stop_handlers():
     """Make SIGTERM and SIGHUP stop the program as Ctrl-C does (raising :class:`Interrupted`
     where it is), and any stop signal after the first end it at once (main thread only).
     Returns the previous handlers, for :func:`restore_handlers`."""
     _stopping.clear()
-    _installed[:] = [True]
+    _installed[:] = [sys.unraisablehook]
+    sys.unraisablehook = _unraisable
     return {sig: signal.signal(sig, _on_stop) for sig in STOP_SIGNALS}
 
 
 def restore_handlers(previous):
     """Undo :func:`install_stop_handlers`."""
+    if _installed:
+        sys.unraisablehook = _installed[0]
     _installed.clear()
     for sig, handler in previous.items():
         signal.signal(sig, handler)

@@ -147,6 +147,39 @@ def test_stop_signal_wrapped_by_python_is_still_a_stop(monkeypatch, capsys):
         cli.main([])
 
 
+def test_stop_signal_in_a_weakref_callback_is_not_lost():
+    """A stop signal whose handler runs inside a weakref callback (or a ``__del__``) raises
+    where Python cannot propagate it ("Exception ignored"): it is delivered again and raised
+    in the code that follows, once (seen as a terminated sweep on a cold cache that ran on to
+    exit 0)."""
+    import weakref
+
+    from sim.errors import Interrupted, install_stop_handlers, restore_handlers
+
+    class Body:
+        pass
+
+    def callback(_):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)        # the handler runs, and raises, here
+
+    hook, alarm = sys.unraisablehook, signal.getsignal(signal.SIGALRM)
+    previous = install_stop_handlers()
+    try:
+        after = []
+        with pytest.raises(Interrupted) as info:
+            body = Body()
+            ref = weakref.ref(body, callback)
+            del body
+            for _ in range(100):
+                time.sleep(0.01)
+            after.append("not stopped")
+        assert after == [] and info.value.signum == signal.SIGTERM and ref() is None
+    finally:
+        restore_handlers(previous)
+    assert sys.unraisablehook is hook and signal.getsignal(signal.SIGALRM) == alarm
+
+
 def test_compilations_hold_the_stop_signals():
     """With the command line's handlers installed, a stop signal that arrives while numba
     compiles (here: inside its compile events) is held until the outermost ends, then raised
