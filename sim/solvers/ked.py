@@ -548,38 +548,23 @@ def load_kernels(model, count):
     ``count`` modes now: the rigid motion's, the frames' and the modal stepping's (a first
     call would otherwise do it, ~0.1 s in a process; ``sim run`` does it before the clocks
     of its analyses start)."""
-    ev = Evaluator(model)
-    load_kernels_motion(model, ev)
-    loop = _loop_arguments(model, ev, _tracker(model, count), False)
-    with signals_deferred():
-        if loop is not None:
-            _frame_loop(*_no_frames(model, loop, count))
-        _load_modal()
+    load_kernels_motion(model)
+    compile_loops(model, count)
 
 
 def compile_loops(model, count):
     """Compile, or load from numba's cache, the KED's own kernels for ``model`` with ``count``
     modes (the frames' loop, the modal stepping) without compiling or calling the evaluation
-    (:mod:`sim.app.parallel_compile`)."""
+    (an unassembled model will do; :mod:`sim.app.parallel_compile`)."""
     loop = _loop_arguments(model, Evaluator(model, load=False), _tracker(model, count), False)
     with signals_deferred():
         if loop is not None:
-            compile_for(_frame_loop, *_no_frames(model, loop, count))
-        _load_modal()
-
-
-def _no_frames(model, loop, count):
-    """The arguments of :func:`_frame_loop` for no states, its model arguments ``loop``."""
-    return (np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)), *loop,
-            *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
-            np.zeros(0, dtype=np.int64))
-
-
-def _load_modal():
-    """The modal stepping's kernels, called on one sample."""
-    integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
-    _modal_samples(np.zeros(1), *(np.zeros((1,) + shape) for shape in ((1,), (1, 1), (1, 1), (1,), (1,))),
-                   np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((0, 1, 1)))
+            compile_for(_frame_loop, np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
+                        *loop, *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name)
+                                 for name in FIELDS), np.zeros(0, dtype=np.int64))
+        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
+        _modal_samples(np.zeros(1), *(np.zeros((1,) + shape) for shape in ((1,), (1, 1), (1, 1), (1,), (1,))),
+                       np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((0, 1, 1)))
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,

@@ -119,17 +119,14 @@ class Result:
 def load_kernels(model):
     """Compile, or load from numba's cache, the transient's kernels for ``model`` now: the
     evaluation, the rigid reference's sample loop and the step loop."""
-    ev = Evaluator(model)
-    load_kernels_motion(model, ev)
-    # One step of the free model from home, whatever its outcome, with Ctrl-C held back.
-    with signals_deferred():
-        integrator = GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4)
-        integrator.advance(1, integrator.samples(1), every=1)
+    load_kernels_motion(model)
+    compile_loop(model)
 
 
 def compile_loop(model):
     """Compile, or load from numba's cache, the transient's own kernel, the step loop, without
-    compiling or calling the evaluation (:mod:`sim.app.parallel_compile`)."""
+    compiling or calling the evaluation (an unassembled model will do;
+    :mod:`sim.app.parallel_compile`)."""
     ev = Evaluator(model, load=False)
     with signals_deferred():
         GeneralizedAlpha(ev, Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 1e-4, consistent=False).compile()
