@@ -6,8 +6,10 @@ That the helper's loops are the ones the analyses call (the same types, so that 
 loads them rather than compiling its own) is checked on the dispatchers' signatures.
 """
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -144,11 +146,58 @@ def test_the_helper_takes_the_unclaimed_tasks_from_the_last(scenario, tmp_path):
     assert parallel_compile.claim(claims, "rigid_motion")
     assert not parallel_compile.claim(claims, "rigid_motion")
     out = subprocess.run([sys.executable, "-m", "sim.app.parallel_compile", str(claims), str(scenario),
-                          "rigid_motion", "inverse_dynamics", "frequencies", "transient", "--"],
+                          str(os.getpid()), "rigid_motion", "inverse_dynamics", "frequencies", "transient", "--"],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split() == ["transient", "frequencies", "inverse_dynamics"]
     assert sorted(p.name for p in claims.iterdir()) == ["frequencies", "inverse_dynamics", "rigid_motion",
                                                          "transient"]
+
+
+def _ended(pid):
+    """Whether the process ``pid`` has exited (a zombie nobody reaps, in a container, has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in "ZX"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states in /proc")
+def test_a_helper_whose_run_is_killed_ends_and_removes_its_claims(scenario, tmp_path):
+    """`sim run` killed past its clean-up (SIGKILL) while its helper compiles on a cold
+    cache: the helper removes the claims and exits within a second, rather than compiling on
+    (the transient's loop: tens of seconds) for nobody."""
+    run = f"""
+import time
+from sim.app import parallel_compile
+from sim.app.scenario import load_scenario
+s = load_scenario({str(scenario)!r})
+h = parallel_compile.Helper(s, s.analyses, ["transient"])
+print(h._claims, h._process.pid, flush=True)
+time.sleep(600)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", run], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache")))
+    pid = None
+    try:
+        claims, pid = parent.stdout.readline().split()
+        deadline = time.monotonic() + 120
+        while not os.path.exists(os.path.join(claims, "transient")):     # claimed: compiling
+            assert time.monotonic() < deadline and not _ended(int(pid)), "the helper did not start its task"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        parent.kill()
+        parent.wait()
+        killed = time.monotonic()
+        while not _ended(int(pid)) and time.monotonic() < killed + 10:
+            time.sleep(0.05)
+        assert _ended(int(pid)) and time.monotonic() - killed < 1.0, "the helper went on compiling"
+        assert not os.path.exists(claims)
+    finally:
+        parent.kill()
+        parent.stdout.close()
+        if pid is not None and not _ended(int(pid)):
+            os.kill(int(pid), signal.SIGKILL)
 
 
 def test_the_tasks_compile_what_the_analyses_call(scenario):

@@ -6,8 +6,8 @@ the transient's steps) call the evaluation through its machine-code address
 (:func:`sim.kernels.equations.addresses`), so each compiles from its argument types alone,
 independently of the evaluation and of any other.  On a cold cache `sim run` therefore starts
 a helper process on another core (``python -m sim.app.parallel_compile CLAIMS SCENARIO
-TASK... -- KEY=VALUE...``) before it builds the model, and the two share these compilation
-tasks (:data:`TASKS`): the helper takes them from the last (the last analysis' loops, which
+PARENT TASK... -- KEY=VALUE...``) before it builds the model, and the two share these compilation
+tasks (:func:`tasks`): the helper takes them from the last (the last analysis' loops, which
 are needed last), compiling them from the model's unassembled structure into numba's
 on-disk cache; `sim run` assembles the model and compiles the evaluation, then takes them from
 the first.  Each task goes to the first process that claims it (a file created exclusively in
@@ -16,7 +16,9 @@ report them and loads them from the cache.  Warm caches or one core: no helper.
 
 The helper writes the name of each task it has done on a line of its standard output; it is
 quiet otherwise, and `sim run` ends it on its own way out (a failure, an interrupt).  Should
-it fail, each analysis compiles what it lacks itself, as without a helper.
+it fail, each analysis compiles what it lacks itself, as without a helper.  Should `sim run`
+end without its way out (``kill -9``, a crash, the out-of-memory killer), the helper removes
+the claims and exits at once, rather than finishing a compilation nobody waits for.
 """
 import importlib
 import os
@@ -24,8 +26,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 EXIT_TIMEOUT = 10.0   # s a helper that has done everything is given to exit
+WATCH_PERIOD = 0.2    # s between the helper's checks that the process it works for is there
+EXIT_ORPHANED = 3     # the helper's exit code when that process has gone
 # The slowest kernel of each analysis' ``loops`` (:mod:`sim.analyses`) and of the two other
 # tasks, as "module.function": absent from numba's cache, the kernels are cold.  Analyses
 # with the same probe share their loops: one task.
@@ -109,8 +115,8 @@ class Helper:
         self._task = {name: probes[PROBES[name]] for name in names if PROBES.get(name) in probes}
         self._ready, self._mine = set(), set()
         self._claims = tempfile.mkdtemp(prefix="sim-compile-")
-        command = [sys.executable, "-m", __name__, self._claims, str(scenario.path), *self.tasks, "--",
-                   *scenario.overrides]
+        command = [sys.executable, "-m", __name__, self._claims, str(scenario.path), str(os.getpid()),
+                   *self.tasks, "--", *scenario.overrides]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True)
 
@@ -175,13 +181,26 @@ def shared(model, scenario, helper):
     load_kernels(model, ev)
 
 
+def _watch(parent, claims):
+    """In the helper, run in a thread: once the process ``parent`` that started it is no longer
+    its parent (it was killed past its clean-up, and the helper handed to another), remove the
+    ``claims`` directory and end the helper, in the middle of a compilation if need be (numba
+    writes each cache file whole, under a temporary name, then renames it)."""
+    while os.getppid() == parent:
+        time.sleep(WATCH_PERIOD)
+    shutil.rmtree(claims, ignore_errors=True)
+    os._exit(EXIT_ORPHANED)
+
+
 def main(argv):
-    """The helper: ``CLAIMS SCENARIO TASK... -- OVERRIDE...``; does the tasks it claims, from the last."""
+    """The helper: ``CLAIMS SCENARIO PARENT TASK... -- OVERRIDE...``; does the tasks it claims,
+    from the last, while the process ``PARENT`` (its pid) is there."""
     from sim.app.scenario import load_scenario
     from sim.model.loader import load_model
 
     split = argv.index("--")
-    claims, path, todo, overrides = argv[0], argv[1], argv[2:split], argv[split + 1:]
+    claims, path, parent, todo, overrides = argv[0], argv[1], int(argv[2]), argv[3:split], argv[split + 1:]
+    threading.Thread(target=_watch, args=(parent, claims), daemon=True).start()
     scenario = load_scenario(path, overrides)
     # The structure is enough for the loops' types: assembling would compile the kinematics here too.
     model = load_model(scenario.model_file, scenario.model_parameters, assemble=False)
