@@ -29,6 +29,24 @@ def test_modes_result_draws_mode_shapes_on_the_robot(tmp_path):
     assert [len(row) for row in _layout(panels)] == [2, 2, 1], "mode shapes two to a row, then the bar chart"
     png = tmp_path / "navaro.png"
     assert main(["plot", str(out), "--out", str(png)]) == 0 and png.stat().st_size > 10_000
+    # A 3D mode shape (mode 4, out of the plane) keeps its tick and axis labels inside the
+    # figure and off the 2D panels, on the right of a row (as here) or on its left.
+    import matplotlib.pyplot as plt
+    from sim.app.plots import figure
+    tree = read_result(out)
+    for order in ([0, 1, 2, 3, 4], [0, 1, 3, 2, 4]):
+        fig = figure(tree, [panels[i] for i in order])
+        try:
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            (solid,) = [ax for ax in fig.axes if ax.name == "3d"]
+            box = solid.get_tightbbox(renderer)
+            assert fig.bbox.containsx(box.x0) and fig.bbox.containsx(box.x1), (order, box, fig.bbox)
+            for ax in fig.axes:
+                if ax is not solid:
+                    assert not box.overlaps(ax.get_tightbbox(renderer)), (order, ax.get_title())
+        finally:
+            plt.close(fig)
     # Cast3M's in-plane frequencies, declared by the model at this pose, drawn on modes 1, 2, 3, 5
     import matplotlib.pyplot as plt
     draw = dict(_panels(read_result(out)))["modes: natural frequencies"]

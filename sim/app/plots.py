@@ -778,24 +778,43 @@ def plot_result(path, out):
         panels = _panels(tree)
         if not panels:
             raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
-        rows = _layout(panels)
-        fig = plt.figure(figsize=(8, sum(3.2 if len(row) == 1 else 3.6 for row in rows)))
-        grid = fig.add_gridspec(len(rows), 2, height_ratios=[1.0 if len(row) == 1 else 1.125 for row in rows])
+        fig = figure(tree, panels)
         try:
-            for r, row in enumerate(rows):
-                for c, (title, draw) in enumerate(row):
-                    spec = grid[r, :] if len(row) == 1 else grid[r, c]
-                    ax = fig.add_subplot(spec, projection=getattr(draw, "projection", None))
-                    draw(ax)
-                    ax.set_title(title, fontsize="medium" if len(row) == 1 else "small",
-                                 color="C3" if "INCOMPLETE" in title else "black")
-            if tree["attrs"].get("status") == "incomplete":
-                fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
-            _note_strides(fig, tree)
-            fig.tight_layout()
             fig.savefig(out, dpi=120)
         finally:
             plt.close(fig)
+
+
+def figure(tree, panels):
+    """The figure of the ``panels`` (:func:`_panels`) of the result ``tree``, laid out
+    (:func:`_layout`); the caller closes it."""
+    rows = _layout(panels)
+    fig = plt.figure(figsize=(8, sum(3.2 if len(row) == 1 else 3.6 for row in rows)))
+    grid = fig.add_gridspec(len(rows), 2, height_ratios=[1.0 if len(row) == 1 else 1.125 for row in rows])
+    try:
+        for r, row in enumerate(rows):
+            for c, (title, draw) in enumerate(row):
+                spec = grid[r, :] if len(row) == 1 else grid[r, c]
+                ax = fig.add_subplot(spec, projection=getattr(draw, "projection", None))
+                draw(ax)
+                ax.set_title(title, fontsize="medium" if len(row) == 1 else "small",
+                             color="C3" if "INCOMPLETE" in title else "black")
+        if tree["attrs"].get("status") == "incomplete":
+            fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
+        _note_strides(fig, tree)
+        fig.tight_layout()
+        for ax in fig.axes:
+            if ax.name == "3d":
+                # tight_layout fits a 3D box, not the tick labels and axis labels that stand out
+                # of it, on its right mostly (over the neighbouring panel, past the figure's
+                # edge): room for them, on the right of a panel in the left column.
+                box = ax.get_position()
+                left = ax.get_subplotspec().colspan.stop == 1
+                ax.set_position(box.shrunk(0.8, 0.9).anchored("W" if left else "C", box))
+    except BaseException:
+        plt.close(fig)
+        raise
+    return fig
 
 
 FLAT_RTOL = 1e-6      # a robot whose extent along a world axis is below this share of its largest is planar
