@@ -1,6 +1,7 @@
 """The Python interface (issue 18): a robot built and analysed through ``import sim`` only
 (the guide's five-bar, ``docs/examples/five_bar.py``), the NaVARo frequencies against Cast3M,
 scenario validation and its errors, materials and sections."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +125,45 @@ def test_other_analyses_through_the_api():
     rate = np.gradient(energy, dynamics.time)
     np.testing.assert_allclose(dynamics.actuator_power[5:-5], rate[5:-5], atol=2e-3 * np.abs(rate).max())
     assert dynamics.units["actuator_forces"] == ["N m", "N m"]
+
+
+def test_toml_values_read_back_as_written():
+    """Overrides given as Python values (``sim.run(..., overrides={...})``) pass through TOML
+    text: each reads back as the same value, floats to the last bit."""
+    import math
+    import tomllib
+
+    from sim.app.scenario import toml_value
+    values = [0, -7, 2**40, 1e-05, 0.1, -0.0, 1e300, 5e-324, 12.566370614359172, True, False, "", "a\"b\\c\nd é /",
+              [1, 2.5, "x"], [[1, 2], [3]], {"a": 1, "b c": [0.5]}, np.float64(0.3), np.int64(3), np.arange(3.0),
+              np.bool_(True)]
+    for value in values:
+        back = tomllib.loads(f"v = {toml_value(value)}")["v"]
+        expected = value.tolist() if hasattr(value, "tolist") else value
+        assert back == expected and type(back) is type(expected), (value, toml_value(value), back)
+        if isinstance(expected, float):
+            assert math.copysign(1.0, back) == math.copysign(1.0, expected)
+    assert math.isinf(tomllib.loads(f"v = {toml_value(-math.inf)}")["v"])
+    assert math.isnan(tomllib.loads(f"v = {toml_value(math.nan)}")["v"])
+    with pytest.raises(TypeError):
+        toml_value(None)
+
+
+def test_run_takes_overrides_as_a_mapping(tmp_path):
+    """``sim.run(scenario, overrides={"modes.count": 3})`` is ``--set modes.count=3``; a single
+    ``KEY=VALUE`` string is one override; a value TOML cannot hold is refused, named."""
+    import h5py
+
+    scenario = ROOT / "scenarios/navaro_modes.toml"
+    out = sim.run(scenario, out=tmp_path / "a.h5", overrides={"modes.count": 3})
+    with h5py.File(out) as f:
+        assert f["modes/frequencies"].shape == (3,)
+        assert json.loads(f.attrs["overrides"]) == ["modes.count=3"]
+    out = sim.run(scenario, out=tmp_path / "b.h5", overrides="modes.count=2")
+    with h5py.File(out) as f:
+        assert f["modes/frequencies"].shape == (2,)
+    with pytest.raises(sim.SimError, match="override modes.count: None has no TOML value"):
+        sim.run(scenario, out=tmp_path / "c.h5", overrides={"modes.count": None})
+    with pytest.raises(sim.SimError, match="expected KEY=VALUE strings or a mapping"):
+        sim.run(scenario, out=tmp_path / "c.h5", overrides=[("modes.count", 3)])
+    assert not (tmp_path / "c.h5").exists()

@@ -291,8 +291,9 @@ def run(scenario, out=None, overrides=None, force=False, allow_long=False):
     scenario : str or Path
     out : str or Path, optional
         Result file; default ``results/<name>.h5`` (``-2``, ``-3`` ... when taken).
-    overrides : sequence of str, optional
-        ``KEY=VALUE`` overrides (``["ked.intervals=256"]``), as ``--set``.
+    overrides : mapping or sequence of str, optional
+        Scenario keys to override, as ``--set``: ``{"ked.intervals": 256, "trajectory.omega":
+        12.0}``, or ``KEY=VALUE`` strings (``["ked.intervals=256"]``).
     force : bool
         Replace an existing ``out``.
     allow_long : bool
@@ -303,9 +304,9 @@ def run(scenario, out=None, overrides=None, force=False, allow_long=False):
     Path
         The result file.
     """
-    from sim.app.scenario import load_scenario
+    from sim.app.scenario import load_scenario, override_texts
 
-    path, _, notes = execute(available(load_scenario(scenario, tuple(overrides or ()))), out, force, allow_long)
+    path, _, notes = execute(available(load_scenario(scenario, override_texts(overrides))), out, force, allow_long)
     for line in notes:
         warnings.warn(line, stacklevel=2)
     return path

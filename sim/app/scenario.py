@@ -14,9 +14,11 @@ the key path.
 
 import copy
 import difflib
+import json
 import math
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -506,6 +508,63 @@ def _scenario(raw, origin, path, text, directory, overrides, resolve_model=True)
                     model_file=Path(data["model"]["file"]),
                     model_parameters=dict(data["model"]["parameters"]),
                     overrides=overrides)
+
+
+def toml_value(value):
+    """``value`` as TOML text (a value's literal: ``1e-05``, ``"a"``, ``[1, 2]``, ``{ a = 1 }``).
+
+    Python and numpy scalars, strings, sequences, arrays and mappings; ``tomllib`` reads the
+    text back to the same value (floats exactly).
+
+    Raises
+    ------
+    TypeError
+        A value TOML cannot hold (None, a date's Python object, an arbitrary object).
+    """
+    if hasattr(value, "tolist"):     # a numpy array or scalar (numpy is not imported here)
+        value = value.tolist()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)    # JSON's escapes are TOML's basic-string escapes
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)} = {toml_value(v)}"
+                                for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"{value!r} has no TOML value")
+
+
+def override_texts(overrides):
+    """The ``KEY=VALUE`` strings of ``overrides``: None, one such string, a sequence of them,
+    or a mapping ``{"ked.intervals": 256}`` (values as Python objects, :func:`toml_value`).
+
+    Raises
+    ------
+    SimError
+        A mapping's value that TOML cannot hold, or an override that is not a string.
+    """
+    if overrides is None:
+        return ()
+    if isinstance(overrides, str):
+        return (overrides,)
+    if isinstance(overrides, Mapping):
+        texts = []
+        for key, value in overrides.items():
+            try:
+                texts.append(f"{key}={toml_value(value)}")
+            except TypeError as exc:
+                raise SimError(f"override {key}: {exc}") from None
+        return tuple(texts)
+    texts = tuple(overrides)
+    bad = [text for text in texts if not isinstance(text, str)]
+    if bad:
+        raise SimError(f"overrides: expected KEY=VALUE strings or a mapping of keys to values, got {bad[0]!r}")
+    return texts
 
 
 def apply_overrides(data, overrides):
