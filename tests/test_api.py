@@ -60,6 +60,10 @@ def test_robot_through_the_public_api(tmp_path):
         assert data["deviation"].dims[0] == "time"
         np.testing.assert_allclose(data["deviation"].values, memory.deviation, rtol=1e-9, atol=1e-15)
         np.testing.assert_allclose(data["time"].values, memory.time)
+    parts = sim.open_results(out, "transient")["energy_parts"]
+    assert parts.dims == ("time", "energy_part")
+    assert list(parts["energy_part"].values) == ["kinetic", "gravitational", "elastic"]
+    np.testing.assert_allclose(parts.sum("energy_part").values, sim.open_results(out, "transient")["energy"].values)
     with pytest.raises(sim.SimError, match="no group `frf` \\(the file has: modes, ked, transient|no group `frf`"):
         sim.open_results(out, "frf")
 
