@@ -219,3 +219,29 @@ def test_transient_result_opens_in_xarray_with_time(tmp_path):
         assert "time" in ds.coords and ds["deviation"].dims[0] == "time"
         assert ds["time"].attrs["units"] == "s" and ds.sizes["time"] == ds["deviation"].shape[0]
         assert not any(d.startswith("phony") for d in ds.sizes)
+
+
+def test_axes_with_named_entries(tmp_path):
+    """The axes whose entries have names carry them: a joint reaction's wrench (fx .. mz), the
+    transient's energy parts, and the frequencies' tracks (MAC rows, mode order) against the
+    ascending modes (MAC columns): no anonymous index axes there."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    import arm_model
+    from sim.app.cli import main
+    scenario = tmp_path / "arm.toml"
+    scenario.write_text(arm_model.scenario(0.1, "[inverse_dynamics]\nsamples = 11\n[frequencies]\ncount = 2\n"
+                                                "samples = 5\n[transient]\nstep = 1e-3\n"))
+    out = tmp_path / "r.h5"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    with xr.open_dataset(out, group="inverse_dynamics/joint_reactions", engine="h5netcdf") as ds:
+        for name in ds.data_vars:
+            assert ds[name].dims == ("time", "wrench"), name
+        assert list(ds["wrench"].values) == ["fx", "fy", "fz", "mx", "my", "mz"]
+    with xr.open_dataset(out, group="transient", engine="h5netcdf") as ds:
+        assert ds["energy_parts"].dims == ("time", "energy_part")
+        assert list(ds["energy_part"].values) == ["kinetic", "gravitational", "elastic"]
+    with xr.open_dataset(out, group="frequencies", engine="h5netcdf") as ds:
+        assert ds["mac"].dims == ("frequency_time", "track", "ascending")
+        assert ds["mode_order"].dims == ("frequency_time", "track")
+        assert ds.sizes["track"] == ds.sizes["ascending"] == 4 and ds.sizes["mode"] == 2    # two extra modes

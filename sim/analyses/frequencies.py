@@ -103,9 +103,11 @@ def run(model, scenario, group, progress):
     group.put("frequencies", tracked, "Hz", "elastic frequencies, column j = tracked mode j (identity kept by MAC)")
     group.put("frequencies_sorted", omegas[:, :k] / (2 * np.pi), "Hz", "the same, ascending at each instant")
     group.put("mode_order", order, "1",
-              f"column of the ascending modes (of {omegas.shape[1]} computed) that continues each track")
+              f"column of the ascending modes (of {omegas.shape[1]} computed) that continues each track",
+              dims=("frequency_time", "track"))
     group.put("mac", macs, "1", "mass-weighted MAC between the tracked shapes of the previous instant (rows) "
-              "and the ascending shapes of this instant (columns), M of this instant")
+              "and the ascending shapes of this instant (columns), M of this instant",
+              dims=("frequency_time", "track", "ascending"))
     group.put("mac_tracked", np.take_along_axis(macs, order[:, None, :], axis=2)[:, np.arange(k), np.arange(k)],
               "1", "MAC of each track between consecutive instants (1 = unchanged shape)")
     group.put("pose_rigid", motion.pose, list(model.pose_units), "end-effector coordinates at the sampling instants")

@@ -85,7 +85,7 @@ def _write(model, group, result, motion, n):
     for k, joint in enumerate(model.joints):
         group.put(f"joint_reactions/{joint.name}", result.joint_reactions[:n, k], REACTION_UNITS,
                   f"reaction of joint {joint.name} on the body of its marker j: force then "
-                  f"moment about the joint point, {frame}; drive torques excluded")
+                  f"moment about the joint point, {frame}; drive torques excluded", dims=("time", "wrench"))
     group.put("kinetic_energy", result.kinetic_energy[:n], "J", "kinetic energy of the rigid robot")
     group.put("potential_energy", result.potential_energy[:n], "J",
               "gravity potential energy (plus the constant elastic energy of frozen elastic "

@@ -329,7 +329,8 @@ LABELS = (("pose_names", "coordinate"), ("actuator_names", "actuator"), ("body_n
 # their later axes are modes.
 MODAL = ("frequenc", "damping", "modal", "mode", "mac")
 # Axes named by the writer (`GroupWriter.put`'s ``dims``) whose entries have names.
-AXIS_LABELS = {"component": ("x", "y", "z"), "energy_part": ("kinetic", "gravitational", "elastic")}
+AXIS_LABELS = {"component": ("x", "y", "z"), "energy_part": ("kinetic", "gravitational", "elastic"),
+               "wrench": ("fx", "fy", "fz", "mx", "my", "mz")}
 
 
 def dimension_scales(group, named=None):
