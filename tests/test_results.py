@@ -191,10 +191,13 @@ def test_per_column_units_read_back(tmp_path):
 def test_describe_lists_groups_and_datasets(tmp_path):
     path = tmp_path / "a.h5"
     with result_file(path) as rf:
-        write_modes(rf).attrs["body_names"] = ["link1", "link2"]
+        group = write_modes(rf)
+        group.attrs["body_names"] = ["link1", "link2"]
+        group.attrs["damping_ratio"] = np.array([0.0, 0.02])
     text = describe(path)
     assert "[modes] complete" in text and "frequencies" in text and "[Hz]" in text
     assert "body_names" in text
+    assert "@damping_ratio = [0.0, 0.02]" in text, "numbers as numbers, not numpy reprs"
 
 
 def test_read_rejects_non_hdf5(tmp_path):

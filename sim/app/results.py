@@ -782,7 +782,7 @@ def describe(path):
 
 def _short(value, width=60):
     """A value's text, cut to `width` characters."""
-    text = " ".join(str(list(value) if isinstance(value, np.ndarray) else value).split())
+    text = " ".join(str(value.tolist() if isinstance(value, np.ndarray) else value).split())    # no np.float64(...)
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
