@@ -330,3 +330,29 @@ def test_mode_shapes_of_a_straight_robot_are_drawn_in_the_plane_of_their_motion(
         assert (ax.get_xlabel(), ax.get_ylabel()) == ("x [m]", "z [m]")
     finally:
         plt.close(fig)
+
+
+def test_frequency_map_keeps_its_colour_bar_beside_it():
+    """A map drawn to scale in a wide panel shrinks to a square: its colour bar stays beside
+    it (not at the panel's far edge), and the coordinate labels do not run together."""
+    import matplotlib.pyplot as plt
+
+    from sim.app.plots import plot_frequency_map
+    x = y = np.linspace(-0.0625, 0.0625, 25)
+    f = 140.0 + 1e3 * (x[:, None] ** 2 + y[None, :] ** 2)
+    fig = plt.figure(figsize=(8, 3.2))      # a panel of the summary figure: a row of its grid
+    ax = fig.add_subplot(fig.add_gridspec(1, 2)[0, :])
+    try:
+        plot_frequency_map(ax, x, y, f)
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        (bar,) = [a for a in fig.axes + ax.child_axes if a is not ax]
+        left, right = ax.get_window_extent(renderer), bar.get_window_extent(renderer)
+        assert 0 < right.x0 - left.x1 < 0.02 * fig.bbox.width, "the colour bar is away from the map"
+        middle = 0.5 * (left.x0 + right.x1)
+        assert abs(middle - 0.5 * fig.bbox.width) < 0.05 * fig.bbox.width, "map and bar are not centred"
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        assert len(boxes) >= 3 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), "tick labels overlap"
+    finally:
+        plt.close(fig)

@@ -114,9 +114,15 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, e
     -------
     matplotlib.axes.Axes
     """
+    from matplotlib.ticker import MaxNLocator
+
     f = np.asarray(f, dtype=float).T
     mesh = ax.pcolormesh(x, y, f, shading="auto")
-    ax.figure.colorbar(mesh, ax=ax, label="frequency [Hz]")
+    # The colour bar beside the axes' own box: taken from the panel (colorbar(ax=...)), it
+    # would stay at the panel's edge while a map drawn to scale shrinks away from it.
+    ax.figure.colorbar(mesh, cax=ax.inset_axes([1.04, 0.0, 0.04, 1.0]), label="frequency [Hz]")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(4))      # labels such as -0.025 do not run together
     if np.isfinite(f).sum() > 3 and np.nanmax(f) > np.nanmin(f):
         lines = ax.contour(x, y, f, levels=8, colors="k", linewidths=0.6)
         ax.clabel(lines, fontsize="x-small", fmt="%.4g")
