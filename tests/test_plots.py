@@ -356,3 +356,32 @@ def test_frequency_map_keeps_its_colour_bar_beside_it():
         assert len(boxes) >= 3 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), "tick labels overlap"
     finally:
         plt.close(fig)
+
+
+def test_parameter_grid_draws_one_series_per_value_of_the_other_parameters():
+    """A 3 x 2 grid (wall x support): the frequencies against the wall thickness, one line
+    per mode and per support (not one line zig-zagging through all six cases)."""
+    import matplotlib.pyplot as plt
+
+    from sim.app.plots import _draw_parameter_sweep
+    wall = np.array([1e-3, 1e-3, 2e-3, 2e-3, 3e-3, 3e-3])
+    support = np.array(["clamped", "pinned"] * 3, dtype=object)
+    f = np.column_stack([10.0 * wall / 1e-3 + (support == "pinned"), 50.0 + wall / 1e-3])
+    group = {"attrs": {"parameters": ["wall", "support"], "results": ["modes.frequencies"]},
+             "wall": {"data": wall, "attrs": {"units": "m"}}, "support": {"data": support, "attrs": {}},
+             "ok": {"data": np.ones(6, dtype=bool)},
+             "modes.frequencies": {"data": f, "attrs": {"units": "Hz"}}}
+    fig, ax = plt.subplots()
+    try:
+        _draw_parameter_sweep(ax, group)
+        drawn = [line for line in ax.get_lines() if len(line.get_xdata())]
+        assert len(drawn) == 4, "two modes x two supports"
+        for line in drawn:
+            np.testing.assert_array_equal(line.get_xdata(), [1e-3, 2e-3, 3e-3])
+        by_support = {(line.get_color(), line.get_linestyle()): line.get_ydata() for line in drawn}
+        np.testing.assert_allclose(by_support[("C0", "-")], [10.0, 20.0, 30.0])     # mode 1, clamped
+        np.testing.assert_allclose(by_support[("C0", "--")], [11.0, 21.0, 31.0])    # mode 1, pinned
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert legend == ["mode 1", "mode 2", "support = clamped", "support = pinned"]
+    finally:
+        plt.close(fig)

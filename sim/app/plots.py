@@ -676,7 +676,11 @@ def _draw_sensitivities(ax, group):
     return ax
 
 
-def plot_parameter_sweep(ax, x, y, xlabel, ylabel, labels=None, failed=None):
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "v", "D", "P")
+
+
+def plot_parameter_sweep(ax, x, y, xlabel, ylabel, labels=None, failed=None, series=None, series_labels=None):
     """Result columns of a parameter sweep against one parameter, failed cases marked.
 
     Parameters
@@ -692,6 +696,12 @@ def plot_parameter_sweep(ax, x, y, xlabel, ylabel, labels=None, failed=None):
         One per column of `y`.
     failed : ndarray of bool, shape (n,), optional
         Cases drawn as red crosses on the x axis.
+    series : ndarray of int, shape (n,), optional
+        The cases' series (the values of the other parameters of a grid): each drawn
+        separately, the columns in the same colours, the series told apart by line style
+        and marker.
+    series_labels : sequence of str, optional
+        One per series.
 
     Returns
     -------
@@ -699,33 +709,48 @@ def plot_parameter_sweep(ax, x, y, xlabel, ylabel, labels=None, failed=None):
     """
     x = np.asarray(x)
     y = np.asarray(y, dtype=float).reshape(x.size, -1)
-    order = np.argsort(x, kind="stable")
-    for j in range(y.shape[1]):
-        ax.plot(x[order], y[order, j], "o-", ms=3,
-                label=labels[j] if labels is not None else None)
+    series = np.zeros(x.size, dtype=int) if series is None else np.asarray(series, dtype=int)
+    count = int(series.max()) + 1 if series.size else 0
+    for s in range(count):
+        cases = np.flatnonzero(series == s)
+        cases = cases[np.argsort(x[cases], kind="stable")]
+        style = dict(linestyle=LINE_STYLES[s % len(LINE_STYLES)], marker=MARKERS[s % len(MARKERS)], ms=3)
+        for j in range(y.shape[1]):
+            ax.plot(x[cases], y[cases, j], color=f"C{j % 10}", **style,
+                    label=labels[j] if labels is not None and s == 0 else None)
+        if count > 1 and series_labels is not None:
+            ax.plot([], [], color="0.35", **style, label=series_labels[s])
     if failed is not None and np.any(failed):
         ax.plot(x[np.asarray(failed)], np.zeros(int(np.sum(failed))), "rx", label="failed")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if labels is not None or (failed is not None and np.any(failed)):
-        ax.legend(loc="best", fontsize="small")
+    if labels is not None or (failed is not None and np.any(failed)) or (count > 1 and series_labels is not None):
+        ax.legend(loc="best", fontsize="small", ncol=2 if count > 1 else 1)
     ax.grid(True, alpha=0.3)
     return ax
 
 
 def _draw_parameter_sweep(ax, group):
-    """First numeric result of a parameter sweep against its first parameter."""
+    """First numeric result of a parameter sweep against its first parameter; on a grid of
+    several parameters, one series per combination of the others' values."""
     attrs = group["attrs"]
-    parameter = attrs["parameters"][0]
+    parameter, others = attrs["parameters"][0], list(attrs["parameters"][1:])
     x = group[parameter]["data"]
     numeric = [k for k in attrs.get("results", [])
                if k in group and np.asarray(group[k]["data"]).dtype.kind == "f"]
     # Prefer a headline dataset (e.g. modes.frequencies) to a summary range.
     key = next((k for k in numeric if "range" not in k), numeric[0] if numeric else None)
     failed = ~np.asarray(group["ok"]["data"], dtype=bool)
+    series = series_labels = None
+    if others:
+        values = list(zip(*(np.asarray(group[o]["data"]).tolist() for o in others)))
+        combos = list(dict.fromkeys(values))       # in the order of the cases
+        series = np.array([combos.index(v) for v in values])
+        series_labels = [", ".join(f"{o.replace('_', ' ')} = {v:.4g}" if isinstance(v, float) else f"{o} = {v}"
+                                   for o, v in zip(others, combo)) for combo in combos]
     if key is None:
         return plot_parameter_sweep(ax, x, np.zeros(np.size(x)), parameter, "case ran",
-                                    failed=failed)
+                                    failed=failed, series=series, series_labels=series_labels)
     y = np.asarray(group[key]["data"], dtype=float).reshape(np.size(x), -1)
     analysis, _, quantity = key.partition(".")
     quantity = quantity.replace("_", " ")
@@ -733,7 +758,8 @@ def _draw_parameter_sweep(ax, group):
     units = _units_text(group[key]["attrs"].get("units", ""))
     x_units = _units_text(group[parameter]["attrs"].get("units", ""))
     x_label = parameter.replace("_", " ") + (f" [{x_units}]" if x_units and x_units != "model units" else "")
-    return plot_parameter_sweep(ax, x, y, x_label, f"{quantity} ({analysis}) [{units}]", labels, failed)
+    return plot_parameter_sweep(ax, x, y, x_label, f"{quantity} ({analysis}) [{units}]", labels, failed,
+                                series, series_labels)
 
 
 def _draw_map(ax, group, tree=None):
