@@ -225,3 +225,24 @@ def test_mode_animation_as_mp4(navaro_h5, tmp_path):
     assert decoded.returncode == 0 and not decoded.stderr, decoded.stderr
     probe = subprocess.run([animate._ffmpeg_path(), "-i", str(out)], capture_output=True, text=True).stderr
     assert "Duration: 00:00:01.20" in probe and "20 fps" in probe, probe
+
+
+def test_a_planar_robot_is_seen_along_its_normal(navaro_h5, rrru3_h5):
+    """By default (``--view auto``) NaVARo, flat in the x-y plane, is seen from above in its
+    in-plane modes and in isometric view in its out-of-plane mode 4; the spatial 3-RRRU always
+    in isometric view.  A robot flat in x-z is seen from the front, one flat in y-z from the side."""
+    from sim.app.animate import VIEWS, frame_figure, load_motion, plane_view
+
+    for mode, view in ((1, "top"), (3, "top"), (4, "iso")):
+        motion = load_motion(navaro_h5, "modes", mode=mode)
+        assert plane_view(motion.rigid, motion.deflection) == view, mode
+    motion = load_motion(rrru3_h5, "ked", frames=10)
+    assert plane_view(motion.rigid, motion.deflection) == "iso"
+    square = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+    assert plane_view(square, [[0.0, 0.0, 0.1]] * 4) == "front"
+    assert plane_view(square[:, [1, 0, 2]], [[0.0, 0.0, 0.1]] * 4) == "side"
+    assert plane_view(square, [[0.0, 0.1, 0.0]] * 4) == "iso"       # out of its plane
+    # what `sim animate` draws by default: NaVARo's first mode from above
+    motion = load_motion(navaro_h5, "modes", mode=1)
+    fig, _, _ = frame_figure(motion, 0.1, plane_view(motion.rigid, motion.deflection))
+    assert (fig.axes[0].elev, fig.axes[0].azim) == VIEWS["top"]

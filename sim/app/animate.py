@@ -34,6 +34,11 @@ TICKS = 5                  # most tick labels per axis
 # Elevation and azimuth [deg] of the view presets: iso, from +z (x right, y up), from -y (x right,
 # z up), from +x (y right, z up).
 VIEWS = {"iso": (25.0, -60.0), "top": (90.0, -90.0), "front": (0.0, -90.0), "side": (0.0, 0.0)}
+AUTO = "auto"          # the view chosen from the motion (plane_view)
+FLAT_RTOL = 1e-6       # a robot whose extent along a world axis is below this share of its largest is planar
+IN_PLANE = 0.99        # share of a deformation's motion that keeps it in the robot's plane
+# The preset looking along each world axis: x, y, z.
+ALONG = ("side", "front", "top")
 FORMATS = (".gif", ".mp4")
 RIGID_COLOR = "0.78"
 DEFORMED_COLOR = "C0"
@@ -415,7 +420,30 @@ def mp4_available():
     return _ffmpeg_path() is not None
 
 
-def render(motion, out, scale=None, view="iso", fps=FPS):
+def plane_view(points, displacement):
+    """The view preset looking along the world axis a planar robot is flat along (``top`` for
+    a robot in the x-y plane), where its deformation stays in that plane (:data:`IN_PLANE` of
+    its motion); ``iso`` otherwise (a spatial robot, an out-of-plane deformation).
+
+    Parameters
+    ----------
+    points : ndarray, shape (..., n_p, 3)
+        The rigid robot (at every frame) [m].
+    displacement : ndarray, shape (..., n_p, 3)
+        Its deformation (any scale).
+    """
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    extent = np.ptp(points, axis=0) if len(points) else np.zeros(3)
+    if extent.max() == 0:
+        return "iso"
+    motion = np.sqrt(np.sum(np.asarray(displacement, dtype=float).reshape(-1, 3) ** 2, axis=0))
+    for axis in np.flatnonzero(extent <= FLAT_RTOL * extent.max()):
+        if motion[axis] <= (1.0 - IN_PLANE) * motion.sum():
+            return ALONG[axis]
+    return "iso"
+
+
+def render(motion, out, scale=None, view=AUTO, fps=FPS):
     """Write ``motion`` as an animated GIF (Pillow) or MP4 (ffmpeg), all or nothing.
 
     The frames go to a temporary file next to ``out``, renamed over it when complete; on any
@@ -428,7 +456,8 @@ def render(motion, out, scale=None, view="iso", fps=FPS):
         ``.gif`` or ``.mp4``.
     scale : float, optional
         Magnification of the deflection (default :func:`auto_scale`).
-    view : {"iso", "top", "front", "side"}
+    view : {"auto", "iso", "top", "front", "side"}
+        ``auto``: :func:`plane_view` of the motion.
     fps : float
         Frames per second.
 
@@ -447,8 +476,10 @@ def render(motion, out, scale=None, view="iso", fps=FPS):
 
     out = Path(out)
     check_output(out)
-    if view not in VIEWS:
-        raise SimError(f"view `{view}`: expected one of {', '.join(VIEWS)}")
+    if view != AUTO and view not in VIEWS:
+        raise SimError(f"view `{view}`: expected one of {AUTO}, {', '.join(VIEWS)}")
+    if view == AUTO:
+        view = plane_view(motion.rigid, motion.deflection)
     scale = auto_scale(motion.rigid, motion.deflection) if scale is None else float(scale)
     fig, update, _ = frame_figure(motion, scale, view)
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp{out.suffix}")

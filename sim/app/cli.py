@@ -238,7 +238,7 @@ def cmd_animate(args):
     """Animate the robot of a result file (its deformation magnified) into a GIF or an MP4."""
     import math
 
-    from sim.app.animate import GROUPS, MAX_FRAMES, VIEWS, check_output, default_output, load_motion, render
+    from sim.app.animate import AUTO, GROUPS, MAX_FRAMES, VIEWS, check_output, default_output, load_motion, render
 
     path = _existing_file(args.results, "result file")
     if args.group is not None and args.group not in GROUPS:
@@ -251,8 +251,8 @@ def cmd_animate(args):
         raise SimError(f"--scale must be a positive number, got {args.scale}")
     if args.frames is not None and not 2 <= args.frames <= MAX_FRAMES:
         raise SimError(f"--frames must be between 2 and {MAX_FRAMES}, got {args.frames}")
-    if args.view not in VIEWS:
-        raise SimError(f"--view {args.view}: expected one of {', '.join(VIEWS)}")
+    if args.view != AUTO and args.view not in VIEWS:
+        raise SimError(f"--view {args.view}: expected one of {AUTO}, {', '.join(VIEWS)}")
     if args.out:
         check_output(args.out)       # before reading the file: a wrong name fails at once
     motion = load_motion(path, args.group, args.mode, args.frames)
@@ -372,7 +372,9 @@ def build_parser():
     animate.add_argument("--mode", type=int, metavar="N", help="mode number, 1 = lowest (group modes; default 1)")
     animate.add_argument("--scale", type=float, metavar="S",
                          help="magnification of the deformation (default: automatic, printed on the frames)")
-    animate.add_argument("--view", default="iso", metavar="VIEW", help="iso (default), top, front or side")
+    animate.add_argument("--view", default="auto", metavar="VIEW",
+                         help="auto (default: top, front or side for a planar robot that deforms in its plane, "
+                              "else iso), iso, top, front or side")
     animate.add_argument("--frames", type=int, metavar="N",
                          help="frames (default: 24 for a mode's period, up to 100 samples of a time history)")
     animate.add_argument("--out", metavar="FILE.gif",

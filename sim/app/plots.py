@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sim.errors import SimError  # noqa: E402
-from sim.app.animate import auto_scale, draw_robot, limits, motion_view, scale_text, setup_axes  # noqa: E402
+from sim.app.animate import FLAT_RTOL, auto_scale, draw_robot, limits, motion_view, scale_text, setup_axes  # noqa: E402
 from sim.app.results import lazy_result, strided  # noqa: E402
 
 
@@ -847,9 +847,6 @@ def figure(tree, panels):
         plt.close(fig)
         raise
     return fig
-
-
-FLAT_RTOL = 1e-6      # a robot whose extent along a world axis is below this share of its largest is planar
 
 
 def mode_projection(points, displacement):
