@@ -385,3 +385,32 @@ def test_parameter_grid_draws_one_series_per_value_of_the_other_parameters():
         assert legend == ["mode 1", "mode 2", "support = clamped", "support = pinned"]
     finally:
         plt.close(fig)
+
+
+def test_a_deviation_at_round_off_is_drawn_as_zero():
+    """A planar robot driven in its plane deviates out of it by round-off only (1e-16 m beside
+    1e-7 m in the plane): that coordinate is drawn as the zero it is, at the scale of the
+    largest deviation and labelled, not magnified into an oscillation; a small but real
+    deviation (1e-3 of the largest) is drawn at its own scale."""
+    import matplotlib.pyplot as plt
+
+    from sim.app.plots import _draw_runs_deviation
+    t = np.linspace(0.0, 1.0, 101)
+    noise = 1e-16 * np.sin(300 * t)
+    for small, flagged in ((noise, True), (1e-10 * np.sin(3 * t), False)):
+        deviation = np.column_stack([1e-7 * np.sin(2 * t), small])
+        tree = {"transient": {"time": {"data": t}, "deviation": {"data": deviation, "attrs": {"units": ["m", "m"]}}}}
+        fig, (ax_x, ax_z) = plt.subplots(2)
+        try:
+            _draw_runs_deviation(ax_x, [tree], [""], 0, "x", legend=False)
+            _draw_runs_deviation(ax_z, [tree], [""], 1, "z", legend=False)
+            notes = [text.get_text() for text in ax_z.texts]
+            assert ax_x.get_ylabel() == "x [nm]" and not ax_x.texts
+            if flagged:
+                assert ax_z.get_ylabel() == "z [nm]" and ax_z.get_ylim() == (-1.0, 1.0)
+                assert notes and notes[0].startswith("zero to round-off: peak 1.0e-16 m"), notes
+            else:
+                assert not notes and ax_z.get_ylabel() == "z [nm]"
+                assert 0.09 < max(abs(v) for v in ax_z.get_ylim()) < 0.2, ax_z.get_ylim()   # 0.1 nm peak, in view
+        finally:
+            plt.close(fig)

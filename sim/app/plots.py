@@ -894,6 +894,9 @@ SCALES = {"m": ((1.0, "m"), (1e-3, "mm"), (1e-6, "µm"), (1e-9, "nm")),
           "rad": ((1.0, "rad"), (1e-3, "mrad"), (1e-6, "µrad"), (1e-9, "nrad"))}
 
 
+ROUNDOFF_RTOL = 1e-6     # a coordinate's deviation below this share of the largest one (same unit) is round-off
+
+
 def readable(values, unit):
     """``(factor, unit)`` showing ``values`` [unit] with one to three integer digits: metres as
     mm or µm, radians as mrad or µrad; other units unchanged (factor 1)."""
@@ -990,7 +993,22 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
                g, c)
               for t, c in zip(trees, colors * len(trees)) for g in ("transient", "ked")
               if g in t and "deviation" in t[g] and "time" in t[g]]
-    factor, shown = readable(np.concatenate([s[1] for s in series]) if series else [], _column_unit(trees, i))
+    unit = _column_unit(trees, i)
+    values = np.concatenate([s[1] for s in series]) if series else np.zeros(0)
+    peak = float(np.nanmax(np.abs(values))) if values.size else 0.0
+    # The largest deviation of the coordinates in this unit: one far below it (an in-plane
+    # robot's out-of-plane z, say) is round-off, drawn as the zero it is, not magnified.
+    same = [np.asarray(t[g]["deviation"]["data"]).reshape(len(t[g]["time"]["data"]), -1)[:, j]
+            for t in trees for g in ("transient", "ked") if g in t and "deviation" in t[g] and "time" in t[g]
+            for j in range(np.size(t[g]["deviation"]["data"]) // max(len(t[g]["time"]["data"]), 1))
+            if _column_unit(trees, j) == unit]
+    largest = max((float(np.nanmax(np.abs(v))) for v in same if v.size), default=0.0)
+    roundoff = 0.0 < peak <= ROUNDOFF_RTOL * largest or (peak == 0.0 and largest > 0.0)
+    factor, shown = readable([largest] if roundoff else values, unit)
+    if roundoff:
+        ax.set_ylim(-1.0, 1.0)
+        ax.text(0.5, 0.85, f"zero to round-off: peak {peak:.1e} {unit}, {peak / largest:.0e} of the largest",
+                transform=ax.transAxes, ha="center", fontsize="small", color="0.3")
     for (time, values, g, color), label in zip(series, _series_labels(trees, labels)):
         if len(trees) == 1:         # one run: tell the analyses apart by colour too
             color = "C0" if g == "transient" else "C3"
