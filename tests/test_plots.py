@@ -414,3 +414,24 @@ def test_a_deviation_at_round_off_is_drawn_as_zero():
                 assert 0.09 < max(abs(v) for v in ax_z.get_ylim()) < 0.2, ax_z.get_ylim()   # 0.1 nm peak, in view
         finally:
             plt.close(fig)
+
+
+def test_frf_on_a_log_grid_is_drawn_on_a_log_axis():
+    """`spacing = "log"`: both FRF panels have a log frequency axis (a decade per division,
+    as the grid was made); a linear grid keeps a linear axis."""
+    import matplotlib.pyplot as plt
+
+    from sim.app.plots import _draw_frf
+    for grid, scale in ((np.geomspace(10.0, 1000.0, 50), "log"), (np.linspace(10.0, 1000.0, 50), "linear")):
+        H = (1.0 / (100.0**2 - grid**2 + 2j * 0.02 * 100.0 * grid))[:, None, None]
+        group = {"frequency": {"data": grid, "attrs": {"units": "Hz"}},
+                 "H_real": {"data": H.real, "attrs": {"units": "m/N"}}, "H_imag": {"data": H.imag, "attrs": {}},
+                 "attrs": {"inputs": ["force:P:x"], "outputs": ["displacement:P:x"], "input_units": ["N"],
+                           "output_units": ["m"]}}
+        fig, (a, b) = plt.subplots(2)
+        try:
+            _draw_frf(a, group)
+            _draw_frf(b, group, phase=True)
+            assert a.get_xscale() == b.get_xscale() == scale
+        finally:
+            plt.close(fig)

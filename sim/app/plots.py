@@ -424,6 +424,8 @@ def _draw_frf(ax, group, phase=False):
     """Magnitude (or, with ``phase``, phase) panel of an `frf` group."""
     f, H, labels = _frf_parts(group)
     damped = group["damped_frequencies"]["data"] if "damped_frequencies" in group else None
+    if f.size > 2 and f[0] > 0 and np.allclose(np.diff(np.log(f)), np.log(f[1] / f[0]), rtol=1e-6):
+        ax.set_xscale("log")        # frequencies spaced evenly on a log scale (spacing = "log")
     if phase:
         for i in range(H.shape[1]):
             for j in range(H.shape[2]):
