@@ -748,7 +748,7 @@ def _draw_parameter_sweep(ax, group):
         values = list(zip(*(np.asarray(group[o]["data"]).tolist() for o in others)))
         combos = list(dict.fromkeys(values))       # in the order of the cases
         series = np.array([combos.index(v) for v in values])
-        series_labels = [", ".join(f"{o.replace('_', ' ')} = {v:.4g}" if isinstance(v, float) else f"{o} = {v}"
+        series_labels = [", ".join(f"{o.replace('_', ' ')} = " + (f"{v:.4g}" if isinstance(v, float) else f"{v}")
                                    for o, v in zip(others, combo)) for combo in combos]
     if key is None:
         return plot_parameter_sweep(ax, x, np.zeros(np.size(x)), parameter, "case ran",
