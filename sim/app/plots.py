@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sim.errors import SimError  # noqa: E402
-from sim.app.animate import FLAT_RTOL, auto_scale, draw_robot, limits, motion_view, scale_text, setup_axes  # noqa: E402
+from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, scale_text, setup_axes  # noqa: E402
 from sim.app.results import lazy_result, strided  # noqa: E402
 
 
@@ -747,7 +747,8 @@ def _draw_parameter_sweep(ax, group):
     if others:
         values = list(zip(*(np.asarray(group[o]["data"]).tolist() for o in others)))
         combos = list(dict.fromkeys(values))       # in the order of the cases
-        series = np.array([combos.index(v) for v in values])
+        number = {combo: k for k, combo in enumerate(combos)}
+        series = np.array([number[v] for v in values])
         series_labels = [", ".join(f"{o.replace('_', ' ')} = " + (f"{v:.4g}" if isinstance(v, float) else f"{v}")
                                    for o, v in zip(others, combo)) for combo in combos]
     if key is None:
@@ -854,13 +855,9 @@ def figure(tree, panels):
 def mode_projection(points, displacement):
     """How a mode shape is drawn: ``None`` (2D axes) when the robot lies in a world coordinate
     plane (or along a line) and the mode moves in such a plane (99 % of its motion), else
-    ``"3d"``.  A planar robot seen in 3D fills a thin band of its panel."""
-    extent = np.ptp(points, axis=0)
-    if extent.max() == 0:
-        return "3d"
-    flat = extent <= FLAT_RTOL * extent.max()
-    motion = np.sqrt(np.sum(np.asarray(displacement) ** 2, axis=0))
-    return None if np.any(flat & (motion <= 0.01 * motion.sum())) else "3d"
+    ``"3d"`` (:func:`sim.app.animate.plane_view`).  A planar robot seen in 3D fills a thin
+    band of its panel."""
+    return "3d" if plane_view(points, displacement) == "iso" else None
 
 
 def _layout(panels):
@@ -998,13 +995,9 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
     unit = _column_unit(trees, i)
     values = np.concatenate([s[1] for s in series]) if series else np.zeros(0)
     peak = float(np.nanmax(np.abs(values))) if values.size else 0.0
-    # The largest deviation of the coordinates in this unit: one far below it (an in-plane
-    # robot's out-of-plane z, say) is round-off, drawn as the zero it is, not magnified.
-    same = [np.asarray(t[g]["deviation"]["data"]).reshape(len(t[g]["time"]["data"]), -1)[:, j]
-            for t in trees for g in ("transient", "ked") if g in t and "deviation" in t[g] and "time" in t[g]
-            for j in range(np.size(t[g]["deviation"]["data"]) // max(len(t[g]["time"]["data"]), 1))
-            if _column_unit(trees, j) == unit]
-    largest = max((float(np.nanmax(np.abs(v))) for v in same if v.size), default=0.0)
+    # A coordinate far below the largest deviation in its unit (an in-plane robot's
+    # out-of-plane z, say) is round-off, drawn as the zero it is, not magnified.
+    largest = _largest_deviation(trees, unit)
     roundoff = 0.0 < peak <= ROUNDOFF_RTOL * largest or (peak == 0.0 and largest > 0.0)
     factor, shown = readable([largest] if roundoff else values, unit)
     if roundoff:
@@ -1022,6 +1015,19 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
     if legend:
         ax.legend(loc="best", fontsize="small")
     return ax
+
+
+def _largest_deviation(trees, unit):
+    """The largest |deviation| of any coordinate in ``unit``, over the runs' transient and KED."""
+    peaks = [0.0]
+    for t in trees:
+        for g in ("transient", "ked"):
+            if g in t and "deviation" in t[g] and "time" in t[g]:
+                d = np.asarray(t[g]["deviation"]["data"]).reshape(len(t[g]["time"]["data"]), -1)
+                cols = [j for j in range(d.shape[1]) if _column_unit(trees, j) == unit]
+                if cols and d.size:
+                    peaks.append(float(np.nanmax(np.abs(d[:, cols]))))
+    return max(peaks)
 
 
 def _column_unit(trees, i):
