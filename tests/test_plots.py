@@ -435,3 +435,50 @@ def test_frf_on_a_log_grid_is_drawn_on_a_log_axis():
             assert a.get_xscale() == b.get_xscale() == scale
         finally:
             plt.close(fig)
+
+
+def test_crowded_3d_tick_labels_are_thinned_until_they_stand_apart():
+    """A long axis in a small 3D panel (a 3-PRS head's mode shape, seen along x): its five
+    labels ran together ("-0.080.000.080.160.24"); fewer, apart, and at least two, remain."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+    from sim.app.animate import setup_axes
+    from sim.app.plots import spread_ticks
+
+    def labels(ax, axis):
+        renderer = fig.canvas.get_renderer()
+        low, high = sorted(axis.get_view_interval())
+        return [t.label1.get_window_extent(renderer) for t, loc in zip(axis.majorTicks, axis.get_majorticklocs())
+                if low <= loc <= high and t.label1.get_text()]
+
+    fig = plt.figure(figsize=(1.8, 1.8), dpi=120)
+    try:
+        ax = fig.add_subplot(projection="3d")
+        setup_axes(ax, np.array([-0.25, -0.16, 0.0]), np.array([0.25, 0.32, 0.33]), view=(20.0, -10.0))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.draw(fig.canvas.get_renderer())
+        before = labels(ax, ax.yaxis)
+        assert any(a.overlaps(b) for a, b in zip(before, before[1:])), "the case crowds its labels"
+        spread_ticks(ax)
+        after = labels(ax, ax.yaxis)
+        assert 2 <= len(after) < len(before)
+        assert not any(a.padded(1.0).overlaps(b) for a, b in zip(after, after[1:]))
+    finally:
+        plt.close(fig)
+
+
+def test_a_path_in_angles_is_labelled_in_radians():
+    """A tilting head follows a circle in (rx, ry): its path panel is in rad, to scale; a path
+    mixing a length and an angle is not drawn to one scale."""
+    import matplotlib.pyplot as plt
+    from sim.app.plots import plot_path
+    t = np.linspace(0.0, 2 * np.pi, 50)
+    rigid = np.column_stack([0.1 * np.cos(t), 0.1 * np.sin(t), np.full(50, 0.3)])
+    fig, (a, b) = plt.subplots(1, 2)
+    try:
+        plot_path(a, rigid, rigid + 1e-4, ("rx", "ry", "z"), ["rad", "rad", "m"])
+        assert (a.get_xlabel(), a.get_ylabel(), a.get_aspect()) == ("rx [rad]", "ry [rad]", 1.0)
+        plot_path(b, rigid, rigid + 1e-4, ("x", "rz"), ["m", "rad"])
+        assert (b.get_xlabel(), b.get_ylabel(), b.get_aspect()) == ("x [m]", "rz [rad]", "auto")
+    finally:
+        plt.close(fig)

@@ -176,7 +176,7 @@ def _nice(x):
     return max(m * e for m in (1, 2, 5) if m * e <= x)
 
 
-def plot_path(ax, pose_rigid, pose, names):
+def plot_path(ax, pose_rigid, pose, names, units=("m", "m")):
     """End-effector path of the rigid and of the flexible robot in its first two coordinates,
     the deviation magnified to about 5 % of the path's size.
 
@@ -186,6 +186,9 @@ def plot_path(ax, pose_rigid, pose, names):
     pose_rigid, pose : ndarray, shape (n, d)
         m (and rad); only the first two columns are drawn.
     names : sequence of str
+    units : str or sequence of str
+        Units of the coordinates (of the first two at least): drawn to scale where they agree
+        (two lengths, or two angles such as a tilting head's ``rx``, ``ry``).
 
     Returns
     -------
@@ -198,9 +201,11 @@ def plot_path(ax, pose_rigid, pose, names):
     scale = _nice(0.05 * size / peak) if peak > 0 and size > 0 else 1.0
     ax.plot(rigid[:, 0], rigid[:, 1], "k-", lw=1.0, label="rigid")
     ax.plot(*(rigid + scale * deviation).T, lw=1.0, label=f"flexible (deviation x{scale:g})")
-    ax.set_xlabel(f"{names[0]} [m]")
-    ax.set_ylabel(f"{names[1]} [m]")
-    ax.set_aspect("equal", adjustable="datalim")
+    units = [units] * 2 if isinstance(units, str) else list(units)
+    ax.set_xlabel(f"{names[0]} [{units[0]}]")
+    ax.set_ylabel(f"{names[1]} [{units[1]}]")
+    if units[0] == units[1]:
+        ax.set_aspect("equal", adjustable="datalim")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     return ax
@@ -551,7 +556,8 @@ def _panels(tree):
                 and np.shape(group["pose"]["data"])[1] >= 2 and _path_shows(group):
             panels.append((f"{name}: end-effector path, rigid and flexible", lambda ax, g=group:
                            plot_path(ax, g["pose_rigid"]["data"], g["pose"]["data"],
-                                     g["attrs"].get("pose_names", ("x", "y")))))
+                                     g["attrs"].get("pose_names", ("x", "y")),
+                                     g["pose_rigid"]["attrs"].get("units", "m"))))
         if name == "modes" and "skeleton" in group:
             skeleton = group["skeleton"]
             points, shapes = skeleton["points"]["data"], skeleton["mode_displacements"]["data"]
@@ -846,10 +852,38 @@ def figure(tree, panels):
                 box = ax.get_position()
                 left = ax.get_subplotspec().colspan.stop == 1
                 ax.set_position(box.shrunk(0.8, 0.9).anchored("W" if left else "C", box))
+                spread_ticks(ax)
     except BaseException:
         plt.close(fig)
         raise
     return fig
+
+
+def spread_ticks(ax, gap=3.0):
+    """Fewer tick labels on each axis of the 3D axes ``ax`` whose labels run into each other
+    (a long axis in a small panel: "-0.080.000.080.16"), down to two; ``gap`` [pixels] the
+    least free space between neighbouring labels.  Draws the axes (a 3D axis places its
+    labels when drawn)."""
+    from matplotlib.ticker import MaxNLocator
+
+    renderer = ax.figure.canvas.get_renderer()
+    ax.draw(renderer)
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        bins = None
+        while bins is None or bins > 1:
+            # The labels as drawn, those of the locator's ticks in view (the axis keeps spare
+            # Tick objects; get_ticklabels() would move the labels back to 2D tick places).
+            low, high = sorted(axis.get_view_interval())
+            locs = axis.get_majorticklocs()
+            boxes = [t.label1.get_window_extent(renderer).padded(gap / 2)
+                     for t, loc in zip(axis.majorTicks, locs)
+                     if low <= loc <= high and t.label1.get_visible() and t.label1.get_text()]
+            if len(boxes) <= 2 or not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])):
+                break
+            bins = min(len(boxes), bins or len(boxes)) - 1    # at most bins + 1 labels
+            axis.set_major_locator(MaxNLocator(bins))
+            ax.draw(renderer)
+    return ax
 
 
 def mode_projection(points, displacement):
