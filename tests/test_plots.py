@@ -482,3 +482,35 @@ def test_a_path_in_angles_is_labelled_in_radians():
         assert (b.get_xlabel(), b.get_ylabel(), b.get_aspect()) == ("x [m]", "rz [rad]", "auto")
     finally:
         plt.close(fig)
+
+
+def test_frf_pairs_that_vanish_to_round_off_are_named_not_drawn():
+    """A symmetric 3-RRR at its centre: y force moves x by 8.5e-19 m/N and turns the platform by
+    2e-17 rad/N beside 1e-7 m/N: those pairs are listed as round-off, not drawn (their curves
+    stretched the log axis over eleven decades); a small but real cross term (1e-4 of the
+    largest) is drawn."""
+    import matplotlib.pyplot as plt
+
+    from sim.app.plots import _draw_frf, frf_roundoff
+    grid = np.geomspace(10.0, 1000.0, 60)
+    direct = 1.0 / (1e7 * (1 - (grid / 700.0) ** 2 + 0.04j * grid / 700.0))
+    H = np.stack([np.stack([direct, 8e-12 * direct * np.exp(1j * grid)], axis=1),
+                  np.stack([1e-4 * direct, 2e-10 * direct], axis=1)], axis=1)
+    np.testing.assert_array_equal(frf_roundoff(H), [[False, True], [False, True]])
+    group = {"frequency": {"data": grid, "attrs": {"units": "Hz"}},
+             "H_real": {"data": H.real, "attrs": {"units": ["m/N", "m/N", "rad/N", "rad/N"]}},
+             "H_imag": {"data": H.imag, "attrs": {}},
+             "attrs": {"inputs": ["force:P:x", "force:P:y"], "outputs": ["displacement:P:x", "pose:rz"]}}
+    fig, (a, b) = plt.subplots(2)
+    try:
+        _draw_frf(a, group)
+        _draw_frf(b, group, phase=True)
+        drawn = [line.get_label() for line in a.get_lines() if not line.get_label().startswith("_")]
+        assert drawn == ["x displacement at P per x force at P [m/N]", "end-effector rz per x force at P [rad/N]"]
+        assert [line.get_label() for line in b.get_lines()] == drawn
+        note = " ".join(t.get_text() for t in a.texts).replace("\n", " ")
+        assert note.startswith("zero to round-off, not drawn: x displacement at P per y force at P [m/N] (peak")
+        assert "end-effector rz per y force at P [rad/N]" in note
+        assert a.get_ylim()[0] > 1e-13
+    finally:
+        plt.close(fig)

@@ -167,7 +167,9 @@ def test_low_gains_are_warned_about(tmp_path, capsys):
     """Baumgarte gains of 0.5/s on the five-bar: the drift exceeds 1 % of the deflection and
     one warning line names the keys to change; the default run has none."""
     out = tmp_path / "low.h5"
-    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64"]
+    # (a ramped start: the full-speed one rings faster than the step resolves, and says so)
+    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64",
+            "--set", "trajectory.ramp=0.05"]
     assert main(args + ["--set", "transient.alpha=0.5", "--set", "transient.beta=0.5"]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("warning:")]
@@ -185,7 +187,9 @@ def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp
     highest kept mode between the interval ends (and the transient, written at every step, is
     not warned about)."""
     out = tmp_path / "coarse.h5"
-    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64"]
+    # (a ramped start: the full-speed one rings faster than the step resolves, and says so)
+    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64",
+            "--set", "trajectory.ramp=0.05"]
     assert main(args + ["--set", "transient.output_step=2e-3", "--set", "ked.output_step=5e-3"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(lines) == 2, lines
@@ -206,7 +210,7 @@ def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp
     import tomllib
     data = tomllib.loads(FIVE_BAR.read_text())
     model = sim.load_model(MODELS / "five_bar.py", **data["model"]["parameters"])
-    trajectory, table = dict(data["trajectory"], duration=0.25), dict(data["ked"], intervals=64)
+    trajectory, table = dict(data["trajectory"], duration=0.25, ramp=0.05), dict(data["ked"], intervals=64)
     dt = 0.25 / 64
     fine = np.abs(sim.ked(model, trajectory, **table, output_step=dt / 400).deviation_dynamic).max(axis=0)
     with pytest.warns(UserWarning, match="ked: output every"):
@@ -385,3 +389,65 @@ samples = 61
         for g in ("transient", "ked"):
             after = f[g]["time"][...] > T + 0.05
             assert np.abs(f[g]["deviation"][after, 0]).max() == pytest.approx(residual, rel=0.01)
+
+
+def _newmark_free_vibration(f, h, n):
+    """Undamped oscillator x'' = -(2 pi f)^2 x from x = 1 at rest, Newmark average acceleration
+    (gamma = 1/2, beta = 1/4), step h: n samples (the oracle of :func:`selfcheck.undistorted`)."""
+    w2 = (2 * np.pi * f) ** 2
+    x, v, a = 1.0, 0.0, -w2
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = x
+        # x1 = x + h v + h^2/4 (a + a1), a1 = -w2 x1
+        x1 = (x + h * v + h * h / 4 * a) / (1 + w2 * h * h / 4)
+        a1 = -w2 * x1
+        v, x, a = v + h / 2 * (a + a1), x1, a1
+    return out
+
+
+def test_a_ringing_the_step_does_not_resolve_is_measured_and_its_frequency_recovered():
+    """Newmark integrates a 1400 Hz oscillation at 3.6 steps per period as a slower one
+    (tan(pi f_h h) = pi f h); `ringing` finds it above 1/(10 h) with its share of the peak,
+    and `undistorted` gives back the frequency integrated.  A slow quasi-static part alone has
+    no share; a coordinate at round-off is not assessed, nor an output too coarse to show the band."""
+    from sim.app.selfcheck import ringing, undistorted
+    h, f = 2e-4, 1400.0
+    t = np.arange(5000) * h
+    ring = _newmark_free_vibration(f, h, t.size)
+    f_h = np.arctan(np.pi * f * h) / (np.pi * h)                 # 1054 Hz
+    slow = 3.0 * np.sin(2 * np.pi * 2.0 * t)
+    deviation = np.column_stack([slow + ring, slow, 1e-12 * ring])
+    share, freq = ringing(t, deviation, ["m", "m", "m"], h)
+    assert share[0] == pytest.approx(1.0 / np.abs(slow + ring).max(), rel=0.03)   # the ring's peak, 1
+    assert share[1] < 0.01           # the kink of its even reflection at t = 0: 0.25 %
+    assert np.isnan(share[2]) and np.isnan(freq[2])
+    assert freq[0] == pytest.approx(f_h, abs=1 / (t[-1] - t[0]))             # one FFT bin
+    assert undistorted(freq[0], h) == pytest.approx(f, rel=0.005)
+    # the same step, resolved: 1400 Hz at 5e-5 s is 14 steps per period
+    h = 5e-5
+    t = np.arange(20000) * h
+    share, _ = ringing(t, np.column_stack([np.sin(2 * np.pi * 2.0 * t) + _newmark_free_vibration(f, h, t.size)]), "m", h)
+    assert share[0] < 0.05
+    assert np.isnan(ringing(t[::20], np.ones((t[::20].size, 1)), "m", h)[0]).all()
+
+
+def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_warned_about(tmp_path, capsys):
+    """The circle's full-speed start rings at the tubes' axial modes (~2 kHz), which h = 0.2 ms
+    integrates at ~1.4 kHz: one warning names x, its share and the step that resolves it; with
+    that step, or with a ramped start, there is none."""
+    out = tmp_path / "ring.h5"
+    args = ["run", str(FIVE_BAR), "--out", str(out), "--force", "--set", "trajectory.duration=0.1",
+            "--set", "ked.intervals=32"]
+    assert main(args) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and lines[0].startswith("warning: transient: the deviation rings faster"), lines
+    assert " x at " in lines[0] and " y at " not in lines[0] and "set transient.step <= " in lines[0]
+    advised = float(lines[0].split("set transient.step <= ")[1].split()[0])
+    assert 3e-5 < advised < 6e-5
+    with h5py.File(out) as f:
+        share = f["transient"].attrs["ringing_share"]
+        assert share[0] > 0.3 and share[1] < 0.1
+    for extra in (f"transient.step={advised}", "trajectory.ramp=0.05"):
+        assert main(args + ["--set", extra]) == 0
+        assert "warning:" not in capsys.readouterr().err, extra

@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, scale_text, setup_axes  # noqa: E402
 from sim.app.results import lazy_result, strided  # noqa: E402
+from sim.app.selfcheck import ROUNDOFF_RTOL  # noqa: E402
 
 
 def _units_text(units):
@@ -390,11 +391,19 @@ def plot_frf(ax, frequency, H, labels, damped=None, phase_ax=None):
     matplotlib.axes.Axes
     """
     H = np.asarray(H)
+    zero = frf_roundoff(H)
     for i in range(H.shape[1]):
         for j in range(H.shape[2]):
+            if zero[i, j]:
+                continue
             ax.semilogy(frequency, np.abs(H[:, i, j]), label=labels[i][j])
             if phase_ax is not None:
                 phase_ax.plot(frequency, np.degrees(np.angle(H[:, i, j])), label=labels[i][j])
+    if zero.any():
+        names = "; ".join(f"{labels[i][j]} (peak {np.abs(H[:, i, j]).max():.1e})" for i, j in zip(*np.nonzero(zero)))
+        import textwrap
+        ax.text(0.01, 0.98, textwrap.fill(f"zero to round-off, not drawn: {names}", 120), transform=ax.transAxes,
+                va="top", fontsize="x-small", color="0.3")
     for target in [ax] + ([phase_ax] if phase_ax is not None else []):
         for f in () if damped is None else np.asarray(damped).ravel():
             if frequency[0] <= f <= frequency[-1]:
@@ -406,6 +415,21 @@ def plot_frf(ax, frequency, H, labels, damped=None, phase_ax=None):
     if phase_ax is not None:
         phase_ax.set_ylabel("phase [deg]")
     return ax
+
+
+def frf_roundoff(H):
+    """Which pairs of a receptance ``H`` (n_f, n_out, n_in) vanish to round-off (a symmetric
+    robot's cross terms, 1e-19 beside 1e-7): peak |H| below :data:`ROUNDOFF_RTOL` of the
+    largest pair's.  Pairs in m/N, rad/N, m/(N m) and rad/(N m) are compared as they are, a
+    rotation as the motion it gives one metre away: a robot's size (0.1 to 10 m) does not
+    matter against that threshold.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_out, n_in)
+    """
+    peak = np.abs(np.asarray(H)).max(axis=0, initial=0.0)
+    return peak <= ROUNDOFF_RTOL * peak.max(initial=0.0) if peak.max(initial=0.0) > 0 else np.zeros(peak.shape, bool)
 
 
 def _frf_parts(group):
@@ -420,9 +444,14 @@ def _frf_parts(group):
 
 
 def _channel(spec):
-    """An FRF input or output ``kind:marker:axis`` in words: ``z force at E``."""
+    """An FRF input or output in words: ``force:E:z`` as ``z force at E``, ``pose:rz`` as
+    ``end-effector rz``, ``actuator:a1`` as ``actuator a1``."""
     parts = str(spec).split(":")
-    return f"{parts[2]} {parts[0]} at {parts[1]}" if len(parts) == 3 else str(spec)
+    if len(parts) == 3:
+        return f"{parts[2]} {parts[0]} at {parts[1]}"
+    if len(parts) == 2 and parts[0] in ("pose", "actuator"):
+        return f"end-effector {parts[1]}" if parts[0] == "pose" else f"actuator {parts[1]}"
+    return str(spec)
 
 
 def _draw_frf(ax, group, phase=False):
@@ -432,9 +461,9 @@ def _draw_frf(ax, group, phase=False):
     if f.size > 2 and f[0] > 0 and np.allclose(np.diff(np.log(f)), np.log(f[1] / f[0]), rtol=1e-6):
         ax.set_xscale("log")        # frequencies spaced evenly on a log scale (spacing = "log")
     if phase:
-        for i in range(H.shape[1]):
-            for j in range(H.shape[2]):
-                ax.plot(f, np.degrees(np.angle(H[:, i, j])), label=labels[i][j])
+        zero = frf_roundoff(H)      # the phase of round-off is noise
+        for i, j in zip(*np.nonzero(~zero)):
+            ax.plot(f, np.degrees(np.angle(H[:, i, j])), label=labels[i][j])
         ax.set_xlabel("frequency [Hz]")
         ax.set_ylabel("phase [deg]")
         ax.grid(True, alpha=0.3)
@@ -925,9 +954,6 @@ def _note_strides(fig, *trees):
 # Readable multiples of the SI units: (unit, factor, name) from the largest down.
 SCALES = {"m": ((1.0, "m"), (1e-3, "mm"), (1e-6, "µm"), (1e-9, "nm")),
           "rad": ((1.0, "rad"), (1e-3, "mrad"), (1e-6, "µrad"), (1e-9, "nrad"))}
-
-
-ROUNDOFF_RTOL = 1e-6     # a coordinate's deviation below this share of the largest one (same unit) is round-off
 
 
 def readable(values, unit):

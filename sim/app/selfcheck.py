@@ -20,12 +20,25 @@ naming the scenario key to change.
   natural frequency the run reports (``frequencies``, ``ked``, ``modes``); below
   :data:`SAMPLES_PER_PERIOD` the written series alias that mode and miss its peaks (a
   transient written at every step is not warned about: its step is what limits it).
+* ``ringing_share``, ``ringing_frequency`` (transient, per end-effector coordinate): the peak
+  of the deviation's part above ``1 / (RESOLVED_STEPS h)`` (h the time step; zero-phase
+  Butterworth high-pass) over the coordinate's peak, and that part's dominant frequency [Hz].
+  An oscillation given fewer than :data:`RESOLVED_STEPS` steps per period is integrated with a
+  frequency error: Newmark's average-acceleration rule, undamped, keeps its amplitude but
+  lowers its frequency ``f`` to ``f_h`` with ``tan(pi f_h h) = pi f h`` (-28 % at four steps
+  per period); above :data:`RINGING_LIMIT` the warning gives the step that resolves it (the
+  full-speed start of a circle rings at the links' axial modes).  NaN where the output does
+  not resolve that band, or for a coordinate at round-off (:data:`ROUNDOFF_RTOL`).
 """
 import numpy as np
 
 DRIFT_LIMIT = 0.01        # largest violation / peak deviation
 AGREEMENT_LIMIT = 0.25    # relative difference of the transient's and the KED's peak deviations
 SAMPLES_PER_PERIOD = 8    # output samples per period of the highest reported frequency
+RESOLVED_STEPS = 10       # time steps per period of an oscillation integrated to a few per cent
+RINGING_LIMIT = 0.25      # share of a coordinate's peak deviation that may oscillate above that
+STEP_MARGIN = 1.25        # the advised step resolves the estimated frequency this much better
+ROUNDOFF_RTOL = 1e-6      # a coordinate's deviation below this share of the largest one (same unit) is round-off
 # The scenario key that sets each group's output spacing.
 SPACING_KEYS = {"transient": "transient.output_step", "ked": "ked.output_step"}
 
@@ -49,6 +62,65 @@ def drift_ratio(violation, peak):
 def _peak(group):
     d = group["deviation"]
     return peak_translation(d[...], [str(u) for u in np.atleast_1d(d.attrs["units"])])
+
+
+def ringing(time, deviation, units, step):
+    """The part of each coordinate's deviation that the time step does not resolve.
+
+    Parameters
+    ----------
+    time : ndarray, shape (n,)
+        Evenly spaced output instants [s].
+    deviation : ndarray, shape (n, d)
+        End-effector deviation [m, rad].
+    units : str or sequence of str
+        Units of the ``d`` coordinates.
+    step : float
+        Time step h of the integration [s].
+
+    Returns
+    -------
+    share, frequency : ndarray, shape (d,)
+        Peak of the deviation above ``1 / (RESOLVED_STEPS h)`` over its peak [1], and the
+        dominant frequency of that part [Hz] (as integrated); NaN where not assessed (see the
+        module's notes).
+    """
+    deviation = np.asarray(deviation, dtype=float).reshape(len(time), -1)
+    d = deviation.shape[1]
+    share, frequency = np.full(d, np.nan), np.full(d, np.nan)
+    n = len(time)
+    if n < 64 or not step > 0:
+        return share, frequency
+    spacing = (time[-1] - time[0]) / (n - 1)
+    cut = 1.0 / (RESOLVED_STEPS * step)
+    if not 0 < spacing < 0.4 / cut:         # the output does not show that band
+        return share, frequency
+    from scipy.signal import butter, sosfiltfilt
+
+    # Eighth order, run forward and back: 3 % passes at 0.8 of the cut, 82 % at 1.1 of it.
+    # Padded by even reflection: a transient starts at rest, so its deviation does too (odd
+    # reflection, scipy's default, overshoots a ring that starts at t = 0 by 18 %).
+    high = sosfiltfilt(butter(8, cut, "highpass", fs=1.0 / spacing, output="sos"), deviation, axis=0,
+                       padtype="even")
+    spectrum = np.abs(np.fft.rfft(high * np.hanning(n)[:, None], axis=0))
+    bins = np.fft.rfftfreq(n, spacing)
+    above = bins > cut      # the filter's skirt passes a little of a strong mode just below the cut
+    units = [units] * d if isinstance(units, str) else list(units)
+    peaks = np.abs(deviation).max(axis=0)
+    for k in range(d):
+        largest = max(p for p, u in zip(peaks, units) if u == units[k])
+        if peaks[k] > ROUNDOFF_RTOL * largest:
+            share[k] = np.abs(high[:, k]).max() / peaks[k]
+            frequency[k] = bins[above][np.argmax(spectrum[above, k])]
+    return share, frequency
+
+
+def undistorted(f_h, h):
+    """The frequency [Hz] that Newmark's average-acceleration rule (undamped) integrates with
+    step ``h`` [s] as ``f_h`` [Hz]: ``tan(pi f_h h) / (pi h)`` (its amplification matrix has
+    eigenvalues ``exp(+-2i atan(omega h / 2))``).  A coarse step's ringing mixes modes, so this
+    is an estimate; :data:`STEP_MARGIN` covers it in the advice."""
+    return np.tan(np.pi * np.minimum(np.asarray(f_h, dtype=float) * h, 0.49)) / (np.pi * h)
 
 
 def highest_frequency(groups):
@@ -83,6 +155,11 @@ def check(groups):
         scale = max([tr.attrs["peak_deviation"], *sensors])
         tr.attrs["deflection_scale"] = scale
         tr.attrs["drift_ratio"] = drift_ratio(tr["constraint_violation"][...], scale)
+    if tr is not None and "deviation" in tr and "time" in tr and tr.attrs.get("steps", 0) > 0:
+        t = tr["time"][...]
+        units = [str(u) for u in np.atleast_1d(tr["deviation"].attrs["units"])]
+        share, frequency = ringing(t, tr["deviation"][...], units, (t[-1] - t[0]) / tr.attrs["steps"])
+        tr.attrs["ringing_share"], tr.attrs["ringing_frequency"] = share, frequency
     if tr is not None and ked is not None and "deviation" in tr and "deviation" in ked:
         p_tr, p_ked = tr.attrs["peak_deviation"], ked.attrs["peak_deviation"]
         value = abs(p_ked - p_tr) / p_tr if p_tr > 0 else float("nan")
@@ -105,6 +182,20 @@ def warnings(groups):
                    f"{ked.attrs['peak_deviation']:.3g} m differ by {100 * tr.attrs['ked_agreement']:.3g} % "
                    f"(limit {100 * AGREEMENT_LIMIT:g} %): raise ked.modes or ked.intervals, lower "
                    f"transient.step, or give the circle a trajectory.ramp")
+    share = np.asarray(tr.attrs.get("ringing_share", []) if tr is not None else [], dtype=float)
+    if np.nan_to_num(share).max(initial=0.0) > RINGING_LIMIT:
+        t = tr["time"]
+        h = (t[-1] - t[0]) / tr.attrs["steps"]
+        names = [str(n) for n in np.atleast_1d(tr.attrs.get("pose_names", [f"q{k}" for k in range(share.size)]))]
+        over = [k for k in np.argsort(-np.nan_to_num(share)) if share[k] > RINGING_LIMIT]
+        f_h = np.asarray(tr.attrs["ringing_frequency"], dtype=float)[over]
+        f = undistorted(f_h, h).max()
+        parts = ", ".join(f"{names[k]} at {fk:.4g} Hz ({100 * share[k]:.2g} % of its peak)" for k, fk in zip(over, f_h))
+        out.append(f"transient: the deviation rings faster than transient.step = {h:.3g} s resolves (fewer "
+                   f"than {RESOLVED_STEPS} steps per period): {parts}; the integrator lowers such a frequency "
+                   f"(this one from about {f:.4g} Hz) and shifts its phase: set transient.step <= "
+                   f"{1 / (STEP_MARGIN * RESOLVED_STEPS * f):.2g} s, or (a circle's full-speed start) give it a "
+                   f"trajectory.ramp")
     for name, key in SPACING_KEYS.items():
         g = groups.get(name)
         # A transient written at every step shows all it resolves: only a coarser output warns.
