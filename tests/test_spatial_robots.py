@@ -1,6 +1,7 @@
-"""A spatial robot nobody tuned for: the 3-PRS tilting head of ``prs3_model.py`` (prismatic
-drives, spherical joints, parasitic motion), its rigid inverse dynamics against kinematics
-and energies written here from its geometry alone, and a mode against a closed form."""
+"""Spatial robots nobody tuned for, against kinematics, energies and closed forms written here
+from their geometry alone: the 3-PRS tilting head of ``prs3_model.py`` (prismatic drives,
+spherical joints, parasitic motion) and the Delta of ``delta_rods_model.py`` (parallelograms
+of ball-jointed flexible rods, whose spins are free motions)."""
 import sim  # noqa: F401  (single-threaded BLAS before numpy)
 from pathlib import Path
 
@@ -8,10 +9,12 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, root
 
+import delta_rods_model as delta
 import prs3_model as prs
 from sim.solvers.trajectory import circle
 
 MODEL = Path(__file__).with_name("prs3_model.py")
+DELTA = Path(__file__).with_name("delta_rods_model.py")
 G = 9.81
 M_LEG = prs.RHO * np.pi * (prs.R_OUT**2 - (prs.R_OUT - prs.WALL) ** 2) * prs.L
 RADIAL = np.array([[np.cos(t), np.sin(t), 0.0] for t in prs.ANGLES])
@@ -25,7 +28,7 @@ def _rotation(rx, ry, rz):
             @ np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]]))
 
 
-def _pose(rx, ry, z):
+def _prs_pose(rx, ry, z):
     """The rigid head at end-effector pose (rx, ry, z): the parasitic x, y, rz put each spherical
     joint in its leg's radial plane; ``(p, R, C, A, s)``: centre, rotation, spherical-joint and
     slider points (3, 3), slider strokes (3,)."""
@@ -38,11 +41,11 @@ def _pose(rx, ry, z):
     return np.array([u[0], u[1], z]), R, C, prs.R_BASE * RADIAL + s[:, None] * [0, 0, 1.0], s
 
 
-def _energies(law, t, h=1e-5):
+def _prs_energies(law, t, h=1e-5):
     """Kinetic and potential energy of the rigid head at time ``t`` on ``law``, the rates by
     central differences; the legs uniform tubes (rod inertia plus their sections' rotary
     inertia m (r_o^2 + r_i^2) / 4 about the transverse axes), the sliders point masses."""
-    states = [_pose(*law(np.array([t + k * h]))[0][0]) for k in (-1, 0, 1)]
+    states = [_prs_pose(*law(np.array([t + k * h]))[0][0]) for k in (-1, 0, 1)]
     p, R, C, A, s = states[1]
     rate = [(b - a) / (2 * h) for a, b in zip(states[0], states[2])]
     v_p, R_dot, v_C, v_A, s_dot = rate
@@ -81,19 +84,14 @@ def test_inverse_dynamics_of_a_tilting_head_against_its_own_kinematics(robot):
     omega = 4 * np.pi
     law = circle(CIRCLE["center"], CIRCLE["radius"], omega, CIRCLE["duration"], CIRCLE["ramp"])
     res = sim.inverse_dynamics(robot, dict(CIRCLE, omega=omega), samples=51)
-    ref = [_energies(law, t) for t in res.time]
+    ref = [_prs_energies(law, t) for t in res.time]
     T, V = np.array([r[0] for r in ref]), np.array([r[1] for r in ref])
     s_dot = np.array([r[2] for r in ref])
     np.testing.assert_allclose(res.actuator_velocities, s_dot, atol=1e-7 * np.abs(s_dot).max())
     np.testing.assert_allclose(res.kinetic_energy, T, atol=1e-7 * T.max())
     np.testing.assert_allclose(res.potential_energy - res.potential_energy[0], V - V[0], atol=1e-11)
     np.testing.assert_allclose(sum(res.joint_reactions[f"S{i}"][:, 2] for i in range(3)), prs.M_PLAT * G, rtol=1e-9)
-    h = 2e-4   # d(T + V)/dt by a fourth-order difference of the energies here
-    energy = lambda t: sum(_energies(law, t)[:2])      # noqa: E731
-    k = np.arange(5, 50, 5)
-    dE = [(-energy(t + 2 * h) + 8 * energy(t + h) - 8 * energy(t - h) + energy(t - 2 * h)) / (12 * h)
-          for t in res.time[k]]
-    power = np.einsum("ij,ij->i", res.actuator_forces[k], res.actuator_velocities[k])
+    power, dE = _power_balance(law, _prs_energies, res)
     np.testing.assert_allclose(power, dE, atol=1e-6 * np.abs(power).max())
 
 
@@ -118,3 +116,81 @@ def test_torsion_mode_of_the_head_is_a_cantilever_with_a_tip_mass():
         f = sim.modes(model, pose=pose, count=3).frequencies
         assert f[2] == pytest.approx(exact, rel=5e-5)
         assert f[0] == pytest.approx(f[1], rel=1e-7) and f[1] < 0.8 * f[2]   # the tilting pair, below
+
+
+def _power_balance(law, energy, res, h=2e-4):
+    """Drive power sum(tau * rate) and d(T + V)/dt from ``energy(law, t)`` (a fourth-order
+    difference) at every fifth sample of the inverse dynamics ``res``."""
+    total = lambda t: sum(energy(law, t)[:2])      # noqa: E731
+    k = np.arange(5, res.time.size - 1, 5)
+    dE = [(-total(t + 2 * h) + 8 * total(t + h) - 8 * total(t - h) + total(t - 2 * h)) / (12 * h)
+          for t in res.time[k]]
+    return np.einsum("ij,ij->i", res.actuator_forces[k], res.actuator_velocities[k]), np.array(dE)
+
+
+def _delta_pose(p):
+    """Shoulder angles (3,) (positive down), elbow and platform points (3, 3) of the rigid Delta
+    with its platform centre at ``p``: each arm's elbow B at the rods' length from the
+    platform point C, |C - B(theta)| = L_rod, on the branch of the arms' home."""
+    up = np.array([0.0, 0.0, 1.0])
+    theta, B, C = np.empty(3), np.empty((3, 3)), np.empty((3, 3))
+    for i, t in enumerate(delta.ANGLES):
+        radial = np.array([np.cos(t), np.sin(t), 0.0])
+        A, C[i] = delta.R_BASE * radial, p + delta.R_PLAT * radial
+        elbow = lambda th: A + delta.L_ARM * (np.cos(th) * radial - np.sin(th) * up)   # noqa: E731
+        theta[i] = brentq(lambda th: np.sum((C[i] - elbow(th)) ** 2) - delta.L_ROD**2, -1.0, 1.2, xtol=1e-15)
+        B[i] = elbow(theta[i])
+    return theta, B, C
+
+
+def _delta_energies(law, t, h=1e-5):
+    """Kinetic and potential energy of the rigid Delta at time ``t`` on ``law`` and its
+    shoulder rates (central differences): the arms turning about their shoulders, each rod
+    pair translating with its ends (a parallelogram), not spinning (a free motion the rigid
+    robot leaves at rest), the rods uniform tubes with their sections' rotary inertia."""
+    poses = [law(np.array([t + k * h]))[0][0] for k in (-1, 0, 1)]
+    states = [_delta_pose(p) for p in poses]
+    theta, B, C = states[1]
+    rate = lambda j: (states[2][j] - states[0][j]) / (2 * h)      # noqa: E731
+    theta_dot, v_B, v_C, v_p = rate(0), rate(1), rate(2), (poses[2] - poses[0]) / (2 * h)
+    m_rod = delta.RHO * np.pi * (delta.R_OUT**2 - (delta.R_OUT - delta.WALL) ** 2) * delta.L_ROD
+    section = (delta.R_OUT**2 + (delta.R_OUT - delta.WALL) ** 2) / 4
+    shoulder = delta.ARM_INERTIA + delta.M_ARM * (delta.L_ARM / 2) ** 2
+    T = 0.5 * delta.M_PLAT * v_p @ v_p + 0.5 * shoulder * theta_dot @ theta_dot
+    for a, c in zip(v_B, v_C):
+        T += 2 * (m_rod / 6 * (a @ a + a @ c + c @ c) + 0.5 * m_rod * section * np.sum((c - a) ** 2) / delta.L_ROD**2)
+    V = G * (delta.M_PLAT * poses[1][2] + delta.M_ARM * 0.5 * B[:, 2].sum() + m_rod * (B[:, 2] + C[:, 2]).sum())
+    return T, V, theta_dot
+
+
+def test_inverse_dynamics_of_a_delta_with_free_rod_spins_against_its_own_kinematics():
+    """A 5 cm circle at 2 turns/s, ramped: the rods' spins, free motions, stay at rest (the
+    minimum-norm rigid velocity) and the shoulder rates, kinetic and potential energy and the
+    drives' power agree with the Delta's closed-form kinematics."""
+    robot = sim.load_model(DELTA)
+    trajectory = dict(kind="circle", center=[0.0, 0.0, -0.35], radius=0.05, omega=4 * np.pi, duration=0.5, ramp=0.1)
+    law = circle(trajectory["center"], 0.05, 4 * np.pi, 0.5, 0.1)
+    res = sim.inverse_dynamics(robot, trajectory, samples=51)
+    ref = [_delta_energies(law, t) for t in res.time]
+    T, V, rate = (np.array([r[k] for r in ref]) for k in range(3))
+    np.testing.assert_allclose(res.actuator_velocities, rate, atol=1e-7 * np.abs(rate).max())
+    np.testing.assert_allclose(res.kinetic_energy, T, atol=1e-7 * T.max())
+    np.testing.assert_allclose(res.potential_energy - res.potential_energy[0], V - V[0], atol=1e-10)
+    power, dE = _power_balance(law, _delta_energies, res)
+    np.testing.assert_allclose(power, dE, atol=1e-6 * np.abs(power).max())
+
+
+def test_delta_rods_spin_freely_and_bend_as_pinned_rods():
+    """Arms locked: six rigid-body modes (the rods' spins) and, among the rods' bending modes,
+    six that leave the platform at rest: pinned-pinned rods, pi / (2 L^2) sqrt(EI / m) less
+    the sections' rotary inertia, (pi r_g / L)^2 / 2 (Rayleigh): within 3e-5 on 8 elements;
+    the other six, which move the platform, lie below."""
+    m = delta.RHO * np.pi * (delta.R_OUT**2 - (delta.R_OUT - delta.WALL) ** 2)
+    EI = delta.E * np.pi / 4 * (delta.R_OUT**4 - (delta.R_OUT - delta.WALL) ** 4)
+    gyration = (delta.R_OUT**2 + (delta.R_OUT - delta.WALL) ** 2) / 4
+    rod = np.pi / (2 * delta.L_ROD**2) * np.sqrt(EI / m) * (1 - 0.5 * np.pi**2 * gyration / delta.L_ROD**2)
+    result = sim.modes(sim.load_model(DELTA, elements=8), count=13)
+    f = result.frequencies
+    assert result.attrs["rigid_modes"] == 6
+    np.testing.assert_allclose(f[6:12], rod, rtol=3e-5)
+    assert np.all(f[:6] < rod) and f[12] > 3 * rod
