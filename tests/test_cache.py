@@ -37,3 +37,26 @@ def test_every_cached_kernel_carries_the_package_stamp():
                     found += 1
                     assert cache_file._source_stamp == stamp, f"{info.name}.{value.py_func.__name__}"
     assert found > 50
+
+
+def test_a_kernel_compiled_for_its_address_is_found_by_a_call_from_python(tmp_path):
+    """The evaluation is compiled for its machine-code address (`addresses`, the loops and the
+    cold-start helper) and called from Python (modes, assembly), often in different processes.
+    numba keys its disk cache by the signature as given: compiled from a full Signature, the
+    code was stored under a key that a call from Python misses, so the next process compiled
+    the evaluation again (12 s after every cold `sim run navaro_modes`).  A call from Python in a
+    new process now loads what the address compilation stored."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "tiny.py").write_text("from numba import njit\n\n\n@njit(cache=True)\ndef add(a, b):\n"
+                                      "    a[0] += b\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(
+        [str(tmp_path), str(ROOT.parent), os.environ.get("PYTHONPATH", "")]))
+    address = ("from numba import types\nimport tiny\nfrom sim.kernels.equations import _pointer\n"
+               "assert _pointer(tiny.add, types.void(types.float64[::1], types.float64)) > 0\n")
+    call = ("import numpy as np\nimport tiny\na = np.zeros(1)\ntiny.add(a, 2.0)\nassert a[0] == 2.0\n"
+            "print(sum(tiny.add.stats.cache_misses.values()), sum(tiny.add.stats.cache_hits.values()))\n")
+    subprocess.run([sys.executable, "-c", address], env=env, check=True)
+    out = subprocess.run([sys.executable, "-c", call], env=env, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["0", "1"], out

@@ -190,6 +190,11 @@ def _potential_signature(kind):
 
 
 def _pointer(kernel, signature):
+    # Compiled (or loaded) under the argument types first, the key of a call from Python:
+    # numba keys its disk cache by the signature as given, and a full Signature here would
+    # store the same machine code under another key, which the next process's Python calls
+    # miss (and compile again, 12 s for the evaluation).
+    kernel.compile(tuple(signature.args))
     result = kernel.get_compile_result(signature)
     return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
 
