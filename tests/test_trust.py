@@ -415,7 +415,7 @@ def test_a_ringing_the_step_does_not_resolve_is_measured_and_its_frequency_recov
     h, f = 2e-4, 1400.0
     t = np.arange(5000) * h
     ring = _newmark_free_vibration(f, h, t.size)
-    f_h = np.arctan(np.pi * f * h) / (np.pi * h)                 # 1054 Hz
+    f_h = np.arctan(np.pi * f * h) / (np.pi * h)                 # 1148 Hz
     slow = 3.0 * np.sin(2 * np.pi * 2.0 * t)
     deviation = np.column_stack([slow + ring, slow, 1e-12 * ring])
     share, freq = ringing(t, deviation, ["m", "m", "m"], h)

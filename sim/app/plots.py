@@ -6,6 +6,7 @@ Each ``plot_*`` function draws on a given Axes and returns it, so panels can be 
 """
 
 import contextlib
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -401,7 +402,6 @@ def plot_frf(ax, frequency, H, labels, damped=None, phase_ax=None):
                 phase_ax.plot(frequency, np.degrees(np.angle(H[:, i, j])), label=labels[i][j])
     if zero.any():
         names = "; ".join(f"{labels[i][j]} (peak {np.abs(H[:, i, j]).max():.1e})" for i, j in zip(*np.nonzero(zero)))
-        import textwrap
         ax.text(0.01, 0.98, textwrap.fill(f"zero to round-off, not drawn: {names}", 120), transform=ax.transAxes,
                 va="top", fontsize="x-small", color="0.3")
     for target in [ax] + ([phase_ax] if phase_ax is not None else []):

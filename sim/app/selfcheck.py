@@ -25,8 +25,8 @@ naming the scenario key to change.
   Butterworth high-pass) over the coordinate's peak, and that part's dominant frequency [Hz].
   An oscillation given fewer than :data:`RESOLVED_STEPS` steps per period is integrated with a
   frequency error: Newmark's average-acceleration rule, undamped, keeps its amplitude but
-  lowers its frequency ``f`` to ``f_h`` with ``tan(pi f_h h) = pi f h`` (-28 % at four steps
-  per period); above :data:`RINGING_LIMIT` the warning gives the step that resolves it (the
+  lowers its frequency ``f`` to ``f_h`` with ``tan(pi f_h h) = pi f h`` (-15 % at four steps
+  per period, -3 % at ten); above :data:`RINGING_LIMIT` the warning gives the step that resolves it (the
   full-speed start of a circle rings at the links' axial modes).  NaN where the output does
   not resolve that band, or for a coordinate at round-off (:data:`ROUNDOFF_RTOL`).
 """
