@@ -448,6 +448,7 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
     with h5py.File(out) as f:
         share = f["transient"].attrs["ringing_share"]
         assert share[0] > 0.3 and share[1] < 0.1
+        assert f["transient"].attrs["step"] == 2e-4
     for extra in (f"transient.step={advised}", "trajectory.ramp=0.05"):
         assert main(args + ["--set", extra]) == 0
         assert "warning:" not in capsys.readouterr().err, extra

@@ -399,6 +399,7 @@ def run(model, scenario, group, progress):
                     static(result.t))
     write_skeleton(model, scenario, group, result, law, samples)
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
+    group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
     group.attrs["start"] = table["start"]
     for key, value in damping.attrs().items():
         group.attrs[key] = value

@@ -115,6 +115,15 @@ def ringing(time, deviation, units, step):
     return share, frequency
 
 
+def _step(group):
+    """The time step [s] of a transient group: its attribute ``step`` (or, in files written
+    before it, the time covered over the ``steps`` taken); 0 when unknown."""
+    if "step" in group.attrs:
+        return float(group.attrs["step"])
+    t, steps = group["time"], group.attrs.get("steps", 0)
+    return float((t[-1] - t[0]) / steps) if steps > 0 and t.shape[0] > 1 else 0.0
+
+
 def undistorted(f_h, h):
     """The frequency [Hz] that Newmark's average-acceleration rule (undamped) integrates with
     step ``h`` [s] as ``f_h`` [Hz]: ``tan(pi f_h h) / (pi h)`` (its amplification matrix has
@@ -155,10 +164,9 @@ def check(groups):
         scale = max([tr.attrs["peak_deviation"], *sensors])
         tr.attrs["deflection_scale"] = scale
         tr.attrs["drift_ratio"] = drift_ratio(tr["constraint_violation"][...], scale)
-    if tr is not None and "deviation" in tr and "time" in tr and tr.attrs.get("steps", 0) > 0:
-        t = tr["time"][...]
+    if tr is not None and "deviation" in tr and "time" in tr and _step(tr) > 0:
         units = [str(u) for u in np.atleast_1d(tr["deviation"].attrs["units"])]
-        share, frequency = ringing(t, tr["deviation"][...], units, (t[-1] - t[0]) / tr.attrs["steps"])
+        share, frequency = ringing(tr["time"][...], tr["deviation"][...], units, _step(tr))
         tr.attrs["ringing_share"], tr.attrs["ringing_frequency"] = share, frequency
     if tr is not None and ked is not None and "deviation" in tr and "deviation" in ked:
         p_tr, p_ked = tr.attrs["peak_deviation"], ked.attrs["peak_deviation"]
@@ -184,8 +192,7 @@ def warnings(groups):
                    f"transient.step, or give the circle a trajectory.ramp")
     share = np.asarray(tr.attrs.get("ringing_share", []) if tr is not None else [], dtype=float)
     if np.nan_to_num(share).max(initial=0.0) > RINGING_LIMIT:
-        t = tr["time"]
-        h = (t[-1] - t[0]) / tr.attrs["steps"]
+        h = _step(tr)
         names = [str(n) for n in np.atleast_1d(tr.attrs.get("pose_names", [f"q{k}" for k in range(share.size)]))]
         over = [k for k in np.argsort(-np.nan_to_num(share)) if share[k] > RINGING_LIMIT]
         f_h = np.asarray(tr.attrs["ringing_frequency"], dtype=float)[over]
