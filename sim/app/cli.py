@@ -156,7 +156,7 @@ def cmd_modes(args):
                           "pose_names": list(model.pose_names)}))
         return 0
     at = " ".join(f"{n}={p:.6g}" for n, p in zip(model.pose_names, pose))
-    print(f"{path.name} at {at}: {len(frequencies)} elastic modes, "
+    print(f"{path.name} at {at}: the lowest {len(frequencies)} elastic modes (--count), "
           f"{int(result.rigid_count)} rigid-body modes")
     print(f"{'mode':>4}  {'frequency [Hz]':>14}  dominant body (kinetic energy)")
     energy = result.body_energy
