@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, scale_text, setup_axes  # noqa: E402
 from sim.app.results import lazy_result, strided  # noqa: E402
-from sim.app.selfcheck import ROUNDOFF_RTOL  # noqa: E402
+from sim.app.selfcheck import at_roundoff  # noqa: E402
 
 
 def _units_text(units):
@@ -419,7 +419,7 @@ def plot_frf(ax, frequency, H, labels, damped=None, phase_ax=None):
 
 def frf_roundoff(H):
     """Which pairs of a receptance ``H`` (n_f, n_out, n_in) vanish to round-off (a symmetric
-    robot's cross terms, 1e-19 beside 1e-7): peak |H| below :data:`ROUNDOFF_RTOL` of the
+    robot's cross terms, 1e-19 beside 1e-7): peak |H| below :data:`sim.app.selfcheck.ROUNDOFF_RTOL` of the
     largest pair's.  Pairs in m/N, rad/N, m/(N m) and rad/(N m) are compared as they are, a
     rotation as the motion it gives one metre away: a robot's size (0.1 to 10 m) does not
     matter against that threshold.
@@ -429,7 +429,7 @@ def frf_roundoff(H):
     ndarray of bool, shape (n_out, n_in)
     """
     peak = np.abs(np.asarray(H)).max(axis=0, initial=0.0)
-    return peak <= ROUNDOFF_RTOL * peak.max(initial=0.0) if peak.max(initial=0.0) > 0 else np.zeros(peak.shape, bool)
+    return at_roundoff(peak, peak.max(initial=0.0))
 
 
 def _frf_parts(group):
@@ -1058,7 +1058,7 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
     # A coordinate far below the largest deviation in its unit (an in-plane robot's
     # out-of-plane z, say) is round-off, drawn as the zero it is, not magnified.
     largest = _largest_deviation(trees, unit)
-    roundoff = 0.0 < peak <= ROUNDOFF_RTOL * largest or (peak == 0.0 and largest > 0.0)
+    roundoff = bool(at_roundoff(peak, largest))
     factor, shown = readable([largest] if roundoff else values, unit)
     if roundoff:
         ax.set_ylim(-1.0, 1.0)
