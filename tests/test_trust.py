@@ -145,12 +145,18 @@ def test_consistent_velocities_of_a_deformed_overconstrained_loop(five_bar):
 
 def test_five_bar_default_settings_hold_the_constraints_and_agree_with_ked(five_bar_run):
     """Issue 14's robot with default settings: violation <= 1 % of the peak deviation,
-    transient and KED peak deviations (translation norms) within 25 %, and both start from
-    the static deflection (deviation at t = 0 = deviation_static)."""
+    transient and KED peak deviations within 5 % in y and 1 % in the sag z (coordinate by
+    coordinate; x is the full-speed start's ringing), and both start from the static
+    deflection (deviation at t = 0 = deviation_static)."""
     with h5py.File(five_bar_run) as f:
         tr, kd = f["transient"], f["ked"]
         assert tr.attrs["drift_ratio"] <= 0.01
-        assert tr.attrs["ked_agreement"] <= 0.25
+        # Per coordinate: y and the sag z agree; x is the tubes' axial ringing after the
+        # full-speed start, which the KED's 6 modes keep only quasi-statically (see
+        # test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_warned_about).
+        agreement = tr.attrs["ked_agreement"]
+        assert agreement.shape == (3,) and agreement[1] <= 0.05 and agreement[2] <= 0.01
+        assert agreement[0] > 0.25
         assert tr["constraint_violation"][...].max() < 1e-7
         # The KED's stiff (truncated) modes take the inertia load of the circle's full-speed
         # start quasi-statically at once: its t = 0 deviation holds that too (3e-8 m).
@@ -165,7 +171,9 @@ def test_five_bar_default_settings_hold_the_constraints_and_agree_with_ked(five_
 
 def test_low_gains_are_warned_about(tmp_path, capsys):
     """Baumgarte gains of 0.5/s on the five-bar: the drift exceeds 1 % of the deflection and
-    one warning line names the keys to change; the default run has none."""
+    a warning line names the keys to change; the drift (0.3 um) also spoils the in-plane
+    deviations (0.04 and 0.27 um by the KED), which the KED agreement says in a second line
+    (not the norm, which the 18 um sag holds).  The default run has none."""
     out = tmp_path / "low.h5"
     # (a ramped start: the full-speed one rings faster than the step resolves, and says so)
     args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64",
@@ -173,7 +181,8 @@ def test_low_gains_are_warned_about(tmp_path, capsys):
     assert main(args + ["--set", "transient.alpha=0.5", "--set", "transient.beta=0.5"]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("warning:")]
-    assert len(lines) == 1 and "transient.alpha" in lines[0] and "transient.step" in lines[0]
+    assert len(lines) == 2 and "transient.alpha" in lines[0] and "transient.step" in lines[0]
+    assert lines[1].startswith("warning: transient and ked disagree") and ": x " in lines[1] and " z " not in lines[1]
     with h5py.File(out) as f:
         assert f["transient"].attrs["drift_ratio"] > 0.01
     assert main(args + ["--force"]) == 0
@@ -303,7 +312,7 @@ def test_arm_transient_and_ked_agree(tmp_path):
     with h5py.File(out) as f:
         tr, kd = f["transient"], f["ked"]
         assert tr["constraint_violation"][...].max() < 1e-7
-        assert tr.attrs["drift_ratio"] < 1e-3 and tr.attrs["ked_agreement"] < 0.01
+        assert tr.attrs["drift_ratio"] < 1e-3 and np.all(tr.attrs["ked_agreement"] < 0.01)
         t, dev = tr["time"][...], tr["deviation"][...]
         ked = np.column_stack([np.interp(t, kd["time"][...], d) for d in kd["deviation"][...].T])
         peak = np.abs(dev).max(axis=0)
@@ -434,21 +443,54 @@ def test_a_ringing_the_step_does_not_resolve_is_measured_and_its_frequency_recov
 
 def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_warned_about(tmp_path, capsys):
     """The circle's full-speed start rings at the tubes' axial modes (~2 kHz), which h = 0.2 ms
-    integrates at ~1.4 kHz: one warning names x, its share and the step that resolves it; with
-    that step, or with a ramped start, there is none."""
+    integrates at ~1.4 kHz: a warning names x, its share and the step that resolves it.  The
+    KED's 6 modes keep those modes only quasi-statically, so a second warning says the two
+    disagree on x (47 %; y and z agree) -- also at the advised step, until ked.modes reaches
+    them (12 modes: 0.1 %).  With a ramped start there is no warning."""
     out = tmp_path / "ring.h5"
     args = ["run", str(FIVE_BAR), "--out", str(out), "--force", "--set", "trajectory.duration=0.1",
             "--set", "ked.intervals=32"]
-    assert main(args) == 0
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert len(lines) == 1 and lines[0].startswith("warning: transient: the deviation rings faster"), lines
-    assert " x at " in lines[0] and " y at " not in lines[0] and "set transient.step <= " in lines[0]
-    advised = float(lines[0].split("set transient.step <= ")[1].split()[0])
+
+    def warned(*extra):
+        assert main(args + [a for e in extra for a in ("--set", e)]) == 0
+        return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+
+    lines = warned()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("warning: transient and ked disagree on the peak deviation") and ": x " in lines[0]
+    assert " y " not in lines[0] and " z " not in lines[0] and "raise ked.modes" in lines[0]
+    ring = lines[1]
+    assert ring.startswith("warning: transient: the deviation rings faster"), lines
+    assert " x at " in ring and " y at " not in ring and "set transient.step <= " in ring
+    advised = float(ring.split("set transient.step <= ")[1].split()[0])
     assert 3e-5 < advised < 6e-5
     with h5py.File(out) as f:
         share = f["transient"].attrs["ringing_share"]
         assert share[0] > 0.3 and share[1] < 0.1
         assert f["transient"].attrs["step"] == 2e-4
-    for extra in (f"transient.step={advised}", "trajectory.ramp=0.05"):
-        assert main(args + ["--set", extra]) == 0
-        assert "warning:" not in capsys.readouterr().err, extra
+        agreement = f["transient"].attrs["ked_agreement"]
+        assert 0.4 < agreement[0] < 0.55 and agreement[1] < 0.05 and agreement[2] < 0.01
+    lines = warned(f"transient.step={advised}")
+    assert len(lines) == 1 and lines[0].startswith("warning: transient and ked disagree") and ": x " in lines[0]
+    assert warned(f"transient.step={advised}", "ked.modes=12") == []
+    with h5py.File(out) as f:
+        assert np.nanmax(f["transient"].attrs["ked_agreement"]) < 0.01
+    assert warned("trajectory.ramp=0.05") == []
+
+
+def test_ked_agreement_is_per_coordinate():
+    """A planar robot's sag out of its plane dominates the translations' norm: an in-plane
+    coordinate the two analyses disagree on (x, 50 %) is seen beside it; rotations are compared
+    in their own unit; a coordinate at round-off in both is NaN, not a disagreement."""
+    from sim.app.selfcheck import agreement, peak_translation
+    t = np.linspace(0.0, 1.0, 201)[:, None]
+    wave = np.sin(2 * np.pi * 5 * t)
+    units = ["m", "m", "m", "rad", "rad"]
+    transient = np.hstack([1e-7 * wave, 2e-7 * wave, 1.8e-5 + 0 * t, 3e-6 * wave, 1e-20 * wave])
+    ked = np.hstack([5e-8 * wave, 2.02e-7 * wave, 1.8e-5 + 0 * t, 2.4e-6 * wave, 3e-20 * wave])
+    norm_tr, norm_ked = peak_translation(transient, units), peak_translation(ked, units)
+    assert abs(norm_ked - norm_tr) / norm_tr < 1e-4          # the norm sees nothing
+    value = agreement(transient, ked, units)
+    np.testing.assert_allclose(value[:4], [0.5, 0.01, 0.0, 0.2], atol=1e-12)
+    assert np.isnan(value[4])
+    assert np.isnan(agreement(np.zeros((3, 1)), np.zeros((3, 1)), ["m"])).all()      # a robot that does not deflect
