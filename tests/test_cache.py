@@ -60,3 +60,33 @@ def test_a_kernel_compiled_for_its_address_is_found_by_a_call_from_python(tmp_pa
     subprocess.run([sys.executable, "-c", address], env=env, check=True)
     out = subprocess.run([sys.executable, "-c", call], env=env, check=True, capture_output=True, text=True).stdout
     assert out.split() == ["0", "1"], out
+
+
+def test_a_cached_kernel_loads_without_numbas_lowering_registry_and_a_miss_still_compiles(tmp_path):
+    """A warm process loads its kernels without importing what numba needs only to compile
+    (numba refreshes its whole target context before each cache load: 0.1-0.15 s of a warm
+    `sim modes`; its random generators' implementations stand for the rest); a kernel missing
+    from the cache still compiles in that process (the compiler refreshes the context
+    itself), and both give the right numbers."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "tiny.py").write_text(
+        "import numpy as np\nfrom numba import njit\n\n\n@njit(cache=True)\ndef solve(A, b):\n"
+        "    return np.linalg.solve(A, b)\n\n\n@njit(cache=True)\ndef inverse(A):\n    return np.linalg.inv(A)\n\n\n"
+        "@njit(cache=True)\ndef key(s):\n    return hash(s)\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(
+        [str(tmp_path), str(ROOT.parent), os.environ.get("PYTHONPATH", "")]))
+    setup = "import sys\nimport numpy as np\nimport sim.kernels\nimport tiny\nA = np.array([[2.0, 1.0], [1.0, 3.0]])\n"
+    subprocess.run([sys.executable, "-c", setup + "tiny.solve(A, np.ones(2))\ntiny.key('abc')\n"], env=env, check=True)
+    warm = (setup + "x = tiny.solve(A, np.array([3.0, 4.0]))\n"
+            "assert np.allclose(x, [1.0, 1.0]), x\n"
+            "print(sum(tiny.solve.stats.cache_hits.values()), 'numba.np.random.generator_core' in sys.modules)\n"
+            "assert np.allclose(tiny.inverse(A) @ A, np.eye(2))\n"
+            "print(sum(tiny.inverse.stats.cache_misses.values()), 'numba.np.random.generator_core' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", warm], env=env, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["1", "False", "1", "True"], out
+    # Code that hashes strings refers to the process's hash secret: loaded, it finds it.
+    hashed = setup + "assert tiny.key('abc') == hash('abc')\nprint(sum(tiny.key.stats.cache_hits.values()))\n"
+    out = subprocess.run([sys.executable, "-c", hashed], env=env, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["1"], out
