@@ -445,8 +445,9 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
     """The circle's full-speed start rings at the tubes' axial modes (~2 kHz), which h = 0.2 ms
     integrates at ~1.4 kHz: a warning names x, its share and the step that resolves it.  The
     KED's 6 modes keep those modes only quasi-statically, so a second warning says the two
-    disagree on x (47 %; y and z agree) -- also at the advised step, until ked.modes reaches
-    them (12 modes: 0.1 %).  With a ramped start there is no warning."""
+    disagree on x (47 %; y and z agree) -- also at the advised step, where it names the
+    frequency above the KED's highest kept mode, until ked.modes reaches it (12 modes: 0.1 %).
+    With a ramped start there is no warning."""
     out = tmp_path / "ring.h5"
     args = ["run", str(FIVE_BAR), "--out", str(out), "--force", "--set", "trajectory.duration=0.1",
             "--set", "ked.intervals=32"]
@@ -470,8 +471,14 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
         assert f["transient"].attrs["step"] == 2e-4
         agreement = f["transient"].attrs["ked_agreement"]
         assert 0.4 < agreement[0] < 0.55 and agreement[1] < 0.05 and agreement[2] < 0.01
+    assert "highest kept mode" not in lines[0]      # the transient's ~2 kHz is integrated at 1.4 kHz here
     lines = warned(f"transient.step={advised}")
     assert len(lines) == 1 and lines[0].startswith("warning: transient and ked disagree") and ": x " in lines[0]
+    # ... and resolved, it is seen above the KED's 6 modes (up to 1418 Hz), and named.
+    hint = lines[0].split("above the KED's highest kept mode (")[1]
+    assert 1.3e3 < float(hint.split(" Hz")[0]) < 1.5e3, hint
+    assert 1.8e3 < float(hint.split("x at about ")[1].split(" Hz")[0]) < 2.1e3, hint
+    assert "raise ked.modes until the KED keeps it" in hint
     assert warned(f"transient.step={advised}", "ked.modes=12") == []
     with h5py.File(out) as f:
         assert np.nanmax(f["transient"].attrs["ked_agreement"]) < 0.01

@@ -19,7 +19,10 @@ naming the scenario key to change.
   that rings).  Coordinate by coordinate, not the translations' norm: a planar robot's sag out
   of its plane dominates that norm and hid a 47 % disagreement in the plane (the five-bar's x
   after a full-speed start).  NaN for a coordinate at round-off in both (:data:`ROUNDOFF_RTOL`
-  of the largest peak in its unit).
+  of the largest peak in its unit).  The warning names, for those coordinates, an oscillation
+  of the transient above the KED's highest kept mode (by :data:`KED_BAND_MARGIN`) that holds
+  more than :data:`AGREEMENT_LIMIT` of the peak: the KED cannot show it until ``ked.modes``
+  reaches its frequency.
 * ``samples_per_period`` (transient and KED): output samples per period of the highest
   natural frequency the run reports (``frequencies``, ``ked``, ``modes``); below
   :data:`SAMPLES_PER_PERIOD` the written series alias that mode and miss its peaks (a
@@ -42,6 +45,7 @@ SAMPLES_PER_PERIOD = 8    # output samples per period of the highest reported fr
 RESOLVED_STEPS = 10       # time steps per period of an oscillation integrated to a few per cent
 RINGING_LIMIT = 0.25      # share of a coordinate's peak deviation that may oscillate above that
 STEP_MARGIN = 1.25        # the advised step resolves the estimated frequency this much better
+KED_BAND_MARGIN = 1.2     # above the KED's highest kept frequency by this factor: beyond what it shows
 ROUNDOFF_RTOL = 1e-6      # a coordinate's deviation below this share of the largest one (same unit) is round-off
 # The scenario key that sets each group's output spacing.
 SPACING_KEYS = {"transient": "transient.output_step", "ked": "ked.output_step"}
@@ -135,27 +139,53 @@ def ringing(time, deviation, units, step):
         module's notes).
     """
     deviation = np.asarray(deviation, dtype=float).reshape(len(time), -1)
+    if not step > 0:
+        return np.full(deviation.shape[1], np.nan), np.full(deviation.shape[1], np.nan)
+    return above(time, deviation, units, 1.0 / (RESOLVED_STEPS * step))
+
+
+def above(time, deviation, units, cut):
+    """Each coordinate's deviation above the frequency ``cut`` [Hz] (zero-phase high-pass,
+    :func:`_high_pass`): its peak over the coordinate's peak [1] and its dominant frequency
+    [Hz], ndarrays (d,); NaN where the output (``time`` (n,), ``deviation`` (n, d) in
+    ``units``) does not resolve that band, or for a coordinate at round-off."""
+    deviation = np.asarray(deviation, dtype=float).reshape(len(time), -1)
     d = deviation.shape[1]
     share, frequency = np.full(d, np.nan), np.full(d, np.nan)
     n = len(time)
-    if n < 64 or not step > 0:
+    if n < 64 or not cut > 0:
         return share, frequency
     spacing = (time[-1] - time[0]) / (n - 1)
-    cut = 1.0 / (RESOLVED_STEPS * step)
     if not 0 < spacing < 0.4 / cut:         # the output does not show that band
         return share, frequency
     high = _high_pass(deviation, cut, spacing)
     spectrum = np.abs(np.fft.rfft(high * np.hanning(n)[:, None], axis=0))
     bins = np.fft.rfftfreq(n, spacing)
-    above = bins > cut      # the filter's skirt passes a little of a strong mode just below the cut
+    band = bins > cut       # the filter's skirt passes a little of a strong mode just below the cut
     units = [units] * d if isinstance(units, str) else list(units)
     peaks = np.abs(deviation).max(axis=0)
     for k in range(d):
         largest = max(p for p, u in zip(peaks, units) if u == units[k])
         if peaks[k] > 0 and not at_roundoff(peaks[k], largest):
             share[k] = np.abs(high[:, k]).max() / peaks[k]
-            frequency[k] = bins[above][np.argmax(spectrum[above, k])]
+            frequency[k] = bins[band][np.argmax(spectrum[band, k])]
     return share, frequency
+
+
+def _beyond_ked(tr, ked, over, names, units):
+    """The part of the warning on a disagreement that names, among the coordinates ``over``,
+    those whose transient deviation oscillates above the KED's highest kept mode by more than
+    :data:`AGREEMENT_LIMIT` of its peak (the KED cannot show that; ``ked.modes`` can), or ""."""
+    found = ked["frequencies"][...] if "frequencies" in ked else np.zeros(0)
+    highest = float(np.nanmax(found)) if found.size and np.isfinite(found).any() else 0.0
+    if not highest > 0:
+        return ""
+    share, frequency = above(tr["time"][...], tr["deviation"][...], units, KED_BAND_MARGIN * highest)
+    fast = [k for k in over if share[k] > AGREEMENT_LIMIT]
+    if not fast:
+        return ""
+    parts = ", ".join(f"{names[k]} at about {frequency[k]:.4g} Hz ({100 * share[k]:.2g} % of its peak)" for k in fast)
+    return f"; the transient oscillates above the KED's highest kept mode ({highest:.4g} Hz): {parts}"
 
 
 def _step(group):
@@ -247,11 +277,14 @@ def warnings(groups):
     if np.nan_to_num(apart, nan=0.0).max(initial=0.0) > AGREEMENT_LIMIT:
         names, units = _names(tr, apart.size), _units(tr)
         p_tr, p_ked = (np.abs(g["deviation"][...]).max(axis=0) for g in (tr, ked))
+        over = [k for k in np.argsort(-np.nan_to_num(apart, nan=0.0)) if apart[k] > AGREEMENT_LIMIT]
         parts = [f"{names[k]} {p_tr[k]:.3g} against {p_ked[k]:.3g} {units[k]} ({100 * apart[k]:.3g} % apart)"
-                 for k in np.argsort(-np.nan_to_num(apart, nan=0.0)) if apart[k] > AGREEMENT_LIMIT]
-        out.append(f"transient and ked disagree on the peak deviation (transient against ked): {', '.join(parts)}; "
-                   f"limit {100 * AGREEMENT_LIMIT:g} %: raise ked.modes or ked.intervals, lower "
-                   f"transient.step, or give the circle a trajectory.ramp")
+                 for k in over]
+        beyond = _beyond_ked(tr, ked, over, names, units)
+        advice = (f"{beyond}: raise ked.modes until the KED keeps it" if beyond else
+                  ": raise ked.modes or ked.intervals, lower transient.step")
+        out.append(f"transient and ked disagree on the peak deviation (transient against ked): {', '.join(parts)} "
+                   f"(limit {100 * AGREEMENT_LIMIT:g} %){advice}, or give the circle a trajectory.ramp")
     share = np.asarray(tr.attrs.get("ringing_share", []) if tr is not None else [], dtype=float)
     if np.nan_to_num(share).max(initial=0.0) > RINGING_LIMIT:
         h = _step(tr)
