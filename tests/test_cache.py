@@ -65,16 +65,18 @@ def test_a_kernel_compiled_for_its_address_is_found_by_a_call_from_python(tmp_pa
 def test_a_cached_kernel_loads_without_numbas_lowering_registry_and_a_miss_still_compiles(tmp_path):
     """A warm process loads its kernels without importing what numba needs only to compile
     (numba refreshes its whole target context before each cache load: 0.1-0.15 s of a warm
-    `sim modes`; its random generators' implementations stand for the rest); a kernel missing
-    from the cache still compiles in that process (the compiler refreshes the context
-    itself), and both give the right numbers."""
+    `sim modes`; its random generators' implementations stand for the rest) and without
+    parsing their bitcode; a kernel missing from the cache still compiles in that process (the
+    compiler refreshes the context itself), also one that calls a loaded kernel (its bitcode
+    is parsed then), and all give the right numbers."""
     import os
     import subprocess
     import sys
     (tmp_path / "tiny.py").write_text(
         "import numpy as np\nfrom numba import njit\n\n\n@njit(cache=True)\ndef solve(A, b):\n"
         "    return np.linalg.solve(A, b)\n\n\n@njit(cache=True)\ndef inverse(A):\n    return np.linalg.inv(A)\n\n\n"
-        "@njit(cache=True)\ndef key(s):\n    return hash(s)\n")
+        "@njit(cache=True)\ndef key(s):\n    return hash(s)\n\n\n"
+        "@njit(cache=True)\ndef twice(A, b):\n    return 2.0 * solve(A, b)\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(
         [str(tmp_path), str(ROOT.parent), os.environ.get("PYTHONPATH", "")]))
     setup = "import sys\nimport numpy as np\nimport sim.kernels\nimport tiny\nA = np.array([[2.0, 1.0], [1.0, 3.0]])\n"
@@ -86,7 +88,20 @@ def test_a_cached_kernel_loads_without_numbas_lowering_registry_and_a_miss_still
             "print(sum(tiny.inverse.stats.cache_misses.values()), 'numba.np.random.generator_core' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", warm], env=env, check=True, capture_output=True, text=True).stdout
     assert out.split() == ["1", "False", "1", "True"], out
+    # The loaded library's bitcode is parsed only when a caller compiled here links it in.
+    linked = (setup + "x = tiny.solve(A, np.array([3.0, 4.0]))\n"
+              "lib = next(iter(tiny.solve.overloads.values())).library\n"
+              "print('_pending_bitcode' in vars(lib))\n"
+              "assert np.allclose(tiny.twice(A, np.array([3.0, 4.0])), [2.0, 2.0])\n"
+              "print('_pending_bitcode' in vars(lib), sum(tiny.twice.stats.cache_misses.values()))\n")
+    out = subprocess.run([sys.executable, "-c", linked], env=env, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["True", "False", "1"], out
     # Code that hashes strings refers to the process's hash secret: loaded, it finds it.
-    hashed = setup + "assert tiny.key('abc') == hash('abc')\nprint(sum(tiny.key.stats.cache_hits.values()))\n"
+    # A symbol no parsed library defines has every pending bitcode parsed before it is denied.
+    hashed = (setup + "assert tiny.key('abc') == hash('abc')\nprint(sum(tiny.key.stats.cache_hits.values()))\n"
+              "from numba.core.registry import cpu_target\n"
+              "lib = next(iter(tiny.key.overloads.values())).library\n"
+              "print('_pending_bitcode' in vars(lib), cpu_target.target_context.codegen()._engine"
+              ".is_symbol_defined('no_such_symbol'), '_pending_bitcode' in vars(lib))\n")
     out = subprocess.run([sys.executable, "-c", hashed], env=env, check=True, capture_output=True, text=True).stdout
-    assert out.split() == ["1"], out
+    assert out.split() == ["1", "True", "False", "False"], out

@@ -48,41 +48,95 @@ _tolerant_cache_index()
 
 
 def _light_cache_loads():
-    """Load a cached kernel without first refreshing numba's whole lowering registry.
+    """Load a cached kernel with only what running it needs.
 
-    Before every load from the disk cache numba refreshes its target context: it imports and
-    installs every implementation it can compile (arrays, linalg, random, typed containers,
-    ...), 0.1-0.15 s of a warm `sim modes` (0.9 s).  Loading machine code needs none of it,
-    only the symbols the code refers to: the runtime's (NRT), and, for code that hashes
-    strings, those of the hash secret, which the import of ``numba.cpython.hashing``
-    registers (20 ms, so only for such code).  Every compilation refreshes the context itself
-    (numba's ``CompilerBase``), so a miss after a light load compiles as before.
+    numba does two things on every load from the disk cache that a process which only runs
+    the kernel does not need, 0.2 s of a warm `sim modes` (0.96 s):
+
+    * it refreshes its target context: imports and installs every implementation it can
+      compile (arrays, linalg, random, typed containers, ...).  Running machine code needs only
+      the symbols it refers to: the runtime's (NRT), and, for code that hashes strings, those
+      of the hash secret, which the import of ``numba.cpython.hashing`` registers (20 ms, so
+      only for such code).  Every compilation refreshes the context itself (numba's
+      ``CompilerBase``), so a miss after a light load compiles as before;
+    * it parses the library's LLVM bitcode (kept for linking it into a caller compiled later)
+      and lists the symbols it defines, so that the entry points can be looked up.  Here the
+      bitcode waits until a caller is linked against it, or a symbol is looked up that no
+      parsed library defines; the two entry points (the function and its Python wrapper,
+      named in the cached function descriptor) are listed at once.
     """
-    from numba.core import caching
+    import weakref
+
+    import llvmlite.binding as ll
+    from numba.core import caching, codegen
     from numba.core.runtime import rtsys
 
+    library, engine = codegen.CPUCodeLibrary, codegen.JitEngine
     if getattr(caching.Cache.load_overload, "light", False):
         return
-    rebuild = caching.CompileResultCacheImpl.rebuild
+    rebuild, unserialize = caching.CompileResultCacheImpl.rebuild, library._unserialize.__func__
+    for_linking, defined = library._get_module_for_linking, engine.is_symbol_defined
+    pending = weakref.WeakSet()     # loaded libraries whose bitcode is not parsed yet
+
+    def parse(lib):
+        bitcode = lib.__dict__.pop("_pending_bitcode", None)
+        if bitcode is not None:
+            pending.discard(lib)
+            lib._shared_module = ll.parse_bitcode(bitcode)
+            lib._codegen._engine._load_defined_symbols(lib._shared_module)
 
     def load_overload(self, sig, target_context):
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
-    def rebuild_with_symbols(self, target_context, payload):
-        try:    # the library as numba stores it: (name, "object", (object code, bitcode))
-            _, kind, (code, _) = payload[0]
+    def rebuild_light(self, target_context, payload):
+        try:    # numba's payload: ((name, "object", (object code, bitcode)), fndesc, ...)
+            (_, kind, (code, _)), fndesc = payload[0], payload[1]
+            entries = {fndesc.llvm_func_name, fndesc.llvm_cpython_wrapper_name}
             hashes = kind != "object" or b"_numba_hashsecret_" in code
-        except (TypeError, ValueError, IndexError):
-            hashes = True
+        except (TypeError, ValueError, IndexError, AttributeError):
+            entries, hashes = set(), True
         if hashes:
             import numba.cpython.hashing  # noqa: F401
-        return rebuild(self, target_context, payload)
+        symbols = target_context.codegen()._engine._defined_symbols
+        new = entries - symbols
+        symbols |= new
+        try:
+            return rebuild(self, target_context, payload)
+        except BaseException:
+            symbols -= new
+            raise
+
+    def unserialize_light(cls, cg, state):
+        name, kind, data = state
+        if kind != "object":
+            return unserialize(cls, cg, state)
+        code, bitcode = data
+        lib = cg.create_library(name)
+        lib.enable_object_caching()
+        lib._set_compiled_object(code)
+        lib._pending_bitcode = bitcode
+        pending.add(lib)
+        lib._finalize_final_module()
+        return lib
+
+    def get_module_for_linking(self):
+        parse(self)
+        return for_linking(self)
+
+    def is_symbol_defined(self, name):
+        if not defined(self, name):
+            for lib in list(pending):
+                parse(lib)
+        return defined(self, name)
 
     load_overload.light = True
     caching.Cache.load_overload = load_overload
-    caching.CompileResultCacheImpl.rebuild = rebuild_with_symbols
+    caching.CompileResultCacheImpl.rebuild = rebuild_light
+    library._unserialize = classmethod(unserialize_light)
+    library._get_module_for_linking = get_module_for_linking
+    engine.is_symbol_defined = is_symbol_defined
 
 
 _light_cache_loads()
