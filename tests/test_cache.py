@@ -80,28 +80,31 @@ def test_a_cached_kernel_loads_without_numbas_lowering_registry_and_a_miss_still
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(
         [str(tmp_path), str(ROOT.parent), os.environ.get("PYTHONPATH", "")]))
     setup = "import sys\nimport numpy as np\nimport sim.kernels\nimport tiny\nA = np.array([[2.0, 1.0], [1.0, 3.0]])\n"
-    subprocess.run([sys.executable, "-c", setup + "tiny.solve(A, np.ones(2))\ntiny.key('abc')\n"], env=env, check=True)
-    warm = (setup + "x = tiny.solve(A, np.array([3.0, 4.0]))\n"
-            "assert np.allclose(x, [1.0, 1.0]), x\n"
-            "print(sum(tiny.solve.stats.cache_hits.values()), 'numba.np.random.generator_core' in sys.modules)\n"
-            "assert np.allclose(tiny.inverse(A) @ A, np.eye(2))\n"
-            "print(sum(tiny.inverse.stats.cache_misses.values()), 'numba.np.random.generator_core' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", warm], env=env, check=True, capture_output=True, text=True).stdout
-    assert out.split() == ["1", "False", "1", "True"], out
+
+    def printed(script):
+        """What a fresh process running ``setup + script`` prints, split into words."""
+        return subprocess.run([sys.executable, "-c", setup + script], env=env, check=True, capture_output=True,
+                              text=True).stdout.split()
+
+    printed("tiny.solve(A, np.ones(2))\ntiny.key('abc')\n")
+    out = printed("x = tiny.solve(A, np.array([3.0, 4.0]))\n"
+                  "assert np.allclose(x, [1.0, 1.0]), x\n"
+                  "print(sum(tiny.solve.stats.cache_hits.values()), 'numba.np.random.generator_core' in sys.modules)\n"
+                  "assert np.allclose(tiny.inverse(A) @ A, np.eye(2))\n"
+                  "print(sum(tiny.inverse.stats.cache_misses.values()), 'numba.np.random.generator_core' in sys.modules)\n")
+    assert out == ["1", "False", "1", "True"], out
     # The loaded library's bitcode is parsed only when a caller compiled here links it in.
-    linked = (setup + "x = tiny.solve(A, np.array([3.0, 4.0]))\n"
-              "lib = next(iter(tiny.solve.overloads.values())).library\n"
-              "print('_pending_bitcode' in vars(lib))\n"
-              "assert np.allclose(tiny.twice(A, np.array([3.0, 4.0])), [2.0, 2.0])\n"
-              "print('_pending_bitcode' in vars(lib), sum(tiny.twice.stats.cache_misses.values()))\n")
-    out = subprocess.run([sys.executable, "-c", linked], env=env, check=True, capture_output=True, text=True).stdout
-    assert out.split() == ["True", "False", "1"], out
+    out = printed("x = tiny.solve(A, np.array([3.0, 4.0]))\n"
+                  "lib = next(iter(tiny.solve.overloads.values())).library\n"
+                  "print('_pending_bitcode' in vars(lib))\n"
+                  "assert np.allclose(tiny.twice(A, np.array([3.0, 4.0])), [2.0, 2.0])\n"
+                  "print('_pending_bitcode' in vars(lib), sum(tiny.twice.stats.cache_misses.values()))\n")
+    assert out == ["True", "False", "1"], out
     # Code that hashes strings refers to the process's hash secret: loaded, it finds it.
     # A symbol no parsed library defines has every pending bitcode parsed before it is denied.
-    hashed = (setup + "assert tiny.key('abc') == hash('abc')\nprint(sum(tiny.key.stats.cache_hits.values()))\n"
-              "from numba.core.registry import cpu_target\n"
-              "lib = next(iter(tiny.key.overloads.values())).library\n"
-              "print('_pending_bitcode' in vars(lib), cpu_target.target_context.codegen()._engine"
-              ".is_symbol_defined('no_such_symbol'), '_pending_bitcode' in vars(lib))\n")
-    out = subprocess.run([sys.executable, "-c", hashed], env=env, check=True, capture_output=True, text=True).stdout
-    assert out.split() == ["1", "True", "False", "False"], out
+    out = printed("assert tiny.key('abc') == hash('abc')\nprint(sum(tiny.key.stats.cache_hits.values()))\n"
+                  "from numba.core.registry import cpu_target\n"
+                  "lib = next(iter(tiny.key.overloads.values())).library\n"
+                  "print('_pending_bitcode' in vars(lib), cpu_target.target_context.codegen()._engine"
+                  ".is_symbol_defined('no_such_symbol'), '_pending_bitcode' in vars(lib))\n")
+    assert out == ["1", "True", "False", "False"], out
