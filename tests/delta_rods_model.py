@@ -3,7 +3,9 @@ whose spins are free motions).
 
 Three rigid upper arms (0.25 m, 0.4 kg) turn about tangential shoulder axes at 0.2 m from the
 axis, 120 deg apart (the actuated joints).  Each forearm is a parallelogram of two aluminium
-rods (tube 10 x 1 mm, 0.5 m, ``elements`` beam elements, 60 mm apart) with spherical joints at
+rods (tube 10 x 1 mm, 0.5 m, ``elements`` beam elements, 60 mm apart; or six counts, one per
+rod, in the order ``rod0l, rod0r, rod1l, ...``: rods of different counts are body groups of their
+own) with spherical joints at
 both ends, on a 0.3 kg platform at 0.05 m.  End-effector coordinates ``x y z`` (the
 parallelograms keep the platform's orientation); each rod spins freely about its axis: six
 free motions of the structure with the arms locked.
@@ -22,6 +24,7 @@ ARM_INERTIA = M_ARM * L_ARM**2 / 12      # kg m^2 about its centre, across the a
 
 
 def build(elements=2):
+    counts = iter(np.broadcast_to(np.asarray(elements, dtype=int), 6).tolist())
     rod = Section.tube(R_OUT, WALL, E=E, rho=RHO, nu=NU)
     b = ModelBuilder("delta_rods", gravity=(0.0, 0.0, -9.81))
     b.add_rigid_body("platform", M_PLAT, (0, 0, HEIGHT), 2e-4 * np.eye(3), position=(0, 0, HEIGHT))
@@ -39,9 +42,9 @@ def build(elements=2):
         b.add_actuator(f"theta{i}", f"A{i}")
         for side, s in (("l", -0.5), ("r", 0.5)):
             name, Bs, Cs = f"rod{i}{side}", B + s * WIDTH * tangent, C + s * WIDTH * tangent
-            b.add_beam_body(name, np.linspace(Bs, Cs, elements + 1),
-                            np.column_stack([np.arange(elements), np.arange(1, elements + 1)]), rod,
-                            z_ref=tangent, clamp=0)
+            n = next(counts)
+            b.add_beam_body(name, np.linspace(Bs, Cs, n + 1), np.column_stack([np.arange(n), np.arange(1, n + 1)]),
+                            rod, z_ref=tangent, clamp=0)
             b.add_marker(f"B{i}{side}a", f"arm{i}", Bs)
             b.add_marker(f"B{i}{side}b", name, Bs)
             b.add_joint(f"B{i}{side}", "spherical", f"B{i}{side}a", f"B{i}{side}b")

@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose
 
 from sim.model.constraints import actuator_values, constraints
 from sim.model.dynamics import damping_matrix, mass_and_forces, mass_matrix, potential, stiffness_matrix
+from sim.kernels.equations import GROUPS
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import integrate, markers
 from sim.model.loader import load_model
@@ -23,6 +24,8 @@ CASES = {
     "flexible_arm": ("models/flexible_arm.py", {"elements": 4}),
     "delta_surgiscope": ("models/delta_surgiscope.py", {}),
     "pss6_compliant": ("models/pss6.py", {"compliant_drives": True}),
+    # Six rods of six elastic sizes: seven body groups, beyond the GROUPS the evaluation unrolls.
+    "delta_rods_mixed": ("tests/delta_rods_model.py", {"elements": [1, 2, 3, 4, 5, 6]}),
 }
 
 
@@ -45,6 +48,14 @@ def states(request):
         s = oracles.actuator_values(model, q)[0] + 0.01 * rng.standard_normal(len(model.actuators))
         out.append((q, v, s, 0.3 * rng.standard_normal(len(model.actuators))))
     return request.param, model, out
+
+
+def test_a_case_has_more_body_groups_than_the_evaluation_unrolls():
+    """The evaluation reads the first GROUPS body groups at literal indices, the rest at run
+    time: a case above keeps the second path covered."""
+    path, params = CASES["delta_rods_mixed"]
+    t = Evaluator(load_model(ROOT / path, params)).tables
+    assert sum(g.size > 0 for g in t.g_qs) > GROUPS, "the mixed Delta no longer has more body groups than GROUPS"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ compiled once.
 from typing import NamedTuple
 
 import numpy as np
-from numba import boolean, float64, njit, typeof, types, void
+from numba import boolean, float64, literal_unroll, njit, typeof, types, void
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -126,6 +126,21 @@ def work(t):
                   np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)))
 
 
+# Body groups: the tables' group tuples are padded to a multiple of this (a tuple's length is
+# part of its type, so every robot with up to GROUPS groups of elastic sizes shares one
+# compilation of every kernel; sim.model.tables).
+GROUPS = 4
+_GROUP_INDICES = tuple(range(GROUPS))
+
+
+@njit(cache=True, inline="always")
+def _group(g, q, v, t, M, Q, Q0, G, with_G):
+    """:func:`group_terms` of body group ``g`` of the tables ``t`` (none for padding)."""
+    if t.g_qs[g].size:
+        group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
+                    t.g_Tval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, Q0, G, with_G)
+
+
 @njit(cache=True, nogil=True)
 def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush, bodies):
     """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables` by reference
@@ -143,12 +158,13 @@ def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_
     Without ``bodies``, the markers and constraint rows only (``M``, ``Q`` untouched).
     """
     if bodies:
-        for g in range(len(t.g_qs)):
-            if t.g_qs[g].size == 0:      # padding (sim.model.tables.GROUPS)
-                continue
-            group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
-                         t.g_Tval[g], t.g_Jrot[g],
-                         t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, Q0, G, with_G)
+        # The group tuples at literal indices, each call reading one element of each: a tuple
+        # indexed at run time is copied whole at every access (a fifth of a small model's
+        # evaluation).  Beyond the GROUPS a robot rarely exceeds, at run time.
+        for g in literal_unroll(_GROUP_INDICES):
+            _group(g, q, v, t, M, Q, Q0, G, with_G)
+        for g in range(GROUPS, len(t.g_qs)):
+            _group(g, q, v, t, M, Q, Q0, G, with_G)
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
             tangent = np.zeros((n, n)) if with_K else M

@@ -15,10 +15,10 @@ from sim.kernels.frames import quat_R_into, skew_into
 
 
 @njit(cache=True)
-def marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq):
-    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` (see :func:`markers`)."""
-    B = np.empty((3, 3))
-    X = np.empty((3, 3))
+def marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq, BX):
+    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` (see :func:`markers`); ``BX``
+    (2, 3, 3): scratch."""
+    B, X = BX[0], BX[1]
     # point: B = skew(w x u + 2 u_dot) + W skew(u),  W skew(u) = u w^T - (w.u) 1
     x0 = w1 * u[2] - w2 * u[1] + 2 * ud[0]
     x1 = w2 * u[0] - w0 * u[2] + 2 * ud[1]
@@ -83,16 +83,15 @@ def markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw
     """
     n_m = body.size
     nf = D.shape[2]
-    R = np.empty((3, 3))
-    Ap = np.empty((3, 3))      # marker axes in the body frame, deformed
-    ta = np.empty((3, 3))      # skew(theta_dot) R_BM
-    wa = np.empty((3, 3))      # skew(w) Ap
-    u = np.empty(3)
-    th = np.empty(3)
-    ud = np.empty(3)
-    thd = np.empty(3)
-    x = np.empty(3)
-    y = np.empty(3)
+    # One heap allocation for all the scratch, none per marker (marker_velocity's too).
+    scratch = np.empty(72)
+    R = scratch[0:9].reshape((3, 3))
+    Ap = scratch[9:18].reshape((3, 3))      # marker axes in the body frame, deformed
+    ta = scratch[18:27].reshape((3, 3))     # skew(theta_dot) R_BM
+    wa = scratch[27:36].reshape((3, 3))     # skew(w) Ap
+    u, th, ud = scratch[36:39], scratch[39:42], scratch[42:45]
+    thd, x, y = scratch[45:48], scratch[48:51], scratch[51:54]
+    BX = scratch[54:72].reshape((2, 3, 3))
     for m in range(n_m):
         b = body[m]
         if b < 0:
@@ -189,4 +188,4 @@ def markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw
                     Ja[m, k, i, 6 + f] = (Ri0 * (e1 * r2 - e2 * r1) + Ri1 * (e2 * r0 - e0 * r2)
                                           + Ri2 * (e0 * r1 - e1 * r0))
         if with_G:
-            marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq)
+            marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq, BX)

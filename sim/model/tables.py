@@ -4,12 +4,13 @@
 :class:`sim.kernels.equations.Tables` (the model keeps them as :attr:`~sim.model.Model.kernel`,
 built with it); :func:`tables` adds fresh work arrays, one set per caller, so that a model
 can be shared by threads and processes.  Array types and ranks are the same for every model
-(integers int64, reals float64, tuples over the body groups padded to :data:`GROUPS`), so one
-compilation of the kernels serves every robot with up to four body groups.
+(integers int64, reals float64, tuples over the body groups padded to
+:data:`sim.kernels.equations.GROUPS`), so one compilation of the kernels serves every robot
+with up to four body groups.
 """
 import numpy as np
 
-from sim.kernels.equations import Tables, work
+from sim.kernels.equations import GROUPS, Tables, work
 from sim.kernels.stretch import compact
 
 KINDS = ("point", "dot", "ddot", "angle")
@@ -63,10 +64,6 @@ def _sparse_T(group):
     return np.stack([k, l, c, a], axis=1).astype(np.int64), np.ascontiguousarray(T[:, l, k, c, a])
 
 
-# The group tuples are padded with empty groups to a multiple of this: a tuple's length is part
-# of its type, so every robot with up to GROUPS body groups (elastic sizes) shares one
-# compilation of every kernel.
-GROUPS = 4
 # An empty group of each g_* field (no bodies), in field order.
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 3, 1)),
           np.zeros((0, 3, 3, 1, 1)), np.zeros((0, 4), dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 3, 3)),
@@ -74,7 +71,8 @@ _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
 
 
 def _groups(model):
-    """The ``g_*`` fields: tuples over the body groups, padded to a multiple of :data:`GROUPS`."""
+    """The ``g_*`` fields: tuples over the body groups, padded to a multiple of
+    :data:`sim.kernels.equations.GROUPS`."""
     groups = model.body_groups
     dense = lambda f: tuple(np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups)   # noqa: E731
     sparse = [_sparse_T(g) for g in groups]
