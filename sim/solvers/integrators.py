@@ -298,12 +298,13 @@ def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol,
 
 
 @njit(cache=True, inline="always")
-def _dot(x, y):
-    """``x . y`` as a plain loop: for the short rows here, a BLAS call costs more than the
-    arithmetic."""
+def _dot(A, i, y):
+    """``A[i] . y`` as a plain loop on ``A``'s entries: for the short rows here, a BLAS call
+    costs more than the arithmetic, and even the row as a view (a reference count taken and
+    released) costs about as much."""
     acc = 0.0
-    for i in range(x.size):
-        acc += x[i] * y[i]
+    for j in range(y.size):
+        acc += A[i, j] * y[j]
     return acc
 
 
@@ -313,7 +314,7 @@ def _row(k, row, nj, phi, J, gamma, v, s, sd, sdd, angle):
     ``C_dot`` and acceleration right-hand side ``gamma``; a driving row (``row >= nj``) is
     ``s - s_ref`` (wrapped for angles), with the law's rates."""
     C = phi[row]
-    C_dot = _dot(J[row], v)
+    C_dot = _dot(J, row, v)
     rhs = gamma[row]
     if row >= nj:
         i = row - nj
@@ -348,7 +349,7 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
             err = s[k] - w.phi[row]
             if t.angle[k]:
                 err = (err + np.pi) % (2 * np.pi) - np.pi
-            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - _dot(J[row], v1))
+            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - _dot(J, row, v1))
             for j in range(n):
                 Q[j] += J[row, j] * tau
             if jacobian and sch.kd != 0.0:
@@ -358,7 +359,7 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
                             w.G[i, j] -= sch.kd * J[row, i] * J[row, j]
     if D.shape[0]:
         for i in range(n):
-            Q[i] -= _dot(D[i], v1)
+            Q[i] -= _dot(D, i, v1)
         if jacobian:
             G = w.G
             for i in range(n):
@@ -377,7 +378,7 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
     for k in range(rows.size):
         row = rows[k]
         C, C_dot, rhs = _row(k, row, nj, w.phi, J, w.gamma, v1, s, sd, sdd, t.angle)
-        r[n + k] = _dot(J[row], a) - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
+        r[n + k] = _dot(J, row, a) - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
         lk = lam[k]
         for j in range(n):
             r[j] += J[row, j] * lk
