@@ -309,21 +309,19 @@ def _dot(A, i, y):
 
 
 @njit(cache=True, inline="always")
-def _row(k, row, nj, phi, J, gamma, v, s, sd, sdd, angle):
-    """Constraint row ``k`` of the problem (row ``row`` of the evaluation): value ``C``, rate
-    ``C_dot`` and acceleration right-hand side ``gamma``; a driving row (``row >= nj``) is
-    ``s - s_ref`` (wrapped for angles), with the law's rates."""
+def _row(row, nj, phi, gamma, s, sdd, angle):
+    """Row ``row`` of the evaluation as a constraint of the problem: value ``C`` and
+    acceleration right-hand side ``gamma``; a driving row (``row >= nj``) is ``s - s_ref``
+    (wrapped for angles), with the law's acceleration (its rate: :func:`_equations`)."""
     C = phi[row]
-    C_dot = _dot(J, row, v)
     rhs = gamma[row]
     if row >= nj:
         i = row - nj
         C -= s[i]
         if angle[i]:
             C = (C + np.pi) % (2 * np.pi) - np.pi
-        C_dot -= sd[i]
         rhs += sdd[i]
-    return C, C_dot, rhs
+    return C, rhs
 
 
 @njit(cache=True)
@@ -365,23 +363,31 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
             for i in range(n):
                 for j in range(n):
                     G[i, j] -= D[i, j]
+    # The products below are written as updates along contiguous rows, several independent
+    # sums per pass: one dot product at a time waits on each addition's latency.
     r = w.r
     M = w.M
     for b in range(t.body_v.size):       # M a, body block by body block (M is block diagonal)
         v0 = t.body_v[b]
         v1_ = v0 + 6 + t.body_nf[b]
+        r[v0:v1_] = 0.0
+        for j in range(v0, v1_):         # M symmetric: column j of M is its row j
+            aj = a[j]
+            for i in range(v0, v1_):
+                r[i] += M[j, i] * aj
         for i in range(v0, v1_):
-            acc = 0.0
-            for j in range(v0, v1_):
-                acc += M[i, j] * a[j]
-            r[i] = acc - Q[i]
+            r[i] -= Q[i]
     for k in range(rows.size):
         row = rows[k]
-        C, C_dot, rhs = _row(k, row, nj, w.phi, J, w.gamma, v1, s, sd, sdd, t.angle)
-        r[n + k] = _dot(J, row, a) - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
-        lk = lam[k]
-        for j in range(n):
-            r[j] += J[row, j] * lk
+        C, rhs = _row(row, nj, w.phi, w.gamma, s, sdd, t.angle)
+        Jv, Ja, lk = 0.0, 0.0, lam[k]
+        for j in range(n):               # C_dot = J v, J a and J^T lam in one pass
+            J_rj = J[row, j]
+            Jv += J_rj * v1[j]
+            Ja += J_rj * a[j]
+            r[j] += J_rj * lk
+        C_dot = Jv - sd[row - nj] if row >= nj else Jv
+        r[n + k] = Ja - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
 
 
 @njit(cache=True, inline="always")
@@ -579,7 +585,7 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
             kinetic += 0.5 * st.v[i] * acc
     violation = 0.0
     for k in range(rows.size):
-        C = _row(k, rows[k], t.n_joint, w.phi, w.J, w.gamma, st.v, s, sd, sdd, t.angle)[0]
+        C = _row(rows[k], t.n_joint, w.phi, w.gamma, s, sdd, t.angle)[0]
         violation += C * C
     gravity, elastic = potential_function(f[1], t)(st.q, t)
     out.energy[j, 0], out.energy[j, 1], out.energy[j, 2] = kinetic, gravity, elastic
