@@ -43,7 +43,7 @@ def _unit(c, sign):
     return (sign if c == 0 else 0.0), (sign if c == 1 else 0.0), (sign if c == 2 else 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_row(J, r, coef, Jloc, cols):
     """J[r, cols] += coef @ Jloc  (coef a 3-tuple, Jloc (3, n_loc))."""
     c0, c1, c2 = coef
