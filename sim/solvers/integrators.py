@@ -299,9 +299,9 @@ def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol,
 
 @njit(cache=True, inline="always")
 def _dot(A, i, y):
-    """``A[i] . y`` as a plain loop on ``A``'s entries: for the short rows here, a BLAS call
-    costs more than the arithmetic, and even the row as a view (a reference count taken and
-    released) costs about as much."""
+    """``A[i] . y`` as a plain loop: for the short rows here, a BLAS call costs more than the
+    arithmetic.  On ``A``'s entries, not on a view of the row, which takes and releases a
+    reference count."""
     acc = 0.0
     for j in range(y.size):
         acc += A[i, j] * y[j]
