@@ -126,6 +126,20 @@ def _unraisable(unraisable):
     _installed[0](unraisable)
 
 
+def check_stop():
+    """Raise again, as :class:`Interrupted`, a stop signal whose exception was lost.
+
+    A handler raises where the main thread is, and a few places in Python and its extension
+    modules clear the exception they meet (a C function that looks up a dictionary or an
+    attribute and treats any failure as "absent"): the run then goes on to its end and exits
+    0.  The stop is recorded before it is raised, so the next check raises it again; the
+    command line's progress bars check at each update (each chunk of steps or samples).
+    Does nothing in library use (no handlers installed) and outside the main thread.
+    """
+    if _stopping and threading.current_thread() is threading.main_thread():
+        raise Interrupted(_stopping[0])
+
+
 def install_stop_handlers():
     """Make SIGTERM and SIGHUP stop the program as Ctrl-C does (raising :class:`Interrupted`
     where it is), and any stop signal after the first end it at once (main thread only).

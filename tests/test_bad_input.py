@@ -237,6 +237,43 @@ def test_interrupted_run(tmp_path):
             assert f.attrs["status"] == "incomplete" and f.attrs["message"] == "interrupted"
 
 
+def _swallow_a_stop(function, calls=(0,)):
+    """``function`` with Ctrl-C pressed, and its exception lost, on its calls numbered ``calls``:
+    what a C look-up that treats any failure as "absent" does to a stop raised inside it."""
+    count = [0]
+
+    def swallowing(*args, **kwargs):
+        if count[0] in calls:
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                pass
+        count[0] += 1
+        return function(*args, **kwargs)
+    return swallowing
+
+
+@pytest.mark.parametrize("where", ["model", "transient"])
+def test_a_lost_stop_still_ends_the_run(sim_run, monkeypatch, where):
+    """A stop whose exception Python lost is raised at the next analysis or progress update:
+    exit 130, one line, no complete file (it ran to its end and exited 0 before)."""
+    from sim.app import api
+    from sim.solvers.integrators import GeneralizedAlpha
+    if where == "model":
+        monkeypatch.setattr(api, "load_model", _swallow_a_stop(api.load_model))
+    else:   # at the transient's first chunk of steps
+        monkeypatch.setattr(GeneralizedAlpha, "advance", _swallow_a_stop(GeneralizedAlpha.advance))
+    text = (ROOT / "scenarios" / "slider_crank.toml").read_text()
+    code, err, out = sim_run(text.replace("../models/", f"{MODELS}/"))
+    check_outcome(code, err, out, "interrupted", exit_code=130)
+    if where == "model":
+        assert not out.exists()
+    else:
+        with h5py.File(out, "r") as f:
+            assert f.attrs["status"] == "incomplete" and f.attrs["message"] == "interrupted"
+            assert f["transient"].attrs["status"] == "incomplete"
+
+
 @pytest.mark.parametrize("model, fragments", [
     # The Delta-Surgiscope's links hang on lumped springs: turning its motors places no body,
     # so a drive-law transient has no rigid reference to measure the deviation from.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.errors import SimError
+from sim.errors import SimError, check_stop
 
 __all__ = ["Result", "load_model", "modes", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
            "identify", "run", "open_results"]
@@ -388,6 +388,7 @@ def _run(scenario, out, force, allow_long):
                         overrides=scenario.overrides, kernels_load_time_s=loading,
                         references=[dataclasses.asdict(r) for r in getattr(model, "references", ())]) as result:
             for name in scenario.analyses:
+                check_stop()
                 if name in delegated:
                     start = time.perf_counter()
                     helper.wait(name)

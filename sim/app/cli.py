@@ -16,8 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
-from sim.errors import (STOP_SIGNALS, Interrupted, SimError, install_stop_handlers, one_line, restore_handlers,
-                        stop_in)
+from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, one_line,
+                        restore_handlers, stop_in)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -31,9 +31,14 @@ def make_progress():
 
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
 
+    class Bar(tqdm):
+        def update(self, n=1):
+            check_stop()    # a stop whose exception was lost is raised here, between chunks
+            return super().update(n)
+
     def progress(total, desc):
-        return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr,
-                    leave=False, dynamic_ncols=True)
+        return Bar(total=total, desc=desc, disable=disable, file=sys.stderr,
+                   leave=False, dynamic_ncols=True)
     return progress
 
 
