@@ -178,10 +178,8 @@ def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_
                 Kt[i:i + n, i:i + n] += tangent
         if flush:
             flush_roundoff(M, FLUSH_RTOL)
-    markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
-             t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, with_G)
-    rows(t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, t.p, t.A, t.Jp, t.Ja, t.pd, t.Ad, t.pq, t.Aq, phi, J,
-          gamma, t.dpq, t.dAq, Gg, with_G)
+    markers(q, v, t, with_G)
+    rows(t, phi, J, gamma, Gg, with_G)
     if bodies and t.sp_mi.size:
         lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw, v, Q,
                         Q0, G, Kt, with_G, with_K)
@@ -355,8 +353,7 @@ def potential(q, t):
                            runtime(False))
     if t.sp_mi.size:
         v = np.zeros(t.n_v)
-        markers(q, v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja,
-                 t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, runtime(False))
+        markers(q, v, t, runtime(False))
         none = np.zeros((0, 0))
         elastic += lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw,
                                   v, v.copy(), v[:0], none, none, runtime(False), runtime(False))

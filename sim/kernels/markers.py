@@ -15,9 +15,10 @@ from sim.kernels.frames import quat_R_into, skew_into
 
 
 @njit(cache=True)
-def marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq, BX):
-    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` (see :func:`markers`); ``BX``
-    (2, 3, 3): scratch."""
+def marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, t, BX):
+    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` into the tables ``t`` (see
+    :func:`markers`); ``BX`` (2, 3, 3): scratch."""
+    D, E, R_BM, dpq, dAq = t.D, t.E, t.R_BM, t.dpq, t.dAq
     B, X = BX[0], BX[1]
     # point: B = skew(w x u + 2 u_dot) + W skew(u),  W skew(u) = u w^T - (w.u) 1
     x0 = w1 * u[2] - w2 * u[1] + 2 * ud[0]
@@ -69,9 +70,11 @@ def marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dA
 
 
 @njit(cache=True)
-def markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq,
-             dpq, dAq, with_G):
-    r"""Marker kinematics with local Jacobians (columns: v_r, w, q_f_dot of the marker's body).
+def markers(q, v, t, with_G):
+    r"""Marker kinematics with local Jacobians (columns: v_r, w, q_f_dot of the marker's body)
+    into the work arrays of the tables ``t`` (:class:`sim.kernels.equations.Tables` by
+    reference: the fields are read here, since twenty arrays passed from the caller cost their
+    reference counting at each call, a sixth of the kernel on a small model).
 
     Scalar loops into the output arrays and a few scratch arrays allocated once per call: the
     operands are 3-vectors, and small-array temporaries would cost more than the arithmetic.
@@ -81,6 +84,8 @@ def markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw
     R_BM e_k``, gives ``dAq_k/dw = -R (skew(w x a_k + 2 t_k) + W skew(a_k))``,
     ``dAq_k/dq_f_dot = -2 R W skew(R_BM e_k) E`` (``W = skew(w)``).
     """
+    body, body_q, body_v, qf_idx, D, E, p0, R_BM = t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM
+    p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq, dpq, dAq = t.p, t.A, t.Jp, t.Ja, t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq
     n_m = body.size
     nf = D.shape[2]
     # One heap allocation for all the scratch, none per marker (marker_velocity's too).
@@ -188,4 +193,4 @@ def markers(q, v, body, body_q, body_v, qf_idx, D, E, p0, R_BM, p, A, Jp, Ja, Jw
                     Ja[m, k, i, 6 + f] = (Ri0 * (e1 * r2 - e2 * r1) + Ri1 * (e2 * r0 - e0 * r2)
                                           + Ri2 * (e0 * r1 - e1 * r0))
         if with_G:
-            marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, D, E, R_BM, dpq, dAq, BX)
+            marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, t, BX)

@@ -17,6 +17,7 @@ The rows are evaluated by the compiled kernel :func:`sim.kernels.rows.rows`.
 import numpy as np
 
 from sim.kernels import rows as kernel
+from sim.kernels.common import by_reference
 from sim.model.kinematics import markers
 
 
@@ -29,8 +30,7 @@ def _eval(model, q, v, ms):
     t = ms.tables
     n = model.rows["n_total"]
     phi, J, gamma, none = np.zeros(n), np.zeros((n, model.n_v)), np.zeros(n), np.zeros((0, 0))
-    kernel.rows(t.kinds, t.row, t.mi, t.mj, t.ai, t.aj, t.cols, t.p, t.A, t.Jp, t.Ja, t.pd, t.Ad, t.pq, t.Aq, phi, J,
-                gamma, t.dpq, t.dAq, none, False)
+    kernel.rows(by_reference(t), phi, J, gamma, none, False)
     return phi, J, (None if v is None else gamma)
 
 

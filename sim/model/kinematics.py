@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.kernels import frames, markers as kernel, pose as pose_kernel
+from sim.kernels.common import by_reference
 from sim.kernels.equations import Tables
 from sim.model.rotations import quat_to_matrix
 from sim.model.tables import tables
@@ -96,8 +97,7 @@ def markers(model, q, v=None):
     t = tables(model)
     zero = v is None
     v = np.zeros(model.n_v) if zero else np.ascontiguousarray(v, dtype=float)
-    kernel.markers(np.ascontiguousarray(q, dtype=float), v, t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E,
-                   t.p0, t.R_BM, t.p, t.A, t.Jp, t.Ja, t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq, False)
+    kernel.markers(np.ascontiguousarray(q, dtype=float), v, by_reference(t), False)
     Jp, Ja, Jw = (_dense(x, t.cols, model.n_v) for x in (t.Jp, t.Ja, t.Jw))
     if zero:
         return MarkerState(t.p, t.A, Jp, Ja, Jw, tables=t)
