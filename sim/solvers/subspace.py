@@ -185,15 +185,12 @@ def _reduced_mass(M, J, rigid, elastic, owner):
     Returns ``max|G|``, ``G_c`` (n_r, n_cols) and ``c`` (n_cols,), ``Mn`` (n_e, n_e).
     """
     n_r, n_e = rigid.size, elastic.size
-    c = np.empty(n_e, dtype=np.int64)
-    n_c = 0
-    for k in range(n_e):
-        for i in range(J.shape[0]):
-            if J[i, elastic[k]] != 0.0:
-                c[n_c] = k
-                n_c += 1
-                break
-    c = c[:n_c]
+    used = np.zeros(n_e, dtype=np.bool_)
+    for i in range(J.shape[0]):      # along J's rows: a column scan strides through memory
+        for k in range(n_e):
+            used[k] = used[k] or J[i, elastic[k]] != 0.0
+    c = np.flatnonzero(used)
+    n_c = c.size
     Jr = np.empty((J.shape[0], n_r))
     Jc = np.empty((J.shape[0], n_c))
     for i in range(J.shape[0]):
@@ -203,10 +200,15 @@ def _reduced_mass(M, J, rigid, elastic, owner):
             Jc[i, k] = -J[i, elastic[c[k]]]
     Gc = sparse_solve(Jr, Jc)      # NaN when J_r is singular
     Mn = np.zeros((n_e, n_e))
-    for i in range(n_e):             # M_ee: the bodies' blocks
-        for k in range(n_e):
-            if owner[k] == owner[i]:
+    start = 0
+    while start < n_e:               # M_ee: the bodies' blocks (elastic coordinates body by body)
+        stop = start
+        while stop < n_e and owner[stop] == owner[start]:
+            stop += 1
+        for i in range(start, stop):
+            for k in range(start, stop):
                 Mn[i, k] = M[elastic[i], elastic[k]]
+        start = stop
     for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
         b = 6 * owner[i]
         for k in range(n_c):
