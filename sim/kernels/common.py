@@ -11,6 +11,7 @@ from numba.experimental import structref
 from numba.extending import overload
 
 FLUSH_RTOL = 1e-20
+SMALL_BLOCK = 8     # block_product: blocks up to this size by loops
 _BOOLS = np.array([False, True])
 
 
@@ -107,5 +108,14 @@ def block_product(A, bounds, B):
     Y = np.empty_like(B)
     for i in range(bounds.size - 1):
         a, b = bounds[i], bounds[i + 1]
-        Y[a:b] = np.ascontiguousarray(A[a:b, a:b]) @ np.ascontiguousarray(B[a:b])
+        if b - a > SMALL_BLOCK:
+            Y[a:b] = np.ascontiguousarray(A[a:b, a:b]) @ np.ascontiguousarray(B[a:b])
+            continue
+        # A rigid body's 6 x 6 block: loops, where BLAS would cost two copies and a call.
+        for r in range(a, b):
+            for c in range(B.shape[1]):
+                acc = 0.0
+                for k in range(a, b):
+                    acc += A[r, k] * B[k, c]
+                Y[r, c] = acc
     return Y
