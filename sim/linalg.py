@@ -195,8 +195,9 @@ def lu_solve(factors, B, trans):
     n, m = B.shape
     X = np.empty((n, m))
     if not trans:
-        for i in range(n):             # L y = B[perm]
-            X[i] = B[perm[i]]
+        for i in range(n):             # L y = B[perm] (element loops: a row slice is a view to build)
+            for t in range(m):
+                X[i, t] = B[perm[i], t]
         for k in range(n):
             for s in range(l_ptr[k], l_ptr[k + 1]):
                 i = l_row[s]
@@ -224,7 +225,8 @@ def lu_solve(factors, B, trans):
             for t in range(m):
                 Y[k, t] -= LU[i, k] * Y[i, t]
     for i in range(n):                  # x[perm] = z
-        X[perm[i]] = Y[i]
+        for t in range(m):
+            X[perm[i], t] = Y[i, t]
     return X
 
 
