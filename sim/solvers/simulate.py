@@ -101,6 +101,9 @@ class Result:
     message : str
     counters : dict
         ``steps, iterations, evaluations, factorizations, wall_time_s``.
+    stop : KeyboardInterrupt or None
+        What interrupted the run (a :class:`sim.errors.Interrupted` names the signal), for the
+        caller to raise again once it has kept the samples.
     """
 
     t: np.ndarray
@@ -114,6 +117,7 @@ class Result:
     status: str
     message: str
     counters: dict = field(default_factory=dict)
+    stop: BaseException = field(default=None, repr=False, compare=False)
 
 
 def load_kernels(model):
@@ -183,14 +187,15 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     every = max(1, int(round((output_step or h) / h)))
     out = integrator.samples(1 + n_steps // every + (1 if n_steps % every else 0))
     integrator.record(out)
-    status = "complete"
+    status, stop = "complete", None
     try:
         integrator.advance(n_steps, out, every, progress=progress)
         if integrator.status != "running":
             status = "failed"
-    except KeyboardInterrupt:
-        # Ctrl-C: keep the samples computed so far; the caller writes them and stops.
-        status = "interrupted"
+    except KeyboardInterrupt as exc:
+        # Ctrl-C (or another stop signal): keep the samples computed so far; the caller
+        # writes them and raises the stop again.
+        status, stop = "interrupted", exc
     message = integrator.message if status == "failed" else (
         f"interrupted at t = {integrator.t:.6g} s" if status == "interrupted" else "")
     k = integrator.n_samples
@@ -201,4 +206,5 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
                   newton_iterations=out.iterations[:k].astype(int), status=status, message=message,
                   counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
-                                jacobians=integrator.n_jacobians, wall_time_s=time.perf_counter() - start))
+                                jacobians=integrator.n_jacobians, wall_time_s=time.perf_counter() - start),
+                  stop=stop)
