@@ -583,3 +583,36 @@ def rigid_motion(model, trajectory, times):
                             ("actuators_ddot", J_s @ a - g_s), ("condition", sigma[0] / sigma[rank - 1])):
             out[name].append(value)
     return {name: np.array(values) for name, values in out.items()}
+
+
+def driven_motion(model, times, S, SD, SDD):
+    """Reference of :func:`sim.solvers.motion.driven_motion` by other means: each sample by the
+    line-search Newton of :func:`sim.model.assembly.assemble` at the actuators' values ``S``
+    (n, n_a) from the previous sample, velocity and acceleration by least squares on
+    ``[C_q; C_s,q]`` over the reference coordinates (rates ``SD``, ``SDD``) from the numpy
+    statements above, and the end effector's pose and rates.
+
+    Returns
+    -------
+    dict
+        ``q`` (n, n_q), ``v``, ``a`` (n, n_v), ``pose``, ``pose_dot``, ``pose_ddot`` (n, d).
+    """
+    from sim.model.assembly import assemble
+
+    rigid, nj, e = model.v_rigid, model.rows["n_joint"], model.ee_marker
+    out = {name: [] for name in ("q", "v", "a", "pose", "pose_dot", "pose_ddot")}
+    q = model.q_home
+    for k in range(len(times)):
+        q = assemble(model, q, targets=S[k], what=f"sample {k}", tol=1e-13)
+        v = np.zeros(model.n_v)
+        J = rows(model, markers(model, q, v), True)[1]
+        v[rigid] = np.linalg.lstsq(J[:, rigid], np.concatenate([np.zeros(nj), SD[k]]), rcond=None)[0]
+        ms = markers(model, q, v)
+        _, J, gamma = rows(model, ms, True)
+        a = np.zeros(model.n_v)
+        a[rigid] = np.linalg.lstsq(J[:, rigid], np.concatenate([gamma[:nj], SDD[k] + gamma[nj:]]), rcond=None)[0]
+        x, Jx, xq = pose_terms(model.pose_kinds, ms.p[e], ms.A[e], ms.Jp[e], ms.Jw[e], v, ms.pq[e], ms.wq[e])
+        for name, value in (("q", q), ("v", v), ("a", a), ("pose", x), ("pose_dot", Jx @ v),
+                            ("pose_ddot", Jx @ a + xq)):
+            out[name].append(value)
+    return {name: np.array(values) for name, values in out.items()}

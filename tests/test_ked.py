@@ -175,7 +175,7 @@ def test_rigid_motion_after_a_line_search_is_the_same_motion(rrru3_coarse, monke
     def refusing(k0, k1, times, X, XD, XDD, state, predicted, *rest):
         if predicted or k0 == k1:
             return compiled(k0, k1, times, X, XD, XDD, state, predicted, *rest)
-        rest[-7][k0] = state[0]     # out_q: the best configuration so far, the last sample's
+        rest[-8][k0] = state[0]     # out_q: the best configuration so far, the last sample's
         return k0
 
     monkeypatch.setattr(sim.solvers.motion, "assemble", lambda *a, **k: calls.append(1) or sim.model.assembly.assemble(*a, **k))

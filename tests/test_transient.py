@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+import oracles
+
 from sim.analyses.transient import consistent_state, elastic_state
 from sim.solvers.inverse_dynamics import multipliers
 from sim.model.loader import load_model
@@ -181,6 +183,62 @@ def test_drive_tables_agree_for_vectorised_and_scalar_laws():
         for got, want in zip((S, SD, SDD), exact(times)):
             assert_allclose(got, want, rtol=0, atol=1e-15, err_msg=name)
         assert FF.shape == (2, 2) and not FF.any() and S.flags.writeable, name
+
+
+def _telescope():
+    """A telescoping arm: a rigid arm turning about world z (driven revolute) and a slider on
+    it (driven prismatic along the arm), the slider's origin the end effector (x, y).  The
+    slider's acceleration along the turning arm has a centripetal part, ``s theta_dot^2``: a
+    drive row whose ``gamma`` does not vanish (it does for actuators on fixed axes)."""
+    from sim import ModelBuilder
+    b = ModelBuilder("telescope", gravity=(0.0, 0.0, -9.81))
+    along_x = np.array([[0.0, 1, 0], [0, 0, 1.0], [1.0, 0, 0]]).T   # marker axes: z along world x
+    b.add_rigid_body("arm", 1.0, (0.2, 0, 0), np.diag([1e-3, 1e-2, 1e-2]))
+    b.add_rigid_body("slider", 0.5, (0.3, 0, 0), np.diag([1e-4, 1e-4, 1e-4]), position=(0.3, 0, 0))
+    b.add_marker("O_ground", None, np.zeros(3))
+    b.add_marker("O_arm", "arm", np.zeros(3))
+    b.add_marker("rail", "arm", np.zeros(3), along_x)
+    b.add_marker("slide", "slider", (0.3, 0, 0), along_x)
+    b.add_marker("tip", "slider", (0.3, 0, 0))
+    b.add_joint("yaw", "revolute", "O_ground", "O_arm")
+    b.add_joint("rail", "prismatic", "rail", "slide")
+    b.add_actuator("yaw", "yaw")
+    b.add_actuator("reach", "rail")
+    b.set_end_effector("tip", ("x", "y"))
+    return b.build()
+
+
+@pytest.mark.parametrize("name, params, rate, acc", [
+    ("slider_crank.py", {"elements": 4}, [150.0], [0.0]), ("five_bar.py", {}, [0.8, -0.5], [3.0, 2.0]),
+    ("telescope", {}, [3.0, 0.2], [10.0, -1.0])])
+def test_driven_motion_matches_assembly_at_each_instant(name, params, rate, acc):
+    """The compiled direct kinematics (the transient's rigid reference under a drive law)
+    against assembly instant by instant (:func:`oracles.driven_motion`, numpy statements):
+    configurations to 1e-10, velocities, accelerations
+    and the end effector's rates to 1e-7 relative; and the pose rates are the derivatives of
+    the pose (central differences, second order)."""
+    from sim.model.constraints import actuator_values
+    from sim.solvers.motion import driven_motion
+    model = _telescope() if name == "telescope" else load_model(ROOT / "models" / name, params)
+    times = np.linspace(0.0, 0.02, 41)
+    s0, rate, acc = actuator_values(model, model.q_home)[0], np.array(rate), np.array(acc)
+    t = times[:, None]
+    S, SD, SDD = s0 + rate * t + 0.5 * acc * t ** 2, rate + acc * t, np.tile(acc, (times.size, 1))
+    m = driven_motion(model, times, S, SD, SDD, condition=True)
+    ref = oracles.driven_motion(model, times, S, SD, SDD)
+    assert_allclose(m.q, ref["q"], rtol=0, atol=1e-10)
+    for name in ("v", "a", "pose", "pose_dot", "pose_ddot"):
+        want = ref[name]
+        assert_allclose(getattr(m, name), want, rtol=0, atol=1e-7 * max(np.abs(want).max(), 1e-12), err_msg=name)
+    assert np.all(np.isfinite(m.condition)) and np.all(m.condition >= 1)
+    h = times[1] - times[0]
+    # Central differences of the pose and its velocity: error h^2 / 6 times the next derivative
+    # (from differences of the acceleration), doubled for the estimate's own error.
+    third = np.abs(np.diff(m.pose_ddot, axis=0)).max() / h
+    fourth = np.abs(np.diff(m.pose_ddot, 2, axis=0)).max() / h ** 2
+    for x, x_dot, next_derivative in ((m.pose, m.pose_dot, third), (m.pose_dot, m.pose_ddot, fourth)):
+        error = np.abs((x[2:] - x[:-2]) / (2 * h) - x_dot[1:-1]).max()
+        assert error <= 2 * h ** 2 / 6 * next_derivative + 1e-9 * np.abs(x_dot).max(), error
 
 
 def test_planar_rod_gives_the_3d_rods_response(tmp_path):

@@ -219,9 +219,8 @@ def hermite_error(t, s_ddot):
 def reference(model, scenario, table, progress):
     """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
     ``samples = (t, q)`` the rigid configurations it was built from."""
-    from sim.model.assembly import assemble
-    from sim.model.evaluator import Evaluator
-    from sim.solvers.motion import rigid_motion
+    from sim.solvers.motion import driven_motion, rigid_motion
+    from sim.solvers.simulate import Drive
     from sim.solvers.trajectory import from_scenario
 
     where = f"{scenario.path}: [transient]"
@@ -243,27 +242,12 @@ def reference(model, scenario, table, progress):
         # Sample finely enough that the actuators move at most REFERENCE_ANGLE per sample.
         dt = min(REFERENCE_STEP, REFERENCE_ANGLE / max(np.abs(law(0.0)[1]).max(), np.abs(law(duration)[1]).max(), 1e-12))
         times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / dt)) + 1))
-        q, qs, poses = model.q_home, [], []
-        ev = Evaluator(model)
-        rigid = model.v_rigid
-        driven = np.array([a.stiffness is None for a in model.actuators], dtype=bool)   # rows of J
-        for t in times:
-            s, sd, sdd = law(t)
-            q = assemble(model, q, targets=s, what=f"the rigid robot at t = {t:.6g} s", ev=ev)
-            qs.append(q)
-            # Rigid velocity and acceleration from the drive rows, for the pose's rates.
-            v = np.zeros(model.n_v)
-            E = ev.evaluate(q, v, targets=s, bodies=False)
-            rhs = np.zeros(E.J.shape[0])
-            rhs[model.rows["n_joint"]:] = sd[driven]
-            v[rigid] = lstsq(E.J[:, rigid], rhs, cond=1e-10)
-            E = ev.evaluate(q, v, targets=s, target_acc=sdd, bodies=False)
-            a = np.zeros(model.n_v)
-            a[rigid] = lstsq(E.J[:, rigid], E.gamma, cond=1e-10)
-            x, J_x, x_q = ev.pose(v)
-            poses.append((x, J_x @ v, J_x @ a + x_q))
-        qs = np.array(qs)
-        pose_law = hermite_law(times, *(np.array(p) for p in zip(*poses)))
+        bar = progress(len(times), "rigid reference")
+        motion = driven_motion(model, times, *Drive("prescribed", reference=law).table(times, len(model.actuators))[:3],
+                               progress=bar)
+        bar.close()
+        qs = motion.q
+        pose_law = hermite_law(times, motion.pose, motion.pose_dot, motion.pose_ddot)
         pose_rigid = lambda t: pose_law(t)[0]   # noqa: E731
         s, sd, sdd = law(0.0)
         v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
@@ -298,31 +282,18 @@ def reference(model, scenario, table, progress):
 def rigid_configurations(model, scenario, law, samples, times):
     """Configurations (n, n_q) of the rigid robot at ``times`` (n,) [s]: along the
     ``[trajectory]`` by :func:`sim.solvers.motion.rigid_motion` (the reference's inverse
-    kinematics), or with a ``drive_law`` by assembly at the law's actuator values (direct
-    kinematics from the nearest of the reference's ``samples = (t, q)``)."""
-    from sim.model.assembly import assemble
-    from sim.model.evaluator import Evaluator
-    from sim.solvers.motion import rigid_motion
+    kinematics), or with a ``drive_law`` by :func:`sim.solvers.motion.driven_motion` (its
+    direct kinematics), from the first of the reference's ``samples = (t, q)``."""
+    from sim.solvers.motion import driven_motion, rigid_motion
+    from sim.solvers.simulate import Drive
     from sim.solvers.trajectory import from_scenario
 
     times = np.asarray(times, dtype=float)
     if scenario.data["transient"].get("drive_law") is None:
         trajectory = from_scenario(scenario.data["trajectory"], model)
         return rigid_motion(model, trajectory, times, q_start=samples[1][0], condition=False).q
-    ev = Evaluator(model)
-    # Start each assembly from the reference's samples interpolated to its instant (quaternions
-    # renormalised): one or two Newton steps instead of three or four from the nearest sample.
-    t_ref, q_ref = samples
-    k = np.clip(np.searchsorted(t_ref, times, side="right") - 1, 0, max(len(t_ref) - 2, 0))
-    if len(t_ref) > 1:
-        f = ((times - t_ref[k]) / (t_ref[k + 1] - t_ref[k]))[:, None]
-        guess = (1 - f) * q_ref[k] + f * q_ref[k + 1]
-    else:
-        guess = q_ref[k]
-    for start, _ in model.q_index:
-        guess[:, start + 3:start + 7] /= np.linalg.norm(guess[:, start + 3:start + 7], axis=1, keepdims=True)
-    return np.array([assemble(model, q, targets=law(t)[0], what=f"the rigid robot at t = {t:.6g} s", ev=ev)
-                     for q, t in zip(guess, times)])
+    return driven_motion(model, times, *Drive("prescribed", reference=law).table(times, len(model.actuators))[:3],
+                         q_start=samples[1][0]).q
 
 
 def write_skeleton(model, scenario, group, result, law, samples):
@@ -406,7 +377,7 @@ def run(model, scenario, group, progress):
     group.attrs["damping_modes"] = int(table["damping_modes"])
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
-        raise KeyboardInterrupt
+        raise result.stop       # the signal's own exit code (143 for SIGTERM)
     if result.status != "complete":
         group.set_status("incomplete", result.message)
         raise SimError(f"{scenario.path}: transient stopped: {result.message}")

@@ -1,4 +1,6 @@
-"""Motion of the rigid robot along an end-effector trajectory (elastic coordinates frozen).
+"""Motion of the rigid robot along an end-effector trajectory, or driven by its actuators
+(:func:`driven_motion`: the same loop with the actuators' values as the targets; elastic
+coordinates frozen).
 
 At each time: position by Newton from a third-order predictor (velocity, acceleration and
 the acceleration's difference quotient of the previous sample); when plain Newton steps do
@@ -126,14 +128,23 @@ def _condition_estimate(F, A, u):
 
 
 @njit(cache=True)
-def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with_rates):
+def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with_rates, gamma, drive):
     """``A = [C_q; J_x]`` over the reference coordinates (flushed) and the residual
     ``[C; x - x_target]`` (angles wrapped) from the last evaluation; ``Jx`` (d, n_v) and, with
-    ``with_rates`` at the velocity ``v``, ``xq`` (d,) of the end effector (marker ``e``)."""
+    ``with_rates`` at the velocity ``v``, ``xq`` (d,) of the end effector (marker ``e``).
+    With ``drive``, ``x`` is the actuators' values instead (the rows after the joints': ``Jx``
+    their rows of ``J``, ``xq = -gamma``; ``kinds`` 3 for an angle, 0 for a length)."""
     d = kinds.size
     Jx[:] = 0.0
     x = np.zeros(d)
-    pose_terms(kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], v, t.pq[e], t.wq[e], x, Jx, xq, with_rates)
+    if drive:
+        for r in range(d):
+            x[r] = phi[nj + r]
+            xq[r] = -gamma[nj + r]
+            for k in range(Jx.shape[1]):
+                Jx[r, k] = J[nj + r, k]
+    else:
+        pose_terms(kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], v, t.pq[e], t.wq[e], x, Jx, xq, with_rates)
     for i in range(nj):
         phi_out[i] = phi[i]
         for k in range(rigid.size):
@@ -162,10 +173,14 @@ def _kinematics(q, v, tables, f, phi, J, gamma):
 
 
 @njit(cache=True, nogil=True)
-def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, rigid, nj, rank, exact, limit, u, warm,
-             out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond):
+def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, rigid, nj, rank, pkinds, drive, exact,
+             limit, u, warm, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond, out_pose):
     """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop: the rigid
     motion's only sample step.
+
+    The targets ``X, XD, XDD`` are the end effector's coordinates (codes ``kinds``) and rates
+    or, with ``drive``, the actuators' (:func:`_stack`); ``out_pose`` (3, n, d) receives the
+    end effector's coordinates (codes ``pkinds``), velocity and acceleration either way.
 
     ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done; with
     ``predicted``, ``q`` is instead sample ``k0``'s prediction (a configuration found
@@ -191,8 +206,9 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
     d = kinds.size
     body_q, body_v, body_nf = tables.body_q, tables.body_v, tables.body_nf
     Jx = np.zeros((d, n_v))
-    x_pose = np.zeros(d)
     xq = np.zeros(d)
+    dp = pkinds.size
+    Jp_pose, x_pose, xq_pose = np.zeros((dp, n_v)), np.zeros(dp), np.zeros(dp)
     phi = np.zeros(n_rows)
     J = np.zeros((n_rows, n_v))
     gamma = np.zeros(n_rows)
@@ -212,7 +228,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
             integrate(q, dv, body_q, body_v, body_nf, q1)
         out_q[k] = q1
         _kinematics(q1, zero, tables, f, phi, J, gamma)
-        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False))
+        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False), gamma, drive)
         norm = np.abs(res).max()
         ok = False
         for it in range(CORRECTOR_MAX_ITER + 1):
@@ -230,7 +246,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
                 dv[rigid[i]] = -step[i]
             integrate(q1, dv, body_q, body_v, body_nf, q_try)
             _kinematics(q_try, zero, tables, f, phi, J, gamma)
-            _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False))
+            _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False), gamma, drive)
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
                 break
@@ -266,8 +282,14 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
             v1[rigid[i]] = x[i]
         _kinematics(q1, v1, tables, f, phi, J, gamma)
         # x_q at (q1, v1); A (and J_x) at q1 are already built
-        pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], v1, tables.pq[e],
-                   tables.wq[e], x_pose, Jx, xq, runtime(True))
+        Jp_pose[:] = 0.0
+        pose_terms(pkinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], v1, tables.pq[e],
+                   tables.wq[e], x_pose, Jp_pose, xq_pose, runtime(True))
+        if drive:
+            for r in range(d):
+                xq[r] = -gamma[nj + r]
+        else:
+            xq[:] = xq_pose
         rhs[:nj] = gamma[:nj]
         for r in range(d):
             rhs[nj + r] = XDD[k, r] - xq[r]
@@ -288,14 +310,21 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
         out_sd[k] = J_s @ v1
         out_sdd[k] = J_s @ a1 - gamma[nj:]
         out_cond[k] = cond
+        out_pose[0, k] = x_pose
+        out_pose[1, k] = Jp_pose @ v1
+        out_pose[2, k] = Jp_pose @ a1 + xq_pose
     return k1
 
 
-def _fast_segments(model, ev, rank=None):
-    """Model arguments of :func:`_segment` (``rank``: the direct rank, by default the model's;
-    any number to compile for an unassembled model, which has none)."""
-    return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker),
-            np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint), int(model.ranks[0] if rank is None else rank))
+def _fast_segments(model, ev, rank=None, drive=False):
+    """Model arguments of :func:`_segment`, along an end-effector trajectory or, with ``drive``,
+    an actuator law (``rank``: the inverse or direct rank, by default the model's; any number
+    to compile for an unassembled model, which has none)."""
+    pkinds = pose_codes(model.pose_kinds)
+    kinds = np.array([3 if a.kind == "angle" else 0 for a in model.actuators], dtype=np.int64) if drive else pkinds
+    rank = int(model.ranks[1 if drive else 0]) if rank is None else int(rank)
+    return (ev.ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint),
+            rank, pkinds, bool(drive))
 
 
 class _Samples:
@@ -307,6 +336,7 @@ class _Samples:
         self.q, self.v, self.a = np.zeros((n, model.n_q)), np.zeros((n, n_v)), np.zeros((n, n_v))
         self.s, self.sd, self.sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
         self.cond = np.full(n, np.nan)
+        self.pose = np.zeros((3, n, len(model.pose_kinds)))    # end-effector coordinates and rates
         self.state = (q.copy(), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v))
         self.u = np.ones((2, n_r)) / np.sqrt(n_r)       # the estimate's vectors
         self.warm = condition_state(n_r)                # the condition numbers'
@@ -318,15 +348,16 @@ class _Samples:
     def arguments(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
         """The arguments of :func:`_segment` for :meth:`run`."""
         return (k0, k1, times, X, XD, XDD, self.state, predicted, *fast, exact, limit, self.u, self.warm,
-                self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond)
+                self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond, self.pose)
 
 
-def load_kernels(model, ev=None):
+def load_kernels(model, ev=None, drive=False):
     """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
     the stop signals held back: :func:`sim.errors.signals_deferred`); returns
-    :func:`_fast_segments`' arguments.  ``ev``: an evaluator at hand."""
+    :func:`_fast_segments`' arguments (``drive``: for an actuator law).  ``ev``: an evaluator
+    at hand."""
     ev = Evaluator(model) if ev is None else ev
-    fast = _fast_segments(model, ev)
+    fast = _fast_segments(model, ev, drive=drive)
     with signals_deferred():
         _Samples(model, 1, model.q_home).run(*_no_samples(model), fast, False, False, 1 / SINGULAR_RATIO)
     return fast
@@ -403,13 +434,77 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     """
     times = np.asarray(times, dtype=float)
     x, xd, xdd = trajectory(times)
-    n = times.size
     try:
         q = solve_pose(model, x[0], q_start=q_start)
     except SimError as exc:
         raise SimError(f"trajectory start (t = {times[0]:.6g} s): {exc}") from None
+
+    def place(q, k, ev):
+        t = times[k]
+        try:
+            return assemble(model, q, pose_target=x[k], what=f"the pose at t = {t:.6g} s", ev=ev)
+        except AssemblyError as exc:
+            raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
+                           f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
+
+    out = _follow(model, times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
+    act = out.s.copy()
+    # Angles are unwrapped so that drives are continuous through +-pi.
+    ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
+    act[:, ang] = np.unwrap(act[:, ang], axis=0)
+    return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
+                       actuators_dot=out.sd, actuators_ddot=out.sdd, condition=out.cond)
+
+
+def driven_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None, condition=False):
+    """Sample the rigid robot driven by its actuators at ``times`` (n,) [s]: its direct
+    kinematics, by the same compiled loop as :func:`rigid_motion` with the actuators' values
+    as the targets (``[C_q; C_s,q] v = [0; s_dot]`` and so on).
+
+    Parameters
+    ----------
+    times : ndarray, shape (n,)
+    s, s_dot, s_ddot : ndarray, shape (n, n_a)
+        The actuators' values (unwrapped angles [rad], lengths [m]) and rates at ``times``.
+    q_start : ndarray, shape (n_q,), optional
+        Where the assembly of the first sample starts (default the model's home).
+    condition : bool
+        Condition numbers of ``[C_q; C_s,q]`` (otherwise NaN; singular configurations are
+        refused either way).
+
+    Returns
+    -------
+    RigidMotion
+        ``actuators`` are ``s`` and its rates; ``pose`` and its rates those of the end effector.
+
+    Raises
+    ------
+    SimError
+        When the actuators' values cannot be assembled or meet a singular configuration;
+        the message names the time.
+    """
+    times = np.asarray(times, dtype=float)
+    s, sd, sdd = (np.array(x, dtype=float).reshape(times.size, -1) for x in (s, s_dot, s_ddot))
+
+    def place(q, k, ev):
+        return assemble(model, q, targets=s[k], what=f"the rigid robot at t = {times[k]:.6g} s", ev=ev)
+
+    q = model.q_home if q_start is None else np.asarray(q_start, dtype=float)
+    out = _follow(model, times, (s, sd, sdd), place(q, 0, None), place, True, progress, None, condition)
+    return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=out.pose[0], pose_dot=out.pose[1],
+                       pose_ddot=out.pose[2], actuators=s, actuators_dot=sd, actuators_ddot=sdd,
+                       condition=out.cond)
+
+
+def _follow(model, times, targets, q, place, drive, progress, on_sample, condition):
+    """The samples of :func:`rigid_motion` (``drive`` False) or :func:`driven_motion` from the
+    configuration ``q`` at ``times[0]``: segments of the compiled loop, and ``place(q, k, ev)``
+    (line-search Newton from ``q``, raising :class:`SimError`) at sample ``k`` where its
+    corrector does not contract.  Returns the :class:`_Samples`."""
+    X, XD, XDD = targets
+    n = times.size
     ev = Evaluator(model)
-    fast = load_kernels(model, ev)
+    fast = load_kernels(model, ev, drive)
     out = _Samples(model, n, q)
     limit = 1 / SINGULAR_RATIO
     k, predicted = 0, True
@@ -417,7 +512,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         # A sample found otherwise is finished alone, with its exact condition number.
         k1 = k + 1 if predicted else min(n, k + SEGMENT)
         out.cond[k] = np.nan
-        end = out.run(k, k1, times, x, xd, xdd, fast, predicted, condition or predicted, limit)
+        end = out.run(k, k1, times, X, XD, XDD, fast, predicted, condition or predicted, limit)
         if predicted and end > k and not condition:
             out.cond[k] = np.nan
         for j in range(k, end):
@@ -428,21 +523,10 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         if end == k1:
             k, predicted = end, False
             continue
-        t = times[end]
         if predicted and end == k:     # placed, yet not finished: singular
             cond = out.cond[end]
             why = "Newton does not converge there" if np.isnan(cond) else f"condition number {cond:.3g}"
-            raise SimError(f"singular configuration at t = {t:.6g} s ({why})")
-        try:
-            q = assemble(model, out.q[end], pose_target=x[end], what=f"the pose at t = {t:.6g} s", ev=ev)
-        except AssemblyError as exc:
-            raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
-                           f"(pose {np.round(x[end], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
-        out.state[0][:] = q
+            raise SimError(f"singular configuration at t = {times[end]:.6g} s ({why})")
+        out.state[0][:] = place(out.q[end], end, ev)
         k, predicted = end, True
-    act = out.s.copy()
-    # Angles are unwrapped so that drives are continuous through +-pi.
-    ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
-    act[:, ang] = np.unwrap(act[:, ang], axis=0)
-    return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
-                       actuators_dot=out.sd, actuators_ddot=out.sdd, condition=out.cond)
+    return out
