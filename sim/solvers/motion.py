@@ -305,14 +305,21 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
         out_q[k] = q1
         out_v[k] = v1
         out_a[k] = a1
-        J_s = J[nj:]
-        out_s[k] = phi[nj:]
-        out_sd[k] = J_s @ v1
-        out_sdd[k] = J_s @ a1 - gamma[nj:]
+        # Rates of a few rows: loops (a BLAS call per product costs more than its arithmetic).
+        for r in range(out_s.shape[1]):
+            sd_r, sdd_r = 0.0, -gamma[nj + r]
+            for c in range(n_v):
+                sd_r += J[nj + r, c] * v1[c]
+                sdd_r += J[nj + r, c] * a1[c]
+            out_s[k, r], out_sd[k, r], out_sdd[k, r] = phi[nj + r], sd_r, sdd_r
         out_cond[k] = cond
-        out_pose[0, k] = x_pose
-        out_pose[1, k] = Jp_pose @ v1
-        out_pose[2, k] = Jp_pose @ a1 + xq_pose
+        if drive:       # along a trajectory, the pose is the target
+            for r in range(dp):
+                xd_r, xdd_r = 0.0, xq_pose[r]
+                for c in range(n_v):
+                    xd_r += Jp_pose[r, c] * v1[c]
+                    xdd_r += Jp_pose[r, c] * a1[c]
+                out_pose[0, k, r], out_pose[1, k, r], out_pose[2, k, r] = x_pose[r], xd_r, xdd_r
     return k1
 
 
