@@ -209,22 +209,25 @@ def _reduced_mass(M, J, rigid, elastic, owner):
             for k in range(start, stop):
                 Mn[i, k] = M[elastic[i], elastic[k]]
         start = stop
+    # Products with G_c along its rows (contiguous), not down its columns.
+    w = np.empty(n_c)
     for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
         b = 6 * owner[i]
+        w[:] = 0.0
+        for j in range(6):
+            m = M[elastic[i], rigid[b + j]]
+            for k in range(n_c):
+                w[k] += m * Gc[b + j, k]
         for k in range(n_c):
-            w = 0.0
-            for j in range(6):
-                w += M[elastic[i], rigid[b + j]] * Gc[b + j, k]
-            Mn[i, c[k]] += w
-            Mn[c[k], i] += w
-    H = np.empty((n_r, n_c))         # M_rr G_c, body by body
+            Mn[i, c[k]] += w[k]
+            Mn[c[k], i] += w[k]
+    H = np.zeros((n_r, n_c))         # M_rr G_c, body by body
     for b in range(0, n_r, 6):
         for i in range(6):
-            for k in range(n_c):
-                h = 0.0
-                for j in range(6):
-                    h += M[rigid[b + i], rigid[b + j]] * Gc[b + j, k]
-                H[b + i, k] = h
+            for j in range(6):
+                m = M[rigid[b + i], rigid[b + j]]
+                for k in range(n_c):
+                    H[b + i, k] += m * Gc[b + j, k]
     GMG = Gc.T @ H
     for i in range(n_c):             # symmetric up to round-off: made exactly so
         for k in range(n_c):
