@@ -239,25 +239,34 @@ def _reduced_mass(M, J, rigid, elastic, owner):
 def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
     """Static displacements ``N K_ee^-1 N^T F`` (n_v, m) of the loads ``F`` (n_v, m) in the
     constrained motions ``N = [G; 1]`` (only the columns ``c`` of ``G`` are nonzero)."""
-    b = np.empty((elastic.size, F.shape[1]))
+    # Rows copied element by element: a row slice is a view to build (with its reference
+    # count), dearer than its few numbers.
+    m = F.shape[1]
+    b = np.empty((elastic.size, m))
     for i in range(elastic.size):
-        b[i] = F[elastic[i]]
-    Fr = np.empty((rigid.size, F.shape[1]))
+        for j in range(m):
+            b[i, j] = F[elastic[i], j]
+    Fr = np.empty((rigid.size, m))
     for i in range(rigid.size):
-        Fr[i] = F[rigid[i]]
+        for j in range(m):
+            Fr[i, j] = F[rigid[i], j]
     GF = Gc.T @ Fr
     for k in range(c.size):
-        b[c[k]] += GF[k]
+        for j in range(m):
+            b[c[k], j] += GF[k, j]
     y = block_product(K_inv, bounds, b)
     U = np.zeros_like(F)
-    yc = np.empty((c.size, F.shape[1]))
+    yc = np.empty((c.size, m))
     for k in range(c.size):
-        yc[k] = y[c[k]]
+        for j in range(m):
+            yc[k, j] = y[c[k], j]
     Gy = Gc @ yc
     for i in range(rigid.size):
-        U[rigid[i]] = Gy[i]
+        for j in range(m):
+            U[rigid[i], j] = Gy[i, j]
     for i in range(elastic.size):
-        U[elastic[i]] = y[i]
+        for j in range(m):
+            U[elastic[i], j] = y[i, j]
     return U
 
 
@@ -279,13 +288,16 @@ def _modes(M, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, X, X_
     # Phi = N X_r: the elastic rows are X_r, the reference rows G_c X_r[c].
     shapes = np.zeros((M.shape[0], r))
     Xc = np.empty((c.size, r))
-    for k in range(c.size):
-        Xc[k] = X[c[k], :r]
+    for k in range(c.size):     # element by element, as in _static
+        for j in range(r):
+            Xc[k, j] = X[c[k], j]
     GX = Gc @ Xc
     for i in range(rigid.size):
-        shapes[rigid[i]] = GX[i]
+        for j in range(r):
+            shapes[rigid[i], j] = GX[i, j]
     for i in range(elastic.size):
-        shapes[elastic[i]] = X[i, :r]
+        for j in range(r):
+            shapes[elastic[i], j] = X[i, j]
     return lam, shapes, block_product(M, blocks, shapes), X, sweeps, _static(F, Gc, c, rigid, elastic, K_inv, bounds)
 
 
