@@ -415,6 +415,21 @@ def _newmark_free_vibration(f, h, n):
     return out
 
 
+def test_round_off_is_not_taken_for_drift(tmp_path, capsys):
+    """The gantry driven at a constant speed does not deflect: its deviation and constraint
+    violation are both round-off (1e-16 m), and their ratio is no drift to warn about (a
+    warning of 17 % drift was printed).  The drift check then reports NaN."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'[model]\nfile = "{GANTRY}"\n[transient]\nstep = 1e-4\nduration = 0.02\n'
+                        f'drive_law = {{ kind = "constant_rate", rate = 0.5 }}\n')
+    out = tmp_path / "g.h5"
+    assert main(["run", str(scenario), "--out", str(out)]) == 0
+    assert "warning:" not in capsys.readouterr().err
+    with h5py.File(out) as f:
+        tr = f["transient"]
+        assert tr.attrs["deflection_scale"] < 1e-12 and np.isnan(tr.attrs["drift_ratio"])
+
+
 def test_a_ringing_the_step_does_not_resolve_is_measured_and_its_frequency_recovered():
     """Newmark integrates a 1400 Hz oscillation at 3.6 steps per period as a slower one
     (tan(pi f_h h) = pi f h); `ringing` finds it above 1/(10 h) with its share of the peak,

@@ -40,6 +40,7 @@ naming the scenario key to change.
 import numpy as np
 
 DRIFT_LIMIT = 0.01        # largest violation / peak deviation
+DEFLECTION_FLOOR = 1e-12  # m: a peak deflection at most this is round-off (a robot's size times ~1e-15)
 AGREEMENT_LIMIT = 0.25    # relative difference of the transient's and the KED's peak deviations
 SAMPLES_PER_PERIOD = 8    # output samples per period of the highest reported frequency
 RESOLVED_STEPS = 10       # time steps per period of an oscillation integrated to a few per cent
@@ -62,9 +63,11 @@ def peak_translation(deviation, units):
 
 
 def drift_ratio(violation, peak):
-    """``max(violation) / peak`` (NaN when the robot does not deflect)."""
+    """``max(violation) / peak`` (NaN when the robot does not deflect beyond round-off,
+    ``peak`` [m] at most :data:`DEFLECTION_FLOOR`: a gantry at constant speed, whose violation
+    and deflection are both round-off, is no drift)."""
     top = float(np.max(violation)) if len(violation) else 0.0
-    return top / peak if peak > 0 else float("nan")
+    return top / peak if peak > DEFLECTION_FLOOR else float("nan")
 
 
 def _peak(group):
