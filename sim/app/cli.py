@@ -443,6 +443,14 @@ def _main(argv):
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     except SimError as exc:
+        stop = stop_in(exc)
+        if stop is not None:
+            # Raised while a stop signal was on its way: Python turns a KeyboardInterrupt met in
+            # some C calls into a SystemError (numba's unpickling of a cached kernel while a
+            # model file builds), which the model loader reports as the file's failure.
+            if hasattr(exc, "result_path"):
+                stop.result_path = exc.result_path
+            return _interrupted(stop)
         message = one_line(exc) + _kept(exc)
     except BrokenPipeError:
         # The reader went away (`sim modes ... | head`): stop quietly, as Unix tools do, and
