@@ -50,7 +50,8 @@ from sim.kernels.common import block_product, compile_for, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
 from sim.linalg import flush
-from sim.solvers.modal import modes, static_response
+from sim.model.dynamics import stiffness_matrix
+from sim.solvers.modal import constrained_basis, modes, static_response
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
@@ -214,8 +215,10 @@ def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
     found = tracker.modes(M, E.J, loads) if tracked else None
     if found is None:
         M = flush(M) if tracked else M
-        r = modes(model, q, count, M=M, free=free, energies=False, J=E.J, J_s=E.J_s)
-        found = r.omega, r.shapes, M @ r.shapes, static_response(model, q, loads, J=E.J, J_s=E.J_s)
+        # One stiffness and one basis of the constrained motions for the modes and the statics.
+        K, N = stiffness_matrix(model, q), constrained_basis(model, E.J)
+        r = modes(model, q, count, M=M, K=K, free=free, energies=False, J=E.J, J_s=E.J_s, N=N)
+        found = r.omega, r.shapes, M @ r.shapes, static_response(model, q, loads, K=K, J=E.J, J_s=E.J_s, N=N)
     omega, shapes, mass_shapes, static = found
     return Frame(load=loads[:, 0], omega=omega, shapes=shapes, mass_shapes=mass_shapes,
                  pose_jacobian=ev.pose()[1], static_load=static[:, 0], static_rest=static[:, 1])

@@ -104,7 +104,7 @@ def constrained_basis(model, J):
     return null_space(J, NULL_RTOL) if N is None else N
 
 
-def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True, J=None, J_s=None):
+def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True, J=None, J_s=None, N=None):
     """Natural modes of the linearised model at ``q``.
 
     Parameters
@@ -125,6 +125,9 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     J, J_s : ndarray, optional
         Constraint Jacobian at ``q`` (joint rows, plus the rigid actuators' rows when
         ``locked``) and actuator Jacobian (all actuators), when the caller has them already.
+    N : ndarray, shape (n_v, n_N), optional
+        The constrained motions' basis (:func:`constrained_basis` of that Jacobian), when the
+        caller has it already.
 
     Returns
     -------
@@ -132,7 +135,8 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     """
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q) if K is None else K
-    N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
+    if N is None:
+        N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
     Mn = N.T @ M @ N
     Mn = 0.5 * (Mn + Mn.T)
     Z = np.zeros((N.shape[1], 0))
@@ -169,7 +173,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
 
 
-def static_response(model, q, loads, K=None, J=None, J_s=None):
+def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     """Static displacements of the linearised model at ``q`` under ``loads``, actuators locked.
 
     ``u = N (N^T K N)^-1 N^T f`` for each column ``f`` of ``loads`` (n_v, m), with ``N`` the
@@ -184,7 +188,7 @@ def static_response(model, q, loads, K=None, J=None, J_s=None):
     loads : ndarray, shape (n_v, m)
     K : ndarray, shape (n_v, n_v), optional
         Stiffness (default :func:`sim.model.dynamics.stiffness_matrix` at ``q``).
-    J, J_s : ndarray, optional
+    J, J_s, N : ndarray, optional
         As :func:`modes`.
 
     Returns
@@ -192,7 +196,8 @@ def static_response(model, q, loads, K=None, J=None, J_s=None):
     ndarray, shape (n_v, m)
     """
     K = stiffness_matrix(model, q) if K is None else K
-    N = constrained_basis(model, constraint_jacobian(model, q) if J is None else J)
+    if N is None:
+        N = constrained_basis(model, constraint_jacobian(model, q) if J is None else J)
     Kn = N.T @ K @ N
     b = N.T @ loads
     try:
