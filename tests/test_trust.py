@@ -125,6 +125,34 @@ def test_tracker_static_response_is_the_dense_one():
     assert np.abs(E.J @ static).max() < 1e-9 * np.abs(static).max()
 
 
+def test_static_response_with_free_motions_is_the_minimum_norm_one():
+    """The 6-PSS on spherical slider joints: its struts spin freely, so N^T K N is singular
+    and the statics take the minimum-norm solution in N's coordinates: equal to the SVD
+    pseudo-inverse's (to 1e-9), orthogonal to the free directions, and balancing the loads
+    on the deforming ones (N^T K u = P N^T f, P the projector off the free directions)."""
+    from sim.solvers.modal import NULL_RTOL, constrained_basis
+    from sim.model.dynamics import stiffness_matrix
+    model = load_model(MODELS / "pss6.py", {"slider_joint": "spherical"})
+    ev = Evaluator(model)
+    q = model.q_home
+    E = ev.evaluate(q, np.zeros(model.n_v), targets=ev.evaluate(q, np.zeros(model.n_v)).s)
+    loads = np.random.default_rng(2).normal(size=(model.n_v, 2))
+    u = static_response(model, q, loads, J=E.J, J_s=E.J_s)
+    N = constrained_basis(model, E.J)
+    Kn = N.T @ stiffness_matrix(model, q) @ N
+    Kn = 0.5 * (Kn + Kn.T)
+    U, sigma, Vt = np.linalg.svd(Kn)
+    rank = int(np.sum(sigma > NULL_RTOL * sigma[0]))
+    assert rank < Kn.shape[0]                      # free motions: the singular branch
+    y = Vt[:rank].T @ ((U[:, :rank].T @ (N.T @ loads)) / sigma[:rank, None])
+    assert np.abs(u - N @ y).max() < 1e-9 * np.abs(N @ y).max()
+    free = Vt[rank:]
+    coordinates = np.linalg.lstsq(N, u, rcond=None)[0]
+    assert np.abs(free @ coordinates).max() < 1e-9 * np.abs(coordinates).max()
+    P = np.eye(Kn.shape[0]) - free.T @ free
+    assert np.abs(Kn @ coordinates - P @ (N.T @ loads)).max() < 1e-8 * np.abs(N.T @ loads).max()
+
+
 def test_consistent_velocities_of_a_deformed_overconstrained_loop(five_bar):
     """Five-bar deflected out of its plane by gravity: the initial velocities meet every
     joint and drive row (they did not with rigid velocities alone: 4e-5 m/s)."""
