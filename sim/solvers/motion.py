@@ -179,8 +179,9 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
     motion's only sample step.
 
     The targets ``X, XD, XDD`` are the end effector's coordinates (codes ``kinds``) and rates
-    or, with ``drive``, the actuators' (:func:`_stack`); ``out_pose`` (3, n, d) receives the
-    end effector's coordinates (codes ``pkinds``), velocity and acceleration either way.
+    or, with ``drive``, the actuators' (:func:`_stack`); then ``out_pose`` (3, n, d) receives
+    the end effector's coordinates (codes ``pkinds``), velocity and acceleration (along a
+    trajectory they are the targets, and it is left as it is).
 
     ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done; with
     ``predicted``, ``q`` is instead sample ``k0``'s prediction (a configuration found
