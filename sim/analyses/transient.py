@@ -216,11 +216,17 @@ def hermite_error(t, s_ddot):
     return 2.0 * h**2 * np.abs(np.diff(s_ddot, 4, axis=0)).max() / 46080.0
 
 
+def _tabulated(law, times, model):
+    """The drive ``law`` at ``times`` (k,): ``s, s_dot, s_ddot``, each (k, n_a), tabulated as the
+    time loop tabulates it (:meth:`sim.solvers.simulate.Drive.table`)."""
+    from sim.solvers.simulate import Drive
+    return Drive("prescribed", reference=law).table(times, len(model.actuators))[:3]
+
+
 def reference(model, scenario, table, progress):
     """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
     ``samples = (t, q)`` the rigid configurations it was built from."""
     from sim.solvers.motion import driven_motion, rigid_motion
-    from sim.solvers.simulate import Drive
     from sim.solvers.trajectory import from_scenario
 
     where = f"{scenario.path}: [transient]"
@@ -243,8 +249,7 @@ def reference(model, scenario, table, progress):
         dt = min(REFERENCE_STEP, REFERENCE_ANGLE / max(np.abs(law(0.0)[1]).max(), np.abs(law(duration)[1]).max(), 1e-12))
         times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / dt)) + 1))
         bar = progress(len(times), "rigid reference")
-        motion = driven_motion(model, times, *Drive("prescribed", reference=law).table(times, len(model.actuators))[:3],
-                               progress=bar)
+        motion = driven_motion(model, times, *_tabulated(law, times, model), progress=bar)
         bar.close()
         qs = motion.q
         pose_law = hermite_law(times, motion.pose, motion.pose_dot, motion.pose_ddot)
@@ -285,15 +290,13 @@ def rigid_configurations(model, scenario, law, samples, times):
     kinematics), or with a ``drive_law`` by :func:`sim.solvers.motion.driven_motion` (its
     direct kinematics), from the first of the reference's ``samples = (t, q)``."""
     from sim.solvers.motion import driven_motion, rigid_motion
-    from sim.solvers.simulate import Drive
     from sim.solvers.trajectory import from_scenario
 
     times = np.asarray(times, dtype=float)
     if scenario.data["transient"].get("drive_law") is None:
         trajectory = from_scenario(scenario.data["trajectory"], model)
         return rigid_motion(model, trajectory, times, q_start=samples[1][0], condition=False).q
-    return driven_motion(model, times, *Drive("prescribed", reference=law).table(times, len(model.actuators))[:3],
-                         q_start=samples[1][0]).q
+    return driven_motion(model, times, *_tabulated(law, times, model), q_start=samples[1][0]).q
 
 
 def write_skeleton(model, scenario, group, result, law, samples):

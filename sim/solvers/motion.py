@@ -455,7 +455,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
             raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
                            f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
 
-    out = _follow(model, times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
+    out = _follow(model, Evaluator(model), times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
     act = out.s.copy()
     # Angles are unwrapped so that drives are continuous through +-pi.
     ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
@@ -497,21 +497,21 @@ def driven_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None, c
     def place(q, k, ev):
         return assemble(model, q, targets=s[k], what=f"the rigid robot at t = {times[k]:.6g} s", ev=ev)
 
+    ev = Evaluator(model)
     q = model.q_home if q_start is None else np.asarray(q_start, dtype=float)
-    out = _follow(model, times, (s, sd, sdd), place(q, 0, None), place, True, progress, None, condition)
+    out = _follow(model, ev, times, (s, sd, sdd), place(q, 0, ev), place, True, progress, None, condition)
     return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=out.pose[0], pose_dot=out.pose[1],
                        pose_ddot=out.pose[2], actuators=s, actuators_dot=sd, actuators_ddot=sdd,
                        condition=out.cond)
 
 
-def _follow(model, times, targets, q, place, drive, progress, on_sample, condition):
+def _follow(model, ev, times, targets, q, place, drive, progress, on_sample, condition):
     """The samples of :func:`rigid_motion` (``drive`` False) or :func:`driven_motion` from the
-    configuration ``q`` at ``times[0]``: segments of the compiled loop, and ``place(q, k, ev)``
-    (line-search Newton from ``q``, raising :class:`SimError`) at sample ``k`` where its
-    corrector does not contract.  Returns the :class:`_Samples`."""
+    configuration ``q`` at ``times[0]``, with the evaluator ``ev``: segments of the compiled
+    loop, and ``place(q, k, ev)`` (line-search Newton from ``q``, raising :class:`SimError`) at
+    sample ``k`` where its corrector does not contract.  Returns the :class:`_Samples`."""
     X, XD, XDD = targets
     n = times.size
-    ev = Evaluator(model)
     fast = load_kernels(model, ev, drive)
     out = _Samples(model, n, q)
     limit = 1 / SINGULAR_RATIO
