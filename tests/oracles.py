@@ -616,3 +616,31 @@ def driven_motion(model, times, S, SD, SDD):
                             ("pose_ddot", Jx @ a + xq)):
             out[name].append(value)
     return {name: np.array(values) for name, values in out.items()}
+
+
+def frame(model, q, v, a, s, count):
+    """Reference of a KED frame (:class:`sim.solvers.ked.Frame`) by other means: the dense
+    modal analysis of :func:`sim.solvers.modal.modes` (all the elastic modes; its own basis
+    and free-motion search, scipy's generalised eigensolver) at the rigid state ``(q, v, a)``
+    with the actuators locked at ``s``; the static displacements as the sum over every
+    elastic mode, ``sum phi phi^T f / omega^2`` -- with free motions, the solution of inertia
+    relief (the load's part along ``M`` times the free motions taken off, the displacement
+    mass-orthogonal to them).
+
+    Returns
+    -------
+    dict
+        ``load``, ``omega``, ``shapes``, ``static_load``, ``static_rest``, ``pose_jacobian``
+        as in :class:`sim.solvers.ked.Frame`, and ``M`` (n_v, n_v), ``rigid_shapes`` (the
+        free motions).
+    """
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.modal import modes
+
+    ev = Evaluator(model)
+    E = ev.evaluate(q, v, targets=s, rest=True)
+    r = modes(model, q, None, M=E.M, energies=False, J=E.J, J_s=E.J_s)
+    loads = np.column_stack([E.Q - E.M @ a, E.Q0])
+    static = r.shapes @ ((r.shapes.T @ loads) / r.omega[:, None] ** 2)
+    return {"load": loads[:, 0], "omega": r.omega[:count], "shapes": r.shapes[:, :count], "static_load": static[:, 0],
+            "static_rest": static[:, 1], "pose_jacobian": ev.pose()[1], "M": E.M, "rigid_shapes": r.rigid_shapes}

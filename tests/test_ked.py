@@ -187,22 +187,6 @@ def test_rigid_motion_after_a_line_search_is_the_same_motion(rrru3_coarse, monke
     np.testing.assert_allclose(robust.condition, fast.condition, rtol=1e-9)
 
 
-def test_ked_with_subspace_tracking_is_the_ked_with_dense_modes(rrru3_coarse, monkeypatch):
-    """The frames' modes by warm-started subspace iteration (sim.solvers.subspace) give the KED
-    response of the dense eigensolves to 10 RESIDUAL_TOL of its peak (the shapes' error)."""
-    import sim.solvers.ked
-    import sim.solvers.subspace
-
-    fast = ked(rrru3_coarse, SHORT_ARC, 40, 4, 0.02)
-    monkeypatch.setattr(sim.solvers.subspace.Tracker, "applies", staticmethod(lambda model: False))
-    assert sim.solvers.ked._tracker(rrru3_coarse, 4) is None
-    dense = ked(rrru3_coarse, SHORT_ARC, 40, 4, 0.02)
-    np.testing.assert_allclose(fast.frequencies, dense.frequencies, rtol=1e-10)
-    scale = np.abs(dense.deviation).max()
-    assert scale > 1e-6
-    assert np.abs(fast.deviation - dense.deviation).max() <= 10 * sim.solvers.subspace.RESIDUAL_TOL * scale
-
-
 def count_segments(monkeypatch):
     """Record ``(first, end)`` of every call of the compiled sample loop; returns the list and
     the loop itself."""
@@ -338,13 +322,13 @@ def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
 @pytest.mark.parametrize("name, params", [("rrru3", {"elements_per_link": 2}), ("flexible_arm", {}),
                                           ("slider_crank", {}), ("rrrt3", {})])
 def test_free_motion_check_is_the_eigensolve(name, params):
-    """The shortcut of has_free_motions (J_r regular, K_ee positive definite) agrees with the
+    """The shortcut of free_motions (J_r regular, K_ee positive definite) agrees with the
     rigid-body count of the dense modes."""
-    from sim.solvers.ked import has_free_motions
+    from sim.solvers.ked import free_motions
     from sim.solvers.modal import modes
 
     model = load_model(MODELS / f"{name}.py", params)
-    assert has_free_motions(model, model.q_home) == (modes(model, model.q_home, count=1).rigid_count > 0)
+    assert free_motions(model, model.q_home) == modes(model, model.q_home, count=1).rigid_count
 
 
 def test_sim_run_loads_the_kernels_before_the_clocks(tmp_path):

@@ -108,16 +108,24 @@ def test_tracker_follows_the_dense_modes_along_a_motion(rrru3_states):
     assert tracker.sweeps[0] == -1 and all(0 < s < 10 for s in tracker.sweeps[1:]), tracker.sweeps
 
 
-def test_tracker_refuses_what_it_cannot_partition(rrru3_states):
-    """Redundant rows, or a singular J_r: None (sim.solvers.modal.modes chooses its basis there)."""
-    model, _, evals = rrru3_states
-    tracker = Tracker(model, 4)
+def test_tracker_takes_the_general_basis_where_it_cannot_partition(rrru3_states):
+    """Redundant rows, or a singular J_r (a row repeated in place of another, which frees a
+    motion): the general basis (sim.solvers.subspace._general: an SVD of the rows), the dense
+    solve's modes."""
+    model, motion, evals = rrru3_states
     E = evals[0]
-    assert tracker.modes(E.M, np.vstack([E.J, E.J[:1]])) is None
     J = E.J.copy()
     J[1] = J[0]
-    assert tracker.modes(E.M, J) is None
-    assert tracker.sweeps == [-2] and tracker.X.shape[1] == 0
+    for rows, free in ((np.vstack([E.J, E.J[:1]]), 0), (J, 1)):
+        tracker = Tracker(model, 4, free)
+        omega, shapes, mass_shapes = tracker.modes(E.M, rows)
+        ref = modes(model, motion.q[0], 4, M=E.M, energies=False, J=rows, J_s=E.J_s)
+        assert ref.rigid_count == free
+        np.testing.assert_allclose(omega, ref.omega, rtol=1e-9)
+        P, P_ref = shapes @ mass_shapes.T, ref.shapes @ (E.M @ ref.shapes).T
+        assert np.abs(P - P_ref).max() <= 1e-8 * np.abs(P_ref).max()
+        assert np.abs(rows @ shapes).max() <= 1e-12 * np.abs(rows).max() * np.abs(shapes).max()
+        assert tracker.sweeps == [-1] and tracker.order[0] == -1
 
 
 @pytest.mark.parametrize("name, applies", [("rrru3", True), ("slider_crank", True), ("delta_surgiscope", False),

@@ -38,7 +38,7 @@ def _first_pose(model, scenario, ev):
     SimError
         ``count`` exceeds the robot's elastic modes.
     """
-    from sim.solvers.ked import has_free_motions
+    from sim.solvers.ked import free_motions
     from sim.solvers.modal import locked_jacobian, modes
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
@@ -47,7 +47,7 @@ def _first_pose(model, scenario, ev):
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     q0 = rigid_motion(model, trajectory, np.zeros(1), condition=False).q[0]
     E = ev.evaluate(q0, np.zeros(model.n_v))
-    first = modes(model, q0, k + EXTRA_MODES, M=E.M, free=has_free_motions(model, q0, ev), energies=False,
+    first = modes(model, q0, k + EXTRA_MODES, M=E.M, free=free_motions(model, q0, ev) > 0, energies=False,
                   J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
     available = first.omega.size
     if available < k:

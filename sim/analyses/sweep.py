@@ -94,12 +94,12 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     """
     from sim.model.assembly import SINGULAR_RATIO, conditioning
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import has_free_motions
+    from sim.solvers.ked import free_motions
     from sim.model.loader import load_model
     from sim.solvers.modal import locked_jacobian, modes
 
     model = load_model(model_file, parameters)
-    free = has_free_motions(model, model.q_home)
+    free = free_motions(model, model.q_home)
     ev = Evaluator(model)
     zero = np.zeros(model.n_v)
     out = np.full((len(rows), values[1].size, count), np.nan)

@@ -49,9 +49,7 @@ from sim.model.kinematics import pose_codes
 from sim.kernels.common import block_product, compile_for, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
-from sim.linalg import flush
-from sim.model.dynamics import stiffness_matrix
-from sim.solvers.modal import constrained_basis, modes, static_response
+from sim.solvers.modal import FREE_RTOL, NULL_RTOL, modes
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
@@ -196,41 +194,14 @@ class Frame:
     static_rest: np.ndarray
 
 
-def frame(model, q, v, a, count, free=None, ev=None, s=None, tracker=None):
-    """The :class:`Frame` of the rigid state ``(q, v, a)`` with ``count`` modes.
-
-    ``ev`` (:class:`sim.model.evaluator.Evaluator`, one is built if not given) evaluates ``M``, ``Q``,
-    ``C_q`` and the end-effector Jacobian in one compiled pass.  ``s`` (n_a,):
-    the actuator values at ``q`` (where they are locked), if known.  ``tracker``
-    (:class:`sim.solvers.subspace.Tracker`, with ``ev`` and no free motions): the modes by subspace
-    iteration from the tracker's last subspace, where its partition applies.
-    """
-    ev = Evaluator(model) if ev is None else ev
-    s = ev.evaluate(q, v).s if s is None else s      # lock the actuators where they are
-    tracked = tracker is not None and free is not None and not free
-    # The tracker only takes BLAS products of M: no flush (sim.linalg.flush) unless LAPACK gets it.
-    E = ev.evaluate(q, v, targets=s, flush=not tracked, rest=True)
-    M = E.M
-    loads = np.column_stack([E.Q - M @ a, E.Q0])
-    found = tracker.modes(M, E.J, loads) if tracked else None
-    if found is None:
-        M = flush(M) if tracked else M
-        # One stiffness and one basis of the constrained motions for the modes and the statics.
-        K, N = stiffness_matrix(model, q), constrained_basis(model, E.J)
-        r = modes(model, q, count, M=M, K=K, free=free, energies=False, J=E.J, J_s=E.J_s, N=N)
-        found = r.omega, r.shapes, M @ r.shapes, static_response(model, q, loads, K=K, J=E.J, J_s=E.J_s, N=N)
-    omega, shapes, mass_shapes, static = found
-    return Frame(load=loads[:, 0], omega=omega, shapes=shapes, mass_shapes=mass_shapes,
-                 pose_jacobian=ev.pose()[1], static_load=static[:, 0], static_rest=static[:, 1])
-
-
-def has_free_motions(model, q, ev=None):
-    """True when the model at ``q`` has free (rigid-body) motions with the actuators locked.
+def free_motions(model, q, ev=None):
+    """The number of free (rigid-body) motions of the model at ``q`` with the actuators locked.
 
     Where the locked rows determine the reference coordinates (``J_r`` square and regular)
     and the bodies' elastic stiffness is positive definite, every constrained motion strains
-    a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): no free motion, and no eigensolve
-    to tell.  Otherwise the modes decide.  ``ev``: a :class:`sim.model.evaluator.Evaluator` at hand.
+    a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): none, and no eigensolve to tell.
+    Otherwise the structural decision of :func:`sim.solvers.modal.modes` (the null space of
+    the deformation rows).  ``ev``: a :class:`sim.model.evaluator.Evaluator` at hand.
     """
     ev = Evaluator(model) if ev is None else ev
     J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
@@ -238,8 +209,8 @@ def has_free_motions(model, q, ev=None):
     if J.shape[0] == rigid.size:
         sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
         if sigma[-1] > SINGULAR_RATIO * sigma[0] and elastic_stiffness(model)[1]:
-            return False
-    return modes(model, q, count=1).rigid_count > 0
+            return 0
+    return modes(model, q, count=1).rigid_count
 
 
 @dataclass(frozen=True)
@@ -294,48 +265,56 @@ FIELDS = tuple(f.name for f in fields(Frame))
 
 
 @njit(cache=True, nogil=True)
-def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds,
-                seed, tol, max_iter, seed_iter, basis_max, load, omega, shapes, mass_shapes, jac, static_load,
-                static_rest, sweeps):
-    """:func:`frame` with a tracker reset to ``seed``, for the states ``qs``, ``vs``, ``accs``
-    (n, ...) in one compiled loop: the evaluation of ``tables`` at the addresses ``f``
-    (:func:`sim.kernels.equations.addresses`; ``M`` not flushed; with the forces at rest ``Q(q, 0)``),
-    the tracker's modes and static displacements (:func:`sim.solvers.subspace._modes`),
-    the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
-    :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...).
-
-    ``sweeps`` (n,): the tracker's count per frame; -2 where it turned the frame down (left
-    for :func:`frame`'s dense modes), the tracker then starting afresh: the same steps as
-    :meth:`sim.solvers.subspace.Tracker.modes`.  Returns the last subspace ``X`` (n_e, p).
+def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, K_body, rigid, elastic, owner, blocks, K_inv,
+                K_inv_chol, bounds, constant, n_free, seed, tol, max_iter, seed_iter, basis_max, null_rtol, free_rtol,
+                load, omega, shapes, mass_shapes, jac, static_load, static_rest, sweeps):
+    """The frames of the rigid states ``qs``, ``vs``, ``accs`` (n, ...) with the actuators
+    locked at ``ss`` (n, n_a), in one compiled loop, the tracker starting from ``seed``: the
+    evaluation of ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`;
+    ``M`` not flushed; with the forces at rest ``Q(q, 0)`` and, with ``stiff``, the tangent
+    stiffness of the springs, compliant drives and stiffening), of its ``n_all`` rows the
+    locked ones ``keep`` (joints and rigid actuators), the modes and static displacements
+    (:func:`sim.solvers.subspace._modes`, the arguments of
+    :meth:`sim.solvers.subspace.Tracker.arguments` from ``K_body`` to ``n_free``), the load
+    and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
+    :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...);
+    ``sweeps`` (n,) the tracker's count per frame (-1: a dense solve).  The same steps as
+    :meth:`sim.solvers.subspace.Tracker.modes`.  Returns the last subspace ``X``.
     """
     n_v = vs.shape[1]
-    n_e = elastic.size
     r = omega.shape[1]
-    n_rows = rigid.size
     M = np.zeros((n_v, n_v))
     Q = np.zeros(n_v)
     Q0 = np.zeros(n_v)
-    phi = np.zeros(n_rows)
-    J = np.zeros((n_rows, n_v))
-    gamma = np.zeros(n_rows)
+    phi = np.zeros(n_all)
+    J_all = np.zeros((n_all, n_v))
+    J = np.zeros((keep.size, n_v))
+    gamma = np.zeros(n_all)
+    Kt = np.zeros((n_v, n_v)) if stiff else np.zeros((0, 0))
     empty = np.zeros((0, 0))
-    none = np.zeros((n_e, 0))
     rest = np.zeros(n_v)
     F = np.zeros((n_v, 2))
     x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
+    none = np.zeros((0, 0))
     X, X_prev, fresh = seed, none, True
+    order = np.full(rigid.size, -1)    # the basis's dependent columns, chosen afresh
     off, on = runtime(False), runtime(True)
+    with_K = runtime(stiff)
     evaluate = function(f[0], tables)
     for k in range(vs.shape[0]):
-        J[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
-        evaluate(qs[k], vs[k], tables, M, Q, Q0, phi, J, gamma, empty, empty, empty, rest[:0], off, off, off, on)
+        J_all[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
+        if stiff:
+            Kt[:] = 0.0
+        evaluate(qs[k], vs[k], tables, M, Q, Q0, phi, J_all, gamma, empty, empty, Kt, ss[k], off, with_K, off, on)
+        for i in range(keep.size):
+            for j in range(n_v):
+                J[i, j] = J_all[keep[i], j]
         F[:, 0] = Q - block_product(M, blocks, accs[k].reshape((n_v, 1)))[:, 0]
         F[:, 1] = Q0
-        lam, sh, msh, X_new, sweeps[k], U = _modes(M, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds,
-                                                   X, X_prev, r, tol, seed_iter if fresh else max_iter, basis_max, F)
-        if sweeps[k] == -2:
-            X, X_prev, fresh = seed, none, True
-            continue
+        lam, sh, msh, X_new, sweeps[k], U = _modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
+                                                   K_inv_chol, bounds, constant, n_free, order, X, X_prev, r, tol,
+                                                   seed_iter if fresh else max_iter, basis_max, null_rtol,
+                                                   free_rtol, F)
         X_prev = none if fresh else X
         X, fresh = X_new, False
         for i in range(r):
@@ -351,67 +330,44 @@ def _frame_loop(qs, vs, accs, tables, f, kinds, e, rigid, elastic, owner, blocks
     return X
 
 
-def _loop_arguments(model, ev, tracker, free):
-    """The model arguments of :func:`_frame_loop`, or None where the frames go one by one
-    through :func:`frame`: no tracker, free motions, or locked rows not square over the
-    reference coordinates."""
-    if tracker is None or free or ev.n_rows != tracker.rigid.size:
-        return None
-    return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), tracker.rigid, tracker.elastic,
-            tracker.owner, tracker.blocks, tracker.K_inv, tracker.K_inv_chol, tracker.bounds, tracker.seed,
-            RESIDUAL_TOL, MAX_ITER, SEED_ITER, BASIS_MAX)
+def _loop_arguments(model, ev, tracker):
+    """The model arguments of :func:`_frame_loop` after the states: ``tables`` .. ``free_rtol``."""
+    return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows), np.flatnonzero(ev.keep),
+            bool(ev.stiff), tracker.K_body, *tracker.arguments(), tracker.seed, RESIDUAL_TOL, MAX_ITER, SEED_ITER,
+            BASIS_MAX, NULL_RTOL, FREE_RTOL)
 
 
-def _frames(model, ev, tracker, states, count, free, out, k0, progress=None):
+def _frames(model, ev, tracker, states, out, k0, progress=None):
     """The frames of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
     ``s`` the actuator values, where they are locked) into ``out`` (:class:`Frames`) from
-    row ``k0``.
+    row ``k0``, by :func:`_frame_loop`.
 
     The ``tracker`` starts afresh from its seed (or a dense eigensolve) every ``FRAME_CHUNK``
     states, the unit of work shared with the worker threads: each frame then has the same
-    starting subspace, and the same numbers, whichever thread computes it.  Chunks go through the compiled
-    :func:`_frame_loop` where it applies (:func:`_loop_arguments`), else frame by frame.
+    starting subspace, and the same numbers, whichever thread computes it.
     """
-    q, v, a, s = states
-    loop = _loop_arguments(model, ev, tracker, free)
-    for c0 in range(0, len(q), FRAME_CHUNK):
-        chunk = slice(c0, min(len(q), c0 + FRAME_CHUNK))
+    loop = _loop_arguments(model, ev, tracker)
+    for c0 in range(0, len(states[0]), FRAME_CHUNK):
+        chunk = slice(c0, min(len(states[0]), c0 + FRAME_CHUNK))
         rows = slice(k0 + chunk.start, k0 + chunk.stop)
-        todo = range(chunk.start, chunk.stop)
-        if loop is not None:
-            sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
-            _frame_loop(q[chunk], v[chunk], a[chunk], *loop, *(getattr(out, name)[rows] for name in FIELDS), sweeps)
-            tracker.sweeps.extend(sweeps.tolist())
-            todo = chunk.start + np.flatnonzero(sweeps == -2)   # turned down: dense modes
-            if progress is not None:
-                progress.update(len(sweeps) - len(todo))
-        elif tracker is not None:
-            tracker.reset()
-        for k in todo:
-            out.put(k0 + k, frame(model, q[k], v[k], a[k], count, free, ev, s[k], None if loop else tracker))
-            if progress is not None:
-                progress.update(1)
+        sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
+        _frame_loop(*(np.ascontiguousarray(x[chunk], dtype=float) for x in states), *loop,
+                    *(getattr(out, name)[rows] for name in FIELDS), sweeps)
+        tracker.sweeps.extend(sweeps.tolist())
+        if progress is not None:
+            progress.update(len(sweeps))
 
 
-def _seed(model, ev, tracker, state, free):
-    """The Ritz vectors (n_e, p) of the tracker's dense start at ``state = (q, v, a, s)``
-    (arrays of one sample), or None where the tracker turns it down."""
-    q, v, a, s = state
-    loop = _loop_arguments(model, ev, tracker, free)
-    tracker.seed = np.zeros((tracker.elastic.size, 0))
-    if loop is None:
-        tracker.reset()
-        E = ev.evaluate(q[0], v[0], targets=s[0], flush=False)
-        return tracker.X if tracker.modes(E.M, E.J) is not None else None
+def _seed(model, ev, tracker, state):
+    """The Ritz vectors (n, p) of the tracker's dense start at ``state = (q, v, a, s)``
+    (arrays of one sample)."""
+    tracker.seed = np.zeros((0, 0))
     sweeps = np.zeros(1, dtype=np.int64)
-    X = _frame_loop(q, v, a, *loop, *(getattr(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds)), name)
-                                      for name in FIELDS), sweeps)
-    return X if sweeps[0] != -2 else None
+    return _frame_loop(*(np.ascontiguousarray(x, dtype=float) for x in state), *_loop_arguments(model, ev, tracker),
+                       *(getattr(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds)), name)
+                         for name in FIELDS), sweeps)
 
 
-def _tracker(model, count):
-    """A :class:`sim.solvers.subspace.Tracker` for the frames of ``model``, or None where it does not apply."""
-    return Tracker(model, count) if Tracker.applies(model) else None
 
 
 def _workers(workers, n):
@@ -484,7 +440,8 @@ class FramePool:
     def add(self, q, v, a, s):
         """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
         if self.free is None:   # free motions: decided once, at the first configuration
-            self.free = has_free_motions(self.model, q, self._parts()[0])
+            with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
+                self.free = free_motions(self.model, q, self._parts()[0])
         self.buffer.append((q, v, a, s))
         if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
             states = self._states(self.buffer)
@@ -496,11 +453,13 @@ class FramePool:
             self.buffer = []
 
     def _parts(self):
-        """This thread's evaluator and tracker."""
+        """This thread's evaluator and tracker (None until the free motions are known)."""
         local = self.local
         if not hasattr(local, "ev"):
             with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
-                local.ev, local.tracker = Evaluator(self.model), _tracker(self.model, self.count)
+                local.ev, local.tracker = Evaluator(self.model), None
+        if local.tracker is None and self.free is not None:
+            local.tracker = Tracker(self.model, self.count, self.free)
         return local.ev, local.tracker
 
     def _compute(self, start, states, progress=None):
@@ -510,15 +469,14 @@ class FramePool:
         others wait for it.
         """
         ev, tracker = self._parts()
-        if tracker is not None and not self.free:
-            if start == 0:
-                try:
-                    self.seed = _seed(self.model, ev, tracker, tuple(x[:1] for x in states), self.free)
-                finally:    # whatever happens, no task waits for ever
-                    self.seeded.set()
-            self.seeded.wait()
-            tracker.seed = np.zeros((tracker.elastic.size, 0)) if self.seed is None else self.seed
-        _frames(self.model, ev, tracker, states, self.count, self.free, self.frames, start, progress)
+        if start == 0:
+            try:
+                self.seed = _seed(self.model, ev, tracker, tuple(x[:1] for x in states))
+            finally:    # whatever happens, no task waits for ever
+                self.seeded.set()
+        self.seeded.wait()
+        tracker.seed = np.zeros((0, 0)) if self.seed is None else self.seed
+        _frames(self.model, ev, tracker, states, self.frames, start, progress)
 
     def finish(self):
         """All the frames (:class:`Frames`), in the order of :meth:`add`."""
@@ -559,12 +517,12 @@ def compile_loops(model, count):
     """Compile, or load from numba's cache, the KED's own kernels for ``model`` with ``count``
     modes (the frames' loop, the modal stepping) without compiling or calling the evaluation
     (an unassembled model will do; :mod:`sim.app.parallel_compile`)."""
-    loop = _loop_arguments(model, Evaluator(model, load=False), _tracker(model, count), False)
+    loop = _loop_arguments(model, Evaluator(model, load=False), Tracker(model, count))
     with signals_deferred():
-        if loop is not None:
-            compile_for(_frame_loop, np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
-                        *loop, *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name)
-                                 for name in FIELDS), np.zeros(0, dtype=np.int64))
+        compile_for(_frame_loop, np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
+                    np.zeros((0, len(model.actuators))), *loop,
+                    *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
+                    np.zeros(0, dtype=np.int64))
         integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
         _modal_samples(np.zeros(1), *(np.zeros((1,) + shape) for shape in ((1,), (1, 1), (1, 1), (1,), (1,))),
                        np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((0, 1, 1)))

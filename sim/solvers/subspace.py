@@ -11,7 +11,7 @@ or geometric stiffening) and the locked constraint rows determine the reference 
 with ``x`` the elastic coordinates themselves (the basis of
 :func:`sim.linalg.partitioned_null_space`), so ``N^T K N = K_ee`` is constant and only the
 reduced mass ``N^T M N`` changes along the motion.  The pencil ``(K_ee, N^T M N)`` is solved by
-subspace iteration (Bathe): ``p = min(2r, r + 8)`` vectors, ``X <- K_ee^{-1} (N^T M N) X``
+subspace iteration (Bathe): ``p >= min(2r, r + 8)`` vectors, ``X <- K_ee^{-1} (N^T M N) X``
 followed by a Rayleigh-Ritz projection, until the relative residuals of the ``r`` wanted pairs,
 ``|K x - lambda M_n x| / |K x|``, are below :data:`RESIDUAL_TOL`.  The subspaces of the
 two previous instants, extrapolated linearly, start the next (the coordinates ``x`` keep
@@ -20,7 +20,21 @@ their meaning along the motion; the previous Ritz vectors are first aligned with
 suffices.  A fresh start takes the tracker's :attr:`Tracker.seed` (the Ritz vectors of another
 configuration of the motion; 3-4 sweeps there), or a dense eigensolve of the reduced pencil
 where there is none or the iteration does not converge in :data:`SEED_ITER` (from a seed) or
-:data:`MAX_ITER` sweeps.  Mode ``i`` converges like ``(lambda_i / lambda_{p+1})^k``.
+:data:`MAX_ITER` sweeps.  Mode ``i`` converges like ``(lambda_i / lambda_{p+1})^k``; the dense
+solve therefore widens the subspace past clusters of eigenvalues (:data:`GAP`).
+
+Every other model takes the general path of the same kernel (:func:`_general`): lumped
+springs, compliant drives and geometric stiffening (a stiffness that changes along the
+motion and couples the reference coordinates), rows that leave reference coordinates free
+(``m < n_r``: compliant drives, spherical joints at both ends of a strut), redundant rows,
+and free motions.  Coordinate partitioning with the dependent reference columns chosen by
+pivoting gives ``N`` (:func:`_basis`, an SVD of the rows where that fails); the free motions,
+which leave the elastic coordinates at rest, are the directions of least energy among the
+remaining reference columns, and the elastic basis ``B`` is ``N``'s other columns made
+mass-orthogonal to them (:func:`_elastic_basis`); the pencil ``(B^T K B, B^T M B)`` is
+solved by the same iteration with its inverse stiffness formed densely, warm-started from the
+last subspaces carried as motions (``n_v`` rows) and brought into the new basis by the mass.
+The statics are ``B (B^T K B)^-1 B^T f``: with free motions, those of inertia relief.
 
 What one sweep costs is kept small by the structure: ``K_ee`` is block diagonal over the
 flexible bodies (so is its inverse), ``M`` over all bodies (the reduced mass needs only the
@@ -48,20 +62,34 @@ from sim.errors import signals_deferred
 from sim.kernels.common import block_product
 from sim.linalg import sparse_solve
 from sim.model.tables import compliant, stretched
+from sim.solvers.modal import FREE_RTOL, NULL_RTOL
 
 RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
 SEED_ITER = 8          # the same from a seed (Tracker.seed), a subspace of another configuration
 BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
+GAP = 3.0              # the subspace reaches up to an eigenvalue this many times the r-th (_dense) ...
+EXTRA_MAX = 24         # ... with at most this many vectors beyond the r wanted
 
 
 @njit(cache=True)
-def _dense(K_inv_chol, Mn, p):
-    """The ``p`` lowest eigenpairs of ``(K, Mn)`` by a dense solve, ``K^-1 = L^-T L^-1`` with
-    ``L^-1 = K_inv_chol``: the largest of ``L^-1 Mn L^-T y = y / lambda``.  Mass-normalised."""
+def _dense(K_inv, K_inv_chol, Mn, p, r):
+    """The lowest eigenpairs of ``(K, Mn)`` by a dense solve, ``K^-1 = L^-T L^-1`` with
+    ``L^-1 = K_inv_chol``: the largest of ``L^-1 Mn L^-T y = y / lambda``.  Mass-normalised.
+    An empty ``K_inv_chol``: ``C^T C = K^-1`` with ``C`` from the Cholesky factor of ``K_inv``.
+
+    ``p`` pairs at least, and more where the spectrum above the ``r`` wanted ones is crowded: up to the first eigenvalue :data:`GAP` times the ``r``-th
+    (at most ``r +`` :data:`EXTRA_MAX`), so that the iteration started from them converges
+    like ``GAP^-k`` (the 6-PSS's twelve strut modes within 12 % of one another would
+    otherwise hold ``(lambda_r / lambda_(p+1))^k`` near 1).
+    """
+    if K_inv_chol.size == 0:
+        K_inv_chol = np.ascontiguousarray(np.linalg.cholesky(K_inv).T)
     S = K_inv_chol @ Mn @ K_inv_chol.T
     mu, Y = np.linalg.eigh(0.5 * (S + S.T))
     n = mu.size
+    while p < min(n, r + EXTRA_MAX) and mu[n - 1 - p] * GAP > mu[n - r]:
+        p += 1
     lam = np.empty(p)
     X = np.empty((Mn.shape[0], p))
     for k in range(p):
@@ -107,7 +135,7 @@ def _ritz(KY, MY, Y):
 
 
 @njit(cache=True)
-def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
+def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, start_mass=False):
     """Lowest ``r`` eigenpairs of ``K x = lambda Mn x`` from the starting block ``X`` (n, p).
 
     One sweep is ``Y = K^-1 (Mn X)`` and a Rayleigh-Ritz step on ``Y``; ``K Y = Mn X`` is at
@@ -119,13 +147,15 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
     Parameters
     ----------
     K_inv, K_inv_chol : ndarray, shape (n, n)
-        Inverse of the stiffness (SPD) and the inverse of its Cholesky factor.
+        Inverse of the stiffness (SPD) and the inverse of its Cholesky factor (empty (0, 0):
+        found from ``K_inv``, for the dense solve).
     bounds : ndarray of int, shape (k + 1,)
         Ranges of the diagonal blocks of ``K_inv`` (``[0, n]``: one block).
     Mn : ndarray, shape (n, n)
         Mass (SPD).
     X : ndarray, shape (n, p), p >= r
-        Starting subspace; empty (n, 0): start from the dense solve.
+        Starting subspace; empty (n, 0): start from the dense solve.  With ``start_mass``,
+        ``Mn`` times the starting subspace (the first sweep needs no more of it).
     r : int
     tol : float
         Relative residual ``|K x - lambda Mn x| / |K x|`` of the ``r`` wanted pairs at
@@ -144,9 +174,9 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
     p = X.shape[1]
     if p == 0:
         p = min(Mn.shape[0], 2 * r, r + 8)
-        lam, X = _dense(K_inv_chol, Mn, p)
+        lam, X = _dense(K_inv, K_inv_chol, Mn, p, r)
         return lam, X, -1
-    MX = Mn @ X
+    MX = X if start_mass else Mn @ X
     for sweep in range(1, max_iter + 1):
         Y = block_product(K_inv, bounds, MX)
         MY = Mn @ Y
@@ -165,7 +195,7 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter):
             worst = max(worst, np.sqrt(res / ref))
         if worst <= tol:
             return lam, X, sweep
-    lam, X = _dense(K_inv_chol, Mn, p)
+    lam, X = _dense(K_inv, K_inv_chol, Mn, p, r)
     return lam, X, -1
 
 
@@ -254,51 +284,339 @@ def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
     for k in range(c.size):
         for j in range(m):
             b[c[k], j] += GF[k, j]
-    y = block_product(K_inv, bounds, b)
-    U = np.zeros_like(F)
-    yc = np.empty((c.size, m))
+    return _expand(Gc, c, rigid, elastic, block_product(K_inv, bounds, b))
+
+
+@njit(cache=True)
+def _expand(Gc, c, rigid, elastic, Y):
+    """``N Y`` (n_v, m) for ``Y`` (n_e, m) in the constrained motions ``N = [G; 1]`` (only
+    the columns ``c`` of ``G`` nonzero, ``G_c``): the elastic rows are ``Y``, the reference
+    rows ``G_c Y[c]``.  Rows copied element by element: a row slice is a view to build (with
+    its reference count), dearer than its few numbers."""
+    m = Y.shape[1]
+    U = np.zeros((rigid.size + elastic.size, m))
+    Yc = np.empty((c.size, m))
     for k in range(c.size):
         for j in range(m):
-            yc[k, j] = y[c[k], j]
-    Gy = Gc @ yc
+            Yc[k, j] = Y[c[k], j]
+    GY = Gc @ Yc
     for i in range(rigid.size):
         for j in range(m):
-            U[rigid[i], j] = Gy[i, j]
+            U[rigid[i], j] = GY[i, j]
     for i in range(elastic.size):
         for j in range(m):
-            U[elastic[i], j] = y[i, j]
+            U[elastic[i], j] = Y[i, j]
     return U
 
 
+@njit(cache=True)
+def _sparse(K):
+    """``K`` (n, n) of few nonzeros (the bodies' stiffness blocks, the springs' couplings) in
+    compressed rows: ``ptr`` (n + 1,), ``col``, ``val`` (nnz,)."""
+    n = K.shape[0]
+    nnz = 0
+    for i in range(n):
+        for k in range(K.shape[1]):
+            nnz += K[i, k] != 0.0
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    col = np.empty(nnz, dtype=np.int64)
+    val = np.empty(nnz)
+    nnz = 0
+    for i in range(n):
+        for k in range(K.shape[1]):
+            if K[i, k] != 0.0:
+                col[nnz], val[nnz] = k, K[i, k]
+                nnz += 1
+        ptr[i + 1] = nnz
+    return ptr, col, val
+
+
+@njit(cache=True)
+def _sparse_product(ptr, col, val, B):
+    """``K B`` (n, m) with ``K`` in the compressed rows of :func:`_sparse`."""
+    Y = np.zeros((ptr.size - 1, B.shape[1]))
+    for i in range(ptr.size - 1):
+        for t in range(ptr[i], ptr[i + 1]):
+            a, k = val[t], col[t]
+            for j in range(B.shape[1]):
+                Y[i, j] += a * B[k, j]
+    return Y
+
+
+@njit(cache=True)
+def _pivots(A, count):
+    """``count`` rows of ``A`` (n, m), count <= min(n, m), chosen as the pivots of a QR
+    factorisation of ``A^T`` with column pivoting (Businger-Golub): each time the row of
+    largest norm once the chosen ones are projected out.  The choice depends on the space
+    ``A``'s columns span, not on the basis (an orthogonal ``A R`` picks the same rows), so it
+    stays put from one configuration to the next where that basis is arbitrary (the free
+    motions of a symmetric robot, an eigenspace).  Returns a permutation (n,) of the rows,
+    the chosen ones first."""
+    A = A.copy()
+    n, m = A.shape
+    order = np.arange(n)
+    norms = np.empty(n)
+    for i in range(n):
+        norms[i] = A[i] @ A[i]
+    for j in range(count):
+        p = j
+        for i in range(j + 1, n):
+            if norms[i] > norms[p]:
+                p = i
+        if p != j:
+            for k in range(m):
+                A[j, k], A[p, k] = A[p, k], A[j, k]
+            order[j], order[p] = order[p], order[j]
+            norms[j], norms[p] = norms[p], norms[j]
+        scale = np.sqrt(A[j] @ A[j])
+        if scale == 0.0:
+            continue
+        for k in range(m):
+            A[j, k] /= scale
+        for i in range(j + 1, n):    # project the chosen row out of the others
+            c = A[i] @ A[j]
+            for k in range(m):
+                A[i, k] -= c * A[j, k]
+            norms[i] = A[i] @ A[i]
+    return order
+
+
+@njit(cache=True)
+def _partition(J, rigid, elastic, order):
+    """The partitioned basis of :func:`_basis` with the dependent reference columns
+    ``rigid[order[:m]]``, and the largest magnitude of ``J_d^-1 [J_e, J_i]`` (NaN where
+    ``J_d`` is singular)."""
+    m, n_v = J.shape
+    n_r, n_e = rigid.size, elastic.size
+    n_z = n_r - m
+    Jd = np.empty((m, m))
+    R = np.empty((m, n_e + n_z))
+    for i in range(m):
+        for k in range(m):
+            Jd[i, k] = J[i, rigid[order[k]]]
+        for k in range(n_e):
+            R[i, k] = -J[i, elastic[k]]
+        for k in range(n_z):
+            R[i, n_e + k] = -J[i, rigid[order[m + k]]]
+    G = sparse_solve(Jd, R) if m else np.zeros((0, n_e + n_z))
+    N = np.zeros((n_v, n_e + n_z))
+    for k in range(n_e):
+        N[elastic[k], k] = 1.0
+    for k in range(n_z):
+        N[rigid[order[m + k]], n_e + k] = 1.0
+    for i in range(m):
+        for k in range(n_e + n_z):
+            N[rigid[order[i]], k] = G[i, k]
+    return N, np.abs(G).max() if G.size else 0.0
+
+
+@njit(cache=True)
+def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
+    """A basis ``N`` (n_v, n_N) of the constrained motions ``J v = 0`` whose last ``n_z``
+    columns leave every elastic coordinate at rest.
+
+    Coordinate partitioning where the rows fix ``m <= n_r`` of the reference coordinates (a
+    regular ``m x m`` block ``J_d`` of their columns): the elastic coordinates and the other
+    ``n_z = n_r - m`` reference coordinates are independent, ``v_d = -J_d^-1 (J_e x + J_i w)``
+    (the basis of :class:`Tracker`, with ``n_z = 0``, when ``m = n_r``).  The dependent
+    columns are those of the last call, ``order`` (n_r,; in and out: a permutation of the
+    reference coordinates, the dependent ones first; ``order[0] < 0`` for none yet), while
+    they serve, else chosen again by pivoting (:func:`_pivots`).  Otherwise (redundant rows,
+    or an entry of ``J_d^-1 [J_e, J_i]`` above ``basis_max``: a nearly singular block) the
+    orthonormal null space of ``J`` by an SVD (singular values below ``null_rtol`` of the
+    largest), turned so that its last columns span the motions whose elastic part vanishes
+    (singular values of that part below ``free_rtol``).
+
+    Returns ``N``, ``n_z`` and whether the basis is the partitioned one.
+    """
+    m, n_v = J.shape
+    n_r, n_e = rigid.size, elastic.size
+    if m <= n_r:
+        for attempt in range(2):
+            if attempt == 1 or order[0] < 0:
+                if m == n_r:
+                    order[:] = np.arange(n_r)
+                else:   # J_r^T's pivot rows: the reference columns of a regular block
+                    Jt = np.empty((n_r, m))
+                    for i in range(m):
+                        for k in range(n_r):
+                            Jt[k, i] = J[i, rigid[k]]
+                    order[:] = _pivots(Jt, m)
+            N, g = _partition(J, rigid, elastic, order)
+            if g <= basis_max:     # NaN (J_d singular) fails
+                return N, n_r - m, True
+            if m == n_r:
+                break
+    order[0] = -1
+    if m:
+        _, s, Vt = np.linalg.svd(J)
+        rank = 0
+        for k in range(s.size):
+            rank += s[k] > null_rtol * s[0]
+        N = np.ascontiguousarray(Vt[rank:].T)
+    else:
+        N = np.eye(n_v)
+    n_N = N.shape[1]
+    if n_e == 0:
+        return N, n_N, False
+    Ne = np.empty((n_e, n_N))
+    for k in range(n_e):
+        Ne[k] = N[elastic[k]]
+    _, s, Vt = np.linalg.svd(Ne)
+    moving = 0
+    for k in range(s.size):
+        moving += s[k] > free_rtol
+    return N @ np.ascontiguousarray(Vt.T), n_N - moving, False
+
+
+@njit(cache=True)
+def _project(B, X, elastic, n_x):
+    """``B^T X`` for a basis ``B`` (n_v, n) whose elastic rows are the unit rows of its first
+    ``n_x`` columns (:func:`_basis`'s partitioned one; ``n_x = -1``: no structure)."""
+    if n_x < 0:
+        return B.T @ X
+    rows = np.ones(B.shape[0], dtype=np.bool_)
+    for k in range(elastic.size):
+        rows[elastic[k]] = False
+    other = np.flatnonzero(rows)
+    Bo = np.empty((other.size, B.shape[1]))
+    Xo = np.empty((other.size, X.shape[1]))
+    for i in range(other.size):
+        Bo[i] = B[other[i]]
+        Xo[i] = X[other[i]]
+    Y = Bo.T @ Xo
+    for k in range(n_x):
+        for j in range(X.shape[1]):
+            Y[k, j] += X[elastic[k], j]
+    return Y
+
+
+@njit(cache=True)
+def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
+    """The basis ``B`` (n_v, n_N - n_f) of the elastic motions: the constrained motions ``N``
+    (:func:`_basis`) less the ``n_f = min(n_free, n_z)`` free ones, mass-orthogonal to them;
+    ``Ks`` the stiffness in compressed rows (:func:`_sparse`).
+
+    The free motions leave the elastic coordinates at rest, so they lie among the last
+    ``n_z`` columns ``N_z``; they are the ``n_f`` directions of least energy
+    ``w^T N_z^T K N_z w`` (the count comes from a structural decision,
+    :func:`sim.solvers.ked.free_motions`: the order of the energies, not a threshold on them,
+    picks them out).  The other columns of ``N`` (all of ``N_z`` but the ``n_f`` pivots of the
+    free directions) are then made mass-orthogonal to them: ``B = N_c - N_f P``,
+    ``P = (N_f^T M N_f)^-1 N_f^T M N_c``.  ``B``'s elastic rows are still those of ``N``.
+    """
+    n_v, n_N = N.shape
+    n_x = n_N - n_z
+    n_f = min(n_free, n_z)
+    if n_f == 0:
+        return N
+    Nz = np.ascontiguousarray(N[:, n_x:])
+    Kzz = Nz.T @ _sparse_product(*Ks, Nz)
+    _, W = np.linalg.eigh(0.5 * (Kzz + Kzz.T))
+    Nf = Nz @ np.ascontiguousarray(W[:, :n_f])
+    order = _pivots(np.ascontiguousarray(W[:, :n_f]), n_f)
+    Nc = np.empty((n_v, n_N - n_f))
+    Nc[:, :n_x] = N[:, :n_x]
+    for k in range(n_z - n_f):
+        Nc[:, n_x + k] = Nz[:, order[n_f + k]]
+    MNf = block_product(M, blocks, Nf)
+    P = np.linalg.solve(Nf.T @ MNf, MNf.T @ Nc)
+    return Nc - Nf @ P
+
+
+@njit(cache=True)
+def _general(M, K, J, rigid, elastic, blocks, n_free, order, X, X_prev, r, tol, max_iter, basis_max, null_rtol,
+             free_rtol, F):
+    """:func:`_modes` for any stiffness ``K`` (n_v, n_v) and rows ``J``, with ``n_free`` free
+    motions: the basis of :func:`_basis` less the free motions (:func:`_elastic_basis`), the
+    reduced pencil ``(B^T K B, B^T M B)``, its lowest modes by subspace iteration from the
+    motions ``X`` (n_v, p; extrapolated with ``X_prev`` as in :func:`_modes`; a dense start
+    where they are not motions: empty, or the constant path's), and the static displacements ``B (B^T K B)^-1 B^T F``.  Where ``B^T K B`` is not
+    positive definite (a compressed structure past buckling), the dense solve of the pencil
+    through the mass's Cholesky factor and the statics by least squares.
+
+    With free motions the statics are those of inertia relief: the load's part that would
+    accelerate the free motions (``M`` times them) is taken off, and the displacement is
+    mass-orthogonal to them, as the modes are.
+    """
+    n_v = M.shape[0]
+    N, n_z, partitioned = _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order)
+    Ks = _sparse(K)
+    B = _elastic_basis(N, n_z, Ks, M, blocks, n_free)
+    n_x = N.shape[1] - n_z if partitioned else -1
+    n = B.shape[1]
+    Me = _project(B, block_product(M, blocks, B), elastic, n_x)
+    Ke = _project(B, _sparse_product(*Ks, B), elastic, n_x)
+    Me = 0.5 * (Me + Me.T)
+    Ke = 0.5 * (Ke + Ke.T)
+    b = _project(B, F, elastic, n_x)
+    p = min(n, 2 * r, r + 8)
+    positive = True
+    try:
+        np.linalg.cholesky(Ke)
+    except Exception:   # noqa: BLE001 (numba: no exception classes)
+        positive = False
+    if positive:
+        K_inv = np.linalg.inv(Ke)
+        K_inv = 0.5 * (K_inv + K_inv.T)
+        # The last subspaces, kept as motions (n_v, p), extrapolated and brought into this
+        # basis by the mass: the basis's columns need not keep their meaning (pivots,
+        # arbitrary null-space bases), and the first sweep needs only B^T M X.
+        start = np.zeros((n, 0))
+        if X.shape[0] == n_v and X.shape[1] >= p:
+            if X_prev.shape[0] == n_v and X_prev.shape[1] == X.shape[1]:
+                X = 2.0 * X - X_prev @ (X_prev.T @ block_product(M, blocks, X))
+            start = _project(B, block_product(M, blocks, X), elastic, n_x)
+        bounds = np.array([0, n])
+        lam, Xr, sweeps = subspace_iteration(K_inv, np.zeros((0, 0)), bounds, Me, start, r, tol, max_iter, True)
+        y = K_inv @ b
+    else:
+        C = np.linalg.inv(np.linalg.cholesky(Me))
+        mu, V = np.linalg.eigh(C @ Ke @ C.T)
+        lam = mu[:p].copy()
+        Xr = C.T @ np.ascontiguousarray(V[:, :p])
+        sweeps = -1
+        y = np.linalg.lstsq(Ke, b)[0]
+    X = B @ Xr
+    shapes = np.ascontiguousarray(X[:, :r])
+    return lam, shapes, block_product(M, blocks, shapes), X, sweeps, B @ y
+
+
 @njit(cache=True, nogil=True)
-def _modes(M, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, X, X_prev, r, tol, max_iter, basis_max,
-           F):
+def _modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, constant, n_free, order, X,
+           X_prev, r, tol, max_iter, basis_max, null_rtol, free_rtol, F):
     """Compiled :meth:`Tracker.modes`: the basis, the reduced mass, the starting subspace and
     the iteration in one call; also the static displacements of the loads ``F`` (n_v, m).
-    ``blocks``: the bodies' ranges of ``v`` (:attr:`Tracker.blocks`), for ``M Phi``."""
-    g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
-    if not g <= basis_max:
-        return np.zeros(0), np.zeros((M.shape[0], 0)), np.zeros((M.shape[0], 0)), X, -2, np.zeros_like(F)
-    if X_prev.shape[1] == X.shape[1] and X.shape[1] > 0:
-        # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
-        # the previous Ritz vectors (signs, mixing) with the last ones.
-        C = X_prev.T @ (Mn @ X)
-        X = 2.0 * X - X_prev @ C
-    lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter)
-    # Phi = N X_r: the elastic rows are X_r, the reference rows G_c X_r[c].
-    shapes = np.zeros((M.shape[0], r))
-    Xc = np.empty((c.size, r))
-    for k in range(c.size):     # element by element, as in _static
-        for j in range(r):
-            Xc[k, j] = X[c[k], j]
-    GX = Gc @ Xc
-    for i in range(rigid.size):
-        for j in range(r):
-            shapes[rigid[i], j] = GX[i, j]
-    for i in range(elastic.size):
-        for j in range(r):
-            shapes[elastic[i], j] = X[i, j]
-    return lam, shapes, block_product(M, blocks, shapes), X, sweeps, _static(F, Gc, c, rigid, elastic, K_inv, bounds)
+    ``blocks``: the bodies' ranges of ``v`` (:attr:`Tracker.blocks`), for ``M Phi``.
+
+    Where the stiffness is the bodies' constant one (``constant``: ``K_inv``, ``K_inv_chol``
+    its inverse on the elastic coordinates and the inverse of its Cholesky factor, block
+    diagonal over ``bounds``) and the rows ``J`` fix the reference coordinates, the
+    partitioned basis of the module docstring; otherwise, or where that basis is
+    ill-conditioned, :func:`_general` with the stiffness ``K_body + Kt`` (``Kt`` (n_v, n_v)
+    the tangent of the springs and the stiffening, or empty), ``n_free`` free motions and the
+    dependent columns ``order`` of the last call (in and out, :func:`_basis`).
+    Returns ``lam`` (p,), ``shapes``, ``mass_shapes`` (n_v, r), the subspace ``X``, the
+    sweeps (-1: a dense solve) and the static displacements (n_v, m).
+    """
+    if constant and J.shape[0] == rigid.size:
+        g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
+        if g <= basis_max:
+            if (X_prev.shape[1] == X.shape[1] and X.shape[1] > 0 and X.shape[0] == Mn.shape[0]
+                    and X_prev.shape[0] == Mn.shape[0]):
+                # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
+                # the previous Ritz vectors (signs, mixing) with the last ones.
+                C = X_prev.T @ (Mn @ X)
+                X = 2.0 * X - X_prev @ C
+            elif X.shape[0] != Mn.shape[0]:
+                X = np.zeros((Mn.shape[0], 0))
+            lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter)
+            shapes = _expand(Gc, c, rigid, elastic, np.ascontiguousarray(X[:, :r]))   # Phi = N X_r
+            return (lam, shapes, block_product(M, blocks, shapes), X, sweeps,
+                    _static(F, Gc, c, rigid, elastic, K_inv, bounds))
+    K = K_body + Kt if Kt.size else K_body
+    return _general(M, K, J, rigid, elastic, blocks, n_free, order, X, X_prev, r, tol, max_iter, basis_max,
+                    null_rtol, free_rtol, F)
 
 
 def elastic_stiffness(model):
@@ -313,23 +631,34 @@ def elastic_stiffness(model):
 class Tracker:
     """Lowest modes of one model at successive nearby configurations (module docstring).
 
-    Holds the constant elastic stiffness, its inverse and the last subspace (STYLE: an explicit
-    object, no hidden cache).  Use :meth:`applies` first.
+    Holds the bodies' stiffness (and, where it is the whole constant stiffness, its inverse
+    on the elastic coordinates), the number of free motions and the last subspace (STYLE: an
+    explicit object, no hidden cache).  Any model: where :meth:`constant` does not hold, or
+    the rows do not fix the reference coordinates, the modes come from the general basis of
+    :func:`_general`.
 
     Parameters
     ----------
     model : Model
     count : int
         Modes wanted, r.
+    free : int
+        Free motions of the model with the actuators locked
+        (:func:`sim.solvers.ked.free_motions`).
     """
 
-    def __init__(self, model, count):
-        self.model, self.count = model, int(count)
+    def __init__(self, model, count, free=0):
+        self.model, self.count, self.free = model, int(count), int(free)
         self.rigid = np.asarray(model.v_rigid, dtype=np.int64)
         self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
-        self.K = elastic_stiffness(model)[0]
-        self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(self.K))
-        self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
+        self.K_body = np.ascontiguousarray(dynamics.stiffness_matrix(model))
+        self.constant = self.free == 0 and Tracker.applies(model)
+        if self.constant:
+            K = elastic_stiffness(model)[0]
+            self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(K))
+            self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
+        else:
+            self.K_inv = self.K_inv_chol = np.zeros((0, 0))
         # Bodies: elastic coordinate k belongs to body owner[k] (whose six reference
         # coordinates are rigid[6 b : 6 b + 6], model.v_rigid's order); K is block diagonal
         # over the flexible bodies' ranges bounds[i]:bounds[i + 1].
@@ -339,9 +668,9 @@ class Tracker:
         self.blocks = np.concatenate([[0], np.cumsum(6 + n_f)]).astype(np.int64)
         assert np.array_equal(self.rigid[::6], self.blocks[:-1]), "v: each body's reference, then elastic coordinates"
         self.bounds = np.concatenate([[0], np.cumsum(n_f[n_f > 0])]).astype(np.int64)
-        self.seed = np.zeros((self.elastic.size, 0))
+        self.seed = np.zeros((0, 0))
         self.reset()
-        self.sweeps = []   # per call: iterations, -1 dense solve, -2 refused
+        self.sweeps = []   # per call: iterations, -1 dense solve
         self.loaded = False   # _modes compiled or loaded in this process (at the first call: the
                               # compiled frames of sim.solvers.ked need only their own kernel)
 
@@ -349,25 +678,32 @@ class Tracker:
     def applies(model):
         """True when the stiffness is the bodies' constant ``K_ff`` only, positive definite, and
         there are elastic coordinates (no lumped springs, compliant drives or geometric
-        stiffening; no body whose reference leaves it free to move rigidly)."""
+        stiffening; no body whose reference leaves it free to move rigidly): the partitioned
+        basis with the constant ``K_ee`` of the module docstring."""
         if not (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
                 and not compliant(model).any() and not stretched(model)):
             return False
         return elastic_stiffness(model)[1]
 
+    def arguments(self):
+        """The model's arguments of :func:`_modes` after ``Kt``, ``J``: from ``rigid`` to ``n_free``."""
+        return (self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol, self.bounds,
+                self.constant, self.free)
+
     def reset(self):
         """Forget the last subspaces: the next :meth:`modes` starts from :attr:`seed` (at most
         :data:`SEED_ITER` sweeps), or from a dense solve where there is none.
 
-        ``seed`` (n_e, p): Ritz vectors of another configuration of the same motion (its
+        ``seed`` (n, p): Ritz vectors of another configuration of the same motion (its
         :attr:`X`), e.g. the first, a common start for trackers that must give the same
         numbers whichever of them computes an instant (:class:`sim.solvers.ked.FramePool`).
         """
         self.X = self.seed
-        self.X_prev = np.zeros((self.elastic.size, 0))
+        self.X_prev = np.zeros((0, 0))
+        self.order = np.full(self.rigid.size, -1, dtype=np.int64)
         self.fresh = True
 
-    def modes(self, M, J, loads=None):
+    def modes(self, M, J, loads=None, Kt=None):
         """The lowest ``count`` modes with mass ``M`` and locked constraint rows ``J``.
 
         Parameters
@@ -377,6 +713,10 @@ class Tracker:
             Joint and locked-actuator rows.
         loads : ndarray, shape (n_v, m), optional
             Loads whose static displacements are wanted too.
+        Kt : ndarray, shape (n_v, n_v), optional
+            The tangent stiffness of the springs, compliant drives and stiffening at this
+            configuration (:meth:`sim.model.evaluator.Evaluator.evaluate`'s ``K_t``), added to
+            the bodies'.
 
         Returns
         -------
@@ -385,27 +725,20 @@ class Tracker:
         shapes, mass_shapes : ndarray, shape (n_v, r)
             ``Phi`` (``Phi^T M Phi = 1``) and ``M Phi``.
         static : ndarray, shape (n_v, m)
-            Only with ``loads``: ``N K_ee^-1 N^T loads``, the constrained static displacements.
-
-        None when the partition does not apply here: ``J`` not square over the reference
-        coordinates, or ``J_r`` nearly singular (an entry of ``G`` above :data:`BASIS_MAX`,
-        where the basis ``N`` would be ill-conditioned); :func:`sim.solvers.modal.modes` then
-        chooses its basis.
+            Only with ``loads``: ``N K_c^-1 N^T loads``, the constrained static displacements
+            (with free motions, those of inertia relief: :func:`_general`).
         """
-        if J.shape[0] != self.rigid.size:
-            return None
         with signals_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
+            Kt = np.zeros((0, 0)) if Kt is None else np.ascontiguousarray(Kt, dtype=float)
             lam, shapes, mass_shapes, X, sweeps, static = _modes(
-                M, J, self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol, self.bounds,
-                self.X, self.X_prev, self.count, RESIDUAL_TOL, SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, F)
+                np.ascontiguousarray(M, dtype=float), self.K_body, Kt, np.ascontiguousarray(J, dtype=float),
+                *self.arguments(), self.order, self.X, self.X_prev, self.count, RESIDUAL_TOL,
+                SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, NULL_RTOL, FREE_RTOL, F)
         self.loaded = True
         self.sweeps.append(sweeps)
-        if sweeps == -2:
-            self.reset()
-            return None
         # No extrapolation from a seed: it is not the previous instant.
-        self.X_prev = np.zeros((self.elastic.size, 0)) if self.fresh else self.X
+        self.X_prev = np.zeros((0, 0)) if self.fresh else self.X
         self.X, self.fresh = X, False
         omega = np.sqrt(np.maximum(lam[:self.count], 0.0))
         return (omega, shapes, mass_shapes) if loads is None else (omega, shapes, mass_shapes, static)

@@ -1,0 +1,147 @@
+"""KED's compiled frames (sim.solvers.ked._frame_loop) on every kind of model, against the dense
+modal analysis (tests/oracles.frame): lumped springs with no joint at all, compliant drives,
+free motions, geometric stiffening, redundant rows, and the constant bodies' stiffness."""
+import sim  # noqa: F401  (single-threaded BLAS before numpy)
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sim.model.evaluator import Evaluator
+from sim.model.loader import load_model
+from sim.solvers.ked import frames_along, free_motions, integrate_frames, ked
+from sim.solvers.motion import rigid_motion
+from sim.solvers.subspace import RESIDUAL_TOL
+from sim.solvers.trajectory import circle, from_scenario
+from sim.app.scenario import load_scenario
+
+import oracles
+from conftest import MODELS, ROOT
+
+
+def _seismic(model, samples):
+    """The 6-PSS along its shipped seismic trajectory (paper 002), ``samples`` instants."""
+    scenario = load_scenario(ROOT / "scenarios" / "pss6_seismic.toml")
+    trajectory = from_scenario(scenario.data["trajectory"], model)
+    return rigid_motion(model, trajectory, np.linspace(0.0, trajectory.duration, samples), condition=False)
+
+
+def _at_home(model, samples, seed=0):
+    """States at the home configuration with random velocities and accelerations (admissible
+    or not, the load ``Q - M a`` of the frame is defined for any)."""
+    rng = np.random.default_rng(seed)
+    ev = Evaluator(model)
+    s = ev.evaluate(model.q_home, np.zeros(model.n_v)).s
+    return SimpleNamespace(q=np.tile(model.q_home, (samples, 1)), v=0.1 * rng.normal(size=(samples, model.n_v)),
+                           a=rng.normal(size=(samples, model.n_v)), actuators=np.tile(s, (samples, 1)))
+
+
+def _stretched(model, samples, seed=1):
+    """States of the beam bent and stretched (its elastic coordinates random, 10 µm), where the
+    axial forces of the geometric stiffening (spin-up beam) have a tangent stiffness: the
+    frequencies 1-11 % off the unstrained beam's."""
+    states = _at_home(model, samples, seed)
+    rng = np.random.default_rng(seed)
+    states.q[:, model.q_elastic] += 1e-5 * rng.normal(size=(samples, len(model.q_elastic)))
+    return states
+
+
+CASES = {
+    # name: (model file, parameters, states, modes)
+    "6-PSS, compliant screws and spinning struts": ("pss6", {}, lambda m: _seismic(m, 7), 4),
+    "6-PSS, stiff screws and spinning struts": ("pss6", {"compliant_drives": False}, lambda m: _seismic(m, 7), 4),
+    "Surgiscope Delta, springs only": ("delta_surgiscope", {}, lambda m: _at_home(m, 3), 4),
+    "spin-up beam, geometric stiffening": ("spinup_beam", {}, lambda m: _stretched(m, 3), 3),
+    "NaVARo, redundant rows": ("navaro", {}, lambda m: _at_home(m, 2), 4),
+    "flexible arm, one free motion": ("flexible_arm", {}, lambda m: _at_home(m, 3), 3),
+    "five-bar, constant stiffness": ("five_bar", {}, lambda m: _at_home(m, 3), 3),
+}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def case(request):
+    name, parameters, states, count = CASES[request.param]
+    model = load_model(MODELS / f"{name}.py", parameters)
+    motion = states(model)
+    frames = frames_along(model, motion, count, workers=1)
+    refs = [oracles.frame(model, q, v, a, s, count)
+            for q, v, a, s in zip(motion.q, motion.v, motion.a, motion.actuators)]
+    return request.param, model, motion, frames, refs
+
+
+def test_frame_frequencies_and_shapes_are_the_dense_modes(case):
+    """Frequencies to 1e-8 (relative: the reduced pencils differ, and their conditioning
+    reaches 1e8 on the Surgiscope's springs); mass-normalised shapes spanning the dense
+    solve's modal subspace (its M-orthogonal projector) to 10 RESIDUAL_TOL where the
+    kept modes are apart from the next (1 %), admissible, and mass-orthogonal to the free
+    motions."""
+    label, model, motion, frames, refs = case
+    ev = Evaluator(model)
+    for k, (fr, ref) in enumerate(zip(frames, refs)):
+        where = f"{label}, frame {k}"
+        np.testing.assert_allclose(fr.omega, ref["omega"], rtol=1e-8, err_msg=where)
+        M = ref["M"]
+        np.testing.assert_allclose(fr.shapes.T @ M @ fr.shapes, np.eye(fr.omega.size), atol=1e-9, err_msg=where)
+        np.testing.assert_allclose(fr.mass_shapes, M @ fr.shapes, rtol=0,
+                                   atol=1e-12 * np.abs(fr.mass_shapes).max(), err_msg=where)
+        J = ev.evaluate(motion.q[k], np.zeros(model.n_v), targets=motion.actuators[k]).J
+        assert np.abs(J @ fr.shapes).max(initial=0) <= 1e-10 * max(np.abs(J).max(initial=0), 1) * np.abs(
+            fr.shapes).max(), where
+        free = ref["rigid_shapes"]
+        assert np.abs(free.T @ M @ fr.shapes).max(initial=0) <= 1e-9 * np.abs(fr.shapes).max(), where
+        full = oracles.frame(model, motion.q[k], motion.v[k], motion.a[k], motion.actuators[k], fr.omega.size + 1)
+        if full["omega"].size > fr.omega.size and full["omega"][-1] > 1.01 * full["omega"][-2]:
+            P, P_ref = fr.shapes @ fr.mass_shapes.T, ref["shapes"] @ (M @ ref["shapes"]).T
+            assert np.abs(P - P_ref).max() <= 10 * RESIDUAL_TOL * np.abs(P_ref).max(), where
+
+
+def test_frame_statics_are_those_of_the_dense_modes(case):
+    """The static displacements under the load and under gravity at rest equal the sum over
+    all the dense solve's elastic modes (inertia relief where there are free motions) to
+    1e-7 of their largest entry; the load and the pose Jacobian are those of the state."""
+    label, model, motion, frames, refs = case
+    for k, (fr, ref) in enumerate(zip(frames, refs)):
+        where = f"{label}, frame {k}"
+        for field in ("static_load", "static_rest"):
+            scale = np.abs(ref[field]).max()
+            assert np.abs(getattr(fr, field) - ref[field]).max() <= 1e-7 * scale, f"{where}, {field}"
+        np.testing.assert_allclose(fr.load, ref["load"], rtol=0, atol=1e-11 * np.abs(ref["load"]).max(),
+                                   err_msg=where)
+        np.testing.assert_allclose(fr.pose_jacobian, ref["pose_jacobian"], rtol=0,
+                                   atol=1e-13 * np.abs(ref["pose_jacobian"]).max(), err_msg=where)
+
+
+def test_free_motion_count_is_the_dense_modes_one(case):
+    label, model, motion, _, refs = case
+    assert free_motions(model, motion.q[0]) == refs[0]["rigid_shapes"].shape[1], label
+
+
+@pytest.mark.parametrize("name, parameters, trajectory, intervals", [
+    ("rrru3", {"elements_per_link": 2}, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4), 40),
+    ("pss6", {}, None, 40),
+])
+def test_ked_on_compiled_frames_is_the_ked_on_dense_modes(name, parameters, trajectory, intervals):
+    """The whole KED (3-RRRU: subspace iteration on the constant stiffness; 6-PSS: compliant
+    screws and free spins, the general basis) against the same integration on the oracle's
+    frames: deviations to 10 RESIDUAL_TOL of their peak (the shapes' error), frequencies to
+    1e-8."""
+    from sim.solvers.ked import Frame, Frames
+
+    model = load_model(MODELS / f"{name}.py", parameters)
+    if trajectory is None:
+        scenario = load_scenario(ROOT / "scenarios" / "pss6_seismic.toml")
+        trajectory = from_scenario(scenario.data["trajectory"], model)
+    count = 4
+    fast = ked(model, trajectory, intervals, count, 0.02)
+    time = np.linspace(0.0, trajectory.duration, intervals + 1)
+    motion = rigid_motion(model, trajectory, time, condition=False)
+    refs = [oracles.frame(model, q, v, a, s, count) for q, v, a, s in zip(motion.q, motion.v, motion.a,
+                                                                           motion.actuators)]
+    frames = Frames.stack([Frame(load=r["load"], omega=r["omega"], shapes=r["shapes"], mass_shapes=r["M"] @ r["shapes"],
+                                 pose_jacobian=r["pose_jacobian"], static_load=r["static_load"],
+                                 static_rest=r["static_rest"]) for r in refs])
+    dense = integrate_frames(time, frames, motion.pose, 0.02)
+    np.testing.assert_allclose(fast.frequencies, dense.frequencies, rtol=1e-8)
+    scale = np.abs(dense.deviation).max()
+    assert scale > 1e-7
+    assert np.abs(fast.deviation - dense.deviation).max() <= 10 * RESIDUAL_TOL * scale
