@@ -53,8 +53,8 @@ def test_a_kernel_compiled_for_its_address_is_found_by_a_call_from_python(tmp_pa
                                       "    a[0] += b\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(
         [str(tmp_path), str(ROOT.parent), os.environ.get("PYTHONPATH", "")]))
-    address = ("from numba import types\nimport tiny\nfrom sim.kernels.equations import _pointer\n"
-               "assert _pointer(tiny.add, types.void(types.float64[::1], types.float64)) > 0\n")
+    address = ("from numba import types\nimport tiny\nfrom sim.kernels.common import pointer\n"
+               "assert pointer(tiny.add, types.void(types.float64[::1], types.float64)) > 0\n")
     call = ("import numpy as np\nimport tiny\na = np.zeros(1)\ntiny.add(a, 2.0)\nassert a[0] == 2.0\n"
             "print(sum(tiny.add.stats.cache_misses.values()), sum(tiny.add.stats.cache_hits.values()))\n")
     subprocess.run([sys.executable, "-c", address], env=env, check=True)

@@ -145,3 +145,43 @@ def test_ked_on_compiled_frames_is_the_ked_on_dense_modes(name, parameters, traj
     scale = np.abs(dense.deviation).max()
     assert scale > 1e-7
     assert np.abs(fast.deviation - dense.deviation).max() <= 10 * RESIDUAL_TOL * scale
+
+
+def test_a_buckled_structure_is_named_not_solved():
+    """The spin-up beam compressed far past buckling (elastic coordinates random, 1 cm: axial
+    forces whose geometric stiffness outweighs the bending one): no modes, but an error that
+    names the instant."""
+    from sim.errors import SimError
+
+    model = load_model(MODELS / "spinup_beam.py", {})
+    states = _stretched(model, 3)
+    rng = np.random.default_rng(1)
+    states.q[:, model.q_elastic] += 0.01 * rng.normal(size=(3, len(model.q_elastic)))
+    states.t = np.array([0.0, 0.5, 1.0])
+    with pytest.raises(SimError, match=r"frozen at t = 0 s has no positive stiffness"):
+        frames_along(model, states, 3, workers=1)
+
+
+def test_frames_the_constant_solver_turns_down_are_the_general_ones(monkeypatch):
+    """Near a singular configuration (here: every one, BASIS_MAX lowered below any entry of
+    G) the constant stiffness's solver turns frames down and the general one (an SVD of the
+    rows) computes them: the same frequencies to 1e-9, shapes to 10 RESIDUAL_TOL, statics to
+    1e-8, and the sweeps counted."""
+    import sim.solvers.ked
+
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
+    motion = rigid_motion(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4), np.linspace(0.0, 0.4, 9),
+                          condition=False)
+    fast = frames_along(model, motion, 4, workers=1)
+    monkeypatch.setattr(sim.solvers.ked, "BASIS_MAX", 1e-6)
+    pool = sim.solvers.ked.FramePool(model, 4, len(motion.q), 0)
+    for state in zip(motion.q, motion.v, motion.a, motion.actuators):
+        pool.add(*state)
+    slow = pool.finish()
+    tracker = pool.local.tracker
+    assert tracker.turned_down == len(motion.q) and all(s == -1 or s > 0 for s in tracker.sweeps)
+    np.testing.assert_allclose(slow.omega, fast.omega, rtol=1e-9)
+    for k in range(len(motion.q)):
+        P, P_ref = slow.shapes[k] @ slow.mass_shapes[k].T, fast.shapes[k] @ fast.mass_shapes[k].T
+        assert np.abs(P - P_ref).max() <= 10 * RESIDUAL_TOL * np.abs(P_ref).max()
+        assert np.abs(slow.static_load[k] - fast.static_load[k]).max() <= 1e-8 * np.abs(fast.static_load[k]).max()

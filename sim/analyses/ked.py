@@ -52,10 +52,6 @@ def run(model, scenario, group, progress):
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
         motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
                                            progress_frames=bar_modes)
-    if not np.all(frames.omega > 0):
-        k, r = np.argwhere(~(frames.omega > 0))[0]
-        raise SimError(f"{scenario.path}: [ked] the structure frozen at t = {time[k]:.6g} s has no stiffness in "
-                       f"its mode {r + 1} (0 Hz: buckled, or a motion nothing holds): KED needs a stable structure")
     damping = Damping.from_table(table)
     zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
     if zeta.max() >= 1:

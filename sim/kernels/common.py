@@ -7,8 +7,9 @@ zeroes entries below ``FLUSH_RTOL`` of the largest one (see :mod:`sim.linalg`).
 """
 import numpy as np
 from numba import njit, typeof, types
+from numba.core import cgutils
 from numba.experimental import structref
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 FLUSH_RTOL = 1e-20
 SMALL_BLOCK = 8     # block_product: blocks up to this size by loops
@@ -71,6 +72,42 @@ def compile_for(kernel, *args):
     stands for a value of that type (:func:`record_type`, the evaluation's addresses
     :data:`sim.kernels.equations.ADDRESSES`), so that a loop compiles before the evaluation it calls is."""
     kernel.compile(tuple(arg if isinstance(arg, types.Type) else kernel.typeof_pyval(arg) for arg in args))
+
+
+def pointer(kernel, signature):
+    """The machine-code address of the dispatcher ``kernel`` compiled (or loaded from numba's
+    cache) for ``signature``, for compiled loops to call through a first-class function
+    (:func:`first_class`): the loop then links none of the kernel's code, and one copy serves
+    Python and every loop."""
+    # Compiled (or loaded) under the argument types first, the key of a call from Python:
+    # numba keys its disk cache by the signature as given, and a full Signature here would
+    # store the same machine code under another key, which the next process's Python calls
+    # miss (and compile again, 12 s for the evaluation).
+    kernel.compile(tuple(signature.args))
+    result = kernel.get_compile_result(signature)
+    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+
+
+def first_class(kind):
+    """Code generation of a first-class function of type ``kind`` (a ``types.FunctionType``)
+    from a machine-code address (:func:`pointer`; numba's calling convention, so exceptions
+    reach the caller)."""
+    def codegen(context, builder, signature, args):
+        value = cgutils.create_struct_proxy(kind)(context, builder)
+        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+        return value._getvalue()
+    return codegen
+
+
+def caller(signature):
+    """An intrinsic ``call(address)`` that, in compiled code, is the function of type
+    ``signature`` at that machine-code address (:func:`pointer`)."""
+    kind = types.FunctionType(signature)
+
+    @intrinsic
+    def call(typingctx, address):
+        return kind(types.int64), first_class(kind)
+    return call
 
 
 @njit(cache=True)

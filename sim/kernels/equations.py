@@ -13,11 +13,10 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import boolean, float64, literal_unroll, njit, typeof, types, void
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 from sim.kernels.bodies import group_terms
-from sim.kernels.common import FLUSH_RTOL, block_product, flush as flush_roundoff, runtime
+from sim.kernels.common import FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pointer, runtime
 from sim.kernels.frames import quat_R_into
 from sim.kernels.markers import markers
 from sim.kernels.rows import rows
@@ -203,16 +202,6 @@ def _potential_signature(kind):
     return types.UniTuple(float64, 2)(_VEC, kind)
 
 
-def _pointer(kernel, signature):
-    # Compiled (or loaded) under the argument types first, the key of a call from Python:
-    # numba keys its disk cache by the signature as given, and a full Signature here would
-    # store the same machine code under another key, which the next process's Python calls
-    # miss (and compile again, 12 s for the evaluation).
-    kernel.compile(tuple(signature.args))
-    result = kernel.get_compile_result(signature)
-    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
-
-
 # The numba type of the value of :func:`addresses` (:func:`sim.kernels.common.compile_for`).
 ADDRESSES = types.Array(types.int64, 1, "C")
 
@@ -229,18 +218,8 @@ def addresses(t):
     machine-code copy serves Python and every loop.
     """
     kind = t if isinstance(t, types.Type) else typeof(t)
-    return np.array([_pointer(evaluate, _signature(kind)), _pointer(potential, _potential_signature(kind))],
+    return np.array([pointer(evaluate, _signature(kind)), pointer(potential, _potential_signature(kind))],
                     dtype=np.int64)
-
-
-def _value(kind):
-    """Code generation of a first-class function of type ``kind`` from a machine-code address
-    (numba's calling convention, so exceptions reach the caller)."""
-    def codegen(context, builder, signature, args):
-        value = cgutils.create_struct_proxy(kind)(context, builder)
-        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
-        return value._getvalue()
-    return codegen
 
 
 @intrinsic
@@ -248,7 +227,7 @@ def function(typingctx, address, t):
     """In compiled code: :func:`evaluate` for the tables ``t`` as a first-class function, from
     its ``address`` (:func:`addresses`)."""
     kind = types.FunctionType(_signature(t))
-    return kind(types.int64, t), _value(kind)
+    return kind(types.int64, t), first_class(kind)
 
 
 @intrinsic
@@ -256,7 +235,7 @@ def potential_function(typingctx, address, t):
     """In compiled code: :func:`potential` for the tables ``t`` as a first-class function, from
     its ``address`` (:func:`addresses`)."""
     kind = types.FunctionType(_potential_signature(t))
-    return kind(types.int64, t), _value(kind)
+    return kind(types.int64, t), first_class(kind)
 
 
 @njit(cache=True)

@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 
 from sim.model.assembly import SINGULAR_RATIO
-from sim.errors import signals_deferred
+from sim.errors import SimError, signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
 from sim.kernels.common import block_product, compile_for, runtime
@@ -52,7 +52,8 @@ from sim.kernels.pose import pose_terms
 from sim.solvers.modal import FREE_RTOL, NULL_RTOL, modes
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
-from sim.solvers.subspace import BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, _modes, elastic_stiffness
+from sim.solvers.subspace import (BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, elastic_stiffness, solver,
+                                  solver_address)
 
 FRAME_CHUNK = 24   # frames per worker task (~3 ms on the 3-RRRU); the tracker restarts at each
 
@@ -265,21 +266,26 @@ FIELDS = tuple(f.name for f in fields(Frame))
 
 
 @njit(cache=True, nogil=True)
-def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, K_body, rigid, elastic, owner, blocks, K_inv,
-                K_inv_chol, bounds, constant, n_free, seed, tol, max_iter, seed_iter, basis_max, null_rtol, free_rtol,
+def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve, K_body, rigid, elastic, owner, blocks,
+                K_inv, K_inv_chol, bounds, n_free, seed, tol, max_iter, seed_iter, basis_max, null_rtol, free_rtol,
                 load, omega, shapes, mass_shapes, jac, static_load, static_rest, sweeps):
     """The frames of the rigid states ``qs``, ``vs``, ``accs`` (n, ...) with the actuators
     locked at ``ss`` (n, n_a), in one compiled loop, the tracker starting from ``seed``: the
     evaluation of ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`;
     ``M`` not flushed; with the forces at rest ``Q(q, 0)`` and, with ``stiff``, the tangent
     stiffness of the springs, compliant drives and stiffening), of its ``n_all`` rows the
-    locked ones ``keep`` (joints and rigid actuators), the modes and static displacements
-    (:func:`sim.solvers.subspace._modes`, the arguments of
-    :meth:`sim.solvers.subspace.Tracker.arguments` from ``K_body`` to ``n_free``), the load
-    and the end-effector Jacobian (coordinate codes ``kinds`` of marker ``e``:
-    :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...);
-    ``sweeps`` (n,) the tracker's count per frame (-1: a dense solve).  The same steps as
-    :meth:`sim.solvers.subspace.Tracker.modes`.  Returns the last subspace ``X``.
+    locked ones ``keep`` (joints and rigid actuators), the modes and static displacements by
+    the solver at the address ``solve`` (:func:`sim.solvers.subspace.solver_address`, with the
+    arguments of :meth:`sim.solvers.subspace.Tracker.arguments` from ``K_body`` to
+    ``n_free``), the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker
+    ``e``: :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...);
+    ``sweeps`` (n,) the solver's count per frame: -1 a dense solve, -2 where it turned the
+    frame down (left unfilled, for :func:`_general` to take; the tracker then starts afresh),
+    -3 where the stiffness is not positive definite on the elastic motions (unfilled too).
+    The same steps as :meth:`sim.solvers.subspace.Tracker.modes`.  Returns the last subspace.
+
+    The solver is called through its address, so that this loop compiles once for every
+    model and links neither solver: each compiles on its own, and only where a model needs it.
     """
     n_v = vs.shape[1]
     r = omega.shape[1]
@@ -287,8 +293,8 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, K_bod
     Q = np.zeros(n_v)
     Q0 = np.zeros(n_v)
     phi = np.zeros(n_all)
-    J_all = np.zeros((n_all, n_v))
     J = np.zeros((keep.size, n_v))
+    J_all = J if keep.size == n_all else np.zeros((n_all, n_v))    # all rows locked: no copy
     gamma = np.zeros(n_all)
     Kt = np.zeros((n_v, n_v)) if stiff else np.zeros((0, 0))
     empty = np.zeros((0, 0))
@@ -301,20 +307,25 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, K_bod
     off, on = runtime(False), runtime(True)
     with_K = runtime(stiff)
     evaluate = function(f[0], tables)
+    modes = solver(solve)
     for k in range(vs.shape[0]):
         J_all[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         if stiff:
             Kt[:] = 0.0
         evaluate(qs[k], vs[k], tables, M, Q, Q0, phi, J_all, gamma, empty, empty, Kt, ss[k], off, with_K, off, on)
-        for i in range(keep.size):
-            for j in range(n_v):
-                J[i, j] = J_all[keep[i], j]
+        if keep.size < n_all:
+            for i in range(keep.size):
+                for j in range(n_v):
+                    J[i, j] = J_all[keep[i], j]
         F[:, 0] = Q - block_product(M, blocks, accs[k].reshape((n_v, 1)))[:, 0]
         F[:, 1] = Q0
-        lam, sh, msh, X_new, sweeps[k], U = _modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
-                                                   K_inv_chol, bounds, constant, n_free, order, X, X_prev, r, tol,
-                                                   seed_iter if fresh else max_iter, basis_max, null_rtol,
-                                                   free_rtol, F)
+        lam, sh, msh, X_new, sweeps[k], U = modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
+                                                  K_inv_chol, bounds, n_free, order, X, X_prev, r, tol,
+                                                  seed_iter if fresh else max_iter, basis_max, null_rtol, free_rtol,
+                                                  F)
+        if sweeps[k] < -1:     # turned down, or no positive stiffness: left unfilled
+            X, X_prev, fresh = seed, none, True
+            continue
         X_prev = none if fresh else X
         X, fresh = X_new, False
         for i in range(r):
@@ -330,17 +341,20 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, K_bod
     return X
 
 
-def _loop_arguments(model, ev, tracker):
-    """The model arguments of :func:`_frame_loop` after the states: ``tables`` .. ``free_rtol``."""
+def _loop_arguments(model, ev, tracker, general=False):
+    """The model arguments of :func:`_frame_loop` after the states: ``tables`` .. ``free_rtol``,
+    with the tracker's solver (:func:`sim.solvers.subspace._constant` where its stiffness is
+    constant, else :func:`sim.solvers.subspace._general`), or the general one."""
     return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows), np.flatnonzero(ev.keep),
-            bool(ev.stiff), tracker.K_body, *tracker.arguments(), tracker.seed, RESIDUAL_TOL, MAX_ITER, SEED_ITER,
-            BASIS_MAX, NULL_RTOL, FREE_RTOL)
+            bool(ev.stiff), solver_address(tracker.constant and not general), tracker.K_body, *tracker.arguments(),
+            tracker.seed, RESIDUAL_TOL, MAX_ITER, SEED_ITER, BASIS_MAX, NULL_RTOL, FREE_RTOL)
 
 
 def _frames(model, ev, tracker, states, out, k0, progress=None):
     """The frames of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
     ``s`` the actuator values, where they are locked) into ``out`` (:class:`Frames`) from
-    row ``k0``, by :func:`_frame_loop`.
+    row ``k0``, by :func:`_frame_loop`; the frames its solver turned down (the constant
+    stiffness's partitioned basis near a singular configuration) again with the general one.
 
     The ``tracker`` starts afresh from its seed (or a dense eigensolve) every ``FRAME_CHUNK``
     states, the unit of work shared with the worker threads: each frame then has the same
@@ -351,8 +365,18 @@ def _frames(model, ev, tracker, states, out, k0, progress=None):
         chunk = slice(c0, min(len(states[0]), c0 + FRAME_CHUNK))
         rows = slice(k0 + chunk.start, k0 + chunk.stop)
         sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
-        _frame_loop(*(np.ascontiguousarray(x[chunk], dtype=float) for x in states), *loop,
-                    *(getattr(out, name)[rows] for name in FIELDS), sweeps)
+        part = tuple(np.ascontiguousarray(x[chunk], dtype=float) for x in states)
+        _frame_loop(*part, *loop, *(getattr(out, name)[rows] for name in FIELDS), sweeps)
+        down = np.flatnonzero(sweeps == -2)
+        if down.size:
+            redo = np.zeros(down.size, dtype=np.int64)
+            refill = Frames.empty(down.size, model.n_v, tracker.count, len(model.pose_kinds))
+            _frame_loop(*(x[down] for x in part), *_loop_arguments(model, ev, tracker, general=True),
+                        *(getattr(refill, name) for name in FIELDS), redo)
+            for i, k in enumerate(down):
+                out.put(rows.start + k, refill[i])
+            sweeps[down] = redo
+            tracker.turned_down += down.size
         tracker.sweeps.extend(sweeps.tolist())
         if progress is not None:
             progress.update(len(sweeps))
@@ -366,8 +390,6 @@ def _seed(model, ev, tracker, state):
     return _frame_loop(*(np.ascontiguousarray(x, dtype=float) for x in state), *_loop_arguments(model, ev, tracker),
                        *(getattr(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds)), name)
                          for name in FIELDS), sweeps)
-
-
 
 
 def _workers(workers, n):
@@ -492,6 +514,17 @@ class FramePool:
         return self.frames
 
 
+def _stable(frames, times):
+    """``frames``, or a :class:`sim.errors.SimError` naming the first instant of ``times``
+    where the frozen structure had no positive stiffness (its frame unfilled, see
+    :func:`_frame_loop`)."""
+    bad = np.flatnonzero(~(frames.omega[:, :1] > 0).all(axis=1)) if frames.omega.shape[1] else []
+    if len(bad):
+        raise SimError(f"the robot frozen at t = {times[bad[0]]:.6g} s has no positive stiffness on its elastic "
+                       f"motions (buckled under its axial loads, or a motion that nothing holds)")
+    return frames
+
+
 def frames_along(model, motion, count, progress=None, workers=None):
     """Frames (:class:`Frames`) at every sample of a :class:`sim.solvers.motion.RigidMotion`.
 
@@ -501,7 +534,7 @@ def frames_along(model, motion, count, progress=None, workers=None):
     with FramePool(model, count, n, _workers(workers, n), progress) as pool:
         for state in zip(motion.q, motion.v, motion.a, motion.actuators):
             pool.add(*state)
-        return pool.finish()
+        return _stable(pool.finish(), getattr(motion, "t", np.arange(n, dtype=float)))
 
 
 def load_kernels(model, count):
@@ -516,9 +549,13 @@ def load_kernels(model, count):
 def compile_loops(model, count):
     """Compile, or load from numba's cache, the KED's own kernels for ``model`` with ``count``
     modes (the frames' loop, the modal stepping) without compiling or calling the evaluation
-    (an unassembled model will do; :mod:`sim.app.parallel_compile`)."""
-    loop = _loop_arguments(model, Evaluator(model, load=False), Tracker(model, count))
+    (an unassembled model will do; :mod:`sim.app.parallel_compile`), and both modes solvers
+    (:func:`sim.solvers.subspace.solver_address`): the one of the constant stiffness, the
+    general one for any other robot that comes next, or for this one where it has free
+    motions or turns the constant solver down."""
     with signals_deferred():
+        loop = _loop_arguments(model, Evaluator(model, load=False), Tracker(model, count))
+        solver_address(not Tracker(model, count).constant)
         compile_for(_frame_loop, np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
                     np.zeros((0, len(model.actuators))), *loop,
                     *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
@@ -547,7 +584,7 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     with FramePool(model, count, len(times), _workers(workers, len(times)), progress_frames) as pool:
         motion = rigid_motion(model, trajectory, times, q_start=q_start, progress=progress_motion,
                               on_sample=pool.add, condition=False)
-        return motion, pool.finish()
+        return motion, _stable(pool.finish(), times)
 
 
 class ModalStepper:

@@ -55,11 +55,11 @@ K.-J. Bathe, *Finite Element Procedures*, 2nd ed., §11.6 (subspace iteration).
 import contextlib
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from sim.model import dynamics
 from sim.errors import signals_deferred
-from sim.kernels.common import block_product
+from sim.kernels.common import block_product, caller, pointer, runtime
 from sim.linalg import sparse_solve
 from sim.model.tables import compliant, stretched
 from sim.solvers.modal import FREE_RTOL, NULL_RTOL
@@ -310,6 +310,46 @@ def _expand(Gc, c, rigid, elastic, Y):
 
 
 @njit(cache=True)
+def _symmetric(A):
+    """In place: ``A`` (n, n) made exactly symmetric, ``(A + A^T) / 2``; returns it."""
+    for i in range(A.shape[0]):
+        for k in range(i):
+            A[i, k] = A[k, i] = 0.5 * (A[i, k] + A[k, i])
+    return A
+
+
+@njit(cache=True)
+def _small_solve(A, B):
+    """``A^-1 B`` for a small symmetric positive definite ``A`` (n, n), ``B`` (n, m): Cholesky
+    in loops (LAPACK's call and workspace cost more than the work at this size)."""
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            acc = A[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / L[j, j]
+    Y = B.copy()
+    for j in range(Y.shape[1]):
+        for i in range(n):                  # L z = b
+            acc = Y[i, j]
+            for k in range(i):
+                acc -= L[i, k] * Y[k, j]
+            Y[i, j] = acc / L[i, i]
+        for i in range(n - 1, -1, -1):      # L^T y = z
+            acc = Y[i, j]
+            for k in range(i + 1, n):
+                acc -= L[k, i] * Y[k, j]
+            Y[i, j] = acc / L[i, i]
+    return Y
+
+
+@njit(cache=True)
 def _sparse(K):
     """``K`` (n, n) of few nonzeros (the bodies' stiffness blocks, the springs' couplings) in
     compressed rows: ``ptr`` (n + 1,), ``col``, ``val`` (nnz,)."""
@@ -407,7 +447,11 @@ def _partition(J, rigid, elastic, order):
     for i in range(m):
         for k in range(n_e + n_z):
             N[rigid[order[i]], k] = G[i, k]
-    return N, np.abs(G).max() if G.size else 0.0
+    top = 0.0
+    for i in range(m):
+        for k in range(n_e + n_z):
+            top = max(top, abs(G[i, k])) if G[i, k] == G[i, k] else np.inf    # NaN: singular
+    return N, top
 
 
 @njit(cache=True)
@@ -448,43 +492,55 @@ def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
             if m == n_r:
                 break
     order[0] = -1
+    rank = 0
+    Vt = np.zeros((n_v, n_v))
     if m:
         _, s, Vt = np.linalg.svd(J)
-        rank = 0
         for k in range(s.size):
             rank += s[k] > null_rtol * s[0]
-        N = np.ascontiguousarray(Vt[rank:].T)
     else:
-        N = np.eye(n_v)
+        for k in range(n_v):
+            Vt[k, k] = 1.0
+    N = _t(Vt[rank:])
     n_N = N.shape[1]
     if n_e == 0:
         return N, n_N, False
     Ne = np.empty((n_e, n_N))
     for k in range(n_e):
-        Ne[k] = N[elastic[k]]
+        for j in range(n_N):
+            Ne[k, j] = N[elastic[k], j]
     _, s, Vt = np.linalg.svd(Ne)
     moving = 0
     for k in range(s.size):
         moving += s[k] > free_rtol
-    return N @ np.ascontiguousarray(Vt.T), n_N - moving, False
+    return N @ _t(Vt), n_N - moving, False
 
 
 @njit(cache=True)
-def _project(B, X, elastic, n_x):
+def _t(A):
+    """``A^T`` (n, m) in C order for ``A`` (m, n): the products here all take C-ordered
+    operands, one compiled matrix product for all (each order pair compiles its own)."""
+    T = np.empty((A.shape[1], A.shape[0]))
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            T[j, i] = A[i, j]
+    return T
+
+
+@njit(cache=True)
+def _project(B, X, rigid, elastic, n_x):
     """``B^T X`` for a basis ``B`` (n_v, n) whose elastic rows are the unit rows of its first
     ``n_x`` columns (:func:`_basis`'s partitioned one; ``n_x = -1``: no structure)."""
     if n_x < 0:
-        return B.T @ X
-    rows = np.ones(B.shape[0], dtype=np.bool_)
-    for k in range(elastic.size):
-        rows[elastic[k]] = False
-    other = np.flatnonzero(rows)
-    Bo = np.empty((other.size, B.shape[1]))
-    Xo = np.empty((other.size, X.shape[1]))
-    for i in range(other.size):
-        Bo[i] = B[other[i]]
-        Xo[i] = X[other[i]]
-    Y = Bo.T @ Xo
+        return _t(B) @ X
+    BrT = np.empty((B.shape[1], rigid.size))
+    Xr = np.empty((rigid.size, X.shape[1]))
+    for i in range(rigid.size):
+        for j in range(B.shape[1]):
+            BrT[j, i] = B[rigid[i], j]
+        for j in range(X.shape[1]):
+            Xr[i, j] = X[rigid[i], j]
+    Y = BrT @ Xr
     for k in range(n_x):
         for j in range(X.shape[1]):
             Y[k, j] += X[elastic[k], j]
@@ -510,96 +566,95 @@ def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
     n_f = min(n_free, n_z)
     if n_f == 0:
         return N
-    Nz = np.ascontiguousarray(N[:, n_x:])
-    Kzz = Nz.T @ _sparse_product(*Ks, Nz)
-    _, W = np.linalg.eigh(0.5 * (Kzz + Kzz.T))
-    Nf = Nz @ np.ascontiguousarray(W[:, :n_f])
-    order = _pivots(np.ascontiguousarray(W[:, :n_f]), n_f)
+    Nz = np.empty((n_v, n_z))
+    for i in range(n_v):
+        for k in range(n_z):
+            Nz[i, k] = N[i, n_x + k]
+    _, W = np.linalg.eigh(_symmetric(_t(Nz) @ _sparse_product(*Ks, Nz)))
+    Wf = np.empty((n_z, n_f))
+    for i in range(n_z):
+        for k in range(n_f):
+            Wf[i, k] = W[i, k]
+    Nf = Nz @ Wf
+    order = _pivots(Wf, n_f)
     Nc = np.empty((n_v, n_N - n_f))
-    Nc[:, :n_x] = N[:, :n_x]
-    for k in range(n_z - n_f):
-        Nc[:, n_x + k] = Nz[:, order[n_f + k]]
-    MNf = block_product(M, blocks, Nf)
-    P = np.linalg.solve(Nf.T @ MNf, MNf.T @ Nc)
-    return Nc - Nf @ P
+    for i in range(n_v):
+        for k in range(n_x):
+            Nc[i, k] = N[i, k]
+        for k in range(n_z - n_f):
+            Nc[i, n_x + k] = Nz[i, order[n_f + k]]
+    MNfT = _t(block_product(M, blocks, Nf))
+    return Nc - Nf @ _small_solve(MNfT @ Nf, MNfT @ Nc)
 
 
-@njit(cache=True)
-def _general(M, K, J, rigid, elastic, blocks, n_free, order, X, X_prev, r, tol, max_iter, basis_max, null_rtol,
-             free_rtol, F):
-    """:func:`_modes` for any stiffness ``K`` (n_v, n_v) and rows ``J``, with ``n_free`` free
-    motions: the basis of :func:`_basis` less the free motions (:func:`_elastic_basis`), the
-    reduced pencil ``(B^T K B, B^T M B)``, its lowest modes by subspace iteration from the
-    motions ``X`` (n_v, p; extrapolated with ``X_prev`` as in :func:`_modes`; a dense start
-    where they are not motions: empty, or the constant path's), and the static displacements ``B (B^T K B)^-1 B^T F``.  Where ``B^T K B`` is not
-    positive definite (a compressed structure past buckling), the dense solve of the pencil
-    through the mass's Cholesky factor and the statics by least squares.
+@njit(cache=True, nogil=True)
+def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, n_free, order, X, X_prev, r,
+             tol, max_iter, basis_max, null_rtol, free_rtol, F):
+    """The modes of any model (:data:`SOLVER`'s arguments; ``owner``, ``K_inv``, ``K_inv_chol``
+    and ``bounds`` unused): the stiffness ``K = K_body + Kt`` (n_v, n_v; ``Kt`` the tangent of
+    the springs, compliant drives and stiffening, or empty), rows ``J``, ``n_free`` free
+    motions, the dependent columns ``order`` of the last call (in and out, :func:`_basis`).
+
+    The basis of :func:`_basis` less the free motions (:func:`_elastic_basis`), the reduced
+    pencil ``(B^T K B, B^T M B)``, its lowest modes by subspace iteration from the motions
+    ``X`` (n_v, p; extrapolated with ``X_prev`` as in :func:`_constant`; a dense start where
+    they are not motions: empty, or the constant path's), and the static displacements
+    ``B (B^T K B)^-1 B^T F``.  Where ``B^T K B`` is not positive definite (a structure
+    buckled under its axial loads, or a motion nothing holds that the free-motion count
+    missed) nothing is computed: ``sweeps = -3``, for the caller to report.
 
     With free motions the statics are those of inertia relief: the load's part that would
     accelerate the free motions (``M`` times them) is taken off, and the displacement is
     mass-orthogonal to them, as the modes are.
     """
     n_v = M.shape[0]
+    K = K_body + Kt if Kt.size else K_body
     N, n_z, partitioned = _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order)
     Ks = _sparse(K)
     B = _elastic_basis(N, n_z, Ks, M, blocks, n_free)
     n_x = N.shape[1] - n_z if partitioned else -1
     n = B.shape[1]
-    Me = _project(B, block_product(M, blocks, B), elastic, n_x)
-    Ke = _project(B, _sparse_product(*Ks, B), elastic, n_x)
-    Me = 0.5 * (Me + Me.T)
-    Ke = 0.5 * (Ke + Ke.T)
-    b = _project(B, F, elastic, n_x)
+    Me = _symmetric(_project(B, block_product(M, blocks, B), rigid, elastic, n_x))
+    Ke = _symmetric(_project(B, _sparse_product(*Ks, B), rigid, elastic, n_x))
+    b = _project(B, F, rigid, elastic, n_x)
     p = min(n, 2 * r, r + 8)
-    positive = True
     try:
         np.linalg.cholesky(Ke)
     except Exception:   # noqa: BLE001 (numba: no exception classes)
-        positive = False
-    if positive:
-        K_inv = np.linalg.inv(Ke)
-        K_inv = 0.5 * (K_inv + K_inv.T)
-        # The last subspaces, kept as motions (n_v, p), extrapolated and brought into this
-        # basis by the mass: the basis's columns need not keep their meaning (pivots,
-        # arbitrary null-space bases), and the first sweep needs only B^T M X.
-        start = np.zeros((n, 0))
-        if X.shape[0] == n_v and X.shape[1] >= p:
-            if X_prev.shape[0] == n_v and X_prev.shape[1] == X.shape[1]:
-                X = 2.0 * X - X_prev @ (X_prev.T @ block_product(M, blocks, X))
-            start = _project(B, block_product(M, blocks, X), elastic, n_x)
-        bounds = np.array([0, n])
-        lam, Xr, sweeps = subspace_iteration(K_inv, np.zeros((0, 0)), bounds, Me, start, r, tol, max_iter, True)
-        y = K_inv @ b
-    else:
-        C = np.linalg.inv(np.linalg.cholesky(Me))
-        mu, V = np.linalg.eigh(C @ Ke @ C.T)
-        lam = mu[:p].copy()
-        Xr = C.T @ np.ascontiguousarray(V[:, :p])
-        sweeps = -1
-        y = np.linalg.lstsq(Ke, b)[0]
+        none = np.zeros((n_v, 0))
+        return np.zeros(0), none, none, np.zeros((0, 0)), -3, np.zeros_like(F)
+    K_inv = _symmetric(_t(np.linalg.inv(Ke)))
+    # The last subspaces, kept as motions (n_v, p), extrapolated and brought into this basis
+    # by the mass: the basis's columns need not keep their meaning (pivots, arbitrary
+    # null-space bases), and the first sweep needs only B^T M X.
+    start = np.zeros((n, 0))
+    if X.shape[0] == n_v and X.shape[1] >= p:
+        if X_prev.shape[0] == n_v and X_prev.shape[1] == X.shape[1]:
+            X = 2.0 * X - X_prev @ (_t(X_prev) @ block_product(M, blocks, X))
+        start = _project(B, block_product(M, blocks, X), rigid, elastic, n_x)
+    bounds = np.array([0, n])
+    lam, Xr, sweeps = subspace_iteration(K_inv, np.zeros((0, 0)), bounds, Me, start, r, tol, max_iter, runtime(True))
+    y = K_inv @ b
     X = B @ Xr
-    shapes = np.ascontiguousarray(X[:, :r])
+    shapes = np.empty((n_v, r))
+    for i in range(n_v):
+        for j in range(r):
+            shapes[i, j] = X[i, j]
     return lam, shapes, block_product(M, blocks, shapes), X, sweeps, B @ y
 
 
 @njit(cache=True, nogil=True)
-def _modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, constant, n_free, order, X,
-           X_prev, r, tol, max_iter, basis_max, null_rtol, free_rtol, F):
-    """Compiled :meth:`Tracker.modes`: the basis, the reduced mass, the starting subspace and
-    the iteration in one call; also the static displacements of the loads ``F`` (n_v, m).
-    ``blocks``: the bodies' ranges of ``v`` (:attr:`Tracker.blocks`), for ``M Phi``.
-
-    Where the stiffness is the bodies' constant one (``constant``: ``K_inv``, ``K_inv_chol``
-    its inverse on the elastic coordinates and the inverse of its Cholesky factor, block
-    diagonal over ``bounds``) and the rows ``J`` fix the reference coordinates, the
-    partitioned basis of the module docstring; otherwise, or where that basis is
-    ill-conditioned, :func:`_general` with the stiffness ``K_body + Kt`` (``Kt`` (n_v, n_v)
-    the tangent of the springs and the stiffening, or empty), ``n_free`` free motions and the
-    dependent columns ``order`` of the last call (in and out, :func:`_basis`).
-    Returns ``lam`` (p,), ``shapes``, ``mass_shapes`` (n_v, r), the subspace ``X``, the
-    sweeps (-1: a dense solve) and the static displacements (n_v, m).
+def _constant(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, n_free, order, X, X_prev, r,
+              tol, max_iter, basis_max, null_rtol, free_rtol, F):
+    """The modes where the stiffness is the bodies' constant one and the rows ``J`` fix the
+    reference coordinates (:data:`SOLVER`'s arguments; ``K_inv``, ``K_inv_chol`` its inverse on
+    the elastic coordinates and the inverse of its Cholesky factor, block diagonal over
+    ``bounds``; ``K_body``, ``Kt``, ``n_free``, ``order``, ``null_rtol``, ``free_rtol``
+    unused): the partitioned basis of the module docstring.  Turned down (``sweeps = -2``,
+    empty arrays, for :func:`_general` to take) where ``J`` is not square over the reference
+    coordinates or the basis is ill-conditioned (an entry of ``G`` above ``basis_max``).
     """
-    if constant and J.shape[0] == rigid.size:
+    if J.shape[0] == rigid.size:
         g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
         if g <= basis_max:
             if (X_prev.shape[1] == X.shape[1] and X.shape[1] > 0 and X.shape[0] == Mn.shape[0]
@@ -610,13 +665,30 @@ def _modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, b
                 X = 2.0 * X - X_prev @ C
             elif X.shape[0] != Mn.shape[0]:
                 X = np.zeros((Mn.shape[0], 0))
-            lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter)
+            lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, runtime(False))
             shapes = _expand(Gc, c, rigid, elastic, np.ascontiguousarray(X[:, :r]))   # Phi = N X_r
             return (lam, shapes, block_product(M, blocks, shapes), X, sweeps,
                     _static(F, Gc, c, rigid, elastic, K_inv, bounds))
-    K = K_body + Kt if Kt.size else K_body
-    return _general(M, K, J, rigid, elastic, blocks, n_free, order, X, X_prev, r, tol, max_iter, basis_max,
-                    null_rtol, free_rtol, F)
+    none = np.zeros((M.shape[0], 0))
+    return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros_like(F)
+
+
+_VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
+# The one signature of the modes solvers, which the compiled frames (sim.solvers.ked) call
+# through an address (solver_address): (M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
+# K_inv_chol, bounds, n_free, order, X, X_prev, r, tol, max_iter, basis_max, null_rtol,
+# free_rtol, F) -> (lam (p,), shapes (n_v, r), mass_shapes (n_v, r), X, sweeps, static (n_v, m)),
+# sweeps the iterations (-1: a dense solve, -2: turned down, -3: no positive stiffness).
+SOLVER = types.Tuple((_VEC, _MAT, _MAT, _MAT, types.int64, _MAT))(
+    _MAT, _MAT, _MAT, _MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64, _IDX, _MAT, _MAT, types.int64,
+    types.float64, types.int64, types.float64, types.float64, types.float64, _MAT)
+solver = caller(SOLVER)    # in compiled code: solver(address)(...)
+
+
+def solver_address(constant):
+    """The address of :func:`_constant` (``constant``) or :func:`_general`, compiled or loaded
+    from numba's cache for :data:`SOLVER` (only the one asked for)."""
+    return pointer(_constant if constant else _general, SOLVER)
 
 
 def elastic_stiffness(model):
@@ -671,7 +743,8 @@ class Tracker:
         self.seed = np.zeros((0, 0))
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve
-        self.loaded = False   # _modes compiled or loaded in this process (at the first call: the
+        self.turned_down = 0   # frames the constant solver left to the general one
+        self.loaded = False   # the solvers compiled or loaded in this process (at the first call: the
                               # compiled frames of sim.solvers.ked need only their own kernel)
 
     @staticmethod
@@ -686,9 +759,10 @@ class Tracker:
         return elastic_stiffness(model)[1]
 
     def arguments(self):
-        """The model's arguments of :func:`_modes` after ``Kt``, ``J``: from ``rigid`` to ``n_free``."""
+        """The model's arguments of the solvers (:data:`SOLVER`) after ``Kt``, ``J``: from
+        ``rigid`` to ``n_free``."""
         return (self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol, self.bounds,
-                self.constant, self.free)
+                self.free)
 
     def reset(self):
         """Forget the last subspaces: the next :meth:`modes` starts from :attr:`seed` (at most
@@ -731,10 +805,15 @@ class Tracker:
         with signals_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
             Kt = np.zeros((0, 0)) if Kt is None else np.ascontiguousarray(Kt, dtype=float)
-            lam, shapes, mass_shapes, X, sweeps, static = _modes(
-                np.ascontiguousarray(M, dtype=float), self.K_body, Kt, np.ascontiguousarray(J, dtype=float),
-                *self.arguments(), self.order, self.X, self.X_prev, self.count, RESIDUAL_TOL,
-                SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, NULL_RTOL, FREE_RTOL, F)
+            arguments = (np.ascontiguousarray(M, dtype=float), self.K_body, Kt, np.ascontiguousarray(J, dtype=float),
+                         *self.arguments(), self.order)
+            rest = (self.count, RESIDUAL_TOL, SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, NULL_RTOL, FREE_RTOL, F)
+            found = _constant(*arguments, self.X, self.X_prev, *rest) if self.constant else None
+            if found is not None and found[4] == -2:    # turned down: the general basis
+                self.turned_down += 1
+            if found is None or found[4] == -2:
+                found = _general(*arguments, self.X, self.X_prev, *rest)
+            lam, shapes, mass_shapes, X, sweeps, static = found
         self.loaded = True
         self.sweeps.append(sweeps)
         # No extrapolation from a seed: it is not the previous instant.
