@@ -98,9 +98,40 @@ def _stop_now():
     os._exit(128 + _stopping[0])
 
 
+# Modules inside which a stop is not raised but delivered again a moment later: an exception
+# thrown into numba's compiler or llvmlite's object disposal (a `__del__` run by the garbage
+# collector at any time) is lost there, prints "Exception ignored", or leaves an LLVM object
+# disposed twice (a "double free" abort at exit).
+_INTERNALS = ("numba.", "llvmlite.")
+
+
+def _in_internals(frame):
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith(_INTERNALS):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _again(signum):
+    """Deliver the stop ``signum`` again a moment later, by an alarm: any signal sent from
+    here (or waited for here) would be handled where this one was."""
+    previous = signal.getsignal(signal.SIGALRM)
+
+    def again(_, frame):
+        signal.signal(signal.SIGALRM, previous)
+        _on_stop(signum, frame)
+
+    signal.signal(signal.SIGALRM, again)
+    signal.setitimer(signal.ITIMER_REAL, AGAIN_DELAY)
+
+
 def _on_stop(signum, frame):
     if _stopping:
         _stop_now()
+    if _in_internals(frame):
+        _again(signum)
+        return
     _stopping.append(signum)
     raise Interrupted(signum)
 
@@ -112,16 +143,7 @@ def _unraisable(unraisable):
     raised as the first stop in the code that follows."""
     if isinstance(unraisable.exc_value, Interrupted) and _installed:
         _stopping.clear()
-        signum, previous = unraisable.exc_value.signum, signal.getsignal(signal.SIGALRM)
-
-        def again(_, frame):
-            signal.signal(signal.SIGALRM, previous)
-            _on_stop(signum, frame)
-
-        # Raised again a moment later, by an alarm: any signal sent from here (or waited
-        # for here) would be handled inside this hook, and lost again.
-        signal.signal(signal.SIGALRM, again)
-        signal.setitimer(signal.ITIMER_REAL, AGAIN_DELAY)
+        _again(unraisable.exc_value.signum)
         return
     _installed[0](unraisable)
 

@@ -396,3 +396,24 @@ def test_a_cache_index_of_moved_types_is_recompiled_not_raised(tmp_path):
         out = subprocess.run([sys.executable, "-c", script, stage], capture_output=True, text=True, env=env,
                              cwd=ROOT)
         assert out.returncode == 0 and out.stdout.split() == ["3.0"], out.stderr
+
+
+def test_a_stop_inside_numba_is_delivered_once_out_of_it():
+    """A stop signal whose handler runs inside numba's or llvmlite's code (a compilation, a
+    cache load, an LLVM object's disposal by the garbage collector) is not raised there, where
+    it would be lost or leave an LLVM object disposed twice, but a moment later, in ours."""
+    import sys
+    import sim.errors as errors
+
+    previous = errors.install_stop_handlers()
+    try:
+        inside = {"__name__": "numba.core.fake", "errors": errors, "signal": signal, "sys": sys}
+        exec("def compile_step():\n    errors._on_stop(signal.SIGTERM, sys._getframe())\n", inside)
+        inside["compile_step"]()        # deferred: no exception here
+        assert not errors._stopping
+        with pytest.raises(errors.Interrupted) as stop:
+            time.sleep(20 * errors.AGAIN_DELAY)
+        assert stop.value.signum == signal.SIGTERM and errors._stopping == [signal.SIGTERM]
+    finally:
+        errors.restore_handlers(previous)
+        errors._stopping.clear()

@@ -21,6 +21,7 @@ from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+STOPPED = {128 + sig for sig in STOP_SIGNALS}   # the exit codes of a run stopped by a signal
 EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell reports for a killed writer
 DEFAULT_MODE_COUNT = 6
 
@@ -402,6 +403,14 @@ def console():
     code = _main(None)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    if code in STOPPED:
+        # Stopped by a signal: what was computed is written and closed, the line printed.  The
+        # interpreter's teardown is skipped, as the signal's default action would: after a
+        # stop that landed in numba's or llvmlite's machinery it can crash (an LLVM object
+        # disposed twice), turning exit 130 into a segfault.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     # The interpreter's final collection would walk every object numba's compiler and scipy
     # have built, about a third of a plain `sim modes`: the process is ending, so nothing
     # tracked so far needs collecting.  Reference counting still frees them, and atexit runs.

@@ -300,6 +300,7 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
     empty = np.zeros((0, 0))
     rest = np.zeros(n_v)
     F = np.zeros((n_v, 2))
+    a = np.zeros((n_v, 1))
     x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
     none = np.zeros((0, 0))
     X, X_prev, fresh = seed, none, True
@@ -309,16 +310,22 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
     evaluate = function(f[0], tables)
     modes = solver(solve)
     for k in range(vs.shape[0]):
-        J_all[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
+        J_all.ravel()[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         if stiff:
-            Kt[:] = 0.0
+            Kt.ravel()[:] = 0.0
         evaluate(qs[k], vs[k], tables, M, Q, Q0, phi, J_all, gamma, empty, empty, Kt, ss[k], off, with_K, off, on)
         if keep.size < n_all:
             for i in range(keep.size):
                 for j in range(n_v):
                     J[i, j] = J_all[keep[i], j]
-        F[:, 0] = Q - block_product(M, blocks, accs[k].reshape((n_v, 1)))[:, 0]
-        F[:, 1] = Q0
+        # Element by element here and below: slice assignments compile shape checks and
+        # broadcasting, several seconds of a cold start for a few hundred numbers.
+        for i in range(n_v):
+            a[i, 0] = accs[k, i]
+        Ma = block_product(M, blocks, a)
+        for i in range(n_v):
+            F[i, 0] = Q[i] - Ma[i, 0]
+            F[i, 1] = Q0[i]
         lam, sh, msh, X_new, sweeps[k], U = modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
                                                   K_inv_chol, bounds, n_free, order, X, X_prev, r, tol,
                                                   seed_iter if fresh else max_iter, basis_max, null_rtol, free_rtol,
@@ -330,12 +337,15 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
         X, fresh = X_new, False
         for i in range(r):
             omega[k, i] = np.sqrt(max(lam[i], 0.0))
-        shapes[k] = sh
-        mass_shapes[k] = msh
-        load[k] = F[:, 0]
-        static_load[k] = U[:, 0]
-        static_rest[k] = U[:, 1]
-        jac[k] = 0.0
+        for i in range(n_v):
+            for j in range(r):
+                shapes[k, i, j] = sh[i, j]
+                mass_shapes[k, i, j] = msh[i, j]
+            load[k, i] = F[i, 0]
+            static_load[k, i] = U[i, 0]
+            static_rest[k, i] = U[i, 1]
+            for j in range(kinds.size):
+                jac[k, j, i] = 0.0
         pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], rest, zero3, zero3, x,
                    jac[k], xq, off)
     return X

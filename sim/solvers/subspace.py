@@ -73,29 +73,61 @@ EXTRA_MAX = 24         # ... with at most this many vectors beyond the r wanted
 
 
 @njit(cache=True)
+def _t(A):
+    """``A^T`` (n, m) in C order for ``A`` (m, n): the products here all take C-ordered
+    operands, one compiled matrix product for all (each order pair compiles its own)."""
+    T = np.empty((A.shape[1], A.shape[0]))
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            T[j, i] = A[i, j]
+    return T
+
+
+@njit(cache=True)
+def _symmetric(A):
+    """In place: ``A`` (n, n) made exactly symmetric, ``(A + A^T) / 2``; returns it."""
+    for i in range(A.shape[0]):
+        for k in range(i):
+            A[i, k] = A[k, i] = 0.5 * (A[i, k] + A[k, i])
+    return A
+
+
+@njit(cache=True)
+def _columns(A, k):
+    """The first ``k`` columns of ``A`` (n, m) as a C-ordered copy."""
+    C = np.empty((A.shape[0], k))
+    for i in range(A.shape[0]):
+        for j in range(k):
+            C[i, j] = A[i, j]
+    return C
+
+
+@njit(cache=True)
 def _dense(K_inv, K_inv_chol, Mn, p, r):
     """The lowest eigenpairs of ``(K, Mn)`` by a dense solve, ``K^-1 = L^-T L^-1`` with
     ``L^-1 = K_inv_chol``: the largest of ``L^-1 Mn L^-T y = y / lambda``.  Mass-normalised.
     An empty ``K_inv_chol``: ``C^T C = K^-1`` with ``C`` from the Cholesky factor of ``K_inv``.
 
-    ``p`` pairs at least, and more where the spectrum above the ``r`` wanted ones is crowded: up to the first eigenvalue :data:`GAP` times the ``r``-th
-    (at most ``r +`` :data:`EXTRA_MAX`), so that the iteration started from them converges
+    ``p`` pairs at least, and more where the spectrum above the ``r`` wanted ones is crowded:
+    up to the first eigenvalue :data:`GAP` times the ``r``-th (at most ``r +``
+    :data:`EXTRA_MAX`), so that the iteration started from them converges
     like ``GAP^-k`` (the 6-PSS's twelve strut modes within 12 % of one another would
     otherwise hold ``(lambda_r / lambda_(p+1))^k`` near 1).
     """
     if K_inv_chol.size == 0:
-        K_inv_chol = np.ascontiguousarray(np.linalg.cholesky(K_inv).T)
-    S = K_inv_chol @ Mn @ K_inv_chol.T
-    mu, Y = np.linalg.eigh(0.5 * (S + S.T))
+        K_inv_chol = _t(np.linalg.cholesky(K_inv))
+    mu, Y = np.linalg.eigh(_symmetric(K_inv_chol @ Mn @ _t(K_inv_chol)))
     n = mu.size
     while p < min(n, r + EXTRA_MAX) and mu[n - 1 - p] * GAP > mu[n - r]:
         p += 1
     lam = np.empty(p)
-    X = np.empty((Mn.shape[0], p))
+    V = np.empty((n, p))     # the p eigenvectors of the largest mu, scaled to unit mass
     for k in range(p):
         j = n - 1 - k
         lam[k] = 1.0 / mu[j]
-        X[:, k] = (K_inv_chol.T @ np.ascontiguousarray(Y[:, j])) / np.sqrt(mu[j])
+        for i in range(n):
+            V[i, k] = Y[i, j] / np.sqrt(mu[j])
+    X = _t(K_inv_chol) @ V
     return lam, X
 
 
@@ -104,10 +136,11 @@ def _ritz(KY, MY, Y):
     """Rayleigh-Ritz on the columns of ``Y`` with ``K Y``, ``Mn Y`` at hand: eigenvalues
     (ascending) and coefficients ``Z`` with ``(Y Z)^T Mn (Y Z) = 1``.  The p x p Cholesky
     reduction in loops: LAPACK's call overhead exceeds its work at this size."""
-    Kr = Y.T @ KY
-    Mr = Y.T @ MY
+    YT = _t(Y)
+    Kr = YT @ KY
+    Mr = YT @ MY
     p = Kr.shape[0]
-    L = np.linalg.cholesky(0.5 * (Mr + Mr.T))
+    L = np.linalg.cholesky(_symmetric(Mr))
     # A = L^-1 Kr L^-T by two triangular sweeps, B = L^-1 Kr first.
     B = np.empty((p, p))
     for j in range(p):
@@ -123,7 +156,7 @@ def _ritz(KY, MY, Y):
             for k in range(i):
                 acc -= L[i, k] * A[k, j]
             A[i, j] = acc / L[i, i]
-    lam, W = np.linalg.eigh(0.5 * (A + A.T))
+    lam, W = np.linalg.eigh(_symmetric(A))
     Z = np.empty((p, p))   # Z = L^-T W
     for j in range(p):
         for i in range(p - 1, -1, -1):
@@ -182,7 +215,7 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, start
         MY = Mn @ Y
         lam, Z = _ritz(MX, MY, Y)          # K Y = MX
         X = Y @ Z
-        KX = MX @ np.ascontiguousarray(Z[:, :r])
+        KX = MX @ _columns(Z, r)
         MX = MY @ Z
         worst = 0.0
         for i in range(r):
@@ -258,11 +291,15 @@ def _reduced_mass(M, J, rigid, elastic, owner):
                 m = M[rigid[b + i], rigid[b + j]]
                 for k in range(n_c):
                     H[b + i, k] += m * Gc[b + j, k]
-    GMG = Gc.T @ H
+    GMG = _t(Gc) @ H
     for i in range(n_c):             # symmetric up to round-off: made exactly so
         for k in range(n_c):
             Mn[c[i], c[k]] += 0.5 * (GMG[i, k] + GMG[k, i])
-    return np.abs(Gc).max() if Gc.size else 0.0, Gc, c, Mn
+    top = 0.0
+    for i in range(n_r):
+        for k in range(n_c):
+            top = max(top, abs(Gc[i, k])) if Gc[i, k] == Gc[i, k] else np.inf    # NaN: J_r singular
+    return top, Gc, c, Mn
 
 
 @njit(cache=True)
@@ -280,7 +317,7 @@ def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
     for i in range(rigid.size):
         for j in range(m):
             Fr[i, j] = F[rigid[i], j]
-    GF = Gc.T @ Fr
+    GF = _t(Gc) @ Fr
     for k in range(c.size):
         for j in range(m):
             b[c[k], j] += GF[k, j]
@@ -307,15 +344,6 @@ def _expand(Gc, c, rigid, elastic, Y):
         for j in range(m):
             U[elastic[i], j] = Y[i, j]
     return U
-
-
-@njit(cache=True)
-def _symmetric(A):
-    """In place: ``A`` (n, n) made exactly symmetric, ``(A + A^T) / 2``; returns it."""
-    for i in range(A.shape[0]):
-        for k in range(i):
-            A[i, k] = A[k, i] = 0.5 * (A[i, k] + A[k, i])
-    return A
 
 
 @njit(cache=True)
@@ -479,13 +507,16 @@ def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
         for attempt in range(2):
             if attempt == 1 or order[0] < 0:
                 if m == n_r:
-                    order[:] = np.arange(n_r)
+                    for k in range(n_r):
+                        order[k] = k
                 else:   # J_r^T's pivot rows: the reference columns of a regular block
                     Jt = np.empty((n_r, m))
                     for i in range(m):
                         for k in range(n_r):
                             Jt[k, i] = J[i, rigid[k]]
-                    order[:] = _pivots(Jt, m)
+                    chosen = _pivots(Jt, m)
+                    for k in range(n_r):
+                        order[k] = chosen[k]
             N, g = _partition(J, rigid, elastic, order)
             if g <= basis_max:     # NaN (J_d singular) fails
                 return N, n_r - m, True
@@ -501,8 +532,11 @@ def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
     else:
         for k in range(n_v):
             Vt[k, k] = 1.0
-    N = _t(Vt[rank:])
-    n_N = N.shape[1]
+    n_N = n_v - rank
+    N = np.empty((n_v, n_N))
+    for i in range(n_v):
+        for k in range(n_N):
+            N[i, k] = Vt[rank + k, i]
     if n_e == 0:
         return N, n_N, False
     Ne = np.empty((n_e, n_N))
@@ -514,17 +548,6 @@ def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
     for k in range(s.size):
         moving += s[k] > free_rtol
     return N @ _t(Vt), n_N - moving, False
-
-
-@njit(cache=True)
-def _t(A):
-    """``A^T`` (n, m) in C order for ``A`` (m, n): the products here all take C-ordered
-    operands, one compiled matrix product for all (each order pair compiles its own)."""
-    T = np.empty((A.shape[1], A.shape[0]))
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            T[j, i] = A[i, j]
-    return T
 
 
 @njit(cache=True)
@@ -571,10 +594,7 @@ def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
         for k in range(n_z):
             Nz[i, k] = N[i, n_x + k]
     _, W = np.linalg.eigh(_symmetric(_t(Nz) @ _sparse_product(*Ks, Nz)))
-    Wf = np.empty((n_z, n_f))
-    for i in range(n_z):
-        for k in range(n_f):
-            Wf[i, k] = W[i, k]
+    Wf = _columns(W, n_f)
     Nf = Nz @ Wf
     order = _pivots(Wf, n_f)
     Nc = np.empty((n_v, n_N - n_f))
@@ -584,7 +604,11 @@ def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
         for k in range(n_z - n_f):
             Nc[i, n_x + k] = Nz[i, order[n_f + k]]
     MNfT = _t(block_product(M, blocks, Nf))
-    return Nc - Nf @ _small_solve(MNfT @ Nf, MNfT @ Nc)
+    B = Nf @ _small_solve(MNfT @ Nf, MNfT @ Nc)
+    for i in range(n_v):
+        for k in range(n_N - n_f):
+            B[i, k] = Nc[i, k] - B[i, k]
+    return B
 
 
 @njit(cache=True, nogil=True)
@@ -608,7 +632,11 @@ def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol,
     mass-orthogonal to them, as the modes are.
     """
     n_v = M.shape[0]
-    K = K_body + Kt if Kt.size else K_body
+    K = K_body.copy()
+    if Kt.size:
+        for i in range(n_v):
+            for k in range(n_v):
+                K[i, k] += Kt[i, k]
     N, n_z, partitioned = _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order)
     Ks = _sparse(K)
     B = _elastic_basis(N, n_z, Ks, M, blocks, n_free)
@@ -622,7 +650,7 @@ def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol,
         np.linalg.cholesky(Ke)
     except Exception:   # noqa: BLE001 (numba: no exception classes)
         none = np.zeros((n_v, 0))
-        return np.zeros(0), none, none, np.zeros((0, 0)), -3, np.zeros_like(F)
+        return np.zeros(0), none, none, np.zeros((0, 0)), -3, np.zeros((n_v, F.shape[1]))
     K_inv = _symmetric(_t(np.linalg.inv(Ke)))
     # The last subspaces, kept as motions (n_v, p), extrapolated and brought into this basis
     # by the mass: the basis's columns need not keep their meaning (pivots, arbitrary
@@ -630,16 +658,18 @@ def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol,
     start = np.zeros((n, 0))
     if X.shape[0] == n_v and X.shape[1] >= p:
         if X_prev.shape[0] == n_v and X_prev.shape[1] == X.shape[1]:
-            X = 2.0 * X - X_prev @ (_t(X_prev) @ block_product(M, blocks, X))
+            D = X_prev @ (_t(X_prev) @ block_product(M, blocks, X))
+            E = np.empty((n_v, X.shape[1]))
+            for i in range(n_v):
+                for j in range(X.shape[1]):
+                    E[i, j] = 2.0 * X[i, j] - D[i, j]
+            X = E
         start = _project(B, block_product(M, blocks, X), rigid, elastic, n_x)
     bounds = np.array([0, n])
     lam, Xr, sweeps = subspace_iteration(K_inv, np.zeros((0, 0)), bounds, Me, start, r, tol, max_iter, runtime(True))
     y = K_inv @ b
     X = B @ Xr
-    shapes = np.empty((n_v, r))
-    for i in range(n_v):
-        for j in range(r):
-            shapes[i, j] = X[i, j]
+    shapes = _columns(X, r)
     return lam, shapes, block_product(M, blocks, shapes), X, sweeps, B @ y
 
 
@@ -661,16 +691,16 @@ def _constant(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol
                     and X_prev.shape[0] == Mn.shape[0]):
                 # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
                 # the previous Ritz vectors (signs, mixing) with the last ones.
-                C = X_prev.T @ (Mn @ X)
+                C = _t(X_prev) @ (Mn @ X)
                 X = 2.0 * X - X_prev @ C
             elif X.shape[0] != Mn.shape[0]:
                 X = np.zeros((Mn.shape[0], 0))
             lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, runtime(False))
-            shapes = _expand(Gc, c, rigid, elastic, np.ascontiguousarray(X[:, :r]))   # Phi = N X_r
+            shapes = _expand(Gc, c, rigid, elastic, _columns(X, r))   # Phi = N X_r
             return (lam, shapes, block_product(M, blocks, shapes), X, sweeps,
                     _static(F, Gc, c, rigid, elastic, K_inv, bounds))
     none = np.zeros((M.shape[0], 0))
-    return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros_like(F)
+    return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros((M.shape[0], F.shape[1]))
 
 
 _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
