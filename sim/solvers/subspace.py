@@ -136,9 +136,8 @@ def _ritz(KY, MY, Y):
     """Rayleigh-Ritz on the columns of ``Y`` with ``K Y``, ``Mn Y`` at hand: eigenvalues
     (ascending) and coefficients ``Z`` with ``(Y Z)^T Mn (Y Z) = 1``.  The p x p Cholesky
     reduction in loops: LAPACK's call overhead exceeds its work at this size."""
-    YT = _t(Y)
-    Kr = YT @ KY
-    Mr = YT @ MY
+    Kr = Y.T @ KY
+    Mr = Y.T @ MY
     p = Kr.shape[0]
     L = np.linalg.cholesky(_symmetric(Mr))
     # A = L^-1 Kr L^-T by two triangular sweeps, B = L^-1 Kr first.
@@ -291,7 +290,7 @@ def _reduced_mass(M, J, rigid, elastic, owner):
                 m = M[rigid[b + i], rigid[b + j]]
                 for k in range(n_c):
                     H[b + i, k] += m * Gc[b + j, k]
-    GMG = _t(Gc) @ H
+    GMG = Gc.T @ H
     for i in range(n_c):             # symmetric up to round-off: made exactly so
         for k in range(n_c):
             Mn[c[i], c[k]] += 0.5 * (GMG[i, k] + GMG[k, i])
@@ -317,7 +316,7 @@ def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
     for i in range(rigid.size):
         for j in range(m):
             Fr[i, j] = F[rigid[i], j]
-    GF = _t(Gc) @ Fr
+    GF = Gc.T @ Fr
     for k in range(c.size):
         for j in range(m):
             b[c[k], j] += GF[k, j]
@@ -691,7 +690,7 @@ def _constant(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol
                     and X_prev.shape[0] == Mn.shape[0]):
                 # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
                 # the previous Ritz vectors (signs, mixing) with the last ones.
-                C = _t(X_prev) @ (Mn @ X)
+                C = X_prev.T @ (Mn @ X)
                 X = 2.0 * X - X_prev @ C
             elif X.shape[0] != Mn.shape[0]:
                 X = np.zeros((Mn.shape[0], 0))
