@@ -55,16 +55,19 @@ def test_unreachable_scheduler_is_one_line_error(monkeypatch):
         run_cases(modes_case, _cases()[:3], scheduler="tcp://127.0.0.1:1")
 
 
-def test_pose_map_continuation_matches_modes_at_each_pose():
-    """6-PSS frequency map (compliant ball-screw drives): every grid pose reached and regular,
-    and the continuation's frequencies those of a modal analysis at the pose solved from home."""
+@pytest.mark.parametrize("joint", ["universal", "spherical"])
+def test_pose_map_continuation_matches_modes_at_each_pose(joint):
+    """6-PSS frequency map (compliant ball-screw drives; spherical slider joints: struts that
+    spin freely): every grid pose reached and regular, and the continuation's frequencies (the
+    compiled solvers of the KED's frames, warm-started pose to pose) those of a modal analysis
+    at the pose solved from home."""
     from sim.analyses.sweep import rows_frequencies
     from sim.model.assembly import solve_pose
     from sim.model.loader import load_model
     from sim.solvers.modal import modes
 
     pss6 = str(Path(BEAM).parent / "pss6.py")
-    params = {"slider_joint": "universal"}
+    params = {"slider_joint": joint}
     model = load_model(pss6, params)
     values = [np.linspace(-0.05, 0.05, 3), np.linspace(-0.04, 0.04, 3)]
     freqs = rows_frequencies(pss6, params, [0, 1], values, model.pose_home, [0, 1, 2], 3)

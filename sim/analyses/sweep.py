@@ -96,11 +96,13 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     from sim.model.evaluator import Evaluator
     from sim.solvers.ked import free_motions
     from sim.model.loader import load_model
-    from sim.solvers.modal import locked_jacobian, modes
+    from sim.solvers.subspace import Tracker
 
     model = load_model(model_file, parameters)
-    free = free_motions(model, model.q_home)
     ev = Evaluator(model)
+    # The modes by the compiled solvers of the KED's frames, each pose's search started from
+    # the last pose's modes (the snake order keeps them neighbours).
+    tracker = Tracker(model, count, free_motions(model, model.q_home, ev))
     zero = np.zeros(model.n_v)
     out = np.full((len(rows), values[1].size, count), np.nan)
     previous = None
@@ -118,8 +120,8 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
             except SimError:
                 continue
             previous = (q, pose)
-            omega = modes(model, q, count, M=E.M, J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s, free=free,
-                          energies=False).omega
+            locked = ev.evaluate(q, zero, targets=E.s, velocity_jacobian=ev.stiff, flush=False)
+            omega = tracker.modes(locked.M, locked.J, Kt=locked.K_t)[0]
             out[r, j, :omega.size] = omega / (2 * np.pi)
     return out
 
