@@ -564,8 +564,9 @@ def compile_loops(model, count):
     general one for any other robot that comes next, or for this one where it has free
     motions or turns the constant solver down."""
     with signals_deferred():
-        loop = _loop_arguments(model, Evaluator(model, load=False), Tracker(model, count))
-        solver_address(not Tracker(model, count).constant)
+        tracker = Tracker(model, count)
+        loop = _loop_arguments(model, Evaluator(model, load=False), tracker)
+        solver_address(not tracker.constant)
         compile_for(_frame_loop, np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
                     np.zeros((0, len(model.actuators))), *loop,
                     *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
