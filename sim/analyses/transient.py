@@ -19,8 +19,9 @@ frozen at (up to 200 of) the rigid reference's configurations (:func:`sim.solver
 each acts on the deformation rates only, so the rigid motion is not damped, and each kept mode
 gets the damping KED gives it.
 
-``start``: ``"static"`` (default) adds the static deflection at rest at the first pose
-(:func:`rest_deflection`) to the initial elastic state, ``"undeformed"`` does not; the
+``start``: ``"static"`` (default) starts from the static deflection at rest at the first pose
+(:func:`static_start`: the elastic one, and the compliant drives' deflections that hold the
+preloads), ``"undeformed"`` from the rigid configuration; the
 initial velocities meet every constraint row (:func:`consistent_state`).  The Baumgarte gains
 default to ``BAUMGARTE_RATE / step``.  The group holds the static deflection along the path
 (:func:`static_deviation`) and the dynamic rest of the deviation.
@@ -338,6 +339,8 @@ def run(model, scenario, group, progress):
     SimError
         A bad table, or an integration that stops (after writing what was computed).
     """
+    from sim.model.constraints import actuator_values
+    from sim.model.tables import compliant
     from sim.solvers.damping import Damping, schedule
     from sim.solvers.simulate import Drive, simulate
 
@@ -348,12 +351,16 @@ def run(model, scenario, group, progress):
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
-    if table["start"] == "static":
-        q_f[model.q_elastic] += rest_deflection(model, q0)[model.v_elastic]
     if table.get("initial_state") is not None or table["start"] == "static":
-        q_guess = q0.copy()
-        q_guess[model.q_elastic] = q_f[model.q_elastic]
         s, sd, _ = law(0.0)
+        q_guess = q0.copy()
+        if table["start"] == "static":
+            # The whole static displacement: the elastic one, and the motions of the joints it
+            # takes with it -- a compliant drive's deflection among them, which then starts
+            # where its spring holds the preload, not at its target.
+            q_guess = static_start(model, q0)
+            s = np.where(compliant(model), actuator_values(model, q_guess)[0], s)
+        q_guess[model.q_elastic] += q_f[model.q_elastic]
         free = table["drive"] == "free"
         q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)
     kind = table["drive"]
@@ -387,9 +394,19 @@ def run(model, scenario, group, progress):
     return summary
 
 
+def static_start(model, q, ev=None):
+    """The configuration (n_q,) of the robot at rest at the rigid configuration ``q`` under its
+    static loads, to first order: ``q ⊕ u``, ``u`` of :func:`rest_deflection` (rigid
+    actuators locked; the compliant ones deflected)."""
+    from sim.model.kinematics import integrate
+
+    return integrate(model, q, rest_deflection(model, q, ev))
+
+
 def rest_deflection(model, q, ev=None):
-    """Static elastic displacement (n_v,) of the robot at rest at ``q``, actuators locked
-    where they are: gravity and preloads, :func:`sim.solvers.modal.static_response`."""
+    """Static displacement (n_v,) of the robot at rest at ``q``, rigid actuators locked where
+    they are: gravity and preloads, :func:`sim.solvers.modal.static_response`.  Its reference
+    coordinates are the joints' motions that go with the deflection (a compliant drive's)."""
     from sim.model.evaluator import Evaluator
     from sim.solvers.modal import static_response
 

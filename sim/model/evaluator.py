@@ -22,6 +22,8 @@ from sim.kernels.frames import integrate
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
 
+SIZE_MIN = 1e-3      # m, the smallest robot size (all markers at one point)
+
 
 def compile_evaluation(model):
     """Compile, or load from numba's cache, the kernels an :class:`Evaluator` of ``model``
@@ -60,7 +62,8 @@ class Evaluator:
     ----------
     model : Model
     load : bool
-        Compile, or load from numba's cache, the evaluation now.  False: nothing is compiled,
+        Compile, or load from numba's cache, the evaluation now (and measure the robot:
+        ``size`` [m], else inf).  False: nothing is compiled,
         and ``ref`` and ``f`` are only the numba types of the tables and the addresses, for
         compiling the loops that take them (:func:`sim.kernels.common.compile_for`) in a
         process that does not evaluate (:mod:`sim.app.parallel_compile`); no kernel can be
@@ -86,6 +89,7 @@ class Evaluator:
         self.stiff = dynamics._has_lumped(model) or bool(stretched(model))
         self._no_targets = np.zeros(0)
         self._empty = np.zeros((0, 0))
+        self.size = np.inf
         if not load:
             return
         # Compile (or load from cache) every kernel now, with Ctrl-C held back: an interrupt
@@ -96,6 +100,10 @@ class Evaluator:
             self.evaluate(model.q_home, zero, velocity_jacobian=True)
             self.potential(model.q_home)
             self.integrate(model.q_home, zero)
+        # The robot's size [m]: the diagonal of the box around its markers and bodies at home
+        # (the scale of a constraint violation that means the joints came apart).
+        points = np.vstack([t.p, [model.q_home[k:k + 3] for k in t.body_q]])
+        self.size = max(float(np.linalg.norm(np.ptp(points, axis=0))), SIZE_MIN)
 
     def pose(self, v=None):
         """End-effector terms of the last :meth:`evaluate` (:func:`sim.model.kinematics.pose_terms`):

@@ -38,7 +38,11 @@ h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown)
 (rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
 would make simplified Newton contract only linearly at that rate: within each step the
 corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
-absorb that drift (:func:`_broyden`).  Convergence: the configuration
+absorb that drift (:func:`_broyden`).  A step the kept matrix cannot take is tried again
+with the matrix fresh at the predictor, then with Newton's method proper (the matrix fresh at
+every iterate: a floating frame whipped by a stiff local mode changes it within the step); a
+step whose joint rows then exceed ``GAP_RATIO`` of the robot's size has diverged (Newton
+proper converges on absurd steps too).  Convergence: the configuration
 correction ``beta' h^2 |delta a|_inf`` [m or rad], or (from the third iteration) the error it
 leaves estimated from the contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below
 ``newton_tol``.
@@ -92,8 +96,10 @@ KEEP_RATE = 0.05            # contraction rate below which the last factorisatio
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
 PIVOT_RTOL = 1e-13          # smallest LU pivot, relative to the largest, of a regular matrix
 FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton did not converge",
-            4: "singular iteration matrix (redundant or singular constraints)"}
+            4: "singular iteration matrix (redundant or singular constraints)", 5: "the joints came apart"}
+GAP_RATIO = 0.01            # a joint's violation above this share of the robot's size [m or rad]: diverged
 DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
+ATTEMPTS = 3                # kept matrix, matrix fresh at the predictor, Newton proper
 CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
 
 # counters of State.counts
@@ -114,7 +120,8 @@ def _validate_positive(name, value):
 class Scheme(NamedTuple):
     """Constants of the step: ``h`` [s], generalized-α ``alpha_m, alpha_f, gamma, beta``,
     ``c = (1 - alpha_f)/(1 - alpha_m)``, Baumgarte ``2 alpha`` and ``beta^2`` [1/s, 1/s^2],
-    Newton ``tol`` [m or rad], ``max_iter``, ``diverged``; the drive ``kind``
+    Newton ``tol`` [m or rad], ``max_iter``, ``diverged``, the largest constraint violation
+``gap`` [m or rad] of a step that has not diverged; the drive ``kind``
     (:data:`DRIVE_KINDS`) and its PD gains ``kp, kd``."""
 
     h: float
@@ -128,6 +135,7 @@ class Scheme(NamedTuple):
     tol: float
     max_iter: int
     diverged: float
+    gap: float
     kind: int
     kp: float
     kd: float
@@ -474,27 +482,35 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
 
 
 @njit(cache=True, inline="always")
-def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
+def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh, full):
     """One attempt at the step from the predictor: ``(code, iterations, err, rate)``, ``code``
-    0 when converged, else a key of :data:`FAILURES`."""
-    have_r = False
-    if st.counts[LU_OK] == 0 or fresh or st.counts[DELTA_OK] == 0:
-        # The known part follows the state; delta varies slowly; while Newton contracts
-        # strongly the last factorisation is kept.
-        if not _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
-            return 4, 1, np.inf, np.inf
-        have_r = True
+    0 when converged, else a key of :data:`FAILURES`.
+
+    ``fresh``: the iteration matrix is computed anew at the predictor.  ``full``: at every
+    iterate (Newton's method proper, converging on the correction alone), for the steps where
+    the matrix varies too much within the step for the kept one to contract -- e.g. a floating
+    frame whipped by a stiff local mode (a compliant drive on a light hub).
+    """
+    # The known part follows the state; delta varies slowly; while Newton contracts
+    # strongly the last factorisation is kept.
+    refresh = st.counts[LU_OK] == 0 or fresh or full or st.counts[DELTA_OK] == 0
     scale = sch.h * sch.h * sch.beta * sch.c
     k, previous = 0, np.inf
     err = rate = np.inf
     for iteration in range(1, sch.max_iter + 1):
-        if not have_r:
+        if refresh:
+            if not _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh or full):
+                return 4, iteration, np.inf, np.inf
+            k = 0
+        else:
             _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
             st.counts[EVALUATIONS] += 1
             st.counts[CURRENT] = 1
-        have_r = False
-        code, k, err, rate = newton_update(w.r, st.lu, st.piv, w.steps, k, a, lam, iteration, previous, scale,
-                                           sch.tol, sch.diverged)
+        refresh = full
+        # Newton proper is judged on its correction alone (its rate says nothing until it
+        # reaches its quadratic range): as a first iteration.
+        code, k, err, rate = newton_update(w.r, st.lu, st.piv, w.steps, k, a, lam, 1 if full else iteration,
+                                           previous, scale, sch.tol, sch.diverged)
         if code >= 0:
             return code, iteration, err, rate
         previous = err
@@ -514,7 +530,7 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
     a = np.empty(n)
     lam = np.empty(st.lam.size)
     code, iterations, err = 0, 0, 0.0
-    for attempt in range(2):
+    for attempt in range(ATTEMPTS):
         # Predictor: linear extrapolation of the last two steps' accelerations and multipliers
         # (it halves the first Newton correction on smooth motions).
         if st.counts[HAVE_PREV]:
@@ -523,7 +539,8 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
         else:
             a[:] = st.a
             lam[:] = st.lam
-        code, iterations, err, rate = _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, attempt == 1)
+        code, iterations, err, rate = _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, attempt == 1,
+                                             attempt == 2)
         st.counts[ITERATIONS] += iterations
         if code == 0:
             break
@@ -532,6 +549,16 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
     st.counts[LAST] = iterations
     if code:
         return code, iterations
+    # Newton proper may converge where the step is absurd (a crank turning radians per step):
+    # the joints then come apart.  The joint rows of the last iterate (within newton_tol); not
+    # the drives', which an inconsistent start leaves behind their law for a few steps.
+    gap = 0.0
+    for k in range(rows.size):
+        if rows[k] < t.n_joint:
+            gap = max(gap, abs(w.phi[rows[k]]))
+    if not gap <= sch.gap:
+        st.time[1] = gap
+        return 5, iterations
     if rate > SLOW_RATE:
         st.counts[DELTA_OK] = 0      # refresh the Jacobian correction on the next step
     if rate > KEEP_RATE or iterations > 4:
@@ -685,7 +712,8 @@ class GeneralizedAlpha:
         gamma = 0.5 + af - am
         kind = DRIVE_KINDS[drive.kind]
         self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
-                             baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, kind, float(drive.kp),
+                             baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
+                             float(drive.kp),
                              float(drive.kd))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
@@ -817,7 +845,9 @@ class GeneralizedAlpha:
                 self.status = "failed"
                 self.message = (f"{FAILURES[code]} at t = {self.t + sch.h:.6g} s (Newton correction "
                                 f"{self.residual:.3g} m or rad after {self.last_iterations} iterations, "
-                                f"step {sch.h:.3g} s)")
+                                f"step {sch.h:.3g} s)") if code != 5 else (
+                    f"{FAILURES[code]} at t = {self.t + sch.h:.6g} s (constraint violation {self.residual:.3g} "
+                    f"m or rad, above {GAP_RATIO:.0%} of the robot's size; step {sch.h:.3g} s): lower the step")
                 break
         return taken
 
