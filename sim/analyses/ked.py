@@ -108,10 +108,11 @@ def write_skeleton(model, group, result, q_rigid):
     displacement the deviation comes from, ``p = p_rigid + J_p(q_rigid) u``
     (:attr:`sim.solvers.ked.KedResult.displacement`)."""
     from sim.analyses import skeleton
-    from sim.model.kinematics import skeleton_points
+    from sim.model.kinematics import skeleton_motion, skeleton_points
 
     every = skeleton.stride(model, len(result.time))
     q, u = q_rigid[::every], result.displacement[::every]
-    skeleton.write(group, model, result.time, every, skeleton_points(model, q, u), skeleton_points(model, q),
+    rigid = skeleton_points(model, q)
+    skeleton.write(group, model, result.time, every, rigid + skeleton_motion(model, q, u), rigid,
                    "rigid points + J_p(q_rigid) u, u the elastic displacement of the deviation",
                    own_time=result.samples is not None)

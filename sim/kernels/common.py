@@ -79,13 +79,22 @@ def pointer(kernel, signature):
     cache) for ``signature``, for compiled loops to call through a first-class function
     (:func:`first_class`): the loop then links none of the kernel's code, and one copy serves
     Python and every loop."""
-    # Compiled (or loaded) under the argument types first, the key of a call from Python:
-    # numba keys its disk cache by the signature as given, and a full Signature here would
-    # store the same machine code under another key, which the next process's Python calls
-    # miss (and compile again, 12 s for the evaluation).
-    kernel.compile(tuple(signature.args))
-    result = kernel.get_compile_result(signature)
-    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+    key = (kernel, signature)
+    if key not in _POINTERS:
+        # Compiled (or loaded) under the argument types first, the key of a call from Python:
+        # numba keys its disk cache by the signature as given, and a full Signature here would
+        # store the same machine code under another key, which the next process's Python calls
+        # miss (and compile again, 12 s for the evaluation).
+        kernel.compile(tuple(signature.args))
+        result = kernel.get_compile_result(signature)
+        _POINTERS[key] = result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+    return _POINTERS[key]
+
+
+# The addresses found, like the dispatchers' own tables of compiled code: the machine code
+# lives as long as the process (numba never unloads it), and looking an address up through
+# the dispatcher costs ~0.25 ms, a few per KED or frequency run.
+_POINTERS = {}
 
 
 def first_class(kind):

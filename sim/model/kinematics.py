@@ -260,15 +260,14 @@ def _ground_points(model, shape):
     return np.broadcast_to(ground, shape + ground.shape)
 
 
-def skeleton_points(model, q, dv=None):
-    """The points of :func:`skeleton` (same order), for one or many configurations; with
-    ``dv``, moved by it to first order (:func:`skeleton_motion`).
+def skeleton_points(model, q):
+    """The points of :func:`skeleton` (same order), for one or many configurations (moved by a
+    displacement to first order: :func:`skeleton_motion`).
 
     Parameters
     ----------
     model : Model
     q : ndarray, shape (..., n_q)
-    dv : ndarray, shape (..., n_v), optional
 
     Returns
     -------
@@ -277,11 +276,7 @@ def skeleton_points(model, q, dv=None):
         nodes, ``r_WB + R_WB p_BM_B`` for the rigid bodies' markers, ``p_WM`` of the ground's.
     """
     q = np.asarray(q, dtype=float)
-    _, sv = _starts(model)
-    parts = []
-    for b, (R, r, local, D) in enumerate(_body_points(model, q)):
-        part = r[..., None, :] + local @ np.swapaxes(R, -1, -2)
-        parts.append(part if dv is None else part + _body_motion(model.bodies[b], sv[b], dv, R, local, D))
+    parts = [r[..., None, :] + local @ np.swapaxes(R, -1, -2) for R, r, local, _ in _body_points(model, q)]
     ground = _ground_points(model, parts[0].shape[:-2] if parts else q.shape[:-1])
     return np.concatenate(parts + [ground], axis=-2)
 

@@ -118,47 +118,46 @@ def _ramp(omega, zeta, dt, eta, eta_dot, a, b_end, eta_end, eta_dot_end):
 
 
 @njit(cache=True)
-def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end, dt, eta, eta_dot):
-    """One interval of :class:`ModalStepper`, in place: ``u``, ``u_dot`` (n_v,) advanced over
+def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end, dt, eta, eta_dot, inner):
+    """One interval of the modal superposition, in place: ``u``, ``u_dot`` (n_v,) advanced over
     ``dt`` on the modes ``(omega, shapes, mass_shapes)``; ``eta``, ``eta_dot`` (r,) the modal
-    state at the end."""
-    e0 = u @ mass_shapes
-    ed0 = u_dot @ mass_shapes
-    _ramp(omega, zeta, dt, e0, ed0, load_start @ shapes, load_end @ shapes, eta, eta_dot)
-    u[:] = shapes @ eta
-    u_dot[:] = shapes @ eta_dot
+    state at the end, ``inner[j - 1]`` (r,) the modal coordinates at ``j dt / m`` (``m =
+    inner.shape[0] + 1``; no rows: none): the same ramp response, stopped part-way with the
+    load reached there.  Products by loops: a BLAS call costs more than their few hundred
+    operations."""
+    n_v, r = shapes.shape
+    e0, ed0, p0, p1 = np.zeros(r), np.zeros(r), np.zeros(r), np.zeros(r)
+    for i in range(n_v):
+        for k in range(r):
+            e0[k] += u[i] * mass_shapes[i, k]
+            ed0[k] += u_dot[i] * mass_shapes[i, k]
+            p0[k] += load_start[i] * shapes[i, k]
+            p1[k] += load_end[i] * shapes[i, k]
+    m = inner.shape[0] + 1
+    scratch, p = np.empty(r), np.empty(r)
+    for j in range(1, m):
+        f = j / m
+        for k in range(r):
+            p[k] = p0[k] + f * (p1[k] - p0[k])
+        _ramp(omega, zeta, f * dt, e0, ed0, p0, p, inner[j - 1], scratch)
+    _ramp(omega, zeta, dt, e0, ed0, p0, p1, eta, eta_dot)
+    for i in range(n_v):
+        x, xd = 0.0, 0.0
+        for k in range(r):
+            x += shapes[i, k] * eta[k]
+            xd += shapes[i, k] * eta_dot[k]
+        u[i], u_dot[i] = x, xd
 
 
 @njit(cache=True)
-def _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U):
+def _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U, inner):
     """All the intervals of :func:`integrate_frames` (frames and ``zeta`` stacked on the first
-    axis); rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled."""
+    axis); rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled, and ``inner`` (n - 1, m - 1, r)
+    the modal coordinates inside the intervals (:func:`_modal_step`)."""
     for i in range(time.size - 1):
         _modal_step(u, u_dot, omega[i], shapes[i], mass_shapes[i], zeta[i], load[i], load[i + 1],
-                    time[i + 1] - time[i], eta[i + 1], eta_dot[i + 1])
+                    time[i + 1] - time[i], eta[i + 1], eta_dot[i + 1], inner[i])
         U[i + 1] = u
-
-
-@njit(cache=True)
-def _modal_samples(time, omega, shapes, mass_shapes, load, zeta, eta, eta_dot, out):
-    """The modal coordinates inside the intervals: ``out[i, j - 1]`` (r,) at ``time[i] + j dt / m``
-    (``m = out.shape[1] + 1``, ``j = 1 .. m - 1``) on interval ``i``'s modes, from the state
-    :func:`_modal_steps` started the interval with (``eta``, ``eta_dot`` as it filled them): the
-    same ramp response, stopped part-way with the load reached there."""
-    m = out.shape[1] + 1
-    r = omega.shape[1]
-    e0, ed0, scratch = np.empty(r), np.empty(r), np.empty(r)
-    for i in range(time.size - 1):
-        if i == 0:
-            e0[:], ed0[:] = eta[0], eta_dot[0]
-        else:
-            e0[:] = (shapes[i - 1] @ eta[i]) @ mass_shapes[i]
-            ed0[:] = (shapes[i - 1] @ eta_dot[i]) @ mass_shapes[i]
-        p0, p1 = load[i] @ shapes[i], load[i + 1] @ shapes[i]
-        dt = time[i + 1] - time[i]
-        for j in range(1, m):
-            f = j / m
-            _ramp(omega[i], zeta[i], f * dt, e0, ed0, p0, p0 + f * (p1 - p0), out[i, j - 1], scratch)
 
 
 @dataclass(frozen=True)
@@ -449,6 +448,7 @@ class FramePool:
         self.model, self.count, self.progress = model, count, progress
         self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
         self.free = None
+        self.failure = None     # what stopped the first task
         self.seed = None   # the trackers' common start: Ritz vectors at the first state ...
         self.seeded = threading.Event()     # ... once known
         self.buffer = []
@@ -456,8 +456,8 @@ class FramePool:
         self.tasks = []    # (start, states, future)
         self.local = threading.local()
         self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
-        if self.pool is not None:   # a worker loads the stepping kernel while the motion starts
-            self.pool.submit(integrate_frames, np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
+        if self.pool is not None:   # a worker gets ready while the motion starts
+            self.pool.submit(self._ready)
 
     def __enter__(self):
         return self
@@ -469,11 +469,13 @@ class FramePool:
     def _states(self, rows):
         return tuple(np.array(x) for x in zip(*rows))
 
+    def _ready(self):
+        """A worker's preparation: its evaluator, and the stepping kernel loaded."""
+        self._parts()
+        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
+
     def add(self, q, v, a, s):
         """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
-        if self.free is None:   # free motions: decided once, at the first configuration
-            with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
-                self.free = free_motions(self.model, q, self._parts()[0])
         self.buffer.append((q, v, a, s))
         if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
             states = self._states(self.buffer)
@@ -497,16 +499,24 @@ class FramePool:
     def _compute(self, start, states, progress=None):
         """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker.
 
-        The task of the first state also makes the trackers' seed (its Ritz vectors); the
-        others wait for it.
+        The task of the first state also decides the free motions there (once for the motion)
+        and makes the trackers' seed (its Ritz vectors); the others wait for it.
         """
-        ev, tracker = self._parts()
         if start == 0:
             try:
-                self.seed = _seed(self.model, ev, tracker, tuple(x[:1] for x in states))
+                ev = self._parts()[0]
+                with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
+                    self.free = free_motions(self.model, states[0][0], ev)
+                self.seed = _seed(self.model, ev, self._parts()[1], tuple(x[:1] for x in states))
+            except BaseException as exc:
+                self.failure = exc
+                raise
             finally:    # whatever happens, no task waits for ever
                 self.seeded.set()
         self.seeded.wait()
+        if self.failure is not None:    # the first task's error, wherever it is asked for
+            raise self.failure
+        ev, tracker = self._parts()
         tracker.seed = np.zeros((0, 0)) if self.seed is None else self.seed
         _frames(self.model, ev, tracker, states, self.frames, start, progress)
 
@@ -572,8 +582,6 @@ def compile_loops(model, count):
                     *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
                     np.zeros(0, dtype=np.int64))
         integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
-        _modal_samples(np.zeros(1), *(np.zeros((1,) + shape) for shape in ((1,), (1, 1), (1, 1), (1,), (1,))),
-                       np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((0, 1, 1)))
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
@@ -632,7 +640,7 @@ class ModalStepper:
         c = np.ascontiguousarray
         _modal_step(self.u, self.u_dot, c(fr.omega), c(fr.shapes), c(fr.mass_shapes),
                     np.broadcast_to(self.zeta, r).astype(float), c(fr.load), c(load_end, dtype=float), float(dt),
-                    eta, eta_dot)
+                    eta, eta_dot, np.zeros((0, r)))
         return eta, eta_dot
 
 
@@ -686,7 +694,7 @@ def _apply(A, x):
 
 def _between(time, frames, inner, correction, static, pose_rigid, result, pose_at):
     """:class:`KedSamples` from the modal coordinates ``inner`` (n, parts - 1, r) between the
-    interval ends (:func:`_modal_samples`; see :func:`integrate_frames`)."""
+    interval ends (:func:`_modal_steps`; see :func:`integrate_frames`)."""
     n, parts = inner.shape[0], inner.shape[1] + 1
     f = (np.arange(1, parts) / parts)[None, :, None]                      # (1, m - 1, 1)
     J0, J1 = frames.pose_jacobian[:-1], frames.pose_jacobian[1:]           # (n, d, n_v)
@@ -786,7 +794,8 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     eta, eta_dot, U = np.zeros((n, r)), np.zeros((n, r)), np.zeros((n, n_v))
     eta[0], eta_dot[0] = u @ mass_shapes[0], u_dot @ mass_shapes[0]
     U[0] = shapes[0] @ eta[0]
-    _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U)
+    inner = np.zeros((max(n - 1, 0), int(parts) - 1, r))
+    _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U, inner)
     correction = static_correction(frames)
     U += correction
     deviation = _apply(frames.pose_jacobian, U)
@@ -796,8 +805,6 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
                        frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
                        displacement=U)
     if parts > 1:
-        inner = np.zeros((n - 1, int(parts) - 1, r))
-        _modal_samples(time, omega, shapes, mass_shapes, load, zeta, eta, eta_dot, inner)
         result = dataclasses.replace(result, samples=_between(time, frames, inner, correction, static,
                                                               np.asarray(pose_rigid, dtype=float), result, pose_at))
     return result

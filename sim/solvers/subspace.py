@@ -720,11 +720,12 @@ def solver_address(constant):
     return pointer(_constant if constant else _general, SOLVER)
 
 
-def elastic_stiffness(model):
+def elastic_stiffness(model, K=None):
     """The bodies' stiffness on the elastic coordinates, ``K_ee`` (n_e, n_e), symmetric, and
-    whether it is positive definite (no body free to move rigidly in its reference)."""
+    whether it is positive definite (no body free to move rigidly in its reference).  ``K``:
+    the bodies' stiffness (n_v, n_v) (default :func:`sim.model.dynamics.stiffness_matrix`)."""
     elastic = model.v_elastic
-    K = dynamics.stiffness_matrix(model)[np.ix_(elastic, elastic)]
+    K = (dynamics.stiffness_matrix(model) if K is None else K)[np.ix_(elastic, elastic)]
     K = np.ascontiguousarray(0.5 * (K + K.T))
     return K, bool(not elastic.size or np.linalg.eigvalsh(K)[0] > 0)
 
@@ -753,9 +754,9 @@ class Tracker:
         self.rigid = np.asarray(model.v_rigid, dtype=np.int64)
         self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
         self.K_body = np.ascontiguousarray(dynamics.stiffness_matrix(model))
-        self.constant = self.free == 0 and Tracker.applies(model)
+        self.constant = self.free == 0 and Tracker.applies(model, self.K_body)
         if self.constant:
-            K = elastic_stiffness(model)[0]
+            K = elastic_stiffness(model, self.K_body)[0]
             self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(K))
             self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
         else:
@@ -777,15 +778,16 @@ class Tracker:
                               # compiled frames of sim.solvers.ked need only their own kernel)
 
     @staticmethod
-    def applies(model):
+    def applies(model, K=None):
         """True when the stiffness is the bodies' constant ``K_ff`` only, positive definite, and
         there are elastic coordinates (no lumped springs, compliant drives or geometric
         stiffening; no body whose reference leaves it free to move rigidly): the partitioned
-        basis with the constant ``K_ee`` of the module docstring."""
+        basis with the constant ``K_ee`` of the module docstring.  ``K``: the bodies'
+        stiffness (n_v, n_v), if at hand."""
         if not (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
                 and not compliant(model).any() and not stretched(model)):
             return False
-        return elastic_stiffness(model)[1]
+        return elastic_stiffness(model, K)[1]
 
     def arguments(self):
         """The model's arguments of the solvers (:data:`SOLVER`) after ``Kt``, ``J``: from
