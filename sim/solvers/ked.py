@@ -95,13 +95,20 @@ def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
     args = [np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), shape)).ravel()
             for x in (omega, zeta, eta, eta_dot, load_start, load_end)]
     eta_end, eta_dot_end = np.empty(args[0].size), np.empty(args[0].size)
-    _ramp(args[0], args[1], float(dt), *args[2:], eta_end, eta_dot_end)
+    _ramp(args[0], args[1], float(dt), *args[2:], eta_end, eta_dot_end, np.zeros((0, args[0].size)))
     return eta_end.reshape(shape), eta_dot_end.reshape(shape)
 
 
 @njit(cache=True)
-def _ramp(omega, zeta, dt, eta, eta_dot, a, b_end, eta_end, eta_dot_end):
-    """:func:`ramp_response` on arrays (r,), results in ``eta_end``, ``eta_dot_end``."""
+def _ramp(omega, zeta, dt, eta, eta_dot, a, b_end, eta_end, eta_dot_end, inner):
+    """:func:`ramp_response` on arrays (r,), results in ``eta_end``, ``eta_dot_end``; and the
+    coordinates ``inner[j - 1]`` (r,) at ``j dt / m`` (``m = inner.shape[0] + 1``), where the
+    load has the same slope: the same particular and free parts, the free part's phase and
+    decay advanced by one rotation of ``dt / m`` per sample (one complex multiplication, not
+    three transcendental functions; its rounding, ~eps per sample, does not reach the end
+    state, which the closed form gives)."""
+    m = inner.shape[0] + 1
+    h = dt / m
     for i in range(omega.size):
         w, z = omega[i], zeta[i]
         b = (b_end[i] - a[i]) / dt
@@ -111,6 +118,13 @@ def _ramp(omega, zeta, dt, eta, eta_dot, a, b_end, eta_end, eta_dot_end):
         sigma = z * w
         A = eta[i] - c0
         B = (eta_dot[i] - c1 + sigma * A) / wd
+        if m > 1:
+            d_step = np.exp(-sigma * h)
+            c_step, s_step = np.cos(wd * h), np.sin(wd * h)
+            co, si = d_step * c_step, d_step * s_step     # decay times the phase's cosine and sine
+            for j in range(1, m):
+                inner[j - 1, i] = A * co + B * si + c0 + c1 * (j * h)
+                co, si = d_step * (co * c_step - si * s_step), d_step * (si * c_step + co * s_step)
         decay = np.exp(-sigma * dt)
         co, si = np.cos(wd * dt), np.sin(wd * dt)
         eta_end[i] = decay * (A * co + B * si) + c0 + c1 * dt
@@ -133,14 +147,7 @@ def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end
             ed0[k] += u_dot[i] * mass_shapes[i, k]
             p0[k] += load_start[i] * shapes[i, k]
             p1[k] += load_end[i] * shapes[i, k]
-    m = inner.shape[0] + 1
-    scratch, p = np.empty(r), np.empty(r)
-    for j in range(1, m):
-        f = j / m
-        for k in range(r):
-            p[k] = p0[k] + f * (p1[k] - p0[k])
-        _ramp(omega, zeta, f * dt, e0, ed0, p0, p, inner[j - 1], scratch)
-    _ramp(omega, zeta, dt, e0, ed0, p0, p1, eta, eta_dot)
+    _ramp(omega, zeta, dt, e0, ed0, p0, p1, eta, eta_dot, inner)
     for i in range(n_v):
         x, xd = 0.0, 0.0
         for k in range(r):
