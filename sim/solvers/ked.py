@@ -423,13 +423,14 @@ def _workers(workers, n):
 class FramePool:
     """Frames of a stream of ``n`` rigid states, shared between this thread and worker threads.
 
-    States arrive one by one (:meth:`add`); every ``FRAME_CHUNK`` of them go to the worker
-    threads as one task.  :meth:`finish` computes the remaining states here, then takes back,
-    from the last one, the tasks no worker has started, so that this thread and the workers
-    end together.  Frames at different instants are independent, and each is computed by the
-    same code from the same starting subspace whichever thread runs it (:func:`_frames`; every
-    chunk's tracker starts from the seed the first task makes at the first state): the numbers
-    do not depend on the sharing.
+    States arrive one by one (:meth:`add`); the first makes the trackers' common start
+    (:meth:`_prepare`, in a worker while the next states come), and every ``FRAME_CHUNK`` of
+    them go to the worker threads as one task.  :meth:`finish` computes the remaining states
+    here, then takes back, from the last one, the tasks no worker has started, so that this
+    thread and the workers end together.  Frames at different instants are independent, and
+    each is computed by the same code from the same starting subspace whichever thread runs
+    it (:func:`_frames`; every chunk's tracker starts from the seed made at the first state):
+    the numbers do not depend on the sharing.
 
     Threads, not processes: the compiled kernels (the frames' loop and the rigid motion's)
     release the GIL, so a thread runs in parallel with the motion from the first chunk on,
@@ -455,7 +456,8 @@ class FramePool:
         self.model, self.count, self.progress = model, count, progress
         self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
         self.free = None
-        self.failure = None     # what stopped the first task
+        self.first = None       # the first state
+        self.failure = None     # what stopped _prepare
         self.seed = None   # the trackers' common start: Ritz vectors at the first state ...
         self.seeded = threading.Event()     # ... once known
         self.buffer = []
@@ -483,6 +485,10 @@ class FramePool:
 
     def add(self, q, v, a, s):
         """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
+        if self.first is None:
+            self.first = (q, v, a, s)
+            if self.pool is not None:    # the seed while the first chunk's states come
+                self.pool.submit(self._prepare)
         self.buffer.append((q, v, a, s))
         if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
             states = self._states(self.buffer)
@@ -503,23 +509,23 @@ class FramePool:
             local.tracker = Tracker(self.model, self.count, self.free)
         return local.ev, local.tracker
 
-    def _compute(self, start, states, progress=None):
-        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker.
+    def _prepare(self):
+        """At the first state: the free motions (decided once for the motion) and the trackers'
+        seed, its Ritz vectors; the frames' tasks wait for them."""
+        try:
+            ev = self._parts()[0]
+            with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
+                self.free = free_motions(self.model, self.first[0], ev)
+            self.seed = _seed(self.model, ev, self._parts()[1], tuple(np.array([x]) for x in self.first))
+        except BaseException as exc:
+            self.failure = exc
+            raise
+        finally:    # whatever happens, no task waits for ever
+            self.seeded.set()
 
-        The task of the first state also decides the free motions there (once for the motion)
-        and makes the trackers' seed (its Ritz vectors); the others wait for it.
-        """
-        if start == 0:
-            try:
-                ev = self._parts()[0]
-                with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
-                    self.free = free_motions(self.model, states[0][0], ev)
-                self.seed = _seed(self.model, ev, self._parts()[1], tuple(x[:1] for x in states))
-            except BaseException as exc:
-                self.failure = exc
-                raise
-            finally:    # whatever happens, no task waits for ever
-                self.seeded.set()
+    def _compute(self, start, states, progress=None):
+        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker
+        (once :meth:`_prepare` is done)."""
         self.seeded.wait()
         if self.failure is not None:    # the first task's error, wherever it is asked for
             raise self.failure
@@ -529,6 +535,8 @@ class FramePool:
 
     def finish(self):
         """All the frames (:class:`Frames`), in the order of :meth:`add`."""
+        if self.pool is None and self.first is not None:
+            self._prepare()
         if self.buffer:
             self._compute(self.start, self._states(self.buffer), self.progress)
         self.buffer = []
