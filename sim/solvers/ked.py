@@ -243,9 +243,11 @@ class Frames:
     static_rest: np.ndarray
 
     @classmethod
-    def empty(cls, n, n_v, r, d):
-        return cls(np.zeros((n, n_v)), np.zeros((n, r)), np.zeros((n, n_v, r)), np.zeros((n, n_v, r)),
-                   np.zeros((n, d, n_v)), np.zeros((n, n_v)), np.zeros((n, n_v)))
+    def empty(cls, n, n_v, r, d, make=np.empty):
+        """``n`` frames to be filled (``make``: ``np.zeros`` for values to compute with);
+        ``omega`` zero (a frame left unfilled has none)."""
+        return cls(make((n, n_v)), np.zeros((n, r)), make((n, n_v, r)), make((n, n_v, r)), make((n, d, n_v)),
+                   make((n, n_v)), make((n, n_v)))
 
     @classmethod
     def stack(cls, frames):
@@ -481,7 +483,7 @@ class FramePool:
     def _ready(self):
         """A worker's preparation: its evaluator, and the stepping kernel loaded."""
         self._parts()
-        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
+        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1, np.zeros), np.zeros((1, 1)), 0.0)
 
     def add(self, q, v, a, s):
         """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
@@ -596,7 +598,7 @@ def compile_loops(model, count):
                     np.zeros((0, len(model.actuators))), *loop,
                     *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
                     np.zeros(0, dtype=np.int64))
-        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1), np.zeros((1, 1)), 0.0)
+        integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1, np.zeros), np.zeros((1, 1)), 0.0)
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
