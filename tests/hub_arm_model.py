@@ -7,7 +7,8 @@ inertia) and a torsional bearing spring (``k_bearing`` N m/rad, unloaded at angl
 beside it, so away from angle 0 the spring's preload is held by the motor's deflection:
 at rest at angle ``theta`` the arm stands at ``theta k_drive / (k_drive + k_bearing)``.  Both
 springs act on the hub node, whose small inertia against the first element's bending makes
-a stiff local mode (about 10 kHz) that whips the floating frame when excited.
+a stiff local mode (about 10 kHz) that whips the floating frame when excited.  ``gravity``
+[m/s^2] acts along -y, in the arm's plane.
 """
 from pathlib import Path
 
@@ -30,11 +31,11 @@ period = {period}
 """ + tables
 
 
-def build(length=1.2, elements=6, k_drive=4e3, k_bearing=150.0):
+def build(length=1.2, elements=6, k_drive=4e3, k_bearing=150.0, gravity=0.0):
     section = Section.rectangle(0.04, 0.012, E=7e10, rho=2700.0, nu=0.33)
     nodes = np.zeros((elements + 1, 3))
     nodes[:, 0] = np.linspace(0.0, length, elements + 1)
-    b = ModelBuilder("hub_arm", gravity=(0.0, 0.0, 0.0))
+    b = ModelBuilder("hub_arm", gravity=(0.0, -gravity, 0.0))     # in the arm's plane
     b.add_beam_body("link", nodes, np.column_stack([np.arange(elements), np.arange(1, elements + 1)]), section,
                     z_ref=(0, 0, 1), clamp=0)
     b.add_rigid_body("tool", 0.8, (length + 0.1, 0, 0), np.diag([1e-4, 3e-3, 3e-3]))

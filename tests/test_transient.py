@@ -319,6 +319,25 @@ def test_static_start_holds_a_compliant_drives_preload(tmp_path):
     assert np.abs(np.interp(t, tk, dk) - d).max() < 1e-3 * rest
 
 
+def test_static_start_under_gravity_and_preload_is_the_closed_form(tmp_path):
+    """The hub arm at -0.5 rad under gravity (in its plane) and the bearing's preload: at rest
+    the motor holds ``k_b 0.5 - g cos(0.5) (m_link L/2 + m_tool (L + 0.1))`` (58.0 N m) by its
+    deflection, and the strip sags under its weight and the tool's (cantilever, tip force and
+    the tool's moment): the tool's angle is off by ``tau / (k_d + k_b) - (q L^3 / 6 + P L^2 / 2
+    + P 0.1 L) / EI`` = 11.97 mrad.  The transient and the KED start there, at rest."""
+    out = _hub_arm_run(tmp_path, '[model.parameters]\ngravity = 9.81\n[transient]\nstep = 2e-4\nduration = 0.02\n'
+                       '[ked]\nintervals = 64\nmodes = 4\n', "gravity")
+    L, g, c = 1.2, 9.81, np.cos(0.5)
+    rho_A, m_tool, EI = 2700.0 * 0.04 * 0.012, 0.8, 7e10 * 0.012 * 0.04**3 / 12   # bending in the plane
+    tau = 150.0 * 0.5 - g * c * (rho_A * L * L / 2 + m_tool * (L + 0.1))
+    q, P = rho_A * g * c, m_tool * g * c
+    rest = tau / (4e3 + 150.0) - (q * L**3 / 6 + P * L**2 / 2 + P * 0.1 * L) / EI
+    with h5py.File(out) as f:
+        for group in ("transient", "ked"):
+            assert f[f"{group}/deviation"][0, 0] == pytest.approx(rest, rel=1e-3), group
+            assert abs(f[f"{group}/deviation_dynamic"][0, 0]) < 1e-6 * rest, group
+
+
 def test_newton_proper_takes_steps_the_kept_matrix_cannot(tmp_path):
     """Started undeformed, the hub arm's bearing spring kicks the light hub (its local mode
     near 10 kHz, 2e-4 s steps): the floating frame spins at +-20 rad/s from step to step and
