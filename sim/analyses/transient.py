@@ -347,7 +347,10 @@ def run(model, scenario, group, progress):
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
     law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress)
-    static = static_deviation(model, *samples)
+    # Compliant drives are springs towards their targets under a prescribed drive (KED's view);
+    # under torque or free drives they are force sources: locked in the statics.
+    lock = table["drive"] != "prescribed"
+    static = static_deviation(model, *samples, lock=lock)
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
@@ -358,7 +361,7 @@ def run(model, scenario, group, progress):
             # The whole static displacement: the elastic one, and the motions of the joints it
             # takes with it -- a compliant drive's deflection among them, which then starts
             # where its spring holds the preload, not at its target.
-            q_guess = static_start(model, q0)
+            q_guess = static_start(model, q0, lock=lock)
             s = np.where(compliant(model), actuator_values(model, q_guess)[0], s)
         q_guess[model.q_elastic] += q_f[model.q_elastic]
         free = table["drive"] == "free"
@@ -394,20 +397,22 @@ def run(model, scenario, group, progress):
     return summary
 
 
-def static_start(model, q, ev=None):
+def static_start(model, q, ev=None, lock=False):
     """The configuration (n_q,) of the robot at rest at the rigid configuration ``q`` under its
     static loads, to first order: ``q ⊕ u``, ``u`` of :func:`rest_deflection` (rigid
-    actuators locked; the compliant ones deflected)."""
+    actuators locked; the compliant ones deflected, or with ``lock`` locked too)."""
     from sim.model.kinematics import integrate
 
-    return integrate(model, q, rest_deflection(model, q, ev))
+    return integrate(model, q, rest_deflection(model, q, ev, lock))
 
 
-def rest_deflection(model, q, ev=None):
+def rest_deflection(model, q, ev=None, lock=False):
     """Static displacement (n_v,) of the robot at rest at ``q``, rigid actuators locked where
-    they are: gravity and preloads, :func:`sim.solvers.modal.static_response`.  Its reference
-    coordinates are the joints' motions that go with the deflection (a compliant drive's)."""
+    they are (``lock``: the compliant ones too): gravity and preloads,
+    :func:`sim.solvers.modal.static_response`.  Its reference coordinates are the joints'
+    motions that go with the deflection (a compliant drive's)."""
     from sim.model.evaluator import Evaluator
+    from sim.model.tables import compliant
     from sim.solvers.modal import static_response
 
     ev = Evaluator(model) if ev is None else ev
@@ -415,13 +420,15 @@ def rest_deflection(model, q, ev=None):
     E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
     if not E.Q.any():      # no gravity, no preloads: nothing to solve for
         return rest
-    return static_response(model, q, E.Q[:, None], J=E.J, J_s=E.J_s)[:, 0]
+    J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
+    return static_response(model, q, E.Q[:, None], J=J, J_s=E.J_s)[:, 0]
 
 
-def static_deviation(model, times, qs):
+def static_deviation(model, times, qs, lock=False):
     """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
-    configurations ``qs`` at ``times`` (linearised, ``J_x u``), interpolated by a cubic spline
-    (it follows the configuration, which the samples resolve)."""
+    configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock`` as
+    :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
+    which the samples resolve)."""
     from sim.model.evaluator import Evaluator
 
     if not len(model.v_elastic):
@@ -429,7 +436,7 @@ def static_deviation(model, times, qs):
     ev = Evaluator(model)
     values = []
     for q in qs:
-        u = rest_deflection(model, q, ev)      # leaves ev evaluated at q
+        u = rest_deflection(model, q, ev, lock)      # leaves ev evaluated at q
         values.append(ev.pose()[1] @ u)
     import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
     spline = scipy.interpolate.CubicSpline(times, np.array(values), axis=0)
