@@ -116,7 +116,12 @@ def test_stop_signal_keeps_what_was_computed(tmp_path, sig, exit_code, moment):
     if out.exists():
         with h5py.File(out, "r") as f:
             assert f.attrs["status"] == "incomplete" and f.attrs["message"] == "interrupted"
-            assert f["modes"].attrs["status"] == "complete"
+            # The modes done; or, where the signal came while their group was being written
+            # (a few milliseconds, met under load), that group marked as cut short.
+            modes = f["modes"].attrs
+            assert modes["status"] == "complete" or (modes["status"] == "incomplete"
+                                                     and modes["message"] == "interrupted"
+                                                     and "transient" not in f), dict(modes)
         assert f"incomplete result in {out}" in err
 
 

@@ -320,7 +320,7 @@ def test_static_start_holds_a_compliant_drives_preload(tmp_path):
 
 
 @pytest.mark.parametrize("drive", ["prescribed", "torque"])
-def test_static_start_under_gravity_and_preload_is_the_closed_form(tmp_path, drive):
+def test_static_start_under_gravity_and_preload_is_the_closed_form(tmp_path, capsys, drive):
     """The hub arm at -0.5 rad under gravity (in its plane) and the bearing's preload.  The
     strip sags under its weight and the tool's (cantilever: distributed load, tip force and
     the tool's moment), which turns the tool by ``-(q L^3 / 6 + P L^2 / 2 + P 0.1 L) / EI``.
@@ -328,7 +328,8 @@ def test_static_start_under_gravity_and_preload_is_the_closed_form(tmp_path, dri
     ``k_b 0.5 - g cos(0.5) (m_link L/2 + m_tool (L + 0.1))`` (58.0 N m) by its deflection,
     ``tau / (k_d + k_b)``: 11.97 mrad in all.  Torque drive: the motor is a torque source that
     holds the rigid robot at its target (the rigid inverse dynamics' torque): the sag only,
-    -2.01 mrad.  Both start there, at rest."""
+    -2.01 mrad.  Both start there, at rest.  (Under the torque drive the transient and the KED,
+    which holds its drives at their targets, differ by far: the warning says why.)"""
     tables = (f'[model.parameters]\ngravity = 9.81\n[transient]\nstep = 2e-4\nduration = 0.02\ndrive = "{drive}"\n'
               '[ked]\nintervals = 64\nmodes = 4\n')
     out = _hub_arm_run(tmp_path, tables, drive)
@@ -342,6 +343,11 @@ def test_static_start_under_gravity_and_preload_is_the_closed_form(tmp_path, dri
         for group in ("transient",) + (("ked",) if drive == "prescribed" else ()):
             assert f[f"{group}/deviation"][0, 0] == pytest.approx(rest, rel=1e-3), group
             assert abs(f[f"{group}/deviation_dynamic"][0, 0]) < 1e-5 * abs(rest), group   # 2nd order: 1e-6
+    warned = [line for line in capsys.readouterr().err.splitlines() if "transient and ked disagree" in line]
+    if drive == "torque":
+        assert len(warned) == 1 and "follow a torque drive" in warned[0] and "raise ked.modes" not in warned[0]
+    else:
+        assert warned == []
 
 
 def test_newton_proper_takes_steps_the_kept_matrix_cannot(tmp_path):

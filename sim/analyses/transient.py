@@ -385,6 +385,7 @@ def run(model, scenario, group, progress):
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
     group.attrs["start"] = table["start"]
+    group.attrs["drive"] = table["drive"]
     for key, value in damping.attrs().items():
         group.attrs[key] = value
     group.attrs["damping_modes"] = int(table["damping_modes"])
