@@ -176,10 +176,15 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
 
     ``targets``/``rates`` (n_a,) or None (actuators free: rigid velocities of least norm).
     """
-    from sim.model.assembly import assemble
+    from sim.model.assembly import AssemblyError, assemble
     from sim.model.constraints import constraints
 
-    q = assemble(model, q_guess, targets=targets, what="the initial state")
+    try:
+        q = assemble(model, q_guess, targets=targets, what="the initial state")
+    except AssemblyError:
+        # A deformed overconstrained loop (the NaVARo's parallelograms sagging out of their
+        # plane) closes only with its elastic coordinates: the least change of all of them.
+        q = assemble(model, q_guess, targets=targets, what="the initial state", deformed=True)
     nj = model.rows["n_joint"]
     n_a = len(model.actuators)
     _, J = constraints(model, q, targets=np.zeros(n_a), all_drives=True)

@@ -27,9 +27,10 @@ class AssemblyError(SimError):
     """The configuration cannot be reached (outside the workspace, or singular)."""
 
 
-def residual(model, q, targets, pose_target, ev=None):
+def residual(model, q, targets, pose_target, ev=None, columns=None):
     """Residual ``phi`` (n_c,) of the rigid robot's constraints, targets and pose, and its
-    Jacobian (n_c, n_r) over the reference coordinates (``ev``: the compiled evaluator)."""
+    Jacobian (n_c, n_r) over the reference coordinates (``columns``: over these of ``v``;
+    ``ev``: the compiled evaluator)."""
     # The rigid robot: every actuator with a target is a driving constraint, compliant or not.
     if ev is None:
         ms = markers(model, q)
@@ -45,22 +46,28 @@ def residual(model, q, targets, pose_target, ev=None):
         rot = np.array([k.startswith("r") for k in model.pose_kinds])
         res[rot] = (res[rot] + np.pi) % (2 * np.pi) - np.pi
         phi, J = np.concatenate([phi, res]), np.vstack([J, Jx])
-    return phi, J[:, model.v_rigid]
+    return phi, J[:, model.v_rigid if columns is None else columns]
 
 
-def assemble(model, q0, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE, ev=None):
+def assemble(model, q0, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE, ev=None,
+             deformed=False):
     """Configuration near ``q0`` satisfying the joint constraints (and targets/pose if given).
 
     Parameters
     ----------
     q0 : ndarray, shape (n_q,)
-        Starting configuration; its elastic coordinates are kept.
+        Starting configuration; its elastic coordinates are kept (``deformed``: changed as
+        little as closes the loops, see below).
     targets : ndarray, shape (n_a,), optional
         Actuator values [rad or m] to impose.
     pose_target : ndarray, shape (d,), optional
         End-effector coordinates to impose.
     ev : sim.model.evaluator.Evaluator, optional
         Evaluate with the compiled kernels (many poses in a row).
+    deformed : bool
+        Newton over all the coordinates, elastic ones too (minimum-norm steps): a deformed
+        overconstrained loop (a planar loop of spatial joints sagging out of its plane) may
+        not close by its reference coordinates alone (to second order in the deflection).
 
     Raises
     ------
@@ -69,9 +76,9 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     """
     q = q0.copy()
     dv = np.zeros(model.n_v)
-    rigid = model.v_rigid
+    rigid = np.arange(model.n_v) if deformed else model.v_rigid
     step_to = integrate if ev is None else (lambda model_, q_, dv_: ev.integrate(q_, dv_))
-    phi, J = residual(model, q, targets, pose_target, ev)
+    phi, J = residual(model, q, targets, pose_target, ev, rigid)
     norm = np.abs(phi).max(initial=0.0)
     for _ in range(NEWTON_MAX_ITER):
         if norm < tol:
@@ -81,7 +88,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         for _halving in range(12):
             dv[rigid] = step
             q_try = step_to(model, q, dv)
-            phi_try, J_try = residual(model, q_try, targets, pose_target, ev)
+            phi_try, J_try = residual(model, q_try, targets, pose_target, ev, rigid)
             norm_try = np.abs(phi_try).max(initial=0.0)
             if norm_try < norm or norm_try < tol:
                 break
