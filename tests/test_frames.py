@@ -52,7 +52,7 @@ CASES = {
     "6-PSS, stiff screws and spinning struts": ("pss6", {"compliant_drives": False}, lambda m: _seismic(m, 7), 4),
     "Surgiscope Delta, springs only": ("delta_surgiscope", {}, lambda m: _at_home(m, 3), 4),
     "spin-up beam, geometric stiffening": ("spinup_beam", {}, lambda m: _stretched(m, 3), 3),
-    "NaVARo, redundant rows": ("navaro", {}, lambda m: _at_home(m, 2), 4),
+    "NaVARo, more rows than reference coordinates": ("navaro", {}, lambda m: _at_home(m, 2), 4),
     "flexible arm, one free motion": ("flexible_arm", {}, lambda m: _at_home(m, 3), 3),
     "five-bar, constant stiffness": ("five_bar", {}, lambda m: _at_home(m, 3), 3),
 }

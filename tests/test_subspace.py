@@ -128,6 +128,35 @@ def test_tracker_takes_the_general_basis_where_it_cannot_partition(rrru3_states)
         assert tracker.sweeps == [-1] and tracker.order[0] == -1
 
 
+@pytest.mark.parametrize("name", ["navaro", "five_bar"])
+def test_rows_beyond_the_reference_coordinates_partition_with_elastic_ones(name):
+    """Planar loops of spatial joints (the NaVARo's parallelograms, the five-bar): the rows
+    outnumber the reference coordinates (96 > 78, 27 > 24), the out-of-plane ones, redundant
+    for the rigid robot, made independent by the elastic coordinates.  The general solver
+    takes all the reference coordinates and as many elastic ones as dependent (chosen once,
+    kept along the motion) instead of an SVD of the rows (4x faster on the NaVARo): the dense
+    solve's modes at every instant of a motion."""
+    model = load_model(MODELS / f"{name}.py")
+    ev = Evaluator(model)
+    from sim.model.kinematics import pose_jacobian
+    home = pose_jacobian(model, model.q_home)[0]
+    motion = rigid_motion(model, circle(home, 0.01, 4.0, 0.3), np.linspace(0.0, 0.3, 6))
+    tracker = Tracker(model, 4, 0)
+    n_r = len(model.v_rigid)
+    chosen = None
+    for q, s in zip(motion.q, motion.actuators):
+        E = ev.evaluate(q, np.zeros(model.n_v), targets=s)
+        assert E.J.shape[0] > n_r and np.linalg.matrix_rank(E.J) == E.J.shape[0]
+        omega, shapes, mass_shapes = tracker.modes(E.M, E.J, Kt=E.K_t if ev.stiff else None)
+        ref = modes(model, q, 4, M=E.M, energies=False, J=E.J, J_s=E.J_s)
+        np.testing.assert_allclose(omega, ref.omega, rtol=1e-9)
+        P, P_ref = shapes @ mass_shapes.T, ref.shapes @ (E.M @ ref.shapes).T
+        assert np.abs(P - P_ref).max() <= 10 * RESIDUAL_TOL * np.abs(P_ref).max()
+        assert tracker.order[n_r] >= 0                          # the partition, not the SVD
+        chosen = tracker.order[n_r:].copy() if chosen is None else chosen
+        np.testing.assert_array_equal(tracker.order[n_r:], chosen)     # kept along the motion
+
+
 @pytest.mark.parametrize("name, applies", [("rrru3", True), ("slider_crank", True), ("delta_surgiscope", False),
                                            ("pss6", False), ("spinup_beam", False), ("rrrt3", False)])
 def test_tracker_applies_only_to_constant_body_stiffness(name, applies):

@@ -312,7 +312,7 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
     x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
     none = np.zeros((0, 0))
     X, X_prev, fresh = seed, none, True
-    order = np.full(rigid.size, -1)    # the basis's dependent columns, chosen afresh
+    order = np.full(n_v, -1)    # the basis's dependent columns, chosen afresh
     off, on = runtime(False), runtime(True)
     with_K = runtime(stiff)
     evaluate = function(f[0], tables)

@@ -482,6 +482,62 @@ def _partition(J, rigid, elastic, order):
 
 
 @njit(cache=True)
+def _elastic_pivots(J, rigid, elastic, count):
+    """``count`` elastic coordinates whose columns of ``J`` (m, n_v), with all the reference
+    ones, make a regular ``m x m`` block (``m = n_r + count``): the pivots
+    (:func:`_pivots`) of the elastic columns once the reference columns' span is projected
+    out.  Returns a permutation (n_e,) of the elastic coordinates, the chosen ones first."""
+    m = J.shape[0]
+    n_r, n_e = rigid.size, elastic.size
+    Jr = np.empty((m, n_r))
+    Je = np.empty((m, n_e))
+    for i in range(m):
+        for k in range(n_r):
+            Jr[i, k] = J[i, rigid[k]]
+        for k in range(n_e):
+            Je[i, k] = J[i, elastic[k]]
+    Q = np.ascontiguousarray(np.linalg.qr(Jr)[0])     # LAPACK's is Fortran-ordered
+    rest = Je - Q @ (_t(Q) @ Je)
+    return _pivots(_t(rest), count)
+
+
+@njit(cache=True)
+def _partition_all(J, rigid, elastic, chosen):
+    """The basis ``N = [-J_D^-1 J_I; 1]`` (n_v, n_v - m) of ``J v = 0`` (m, n_v) whose
+    dependent coordinates ``D`` are all the reference ones and the elastic ones ``chosen``
+    (m - n_r,), and the largest magnitude of ``J_D^-1 J_I`` (inf where ``J_D`` is singular)."""
+    m, n_v = J.shape
+    n_r = rigid.size
+    dependent = np.empty(m, dtype=np.int64)
+    free = np.ones(n_v, dtype=np.bool_)
+    for k in range(n_r):
+        dependent[k] = rigid[k]
+    for k in range(m - n_r):
+        dependent[n_r + k] = elastic[chosen[k]]
+    for k in range(m):
+        free[dependent[k]] = False
+    independent = np.flatnonzero(free)
+    n_i = independent.size
+    Jd = np.empty((m, m))
+    R = np.empty((m, n_i))
+    for i in range(m):
+        for k in range(m):
+            Jd[i, k] = J[i, dependent[k]]
+        for k in range(n_i):
+            R[i, k] = -J[i, independent[k]]
+    G = sparse_solve(Jd, R)
+    N = np.zeros((n_v, n_i))
+    top = 0.0
+    for k in range(n_i):
+        N[independent[k], k] = 1.0
+    for i in range(m):
+        for k in range(n_i):
+            N[dependent[i], k] = G[i, k]
+            top = max(top, abs(G[i, k])) if G[i, k] == G[i, k] else np.inf    # NaN: singular
+    return N, top
+
+
+@njit(cache=True)
 def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
     """A basis ``N`` (n_v, n_N) of the constrained motions ``J v = 0`` whose last ``n_z``
     columns leave every elastic coordinate at rest.
@@ -490,10 +546,15 @@ def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
     regular ``m x m`` block ``J_d`` of their columns): the elastic coordinates and the other
     ``n_z = n_r - m`` reference coordinates are independent, ``v_d = -J_d^-1 (J_e x + J_i w)``
     (the basis of :class:`Tracker`, with ``n_z = 0``, when ``m = n_r``).  The dependent
-    columns are those of the last call, ``order`` (n_r,; in and out: a permutation of the
-    reference coordinates, the dependent ones first; ``order[0] < 0`` for none yet), while
-    they serve, else chosen again by pivoting (:func:`_pivots`).  Otherwise (redundant rows,
-    or an entry of ``J_d^-1 [J_e, J_i]`` above ``basis_max``: a nearly singular block) the
+    columns are those of the last call, ``order`` (n_v,; in and out: its first ``n_r`` a
+    permutation of the reference coordinates, the dependent ones first; ``order[0] < 0`` for
+    none yet), while they serve, else chosen again by pivoting (:func:`_pivots`).  Where the
+    rows outnumber the reference coordinates (``m > n_r``: a planar loop of spatial joints,
+    whose out-of-plane rows, redundant for the rigid robot, the elastic coordinates make
+    independent) all the reference coordinates and ``m - n_r`` elastic ones are dependent
+    (:func:`_partition_all`; the elastic ones ``elastic[order[n_r:]]``, chosen as the first
+    ones, ``order[n_r] < 0`` for none yet; ``n_z = 0``).  Otherwise (redundant rows, or an
+    entry of ``J_d^-1 [J_e, J_i]`` above ``basis_max``: a nearly singular block) the
     orthonormal null space of ``J`` by an SVD (singular values below ``null_rtol`` of the
     largest), turned so that its last columns span the motions whose elastic part vanishes
     (singular values of that part below ``free_rtol``).
@@ -521,6 +582,16 @@ def _basis(J, rigid, elastic, basis_max, null_rtol, free_rtol, order):
                 return N, n_r - m, True
             if m == n_r:
                 break
+    elif m - n_r <= n_e and order.size == n_r + n_e:
+        for attempt in range(2):
+            if attempt == 1 or order[n_r] < 0:
+                chosen = _elastic_pivots(J, rigid, elastic, m - n_r)
+                for k in range(n_e):
+                    order[n_r + k] = chosen[k]
+            N, g = _partition_all(J, rigid, elastic, order[n_r:])
+            if g <= basis_max:
+                return N, 0, False
+        order[n_r] = -1
     order[0] = -1
     rank = 0
     Vt = np.zeros((n_v, n_v))
@@ -805,7 +876,7 @@ class Tracker:
         """
         self.X = self.seed
         self.X_prev = np.zeros((0, 0))
-        self.order = np.full(self.rigid.size, -1, dtype=np.int64)
+        self.order = np.full(self.model.n_v, -1, dtype=np.int64)
         self.fresh = True
 
     def modes(self, M, J, loads=None, Kt=None):
