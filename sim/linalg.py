@@ -300,7 +300,7 @@ def condition_state(n):
 
 
 @njit(cache=True, nogil=True)
-def row_pattern(A):
+def _rows(A):
     """Nonzero pattern of ``A`` (m, n) by rows: pointers (m + 1,) and columns."""
     m, n = A.shape
     ptr, col = np.zeros(m + 1, dtype=np.int64), np.empty(m * n, dtype=np.int64)
@@ -465,7 +465,7 @@ def condition_number(A, basis, shift):
     if not (shift[0] > 0.0 and shift[1] > 0.0):
         return _dense_condition(A, basis, shift)
     n = A.shape[1]
-    ptr, col = row_pattern(A)
+    ptr, col = _rows(A)
     G = np.zeros((n, n))
     for r in range(ptr.size - 1):                  # the lower triangle of A^T A by A's pattern
         for a in range(ptr[r], ptr[r + 1]):

@@ -4,8 +4,8 @@ import pytest
 import scipy.linalg
 from numpy.testing import assert_allclose
 
-from sim.linalg import (COLD_SHIFT, CONDITION_TOL, _extreme, condition_number, condition_state,
-                        partitioned_null_space, row_pattern, singular_values)
+from sim.linalg import (COLD_SHIFT, CONDITION_TOL, _extreme, _rows, condition_number, condition_state,
+                        partitioned_null_space, singular_values)
 
 
 def _partition(rng, m, n_d, n_i):
@@ -137,7 +137,7 @@ def test_extreme_eigenvalues_are_bracketed():
     condition_number(mats[0], basis, shift)        # the dense start
     for A, s in zip(mats[1:], sigma[1:]):
         G = np.tril(A.T @ A)
-        ptr, col = row_pattern(A)
+        ptr, col = _rows(A)
         L, lptr, lrow = np.empty((10, 10)), np.zeros(11, dtype=np.int64), np.empty(100, dtype=np.int64)
         top, ok, _ = _extreme(A, ptr, col, G, 1.0, basis[0], shift[0], 0.0, L, lptr, lrow)
         assert ok and -1e-14 <= (s[0] ** 2 - top) / s[0] ** 2 <= CONDITION_TOL      # -: A to round-off

@@ -32,7 +32,7 @@ from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff,
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
-from sim.linalg import condition_number, condition_state, lu_solve, row_pattern, sparse_lu
+from sim.linalg import condition_number, condition_state, lu_solve, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
 CORRECTOR_MAX_ITER = 3    # plain Newton steps from the predictor before the line-search Newton takes over ...
@@ -110,22 +110,10 @@ def _condition_estimate(F, A, u):
     in place).  Lower bounds of the extremes, so an underestimate: the caller adds a margin
     and checks exactly above it."""
     square = A.shape[0] == A.shape[1]
-    # A x and A^T (A x) by A's pattern: ~250 of the 3-RRRU's 3600 entries are nonzero (BLAS
-    # would take 3x longer on the dense array).
-    ptr, col = row_pattern(A)
     x = u[0].copy()
-    Ax = np.empty(A.shape[0])
     hi = 0.0
     for _ in range(3):
-        y = np.zeros(x.size)
-        for r in range(A.shape[0]):
-            acc = 0.0
-            for t in range(ptr[r], ptr[r + 1]):
-                acc += A[r, col[t]] * x[col[t]]
-            Ax[r] = acc
-        for r in range(A.shape[0]):
-            for t in range(ptr[r], ptr[r + 1]):
-                y[col[t]] += A[r, col[t]] * Ax[r]
+        y = A.T @ (A @ x)
         hi = np.sqrt(y @ y)
         x = y / hi
     u[0] = x

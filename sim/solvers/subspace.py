@@ -411,14 +411,14 @@ def _sparse_product(ptr, col, val, B):
 
 
 @njit(cache=True)
-def _pivots(A, count):
+def _pivots(A, count, forced=0):
     """``count`` rows of ``A`` (n, m), count <= min(n, m), chosen as the pivots of a QR
     factorisation of ``A^T`` with column pivoting (Businger-Golub): each time the row of
-    largest norm once the chosen ones are projected out.  The choice depends on the space
-    ``A``'s columns span, not on the basis (an orthogonal ``A R`` picks the same rows), so it
-    stays put from one configuration to the next where that basis is arbitrary (the free
-    motions of a symmetric robot, an eigenspace).  Returns a permutation (n,) of the rows,
-    the chosen ones first."""
+    largest norm once the chosen ones are projected out (the first ``forced`` rows are taken
+    first, in their order).  The choice depends on the space ``A``'s columns span, not on the
+    basis (an orthogonal ``A R`` picks the same rows), so it stays put from one configuration
+    to the next where that basis is arbitrary (the free motions of a symmetric robot, an
+    eigenspace).  Returns a permutation (n,) of the rows, the chosen ones first."""
     A = A.copy()
     n, m = A.shape
     order = np.arange(n)
@@ -427,7 +427,7 @@ def _pivots(A, count):
         norms[i] = A[i] @ A[i]
     for j in range(count):
         p = j
-        for i in range(j + 1, n):
+        for i in range(j + 1, n if j >= forced else 0):
             if norms[i] > norms[p]:
                 p = i
         if p != j:
@@ -485,20 +485,17 @@ def _partition(J, rigid, elastic, order):
 def _elastic_pivots(J, rigid, elastic, count):
     """``count`` elastic coordinates whose columns of ``J`` (m, n_v), with all the reference
     ones, make a regular ``m x m`` block (``m = n_r + count``): the pivots
-    (:func:`_pivots`) of the elastic columns once the reference columns' span is projected
-    out.  Returns a permutation (n_e,) of the elastic coordinates, the chosen ones first."""
+    (:func:`_pivots`) of the columns, the reference ones taken first.  Returns a permutation
+    (n_e,) of the elastic coordinates, the chosen ones first."""
     m = J.shape[0]
     n_r, n_e = rigid.size, elastic.size
-    Jr = np.empty((m, n_r))
-    Je = np.empty((m, n_e))
+    columns = np.empty((n_r + n_e, m))
     for i in range(m):
         for k in range(n_r):
-            Jr[i, k] = J[i, rigid[k]]
+            columns[k, i] = J[i, rigid[k]]
         for k in range(n_e):
-            Je[i, k] = J[i, elastic[k]]
-    Q = np.ascontiguousarray(np.linalg.qr(Jr)[0])     # LAPACK's is Fortran-ordered
-    rest = Je - Q @ (_t(Q) @ Je)
-    return _pivots(_t(rest), count)
+            columns[n_r + k, i] = J[i, elastic[k]]
+    return _pivots(columns, n_r + count, n_r)[n_r:] - n_r
 
 
 @njit(cache=True)
