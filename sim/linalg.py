@@ -193,8 +193,6 @@ def lu_solve(factors, B, trans):
     code) from :func:`sparse_lu`'s factors; ``B`` (n, m)."""
     LU, perm, l_ptr, l_row, u_ptr, u_col = factors
     n, m = B.shape
-    if m == 1:
-        return _solve_vector(factors, B, trans)
     X = np.empty((n, m))
     if not trans:
         for i in range(n):             # L y = B[perm] (element loops: a row slice is a view to build)
@@ -233,10 +231,12 @@ def lu_solve(factors, B, trans):
 
 
 @njit(cache=True, nogil=True)
-def _solve_vector(factors, b, trans):
+def lu_solve_vector(factors, b, trans):
     """:func:`lu_solve` for one right-hand side ``b`` (n, 1): the same sweeps over the
     factors' nonzeros without the loop over right-hand sides inside them, whose overhead on
-    one column doubles the time (the singular guard of the rigid motion solves six per sample)."""
+    one column doubles the time (the rigid motion solves nine per sample, six of them for its
+    singular guard).  Separate from :func:`lu_solve`, so that its many callers with several
+    right-hand sides do not compile it."""
     LU, perm, l_ptr, l_row, u_ptr, u_col = factors
     n = b.shape[0]
     y = np.empty(n)

@@ -75,8 +75,9 @@ def _sparse(rng, n, density):
 
 @pytest.mark.parametrize("n, density", [(1, 1.0), (7, 0.4), (60, 0.08), (60, 1.0)])
 def test_sparse_lu_solves_against_lapack(n, density):
-    """sim.linalg.sparse_lu: A[perm] = L U, and A^-1 B, A^-T B to round-off of LAPACK's solve."""
-    from sim.linalg import lu_solve, sparse_lu, sparse_solve
+    """sim.linalg.sparse_lu: A[perm] = L U, and A^-1 B, A^-T B to round-off of LAPACK's solve
+    (several right-hand sides, and one by lu_solve_vector)."""
+    from sim.linalg import lu_solve, lu_solve_vector, sparse_lu, sparse_solve
     rng = np.random.default_rng(n + int(100 * density))
     A, B = _sparse(rng, n, density), rng.normal(size=(n, 3))
     (LU, perm, *_), ok = sparse_lu(A)
@@ -91,6 +92,9 @@ def test_sparse_lu_solves_against_lapack(n, density):
     ref_t = np.linalg.solve(A.T, B)
     assert np.abs(lu_solve(F, B, True) - ref_t).max() <= scale * np.abs(ref_t).max()
     assert np.abs(sparse_solve(A, B) - ref).max() <= scale * np.abs(ref).max()
+    for trans, r in ((False, ref), (True, ref_t)):
+        x = lu_solve_vector(F, np.ascontiguousarray(B[:, 1:2]), trans)
+        assert x.shape == (n, 1) and np.abs(x - r[:, 1:2]).max() <= scale * np.abs(r).max()
 
 
 def test_sparse_lu_reports_a_singular_matrix():

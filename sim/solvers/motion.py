@@ -32,7 +32,7 @@ from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff,
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
-from sim.linalg import condition_number, condition_state, lu_solve, sparse_lu
+from sim.linalg import condition_number, condition_state, lu_solve_vector, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
 CORRECTOR_MAX_ITER = 3    # plain Newton steps from the predictor before the line-search Newton takes over ...
@@ -98,8 +98,8 @@ def _lsq(F, A, b):
     """Least-squares solution (n,) of ``A x = b`` (exact for a square ``A``) from
     :func:`_factor`'s factors ``F``."""
     if A.shape[0] == A.shape[1]:
-        return lu_solve(F, b.reshape((b.size, 1)), runtime(False))[:, 0]
-    return lu_solve(F, (A.T @ b).reshape((A.shape[1], 1)), runtime(False))[:, 0]
+        return lu_solve_vector(F, b.reshape((b.size, 1)), runtime(False))[:, 0]
+    return lu_solve_vector(F, (A.T @ b).reshape((A.shape[1], 1)), runtime(False))[:, 0]
 
 
 @njit(cache=True)
@@ -120,7 +120,8 @@ def _condition_estimate(F, A, u):
     x = u[1].copy().reshape((x.size, 1))
     inv = 0.0
     for _ in range(3):      # (A^T A)^-1 x: A^-1 A^-T x, or from the factors of A^T A
-        y = lu_solve(F, lu_solve(F, x, runtime(True)), runtime(False)) if square else lu_solve(F, x, runtime(False))
+        y = (lu_solve_vector(F, lu_solve_vector(F, x, runtime(True)), runtime(False)) if square
+             else lu_solve_vector(F, x, runtime(False)))
         inv = np.sqrt((y * y).sum())
         x = y / inv
     u[1] = x[:, 0]
