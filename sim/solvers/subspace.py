@@ -449,36 +449,45 @@ def _pivots(A, count, forced=0):
 
 
 @njit(cache=True)
-def _partition(J, rigid, elastic, order):
-    """The partitioned basis of :func:`_basis` with the dependent reference columns
-    ``rigid[order[:m]]``, and the largest magnitude of ``J_d^-1 [J_e, J_i]`` (NaN where
-    ``J_d`` is singular)."""
+def _split(J, dependent, independent):
+    """The basis ``N = [-J_D^-1 J_I; 1]`` (n_v, n_I) of ``J v = 0`` (m, n_v) by coordinate
+    partitioning: the ``m`` coordinates ``dependent`` (their block ``J_D`` factored by the
+    sparse LU), column ``k`` the unit motion of ``independent[k]``; and the largest magnitude
+    of ``J_D^-1 J_I`` (inf where ``J_D`` is singular)."""
     m, n_v = J.shape
-    n_r, n_e = rigid.size, elastic.size
-    n_z = n_r - m
+    n_i = independent.size
     Jd = np.empty((m, m))
-    R = np.empty((m, n_e + n_z))
+    R = np.empty((m, n_i))
     for i in range(m):
         for k in range(m):
-            Jd[i, k] = J[i, rigid[order[k]]]
-        for k in range(n_e):
-            R[i, k] = -J[i, elastic[k]]
-        for k in range(n_z):
-            R[i, n_e + k] = -J[i, rigid[order[m + k]]]
-    G = sparse_solve(Jd, R) if m else np.zeros((0, n_e + n_z))
-    N = np.zeros((n_v, n_e + n_z))
-    for k in range(n_e):
-        N[elastic[k], k] = 1.0
-    for k in range(n_z):
-        N[rigid[order[m + k]], n_e + k] = 1.0
-    for i in range(m):
-        for k in range(n_e + n_z):
-            N[rigid[order[i]], k] = G[i, k]
+            Jd[i, k] = J[i, dependent[k]]
+        for k in range(n_i):
+            R[i, k] = -J[i, independent[k]]
+    G = sparse_solve(Jd, R) if m else np.zeros((0, n_i))
+    N = np.zeros((n_v, n_i))
+    for k in range(n_i):
+        N[independent[k], k] = 1.0
     top = 0.0
     for i in range(m):
-        for k in range(n_e + n_z):
+        for k in range(n_i):
+            N[dependent[i], k] = G[i, k]
             top = max(top, abs(G[i, k])) if G[i, k] == G[i, k] else np.inf    # NaN: singular
     return N, top
+
+
+@njit(cache=True)
+def _partition(J, rigid, elastic, order):
+    """The partitioned basis of :func:`_basis` with the dependent reference columns
+    ``rigid[order[:m]]`` (:func:`_split`; the elastic coordinates first among the
+    independent ones, then the other reference ones)."""
+    m = J.shape[0]
+    n_r, n_e = rigid.size, elastic.size
+    independent = np.empty(n_e + n_r - m, dtype=np.int64)
+    for k in range(n_e):
+        independent[k] = elastic[k]
+    for k in range(n_r - m):
+        independent[n_e + k] = rigid[order[m + k]]
+    return _split(J, rigid[order[:m]], independent)
 
 
 @njit(cache=True)
@@ -500,9 +509,8 @@ def _elastic_pivots(J, rigid, elastic, count):
 
 @njit(cache=True)
 def _partition_all(J, rigid, elastic, chosen):
-    """The basis ``N = [-J_D^-1 J_I; 1]`` (n_v, n_v - m) of ``J v = 0`` (m, n_v) whose
-    dependent coordinates ``D`` are all the reference ones and the elastic ones ``chosen``
-    (m - n_r,), and the largest magnitude of ``J_D^-1 J_I`` (inf where ``J_D`` is singular)."""
+    """The basis of :func:`_split` whose dependent coordinates are all the reference ones and
+    the elastic ones ``chosen`` (m - n_r,), the others independent in their order in ``v``."""
     m, n_v = J.shape
     n_r = rigid.size
     dependent = np.empty(m, dtype=np.int64)
@@ -513,25 +521,7 @@ def _partition_all(J, rigid, elastic, chosen):
         dependent[n_r + k] = elastic[chosen[k]]
     for k in range(m):
         free[dependent[k]] = False
-    independent = np.flatnonzero(free)
-    n_i = independent.size
-    Jd = np.empty((m, m))
-    R = np.empty((m, n_i))
-    for i in range(m):
-        for k in range(m):
-            Jd[i, k] = J[i, dependent[k]]
-        for k in range(n_i):
-            R[i, k] = -J[i, independent[k]]
-    G = sparse_solve(Jd, R)
-    N = np.zeros((n_v, n_i))
-    top = 0.0
-    for k in range(n_i):
-        N[independent[k], k] = 1.0
-    for i in range(m):
-        for k in range(n_i):
-            N[dependent[i], k] = G[i, k]
-            top = max(top, abs(G[i, k])) if G[i, k] == G[i, k] else np.inf    # NaN: singular
-    return N, top
+    return _split(J, dependent, np.flatnonzero(free))
 
 
 @njit(cache=True)
