@@ -365,9 +365,10 @@ def run(model, scenario, group, progress):
         if table["start"] == "static":
             # The whole static displacement: the elastic one, and the motions of the joints it
             # takes with it -- a compliant drive's deflection among them, which then starts
-            # where its spring holds the preload, not at its target.
+            # where its spring holds the preload, not at its target (locked: at its target).
             q_guess = static_start(model, q0, lock=lock)
-            s = np.where(compliant(model), actuator_values(model, q_guess)[0], s)
+            if not lock:
+                s = np.where(compliant(model), actuator_values(model, q_guess)[0], s)
         q_guess[model.q_elastic] += q_f[model.q_elastic]
         free = table["drive"] == "free"
         q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)

@@ -76,9 +76,9 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     """
     q = q0.copy()
     dv = np.zeros(model.n_v)
-    rigid = np.arange(model.n_v) if deformed else model.v_rigid
+    columns = np.arange(model.n_v) if deformed else model.v_rigid     # the coordinates Newton moves
     step_to = integrate if ev is None else (lambda model_, q_, dv_: ev.integrate(q_, dv_))
-    phi, J = residual(model, q, targets, pose_target, ev, rigid)
+    phi, J = residual(model, q, targets, pose_target, ev, columns)
     norm = np.abs(phi).max(initial=0.0)
     for _ in range(NEWTON_MAX_ITER):
         if norm < tol:
@@ -86,9 +86,9 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         step = -lstsq(J, phi, cond=1e-10)
         # Backtracking keeps Newton from jumping to another assembly branch.
         for _halving in range(12):
-            dv[rigid] = step
+            dv[columns] = step
             q_try = step_to(model, q, dv)
-            phi_try, J_try = residual(model, q_try, targets, pose_target, ev, rigid)
+            phi_try, J_try = residual(model, q_try, targets, pose_target, ev, columns)
             norm_try = np.abs(phi_try).max(initial=0.0)
             if norm_try < norm or norm_try < tol:
                 break

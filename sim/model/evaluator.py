@@ -100,8 +100,9 @@ class Evaluator:
             self.evaluate(model.q_home, zero, velocity_jacobian=True)
             self.potential(model.q_home)
             self.integrate(model.q_home, zero)
-        # The robot's size [m]: the diagonal of the box around its markers and bodies at home
-        # (the scale of a constraint violation that means the joints came apart).
+        # The robot's size [m]: the diagonal of the box around its markers (the tables hold
+        # them from the evaluations at home above) and its bodies at home (the scale of a
+        # constraint violation that means the joints came apart).
         points = np.vstack([t.p, [model.q_home[k:k + 3] for k in t.body_q]])
         self.size = max(float(np.linalg.norm(np.ptp(points, axis=0))), SIZE_MIN)
 

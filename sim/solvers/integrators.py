@@ -121,7 +121,7 @@ class Scheme(NamedTuple):
     """Constants of the step: ``h`` [s], generalized-α ``alpha_m, alpha_f, gamma, beta``,
     ``c = (1 - alpha_f)/(1 - alpha_m)``, Baumgarte ``2 alpha`` and ``beta^2`` [1/s, 1/s^2],
     Newton ``tol`` [m or rad], ``max_iter``, ``diverged``, the largest constraint violation
-``gap`` [m or rad] of a step that has not diverged; the drive ``kind``
+    ``gap`` [m or rad] of a step that has not diverged; the drive ``kind``
     (:data:`DRIVE_KINDS`) and its PD gains ``kp, kd``."""
 
     h: float
@@ -713,8 +713,7 @@ class GeneralizedAlpha:
         kind = DRIVE_KINDS[drive.kind]
         self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
                              baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
-                             float(drive.kp),
-                             float(drive.kd))
+                             float(drive.kp), float(drive.kd))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
         self.D = np.zeros((0, 0)) if damping is None else \
@@ -843,11 +842,11 @@ class GeneralizedAlpha:
                 progress.update(done)
             if code:
                 self.status = "failed"
-                self.message = (f"{FAILURES[code]} at t = {self.t + sch.h:.6g} s (Newton correction "
-                                f"{self.residual:.3g} m or rad after {self.last_iterations} iterations, "
-                                f"step {sch.h:.3g} s)") if code != 5 else (
-                    f"{FAILURES[code]} at t = {self.t + sch.h:.6g} s (constraint violation {self.residual:.3g} "
-                    f"m or rad, above {GAP_RATIO:.0%} of the robot's size; step {sch.h:.3g} s): lower the step")
+                detail = (f"constraint violation {self.residual:.3g} m or rad, above {GAP_RATIO:.0%} of the "
+                          f"robot's size; step {sch.h:.3g} s): lower the step" if code == 5 else
+                          f"Newton correction {self.residual:.3g} m or rad after {self.last_iterations} "
+                          f"iterations, step {sch.h:.3g} s)")
+                self.message = f"{FAILURES[code]} at t = {self.t + sch.h:.6g} s ({detail}"
                 break
         return taken
 

@@ -516,7 +516,7 @@ class FramePool:
         seed, its Ritz vectors; the frames' tasks wait for them."""
         try:
             ev = self._parts()[0]
-            with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
+            with signals_deferred():    # where it runs in the main thread (see sim.errors.signals_deferred)
                 self.free = free_motions(self.model, self.first[0], ev)
             self.seed = _seed(self.model, ev, self._parts()[1], tuple(np.array([x]) for x in self.first))
         except BaseException as exc:
