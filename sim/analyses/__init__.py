@@ -55,6 +55,14 @@ def register(name, prepare=None, check=None, loops=None):
     return decorate
 
 
+def determined(model, scenario):
+    """A ``check`` for the analyses that follow a prescribed motion of the end effector or the
+    actuators: refuse a robot whose actuators leave its end effector free
+    (:func:`sim.model.mobility.require_determined`)."""
+    from sim.model.mobility import require_determined
+    require_determined(model)
+
+
 # The analysis modules; each registers itself on import. Engine modules are imported inside
 # the analysis functions, so this list stays importable while parts of the engine are absent.
 from sim.analyses import modes  # noqa: E402,F401

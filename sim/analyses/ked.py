@@ -10,7 +10,7 @@ static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import Quantity, register
+from sim.analyses import Quantity, determined, register
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
@@ -28,7 +28,7 @@ def loops(model, scenario):
     compile_loops(model, scenario.data["ked"]["modes"])
 
 
-@register("ked", prepare=prepare, loops=loops)
+@register("ked", prepare=prepare, check=determined, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``ked``: time, pose_rigid, pose, deviation (at the output instants: the
     interval ends and, to resolve the kept modes, instants between them), frequencies and

@@ -43,7 +43,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import Quantity, register
+from sim.analyses import Quantity, determined, register
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
@@ -330,7 +330,19 @@ def loops(model, scenario):
     compile_loop(model)
 
 
-@register("transient", prepare=prepare, loops=loops)
+def check(model, scenario):
+    """Refuse HHT with ``rho_inf`` below its range, and, under prescribed drives, a robot whose
+    actuators leave its end effector free: the rigid reference would be undetermined (see
+    :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
+    table = scenario.data["transient"]
+    if table["method"] == "hht" and table["rho_inf"] < 0.5:
+        raise SimError(f"rho_inf = {table['rho_inf']:g} is below HHT's range [0.5, 1]; method = "
+                       f"\"generalized-alpha\" takes rho_inf down to 0")
+    if table["drive"] == "prescribed":
+        determined(model, scenario)
+
+
+@register("transient", prepare=prepare, check=check, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``transient``; see the module docstring.
 
@@ -400,8 +412,18 @@ def run(model, scenario, group, progress):
         raise result.stop       # the signal's own exit code (143 for SIGTERM)
     if result.status != "complete":
         group.set_status("incomplete", result.message)
-        raise SimError(f"{scenario.path}: transient stopped: {result.message}")
+        raise SimError(f"{scenario.path}: transient stopped: {result.message}{_cure(table)}")
     return summary
+
+
+def _cure(table):
+    """What else than a smaller step may let a failed transient through: under Newmark's
+    average acceleration every mode keeps its amplitude, the stiff ones the step cannot resolve
+    too (a locked loop's axial modes, a stiff spring), and they can stop Newton."""
+    if table["method"] != "newmark":
+        return ""
+    return ("; or damp what the step cannot resolve: method = \"generalized-alpha\" (rho_inf = 0.9 "
+            "keeps 2nd order and damps the highest frequencies)")
 
 
 def static_start(model, q, ev=None, lock=False):

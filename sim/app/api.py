@@ -188,7 +188,7 @@ def _analysis(analysis, function, model, parameters, options, trajectory=None, n
     """Run one analysis in memory; its :class:`Result`."""
     import h5py
 
-    from sim.analyses import ANALYSES, PREPARE
+    from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, selfcheck
     from sim.app.cli import make_progress
     from sim.app.results import GroupWriter, _tree
@@ -202,13 +202,18 @@ def _analysis(analysis, function, model, parameters, options, trajectory=None, n
     cost.check(scenario, cost.estimate(scenario, model), allow_long=True)
     if analysis in PREPARE:
         PREPARE[analysis](model, scenario)
+    if analysis in CHECK:
+        try:
+            CHECK[analysis](model, scenario)
+        except SimError as exc:
+            raise SimError(f"{where}: {exc}") from None
     with h5py.File(io.BytesIO(), "w") as handle:
         writer = GroupWriter(handle.create_group(analysis))
         summary = ANALYSES[analysis](model, scenario, writer, make_progress()) or {}
         writer.finish()
         groups = {analysis: handle[analysis]}
         selfcheck.check(groups)
-        for line in selfcheck.warnings(groups):
+        for line in list(model.warnings) + selfcheck.warnings(groups):
             warnings.warn(line, stacklevel=3)
         return Result.from_group(analysis, _tree(handle[analysis], where), summary)
 
@@ -358,6 +363,7 @@ def _run(scenario, out, force, allow_long):
 
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
+    from sim.solvers.trajectory import from_scenario
     from sim.app.cli import make_progress
     from sim.app.results import ResultFile
 
@@ -369,6 +375,8 @@ def _run(scenario, out, force, allow_long):
     try:
         model = load_model(scenario.model_file, **scenario.model_parameters)
         cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
+        if "trajectory" in scenario.data:    # a motion refused (a unit slip) before any file
+            from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
         prepared = [name for name in scenario.analyses if name in PREPARE]
         loading = time.perf_counter()
         if helper is not None:
@@ -401,7 +409,7 @@ def _run(scenario, out, force, allow_long):
                 group.finish()
             groups = {name: writer._group for name, writer in result.groups.items()}
             selfcheck.check(groups)
-            notes = selfcheck.warnings(groups)
+            notes = list(model.warnings) + selfcheck.warnings(groups)
     finally:
         if helper is not None:
             helper.close()

@@ -150,6 +150,11 @@ SCHEMA = {
         "pose": Key("float[]", None, None, "m, rad",
                     "fixed end-effector pose the motion is defined about "
                     "(default: the model's home pose)"),
+        "max_acceleration": Key("float", "positive", None, "m/s^2",
+                                "bound on the end effector's translational acceleration, above which "
+                                "the motion is refused as a likely unit slip (default 50 g = 490.3 m/s^2)"),
+        "max_speed": Key("float", "positive", None, "m/s",
+                         "bound on the end effector's translational speed, likewise (default 20 m/s)"),
     },
     "modes": {
         "pose": Key("float[]", None, None, "m, rad",
@@ -169,7 +174,7 @@ SCHEMA = {
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),
         "rho_inf": Key("float", "unit_interval", 0.9, "1",
-                       "spectral radius at infinite frequency (hht, generalized-alpha)"),
+                       "spectral radius at infinite frequency: generalized-alpha in [0, 1], hht in [0.5, 1]"),
         "newton_tol": Key("float", "positive", 1e-10, "m or rad",
                           "Newton stops when the configuration correction β h² |δa|, or the error "
                           "it leaves (estimated from the contraction rate), is below this; the "
@@ -283,11 +288,12 @@ SCHEMA = {
 }
 
 # Trajectory keys used by each kind: (required, optional). Others are errors.
+PACE_KEYS = ("max_acceleration", "max_speed")      # bounds of every kind (sim.solvers.trajectory.check_pace)
 KIND_KEYS = {
-    "circle": (("center", "radius", "omega", "duration"), ("pose", "ramp")),
-    "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration")),
-    "polynomial": (("start", "end", "duration"), ()),
-    "table": (("file",), ()),
+    "circle": (("center", "radius", "omega", "duration"), ("pose", "ramp") + PACE_KEYS),
+    "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration") + PACE_KEYS),
+    "polynomial": (("start", "end", "duration"), PACE_KEYS),
+    "table": (("file",), PACE_KEYS),
 }
 
 # Tables whose absent optional keys stay absent instead of holding None: the `[sweep]` keys
