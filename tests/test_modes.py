@@ -6,7 +6,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from conftest import SLENDER_BEAM, load, slender_beam
-from problems import (BEAM_RIGID_MODES, BETA_L, FLEXIBLE_ARM_OMEGA, NAVARO_CAST3M_HZ,
+from problems import (BEAM_RIGID_MODES, BETA_L, FLEXIBLE_ARM_OMEGA, NAVARO_TABLE3_HZ,
                       NAVARO_INDEPENDENT_COORDINATES, NAVARO_SYMMETRIC_POSES, bending_omega)
 from sim.model.assembly import solve_pose
 from sim.model.beam import Section
@@ -131,13 +131,22 @@ def navaro_pose_frequencies(pose):
     return modes(model, solve_pose(model, pose)).frequencies_hz
 
 
-@pytest.mark.parametrize("target", NAVARO_CAST3M_HZ)
-def test_navaro_home_matches_cast3m(navaro_home_modes, target):
-    f = navaro_home_modes.frequencies_hz
-    close = f[np.abs(f / target - 1) < 5e-3]
-    assert close.size >= NAVARO_CAST3M_HZ[target], (
-        f"Cast3M {target} Hz (x{NAVARO_CAST3M_HZ[target]}): model frequencies within 0.5 % {close}; "
-        f"lowest {f[:8]}")
+@pytest.mark.parametrize("index", NAVARO_TABLE3_HZ)
+def test_navaro_matches_table3(navaro_module, index):
+    """Cast3M's five lowest frequencies (paper 000 Table 3), the out-of-plane f4 included, within 0.1 %."""
+    f = navaro_pose_frequencies(tuple(navaro_module.POSES[index]))
+    assert_allclose(f[:5], NAVARO_TABLE3_HZ[index], rtol=1e-3, err_msg=f"NaVARo pose {index}; lowest {f[:8]}")
+
+
+def test_navaro_printed_inputs_miss_the_out_of_plane_mode(navaro_module):
+    """With the platform I_y and G as paper 000 prints them, the in-plane modes are unchanged
+    and f4 is about 21 % high: why the model corrects both (SPEC §4.1)."""
+    model = load("navaro", G=navaro_module.PRINTED_G, platform_Iy=navaro_module.PRINTED_PLATFORM_IY)
+    assert model.references == (), "Cast3M's values are declared for the corrected inputs only"
+    f = modes(model, model.q_home).frequencies_hz
+    table = NAVARO_TABLE3_HZ[1]
+    assert_allclose(f[[0, 1, 2, 4]], np.take(table, [0, 1, 2, 4]), rtol=1e-3, err_msg="in-plane modes")
+    assert f[3] / table[3] - 1 > 0.2, f"f4 {f[3]:.2f} Hz against Cast3M's {table[3]} Hz"
 
 
 def test_navaro_home_no_rigid_mode(navaro_home_modes):
