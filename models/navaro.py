@@ -43,7 +43,9 @@ paper's 90 independent coordinates with the actuators locked.  Published check (
 paper 000 Table 3, pose 1): 44.10, 44.10, 53.98, 60.63 (out of plane), 95.62 Hz, this model's
 modes 1 to 5 (declared with ``add_reference``, drawn by ``sim plot``); this model gives
 44.10, 44.10, 53.98, 60.63, 95.61 Hz.  With the printed inputs the in-plane modes are the same
-and f4 is 73.24 Hz (+21 %).
+and f4 is 73.24 Hz (+21 %).  The project's copy of Table 3 gives pose 1 only; at all eight poses
+of ``POSES`` the frequencies are those of a plain linear 3D frame of this discretisation
+(``tests/navaro_frame.py``) to round-off.
 
 *Assumed*: gravity along -z (normal to the plane; it does not enter the linear modes).
 ``joint_mass`` and ``clutch_stiffness`` (paper 000 §5.3, the refined model: about 0.3 kg per
