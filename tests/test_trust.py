@@ -558,3 +558,32 @@ def test_ked_agreement_is_per_coordinate():
     np.testing.assert_allclose(value[:4], [0.5, 0.01, 0.0, 0.2], atol=1e-12)
     assert np.isnan(value[4])
     assert np.isnan(agreement(np.zeros((3, 1)), np.zeros((3, 1)), ["m"])).all()      # a robot that does not deflect
+
+def test_output_spacing_is_judged_on_the_frequencies_the_groups_keep():
+    """Issue 38: a `[modes]` analysis reporting 1361 Hz beside a KED that keeps modes up to 60 Hz:
+    the KED's default output (16 samples per period of its own highest kept mode) is not warned
+    about, and a transient written every 1/360 s is judged on the KED's 60 Hz (6 samples per
+    period), not on [modes]' 1361 Hz."""
+    import io
+    from sim.app import selfcheck
+    with h5py.File(io.BytesIO(), "w") as f:
+        f.create_group("modes")["frequencies"] = np.array([12.0, 1361.0])
+        ked = f.create_group("ked")
+        ked["frequencies"] = np.tile([20.0, 60.0], (5, 1))
+        ked["time"] = np.arange(0, 1 + 1e-9, 1 / (16 * 60))
+        tr = f.create_group("transient")
+        tr["time"] = np.arange(0, 1 + 1e-9, 1 / 360)
+        tr.attrs["steps"] = 3600
+        groups = {name: f[name] for name in ("modes", "ked", "transient")}
+        selfcheck.check(groups)
+        assert ked.attrs["frequency_source"] == "ked" and ked.attrs["samples_per_period"] == pytest.approx(16)
+        assert tr.attrs["frequency_source"] == "ked" and tr.attrs["samples_per_period"] == pytest.approx(6)
+        lines = selfcheck.warnings(groups)
+        assert lines == ["transient: output every 0.00278 s samples the highest frequency kept by ked, 60 Hz, "
+                         "6 times per period (fewer than 8; its peaks are missed): set transient.output_step <= "
+                         "0.0021 s or leave it out (every step)"]
+        del f["ked"]
+        groups.pop("ked")
+        selfcheck.check(groups)
+        assert tr.attrs["frequency_source"] == "modes"
+        assert "the highest frequency of [modes], 1361 Hz" in selfcheck.warnings(groups)[0]

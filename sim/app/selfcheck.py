@@ -24,7 +24,8 @@ naming the scenario key to change.
   more than :data:`AGREEMENT_LIMIT` of the peak: the KED cannot show it until ``ked.modes``
   reaches its frequency.
 * ``samples_per_period`` (transient and KED): output samples per period of the highest
-  natural frequency the run reports (``frequencies``, ``ked``, ``modes``); below
+  natural frequency of interest, ``frequency_source`` its group (the KED's kept modes; for the
+  transient those, else the frequencies along the path, else ``[modes]``); below
   :data:`SAMPLES_PER_PERIOD` the written series alias that mode and miss its peaks (a
   transient written at every step is not warned about: its step is what limits it).
 * ``ringing_share``, ``ringing_frequency`` (transient, per end-effector coordinate): the peak
@@ -234,12 +235,20 @@ def undistorted(f_h, h):
     return np.tan(np.pi * np.minimum(np.asarray(f_h, dtype=float) * h, 0.49)) / (np.pi * h)
 
 
-def highest_frequency(groups):
-    """The highest natural frequency [Hz] any group of the run reports (0 when none does)."""
-    found = [float(np.nanmax(g["frequencies"][...])) for name, g in groups.items()
-             if name in ("frequencies", "ked", "modes") and "frequencies" in g and g["frequencies"].size
-             and np.isfinite(g["frequencies"][...]).any()]
-    return max(found, default=0.0)
+#: Where each time-domain group's highest frequency of interest comes from, in order: the KED's
+#: own kept modes; for the transient those the KED keeps, else the frequencies tracked along the
+#: path, else the modes of ``[modes]`` (all of them chosen by the user's counts).
+FREQUENCY_SOURCES = {"ked": ("ked",), "transient": ("ked", "frequencies", "modes")}
+
+
+def highest_frequency(groups, name):
+    """The highest natural frequency [Hz] relevant to group ``name``'s output spacing and the
+    group it comes from (:data:`FREQUENCY_SOURCES`); ``(0, "")`` when none reports one."""
+    for source in FREQUENCY_SOURCES.get(name, ()):
+        g = groups.get(source)
+        if g is not None and "frequencies" in g and g["frequencies"].size and np.isfinite(g["frequencies"][...]).any():
+            return float(np.nanmax(g["frequencies"][...])), source
+    return 0.0, ""
 
 
 def check(groups):
@@ -254,12 +263,13 @@ def check(groups):
     for g in (tr, ked):
         if g is not None and "deviation" in g:
             g.attrs["peak_deviation"] = _peak(g)
-    highest = highest_frequency(groups)
-    for g in (tr, ked):
+    for name, g in (("transient", tr), ("ked", ked)):
+        highest, source = highest_frequency(groups, name)
         if g is not None and "time" in g and g["time"].shape[0] > 1 and highest > 0:
             t = g["time"]
             spacing = (t[-1] - t[0]) / (t.shape[0] - 1)
             g.attrs["samples_per_period"] = 1.0 / (spacing * highest) if spacing > 0 else float("inf")
+            g.attrs["frequency_source"] = source
     if tr is not None and "constraint_violation" in tr and "deviation" in tr:
         sensors = [np.abs(d[...]).max() for d in (tr["sensors"].values() if "sensors" in tr else ())
                    if str(d.attrs.get("units")) == "m" and d.size]
@@ -323,9 +333,12 @@ def warnings(groups):
             n, t = g.attrs["samples_per_period"], g["time"]
             spacing = (t[-1] - t[0]) / (t.shape[0] - 1)
             highest = 1.0 / (n * spacing)
+            # KED's default spacing gives its kept modes 16 samples per period: only a given one warns.
             advice = f"set {key} <= {spacing * n / SAMPLES_PER_PERIOD:.2g} s" + (
                 " or leave it out (every step)" if name == "transient" else " or leave it out (16 per period)")
-            out.append(f"{name}: output every {spacing:.3g} s samples the highest reported frequency, "
+            source = str(g.attrs.get("frequency_source", ""))
+            what = {"ked": "kept by ked", "frequencies": "tracked by [frequencies]", "modes": "of [modes]"}.get(source, "reported")
+            out.append(f"{name}: output every {spacing:.3g} s samples the highest frequency {what}, "
                        f"{highest:.4g} Hz, {n:.2g} times per period (fewer than {SAMPLES_PER_PERIOD}; "
                        f"its peaks are missed): {advice}")
     return out
