@@ -12,9 +12,9 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
   ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
 * ``free``: actuators neither driven nor loaded.
 
-Damping (:mod:`sim.solvers.damping`, the same keys as ``[ked]`` and ``[frf]``): the flexible bodies'
-Rayleigh material damping ``alpha M_ff + beta K_ff`` on their elastic coordinates, and the
-modal ratios ``damping_ratio + eta/2`` on the lowest ``damping_modes`` modes of the structure
+Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as KED and the FRF
+apply it): the flexible bodies' Rayleigh material damping ``alpha M_ff + beta K_ff`` on their
+elastic coordinates, and the modal ratios ``ratio + eta/2`` on the lowest ``modes`` modes of the structure
 frozen at (up to 200 of) the rigid reference's configurations (:func:`sim.solvers.damping.schedule`);
 each acts on the deformation rates only, so the rigid motion is not damped, and each kept mode
 gets the damping KED gives it.
@@ -358,7 +358,8 @@ def run(model, scenario, group, progress):
     """
     from sim.model.constraints import actuator_values
     from sim.model.tables import compliant
-    from sim.solvers.damping import Damping, schedule
+    from sim.analyses import damping as robot_damping
+    from sim.solvers.damping import schedule
     from sim.solvers.simulate import Drive, simulate
 
     table = scenario.data["transient"]
@@ -389,8 +390,7 @@ def run(model, scenario, group, progress):
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
-    damping = Damping.from_table(table)
-    damped = schedule(model, damping, table["damping_modes"], *samples)
+    damped = schedule(model, robot_damping(scenario, group), *samples)
     bar = progress(int(round(duration / h)), "transient")
     result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
                       output_step=table["output_step"], rho_inf=table["rho_inf"],
@@ -404,9 +404,6 @@ def run(model, scenario, group, progress):
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
     group.attrs["start"] = table["start"]
     group.attrs["drive"] = table["drive"]
-    for key, value in damping.attrs().items():
-        group.attrs[key] = value
-    group.attrs["damping_modes"] = int(table["damping_modes"])
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
         raise result.stop       # the signal's own exit code (143 for SIGTERM)
