@@ -160,8 +160,8 @@ SCHEMA = {
     },
     "damping": {
         "ratio": Key("float", "damping", 0.0, "1",
-                     "modal damping ratio ζ of each of the lowest `modes` modes (time domain: of the structure "
-                     "frozen along the path; [frf]: of every mode)"),
+                     "modal damping ratio ζ: in [ked] and [transient] of the lowest `modes` modes of the "
+                     "structure frozen along the path, in [frf] of every mode"),
         "eta": Key("float", "nonnegative", 0.0, "1",
                    "structural loss factor: K (1 + i eta) in [frf] and the damped modes; in [ked] and "
                    "[transient] its viscous equivalent at resonance, ζ = eta/2, on the lowest `modes` modes"),
