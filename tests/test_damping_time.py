@@ -158,10 +158,19 @@ def test_one_damping_model_for_ked_transient_and_frf(tmp_path):
 
 def test_modes_above_the_damping_modes_carry_no_modal_ratio():
     """``[damping] modes`` bounds the modes that carry ``ratio`` and ``eta`` in the time domain:
-    the same cut in KED's ratios (:meth:`Damping.ratios`) as in the transient's schedule."""
+    the same cut in KED's ratios (:meth:`Damping.ratios`) as in the transient's schedule, whose
+    frozen structures keep that many modes; Rayleigh damping reaches every mode."""
     omega = np.array([[10.0, 20.0, 30.0, 40.0]] * 3)
     np.testing.assert_allclose(dmp.Damping(zeta=0.02, eta=0.01, modes=2).ratios(omega),
                                [[0.025, 0.025, 0.0, 0.0]] * 3)
     np.testing.assert_allclose(dmp.Damping(zeta=0.02, eta=0.01).ratios(omega), 0.025)
     with pytest.raises(sim.SimError, match="modes"):
         dmp.Damping(modes=0)
+    model = load("five_bar")
+    circle = dict(kind="circle", center=[0.0, 0.35, 0.0], radius=0.03, omega=12.0, duration=0.1)
+    ked = sim.ked(model, circle, intervals=4, modes=6, damping=dict(ratio=0.02, eta=0.01, modes=4,
+                                                                    rayleigh_beta=1e-6))
+    rayleigh = 1e-6 * 2 * np.pi * ked.frequencies / 2      # the tubes carry all the stiffness
+    np.testing.assert_allclose(ked.damping_ratios, rayleigh + np.where(np.arange(6) < 4, 0.025, 0.0), rtol=1e-9)
+    damped = dmp.schedule(model, dmp.Damping(zeta=0.02, modes=4), np.array([0.0]), model.q_home[None])
+    assert damped.factors.shape[-1] == damped.rates.shape[-1] == 4
