@@ -4,8 +4,9 @@ Table ``[ked]``: ``intervals``, ``modes``, ``start``; the method is in :mod:`sim
 Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as the transient
 and the FRF apply it): each kept mode of each frozen structure gets ``ratio + eta/2`` (the
 lowest ``[damping] modes`` of them) plus the diagonal share of the flexible bodies' Rayleigh
-material damping (:func:`sim.solvers.damping.modal_ratios`).  With ``start = "static"`` (default) the robot starts in its static equilibrium
-at rest at the first pose (gravity and preloads carried), so only the motion sets it vibrating;
+material damping (:func:`sim.solvers.damping.modal_ratios`).  With ``start = "static"``
+(default) the robot starts in its static equilibrium at rest at the first pose (gravity and
+preloads carried), so only the motion sets it vibrating;
 ``"undeformed"``: gravity is switched on at t = 0 as well.  The deviation is split into the
 static deflection at rest along the path and the dynamic rest.
 """

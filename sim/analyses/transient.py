@@ -14,8 +14,9 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
 
 Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as KED and the FRF
 apply it): the flexible bodies' Rayleigh material damping ``alpha M_ff + beta K_ff`` on their
-elastic coordinates, and the modal ratios ``ratio + eta/2`` on the lowest ``modes`` modes of the structure
-frozen at (up to 200 of) the rigid reference's configurations (:func:`sim.solvers.damping.schedule`);
+elastic coordinates, and the modal ratios ``ratio + eta/2`` on the lowest ``modes`` modes of
+the structure frozen at (up to 200 of) the rigid reference's configurations
+(:func:`sim.solvers.damping.schedule`);
 each acts on the deformation rates only, so the rigid motion is not damped, and each kept mode
 gets the damping KED gives it.
 

@@ -413,8 +413,8 @@ CONSTRAINTS = {
 TABLE_DOCS = {
     "model": "the robot: a builder file and its parameters",
     "trajectory": "rigid end-effector motion followed by the trajectory analyses",
-    "damping": "the robot's one damping model, used by every analysis (damped modes and FRF, KED, "
-               "transient); stored in each group that applies it (subgroup `damping`)",
+    "damping": "the robot's one damping model, applied by every analysis that damps (KED, the transient, "
+               "the FRF and its damped modes); stored in each group that applies it (subgroup `damping`)",
     "modes": "natural frequencies and mode shapes at one pose, actuators locked",
     "transient": "full FFR transient: Newmark-β family with Baumgarte stabilisation",
     "ked": "kineto-elastodynamics: piecewise-constant modal superposition",
