@@ -405,6 +405,8 @@ def run(model, scenario, group, progress):
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
     group.attrs["start"] = table["start"]
     group.attrs["drive"] = table["drive"]
+    group.attrs["method"] = table["method"]        # with rho_inf: sim.app.selfcheck's phase-error estimate
+    group.attrs["rho_inf"] = float(table["rho_inf"])
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
         raise result.stop       # the signal's own exit code (143 for SIGTERM)
