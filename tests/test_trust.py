@@ -187,6 +187,9 @@ def test_five_bar_default_settings_hold_the_constraints_and_agree_with_ked(five_
         assert rms.shape == peak.shape == (3,)
         assert np.all(rms[:2] < 0.01) and np.all(peak[:2] < 0.01) and rms[2] < 0.06 and peak[2] < 0.06
         assert np.all(tr.attrs["phase_error"] < 1e-3)
+        # Issue 38 item 7: the joints' drift below 1 % of each coordinate's deviation, the in-plane
+        # x (34 nm) too, not only of the 18 um sag (it was 7.5 % of x at gains of 0.2/step).
+        assert np.nanmax(tr.attrs["drift_share"]) <= 0.01
         assert tr["constraint_violation"][...].max() < 1e-7
         # (Started at full speed, the KED's stiff (truncated) modes take the inertia load
         # quasi-statically at once: its t = 0 deviation holds that too, 3e-8 m: hence 1e-2.)
@@ -196,19 +199,19 @@ def test_five_bar_default_settings_hold_the_constraints_and_agree_with_ked(five_
             assert np.abs(dev[0] - static[0]).max() < tol * np.abs(static[0]).max()
             assert abs(static[0, 2]) > 1e-5       # gravity sag out of the plane, z reported
             assert g.attrs["start"] == "static"
-        assert tr.attrs["baumgarte_alpha"] == pytest.approx(0.2 / 2e-4)
+        assert tr.attrs["baumgarte_alpha"] == pytest.approx(4.0 / 2e-4)
 
 
 def test_low_gains_are_warned_about(tmp_path, capsys):
-    """Baumgarte gains of 0.5/s on the five-bar: the drift exceeds 1 % of the deflection and
-    a warning line names the keys to change; the drift (0.3 um) also spoils the in-plane
+    """Baumgarte gains of 0.5/s on the five-bar: the drift exceeds 1 % of the in-plane deviation
+    and a warning line names the keys to change; the drift (0.3 um) also spoils the in-plane
     vibration (x and y, 19 and 59 % of its peak off the KED's), which the KED agreement says in
     a second line (not the out-of-plane z, which both compute alike).  The default run has none."""
     out = tmp_path / "low.h5"
     # (a ramped start: the full-speed one rings faster than the step resolves, and says so; the KED's
     # frozen intervals short enough that its out-of-plane quasi-static lag stays below the limit)
     args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=256",
-            "--set", "trajectory.ramp=0.05"]
+            "--set", "trajectory.ramp=0.1"]
     assert main(args + ["--set", "transient.alpha=0.5", "--set", "transient.beta=0.5"]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("warning:")]
@@ -216,9 +219,18 @@ def test_low_gains_are_warned_about(tmp_path, capsys):
     assert lines[1].startswith("warning: transient and ked disagree on the vibration")
     assert _named(lines[1]) == {"x", "y"}, lines[1]
     with h5py.File(out) as f:
-        assert f["transient"].attrs["drift_ratio"] > 0.01
+        assert np.nanmax(f["transient"].attrs["drift_share"]) > 0.01
     assert main(args + ["--force"]) == 0
     assert "warning:" not in capsys.readouterr().err
+
+
+def _kinds(lines):
+    """Warning lines by what they warn of (one line each)."""
+    prefixes = {"disagree": "warning: transient and ked disagree", "phase": "warning: transient: transient.step = ",
+                "ringing": "warning: transient: the deviation rings", "drift": "warning: transient: constraint violation"}
+    kinds = {k: [line for line in lines if line.startswith(p)] for k, p in prefixes.items()}
+    assert sum(len(v) for v in kinds.values()) == len(lines), lines
+    return {k: v[0] for k, v in kinds.items() if v}
 
 
 def _named(line):
@@ -236,7 +248,7 @@ def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp
     out = tmp_path / "coarse.h5"
     # (a ramped start: the full-speed one rings faster than the step resolves, and says so)
     args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=128",
-            "--set", "trajectory.ramp=0.05"]
+            "--set", "trajectory.ramp=0.1"]
     assert main(args + ["--set", "transient.output_step=2e-3", "--set", "ked.output_step=5e-3"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(lines) == 2, lines
@@ -257,7 +269,7 @@ def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp
     import tomllib
     data = tomllib.loads(FIVE_BAR.read_text())
     model = sim.load_model(MODELS / "five_bar.py", **data["model"]["parameters"])
-    trajectory, table = dict(data["trajectory"], duration=0.25, ramp=0.05), dict(data["ked"], intervals=128)
+    trajectory, table = dict(data["trajectory"], duration=0.25, ramp=0.1), dict(data["ked"], intervals=128)
     dt = 0.25 / 128
     fine = np.abs(sim.ked(model, trajectory, **table, output_step=dt / 400).deviation_dynamic).max(axis=0)
     with pytest.warns(UserWarning, match="ked: output every"):
@@ -515,12 +527,12 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
         return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
 
     lines = warned("trajectory.ramp=0")
-    assert len(lines) == 3, lines
-    assert lines[0].startswith("warning: transient and ked disagree on the vibration") and _named(lines[0]) == {"x"}
-    assert "raise ked.modes" in lines[0] and "highest kept mode" not in lines[0]  # ~2 kHz integrated at 1.4 kHz
-    phase, ring = lines[1], lines[2]
+    kinds = _kinds(lines)
+    assert set(kinds) == {"disagree", "phase", "ringing"}, lines
+    assert _named(kinds["disagree"]) == {"x"}
+    assert "raise ked.modes" in kinds["disagree"] and "highest kept mode" not in kinds["disagree"]   # 2 kHz as 1.4
+    phase, ring = kinds["phase"], kinds["ringing"]
     assert phase.startswith("warning: transient: transient.step = 0.0002 s leaves an estimated phase error of x ")
-    assert ring.startswith("warning: transient: the deviation rings faster"), lines
     assert " x at " in ring and " y at " not in ring and "set transient.step <= " in ring
     advised = float(ring.split("set transient.step <= ")[1].split()[0])
     assert 3e-5 < advised < 6e-5
@@ -529,10 +541,10 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
         assert share[0] > 0.3 and share[1] < 0.1
         assert f["transient"].attrs["step"] == 2e-4
         assert f["transient"].attrs["phase_error"][0] > 0.5        # the ring's phase is lost over the run
-    lines = warned("trajectory.ramp=0", f"transient.step={advised}")
-    assert len(lines) == 2 and lines[0].startswith("warning: transient and ked disagree") and _named(lines[0]) == {"x"}
+    kinds = _kinds(warned("trajectory.ramp=0", f"transient.step={advised}"))
+    assert set(kinds) == {"disagree", "phase"} and _named(kinds["disagree"]) == {"x"}
     # ... and resolved, it is seen above the KED's 6 modes (up to 1418 Hz), and named.
-    hint = lines[0].split("above the KED's highest kept mode (")[1]
+    hint = kinds["disagree"].split("above the KED's highest kept mode (")[1]
     kept, rings = float(hint.split(" Hz")[0]), float(hint.split("x at about ")[1].split(" Hz")[0])
     with h5py.File(out) as f:
         # The line's first number is the file's KED's highest kept frequency (4 digits).
@@ -541,7 +553,7 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
         step = float(f["transient"].attrs["step"])
     assert "raise ked.modes until the KED keeps it" in hint
     # At the step the ring's phase needs, the KED with 12 modes (up to 4.7 kHz) agrees.
-    converged = float(lines[1].split("set transient.step <= ")[1].split()[0])
+    converged = float(kinds["phase"].split("set transient.step <= ")[1].split()[0])
     assert 1e-6 < converged < 5e-6
     assert warned("trajectory.ramp=0", f"transient.step={converged}", "ked.modes=12") == []
     with h5py.File(out) as f:
@@ -554,7 +566,7 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
     bin_hz = 1.0 / duration
     assert kept < rings
     assert seventh.min() - bin_hz < undistorted(rings, step) < seventh.max() + bin_hz, (rings, seventh)
-    assert warned("trajectory.ramp=0.05") == []
+    assert warned("trajectory.ramp=0.1") == []
 
 
 def test_ked_agreement_is_on_the_vibration_per_coordinate():
@@ -624,7 +636,8 @@ def test_phase_error_estimate_converges_at_second_order_and_bounds_the_error():
     model = sim.load_model(MODELS / "rrru3.py", elements_per_link=2)
     trajectory = dict(kind="circle", center=[0, 0, -0.7], radius=0.1, omega=2.0, duration=1.0, ramp=0.1)
     steps = (2e-3, 1e-3, 5e-4, 1.25e-4)
-    runs = {h: sim.transient(model, trajectory, step=h) for h in steps}
+    with pytest.warns(UserWarning, match="leaves an estimated phase error"):     # the two coarse steps
+        runs = {h: sim.transient(model, trajectory, step=h) for h in steps}
     t_ref, ref = runs[steps[-1]].time, runs[steps[-1]].deviation_dynamic
     actual, estimate = [], []
     for h in steps[:-1]:
@@ -651,3 +664,23 @@ def test_phase_error_estimate_converges_at_second_order_and_bounds_the_error():
     on = selfcheck.cubic(r.time, t_ref, ref)
     error = np.sqrt(np.mean((r.deviation_dynamic - on) ** 2, axis=0)) / np.sqrt(np.mean(np.sum(on**2, axis=1)))
     assert error.max() <= selfcheck.PHASE_LIMIT, error
+
+
+def test_a_deviation_the_drift_makes_up_is_named(tmp_path, capsys):
+    """Simeon's rod in its chord frame (pinned-pinned sine modes, no axial coordinate) keeps the
+    slider where the rigid mechanism has it: the slider's reported deviation (10 nm) is the
+    joints' drift -- it falls with the violation as the Baumgarte gains rise (as 1/gain) --
+    and the warning says so for x, although the violation is 4e-6 of the rod's millimetre
+    deflection (drift_ratio)."""
+    out = tmp_path / "simeon.h5"
+    peaks = []
+    for gain in ("8e4", "8e5"):
+        assert main(["run", str(ROOT / "scenarios" / "slider_crank_simeon.toml"), "--out", str(out), "--force",
+                     "--set", f"transient.alpha={gain}", "--set", f"transient.beta={gain}"]) == 0
+        drift = _kinds([line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")])["drift"]
+        assert "of the peak deviation of x (" in drift and "holds the joints' drift" in drift
+        with h5py.File(out) as f:
+            tr = f["transient"]
+            assert tr.attrs["drift_share"][0] > 0.3 and tr.attrs["drift_ratio"] < 1e-4
+            peaks.append(np.abs(tr["deviation"][...]).max())
+    assert peaks[1] == pytest.approx(peaks[0] / 10, rel=0.2)

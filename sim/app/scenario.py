@@ -184,10 +184,10 @@ SCHEMA = {
         "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
                       "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4)"),
         "alpha": Key("float", "nonnegative", None, "1/s",
-                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 0.2/step: the constraint "
-                     "error left by a step decays by 18 % per step)"),
+                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 4/step: under Newmark the "
+                     "constraint error left by a step is a third of it, of the other sign, the next)"),
         "beta": Key("float", "nonnegative", None, "1/s",
-                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 0.2/step)"),
+                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 4/step)"),
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),
