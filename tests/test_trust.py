@@ -668,7 +668,7 @@ def test_phase_error_estimate_converges_at_second_order_and_bounds_the_error():
 
 def test_a_deviation_the_drift_makes_up_is_named(tmp_path, capsys):
     """Simeon's rod in its chord frame (pinned-pinned sine modes, no axial coordinate) keeps the
-    slider where the rigid mechanism has it: the slider's reported deviation (10 nm) is the
+    slider where the rigid mechanism has it: the slider's reported deviation (5 nm) is the
     joints' drift -- it falls with the violation as the Baumgarte gains rise (as 1/gain) --
     and the warning says so for x, although the violation is 4e-6 of the rod's millimetre
     deflection (drift_ratio)."""
