@@ -36,6 +36,11 @@ naming the scenario key to change.
   RMS error the time step leaves in the vibration, estimated from the integrator's frequency
   error and the response's spectrum (:func:`phase_error`), and the largest step that keeps it
   below :data:`PHASE_LIMIT`; above that limit the warning gives that step.
+* ``reference``, ``reference_residual`` (transient): ``"exact"``, or ``"least_squares"`` where
+  the rigid robot cannot follow its actuators (:func:`sim.solvers.motion.least_squares_motion`)
+  and the largest joint residual it keeps; the latter is warned about.  ``branch_time``: the
+  first instant the deviation exceeds :data:`BRANCH_SHARE` of the robot's size
+  (``robot_size``), warned about (:func:`branch_time`).
 * ``ringing_share``, ``ringing_frequency`` (transient, per end-effector coordinate): the peak
   of the deviation's part above ``1 / (RESOLVED_STEPS h)`` (h the time step; zero-phase
   Butterworth high-pass) over the coordinate's peak, and that part's dominant frequency [Hz].
@@ -58,6 +63,7 @@ STEP_MARGIN = 1.25        # the advised step resolves the estimated frequency th
 KED_BAND_MARGIN = 1.2     # above the KED's highest kept frequency by this factor: beyond what it shows
 ROUNDOFF_RTOL = 1e-6      # a coordinate's deviation below this share of the largest one (same unit) is round-off
 PHASE_LIMIT = 0.05        # estimated RMS error of the vibration from the integrator's phase error, share of it
+BRANCH_SHARE = 0.1        # a deviation above this share of the robot's size is no elastic one: another branch
 # The scenario key that sets each group's output spacing.
 SPACING_KEYS = {"transient": "transient.output_step", "ked": "ked.output_step"}
 
@@ -390,6 +396,16 @@ def converged_step(time, dynamic, units, h, oscillator, zeta=0.0, limit=PHASE_LI
     return low / STEP_MARGIN
 
 
+def branch_time(time, deviation, units, size):
+    """The first instant [s] at which the translational deviation exceeds :data:`BRANCH_SHARE`
+    of the robot's ``size`` [m] (NaN if never): a flexible robot that far from its rigid
+    reference has taken another assembly branch (a parallelogram past its change point) or
+    left the small deflections a floating-frame model is made for."""
+    units = np.asarray(units)
+    far = np.linalg.norm(np.asarray(deviation, dtype=float)[:, units == "m"], axis=1) > BRANCH_SHARE * size
+    return float(time[np.argmax(far)]) if far.any() else float("nan")
+
+
 def _down(x):
     """``x`` > 0 rounded down to two significant digits (a bound quoted as ``<=`` must hold)."""
     unit = 10.0 ** (np.floor(np.log10(x)) - 1)
@@ -425,6 +441,9 @@ def check(groups):
     if tr is not None and "deviation" in tr and "time" in tr and _step(tr) > 0:
         share, frequency = ringing(tr["time"][...], tr["deviation"][...], _units(tr), _step(tr))
         tr.attrs["ringing_share"], tr.attrs["ringing_frequency"] = share, frequency
+    if tr is not None and "deviation" in tr and "robot_size" in tr.attrs:
+        tr.attrs["branch_time"] = branch_time(tr["time"][...], tr["deviation"][...], _units(tr),
+                                              float(tr.attrs["robot_size"]))
     if tr is not None and "deviation_dynamic" in tr and "method" in tr.attrs and _step(tr) > 0:
         from sim.solvers.integrators import METHODS
         method = METHODS[str(tr.attrs["method"])]
@@ -443,6 +462,18 @@ def warnings(groups):
     """One line per failed check of :func:`check`'s attributes (empty when all pass)."""
     out = []
     tr, ked = groups.get("transient"), groups.get("ked")
+    if tr is not None and str(tr.attrs.get("reference", "exact")) == "least_squares":
+        out.append(f"transient: the rigid robot cannot follow its actuators (a locked or misaligned loop, or one "
+                   f"at its change point): its joints would be off by up to {tr.attrs['reference_residual']:.3g} m or "
+                   f"rad; the deviation is measured from the least-squares rigid motion (attribute `reference`)")
+    if tr is not None and np.isfinite(tr.attrs.get("branch_time", np.nan)):
+        t, dev = tr["time"][...], tr["deviation"][...]
+        units = np.asarray(_units(tr))
+        far = np.linalg.norm(dev[:, units == "m"], axis=1).max()
+        out.append(f"transient: from t = {tr.attrs['branch_time']:.4g} s the flexible robot is more than "
+                   f"{100 * BRANCH_SHARE:g} % of the robot's size ({tr.attrs['robot_size']:.3g} m) from its rigid "
+                   f"reference, {far:.3g} m at most: no elastic deviation -- it took another assembly branch (a "
+                   f"change point passed) or bends beyond small deflections; read its pose, not its deviation")
     drift = np.asarray(tr.attrs.get("drift_share", []) if tr is not None else [], dtype=float)
     if np.nan_to_num(drift).max(initial=0.0) > DRIFT_LIMIT:
         names, units = _names(tr, drift.size), _units(tr)
