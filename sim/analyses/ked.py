@@ -10,7 +10,7 @@ static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import Quantity, determined, register
+from sim.analyses import Quantity, determined, register, settle
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
@@ -47,6 +47,8 @@ def run(model, scenario, group, progress):
     table = scenario.data["ked"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     n = table["intervals"]
+    from sim.solvers.moves import check_resolution
+    check_resolution(trajectory.moves, trajectory.duration / n, "ked")
     time = np.linspace(0.0, trajectory.duration, n + 1)
     # The frames of the first instants are computed (in another thread) while the motion goes on.
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
@@ -99,6 +101,7 @@ def run(model, scenario, group, progress):
     summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
                                                                                  model.pose_units)}
     summary["frequency_range_hz"] = (float(result.frequencies.min()), float(result.frequencies.max()))
+    summary.update(settle.write(group, model, trajectory.moves, out.time, out.pose_rigid, out.deviation_dynamic))
     return summary
 
 

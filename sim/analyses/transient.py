@@ -43,7 +43,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import Quantity, determined, register
+from sim.analyses import Quantity, determined, register, settle
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
@@ -388,6 +388,12 @@ def run(model, scenario, group, progress):
     drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
+    moves = None
+    if table.get("drive_law") is None:
+        from sim.solvers.moves import check_resolution
+        from sim.solvers.trajectory import from_scenario
+        moves = from_scenario(scenario.data["trajectory"], model).moves
+        check_resolution(moves, h, "transient")
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
     damping = Damping.from_table(table)
     damped = schedule(model, damping, table["damping_modes"], *samples)
@@ -397,8 +403,10 @@ def run(model, scenario, group, progress):
                       baumgarte=gains, newton_tol=table["newton_tol"],
                       newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
     bar.close()
-    summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1),
-                    static(result.t))
+    rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
+    summary = write(model, group, result, rigid, static(result.t))
+    if moves is not None:
+        summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, scenario, group, result, law, samples)
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
