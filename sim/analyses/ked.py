@@ -28,7 +28,18 @@ def loops(model, scenario):
     compile_loops(model, scenario.data["ked"]["modes"])
 
 
-@register("ked", prepare=prepare, check=determined, loops=loops)
+def check(model, scenario):
+    """Refuse a robot whose actuators leave its end effector free, and a shaper tuned above
+    what the intervals resolve (see :mod:`sim.analyses`)."""
+    from sim.solvers.moves import check_resolution
+    from sim.solvers.trajectory import from_scenario
+
+    determined(model, scenario)
+    trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
+    check_resolution(trajectory.moves, trajectory.duration / scenario.data["ked"]["intervals"], "ked")
+
+
+@register("ked", prepare=prepare, check=check, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``ked``: time, pose_rigid, pose, deviation (at the output instants: the
     interval ends and, to resolve the kept modes, instants between them), frequencies and
@@ -47,8 +58,6 @@ def run(model, scenario, group, progress):
     table = scenario.data["ked"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     n = table["intervals"]
-    from sim.solvers.moves import check_resolution
-    check_resolution(trajectory.moves, trajectory.duration / n, "ked")
     time = np.linspace(0.0, trajectory.duration, n + 1)
     # The frames of the first instants are computed (in another thread) while the motion goes on.
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:

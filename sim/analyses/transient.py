@@ -331,15 +331,19 @@ def loops(model, scenario):
 
 
 def check(model, scenario):
-    """Refuse HHT with ``rho_inf`` below its range, and, under prescribed drives, a robot whose
-    actuators leave its end effector free: the rigid reference would be undetermined (see
-    :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
+    """Refuse HHT with ``rho_inf`` below its range, a shaper tuned above what the step resolves,
+    and, under prescribed drives, a robot whose actuators leave its end effector free: the
+    rigid reference would be undetermined (see :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
     table = scenario.data["transient"]
     if table["method"] == "hht" and table["rho_inf"] < 0.5:
         raise SimError(f"rho_inf = {table['rho_inf']:g} is below HHT's range [0.5, 1]; method = "
                        f"\"generalized-alpha\" takes rho_inf down to 0")
     if table["drive"] == "prescribed":
         determined(model, scenario)
+    if table.get("drive_law") is None:
+        from sim.solvers.moves import check_resolution
+        from sim.solvers.trajectory import from_scenario
+        check_resolution(from_scenario(scenario.data["trajectory"], model).moves, table["step"], "transient")
 
 
 @register("transient", prepare=prepare, check=check, loops=loops)
@@ -390,10 +394,8 @@ def run(model, scenario, group, progress):
     h = table["step"]
     moves = None
     if table.get("drive_law") is None:
-        from sim.solvers.moves import check_resolution
         from sim.solvers.trajectory import from_scenario
         moves = from_scenario(scenario.data["trajectory"], model).moves
-        check_resolution(moves, h, "transient")
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
     damping = Damping.from_table(table)
     damped = schedule(model, damping, table["damping_modes"], *samples)
