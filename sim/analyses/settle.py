@@ -53,7 +53,10 @@ def write(group, model, moves, time, pose_rigid, deviation_dynamic):
                "residual_amplitude": Quantity(np.round(1e6 * out.residual_amplitude[waited], 2), "µm"),
                "cycle_settle_time": Quantity(cycle, "s")}
     if moves.shaper != "none":
-        tuned = sorted({f"{f:.4g} Hz" + (f" ({how})" if how and how != "given" else "")
-                        for f, how in zip(moves.shaper_frequency, moves.tuning)})
-        summary["shaper"] = f"{moves.shaper} at " + "; ".join(tuned)
+        group.attrs["shaper_tuning"] = list(moves.tuning)
+        tuned = ", ".join(f"{f:.4g} Hz" + (f" ({how.split(',')[0]})" if how != "given" else "")
+                          for f, how in zip(moves.shaper_frequency, moves.tuning))
+        auto = moves.tuning[0] != "given"
+        summary["shaper"] = (f"{moves.shaper} per move: {tuned}" +
+                             (" (the lowest mode each move excites at its end pose, actuators locked)" if auto else ""))
     return summary

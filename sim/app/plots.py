@@ -582,7 +582,8 @@ def _panels(tree):
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
         if "settle_time" in group and "time" in group and not (name == "ked" and "settle_time" in tree.get("transient", {})):
-            panels.append(("settling: distance to the target (dynamic deviation), tolerance band, settle instants",
+            panels.append(("settling: dynamic deviation, the largest still to come in each dwell (bold), tolerance, "
+                           "settle instants (dots)",
                            lambda ax: plot_settling(ax, [tree], [""])))
         if "pose" in group and "pose_rigid" in group and np.ndim(group["pose"]["data"]) == 2 \
                 and np.shape(group["pose"]["data"])[1] >= 2 and _path_shows(group):
@@ -651,10 +652,11 @@ def _panels(tree):
 
 
 def plot_settling(ax, trees, labels):
-    """The end effector's dynamic deviation (norm of the translations, log scale) of the
-    point-to-point runs in ``trees``, the settling tolerance as a band, each move's rigid
-    motion shaded (first run) and each settle instant marked (a dot on the band's edge and a
-    dotted line); the transient solid, KED dashed, one colour per run.
+    """The end effector's dynamic deviation (norm of the translations, log scale, faint) of
+    the point-to-point runs in ``trees``; over each dwell its largest value from each instant
+    to the dwell's end (bold: the move has settled where it enters the tolerance band); the
+    settle instants marked (dots on the band's edge); a single run's moves shaded.  The
+    transient solid, KED dashed, one colour per run.
 
     Parameters
     ----------
@@ -670,7 +672,7 @@ def plot_settling(ax, trees, labels):
     matplotlib.axes.Axes
     """
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    tolerance, peak, shaded = None, 0.0, False
+    tolerance, peak = None, 0.0
     for t, label, color in zip(trees, labels, colors * len(trees)):
         for g in ("transient", "ked"):
             group = t.get(g, {})
@@ -680,33 +682,36 @@ def plot_settling(ax, trees, labels):
             units = group["deviation_dynamic"]["attrs"].get("units", "m")
             units = [units] * np.shape(group["deviation_dynamic"]["data"])[1] if isinstance(units, str) else list(units)
             translation = [j for j, u in enumerate(units) if u == "m"]
-            dev = np.linalg.norm(np.asarray(group["deviation_dynamic"]["data"])[:, translation], axis=1)
+            dev = np.linalg.norm(np.asarray(group["deviation_dynamic"]["data"])[:, translation], axis=1) * 1e6
             start, end = np.asarray(group["move_start"]["data"]), np.asarray(group["move_end"]["data"])
+            window = np.asarray(group["attrs"]["dwell_end"], dtype=float).ravel()
             settle = np.asarray(group["settle_time"]["data"])
-            tolerance = float(group["attrs"]["settling_tolerance"])
+            tolerance = float(group["attrs"]["settling_tolerance"]) * 1e6
             if len(trees) == 1:
                 color = "C0" if g == "transient" else "C3"
+            style = "-" if g == "transient" else "--"
+            ax.plot(time, np.maximum(dev, 1e-3 * tolerance), color=color, linestyle=style, lw=0.6, alpha=0.35)
             name = f"{label} ({g})" if label else g
-            ax.plot(time, np.maximum(dev, 1e-3 * tolerance) * 1e6, color=color,
-                    linestyle="-" if g == "transient" else "--", lw=1.0 if g == "transient" else 1.3, label=name)
+            for k in np.flatnonzero(window > end):
+                dwell = (time >= end[k]) & (time <= window[k])
+                if dwell.sum() > 1:
+                    ahead = np.maximum.accumulate(dev[dwell][::-1])[::-1]   # the largest still to come
+                    ax.plot(time[dwell], ahead, color=color, linestyle=style, lw=1.6, label=name)
+                    name = None
             done = np.isfinite(settle)
-            ax.plot((start + settle)[done], np.full(done.sum(), tolerance * 1e6), "o", color=color, ms=5)
-            for x in (start + settle)[done]:
-                ax.axvline(x, color=color, linestyle=":", lw=0.8)
-            if not shaded:
+            ax.plot((start + settle)[done], np.full(done.sum(), tolerance), "o", color=color, ms=5)
+            if len(trees) == 1 and g == "transient" or (len(trees) == 1 and "transient" not in t):
                 for a, b in zip(start, end):
                     ax.axvspan(a, b, color="0.85", alpha=0.5, lw=0)
-                shaded = True
             peak = max(peak, float(np.nanmax(dev)) if dev.size else 0.0)
     if tolerance is not None:
-        ax.axhspan(1e-3 * tolerance * 1e6, tolerance * 1e6, color="C2", alpha=0.15,
-                   label=f"tolerance {tolerance * 1e6:.3g} µm")
+        ax.axhspan(1e-3 * tolerance, tolerance, color="C2", alpha=0.15, label=f"tolerance {tolerance:.3g} µm")
         ax.set_yscale("log")
-        ax.set_ylim(tolerance * 1e6 / 30, max(peak, tolerance) * 1e6 * 2)
-    ax.set_xlabel("time [s] (grey: moves; dots: settled)")
+        ax.set_ylim(tolerance / 30, max(peak, tolerance) * 3)
+    ax.set_xlabel("time [s]" + (" (grey: the moves)" if len(trees) == 1 else ""))
     ax.set_ylabel("|dynamic deviation| [µm]")
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(loc="upper right", fontsize="x-small", ncol=2)
     return ax
 
 

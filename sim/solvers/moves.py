@@ -307,8 +307,7 @@ def tuned_frequency(model, pose_from, pose_to, law, T):
     else:
         r = int(np.flatnonzero(amplitude >= EXCITED_SHARE * amplitude.max())[0])
     f = float(found.frequencies_hz[r])
-    return f, (f"mode {r + 1} of the end pose ({f:.4g} Hz, {100 * amplitude[r] / max(amplitude.sum(), 1e-300):.0f} % "
-               f"of the predicted residual)")
+    return f, f"mode {r + 1}, {100 * amplitude[r] / max(amplitude.sum(), 1e-300):.0f} % of the predicted residual"
 
 
 def check_resolution(moves, step, analysis):
