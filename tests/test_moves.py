@@ -86,12 +86,12 @@ def test_profiles_rest_to_rest(profile):
 
 def test_settling_of_a_known_decay():
     """A deviation decaying linearly from d0 after the move crosses the tolerance at
-    tau (1 - tol/d0): settle_time from the move's start; inf when the dwell ends first; NaN
-    for a move without dwell."""
+    tau (1 - tol/d0): settle_time from the move's start; inf when the dwell ends first, or
+    within a period of the lowest mode of its end; NaN for a move without dwell."""
     W = np.array([[0.0, 0, 0], [0.1, 0, 0], [0.2, 0, 0], [0.3, 0, 0]])
     mv = moves.Moves(waypoints=W, start=np.array([0.0, 1.0, 1.5]), end=np.array([0.2, 1.2, 1.7]),
                      window=np.array([1.0, 1.2, 2.0]), shaper="none", shaper_frequency=np.full(3, np.nan),
-                     tuning=("",) * 3, tolerance=1e-4)
+                     tuning=("",) * 3, tolerance=1e-4, lowest_frequency=np.full(3, 20.0))
     t = np.linspace(0.0, 2.0, 20001)
     rigid = np.zeros((t.size, 3))         # ramps during the moves, at rest in the dwells
     rigid[:, 0] = np.interp(t, [0.0, 0.2, 1.0, 1.2, 1.5, 1.7], [0.0, 0.1, 0.1, 0.2, 0.2, 0.3])
@@ -106,6 +106,12 @@ def test_settling_of_a_known_decay():
     assert out.residual_amplitude[0] == pytest.approx(d0)
     assert np.isnan(out.settle_time[1]) and np.isnan(out.residual_amplitude[1])
     assert np.isinf(out.settle_time[2]) and out.residual_amplitude[2] == pytest.approx(5e-4)
+    # Within the band for less than a period of the lowest mode (1/20 s) as the dwell ends: not settled.
+    dev[(t >= 0.97) & (t < 1.0), 1] = 0.0
+    dev[(t >= 0.2) & (t < 0.97), 1] = 5e-4
+    assert np.isinf(moves.settling(t, rigid, dev, ["m", "m", "m"], mv).settle_time[0])
+    dev[(t >= 0.9) & (t < 1.0), 1] = 0.0
+    assert moves.settling(t, rigid, dev, ["m", "m", "m"], mv).settle_time[0] == pytest.approx(0.9, abs=1e-3)
 
 
 def test_point_to_point_law_and_shaped_length():
@@ -136,7 +142,7 @@ def delta():
 
 @pytest.mark.parametrize("robot, spec, zeta", [
     ("delta", ACROSS, 0.03),
-    ("rrru3", dict(kind="point_to_point", waypoints=[[0, 0, -0.7], [0.1, 0, -0.7]], move_time=0.1, dwell=0.6,
+    ("rrru3", dict(kind="point_to_point", waypoints=[[0, 0, -0.7], [0.1, 0, -0.7]], move_time=0.1, dwell=0.8,
                    settling_tolerance=2e-4), 0.03)])
 def test_ked_and_transient_agree_on_settling(robot, spec, zeta, delta):
     """On the Delta of issue 39 and on the 3-RRRU (paper 001), the KED's settle_time is the
@@ -264,3 +270,15 @@ def test_motion_study_sweep_plot_and_compare(tmp_path):
                  "--set", "sweep.parameters={ \"trajectory.move_time\" = [0.2] }"]) == 0
     assert main(["compare", str(out), str(shaped), "--out", str(tmp_path / "compare.png")]) == 0
     assert (tmp_path / "study.png").stat().st_size > 0 and (tmp_path / "compare.png").stat().st_size > 0
+
+
+def test_never_settles_undamped_warns(delta):
+    """Without damping the residual vibration never decays: settle_time is inf and the run
+    warns "undamped", naming the move; with damping the same move settles."""
+    import sim
+
+    spec = dict(ACROSS, dwell=0.3)
+    with pytest.warns(UserWarning, match=r"ked: move 1 \(.* µm at the end of its dwell\) never settle.*undamped"):
+        k = sim.ked(delta, spec, intervals=100, modes=4)
+    assert np.isinf(k.settle_time[0]) and k.residual_amplitude[0] > 1e-4
+    assert k.summary["cycle_settle_time"].value == np.inf

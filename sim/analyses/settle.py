@@ -34,7 +34,8 @@ def write(group, model, moves, time, pose_rigid, deviation_dynamic):
     group.put("settle_time", out.settle_time, "s",
               f"from each move's start until the end effector stays within settling_tolerance = "
               f"{moves.tolerance:g} m of its target (rigid pose plus dynamic deviation, translations) for the rest "
-              f"of its dwell; inf if it never does, NaN for a move without dwell", dims=dims)
+              f"of its dwell, and that for at least a period of the lowest mode at the target; inf if it never "
+              f"does, NaN for a move without dwell", dims=dims)
     group.put("residual_amplitude", out.residual_amplitude, "m",
               "peak of the dynamic deviation's norm (translations) from the end of each move's rigid motion to "
               "the end of its dwell; NaN for a move without dwell", dims=dims)

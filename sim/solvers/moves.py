@@ -151,6 +151,9 @@ class Moves:
         How each frequency was chosen (empty strings when given).
     tolerance : float
         Settling tolerance [m].
+    lowest_frequency : ndarray, shape (m,)
+        Lowest elastic frequency at each move's end pose, actuators locked [Hz]: a move has
+        settled only once it stays within the tolerance for a period of it.
     """
 
     waypoints: np.ndarray
@@ -161,6 +164,7 @@ class Moves:
     shaper_frequency: np.ndarray
     tuning: tuple
     tolerance: float
+    lowest_frequency: np.ndarray
 
 
 def per_move(value, m, key, where, default=None):
@@ -217,12 +221,16 @@ def point_to_point(spec, model, where):
                            f"for move times {T.tolist()}")
         if profile == "jerk_limited" and (np.any(t_j <= 0) or np.any(t_j > t_a / 2)):
             raise SimError(f"{where} `jerk_time` must lie in (0, acceleration_time/2], got {t_j.tolist()}")
+    from sim.model.assembly import solve_pose
+    from sim.solvers.modal import modes
+    lowest = np.zeros(m)
     for k in range(m + 1):    # every waypoint reachable, named by its index
-        from sim.model.assembly import solve_pose
         try:
-            solve_pose(model, W[k])
+            q = solve_pose(model, W[k])
         except SimError as exc:
             raise SimError(f"{where} `waypoints`[{k}]: {exc}") from None
+        if k:
+            lowest[k - 1] = modes(model, q, count=1, energies=False).frequencies_hz[0]
     shaper = spec.get("shaper") or "none"
     laws = [profile_law(profile, T[k], None if t_a is None else t_a[k], None if t_j is None else t_j[k])
             for k in range(m)]
@@ -259,7 +267,8 @@ def point_to_point(spec, model, where):
         return x, xd, xdd
 
     moves = Moves(waypoints=W, start=start, end=end, window=window, shaper=shaper, shaper_frequency=frequency,
-                  tuning=tuning, tolerance=float(spec.get("settling_tolerance") or DEFAULT_TOLERANCE))
+                  tuning=tuning, tolerance=float(spec.get("settling_tolerance") or DEFAULT_TOLERANCE),
+                  lowest_frequency=lowest)
     return law, float(window[-1]), moves
 
 
@@ -340,7 +349,9 @@ class Settling:
     ----------
     settle_time : ndarray, shape (m,)
         From the move's start until the end effector stays within the tolerance of its
-        target for the rest of the dwell [s]; inf if it never does.
+        target for the rest of the dwell [s], and that for at least a period of the lowest
+        mode at the target (a vibration passing through the band as the dwell ends has not
+        settled); inf if it never does.
     residual_amplitude : ndarray, shape (m,)
         Peak of the dynamic deviation's norm (translations) from the end of the move's rigid
         motion to the end of its dwell [m].
@@ -395,4 +406,6 @@ def settling(time, pose_rigid, deviation_dynamic, units, moves):
             e0, e1 = error[i], error[i + 1]
             t0, t1 = time[idx[i]], time[idx[i + 1]]
             settle[k] = t0 + (t1 - t0) * (e0 - moves.tolerance) / (e0 - e1) - moves.start[k]
+            if moves.window[k] - moves.start[k] - settle[k] < 1.0 / moves.lowest_frequency[k]:
+                settle[k] = np.inf
     return Settling(settle, residual, final)
