@@ -209,7 +209,11 @@ modes = 4
     (("dwell = 0.2", "dwell = -0.2"), ("dwell must be a non-negative number",)),
     (("dwell = 0.2", "dwell = 0.2\nshaper = \"zvd\"\nshaper_frequency = 300.0"),
      ("trajectory.shaper_frequency = 300 Hz", "ked.intervals")),
+    (("dwell = 0.2", "dwell = 0.2\nshaper = \"zv\"\nshaper_frequency = 30.0\n[transient]\nstep = 0.005"),
+     ("trajectory.shaper_frequency = 30 Hz", "transient.step")),
     (("dwell = 0.2", "dwell = 0.2\njerk_time = 0.01"), ("`jerk_time` is used by profile",)),
+    (("dwell = 0.2", "dwell = 0.2\nprofile = \"trapezoidal\"\nacceleration_time = 0.06"),
+     ("`acceleration_time` must lie in (0, move_time/2]",)),
 ])
 def test_bad_point_to_point_input(tmp_path, capsys, change, fragments):
     """One line `error: ...` naming the file and the key, exit 2, no traceback, no file."""

@@ -42,7 +42,8 @@ def write(group, model, moves, time, pose_rigid, deviation_dynamic):
     group.put("final_amplitude", out.final_amplitude, "m",
               "norm of the dynamic deviation (translations) at the end of each move's dwell", dims=dims)
     group.put("shaper_frequency", moves.shaper_frequency, "Hz",
-              f"frequency each move's {moves.shaper} shaper cancels (NaN: no shaper)", dims=dims)
+              "frequency each move's shaper cancels" + (f" ({moves.shaper})" if moves.shaper != "none" else
+                                                         ": NaN, the moves are not shaped"), dims=dims)
     group.attrs["settling_tolerance"] = moves.tolerance
     group.attrs["shaper"] = moves.shaper
     group.attrs["dwell_end"] = moves.window
