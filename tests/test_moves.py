@@ -217,8 +217,22 @@ modes = 4
 ])
 def test_bad_point_to_point_input(tmp_path, capsys, change, fragments):
     """One line `error: ...` naming the file and the key, exit 2, no traceback, no file."""
+    refused(tmp_path, capsys, CYCLE.replace(*change), fragments)
+
+
+def test_rigid_robot_shaper_needs_a_frequency(tmp_path, capsys):
+    """A rigid robot (the 3-RRRT) has no mode to tune a shaper to: one line naming the key."""
+    text = CYCLE.replace(str(DELTA), str(ROOT / "models" / "rrrt3.py")).replace(
+        "[[-0.1525, 0, -0.85], [-0.1525, 0, -0.825]]", "[[0, 0, 0.8], [0.05, 0, 0.8]]").replace(
+        "dwell = 0.2", "dwell = 0.2\nshaper = \"zvd\"").replace("[ked]\nintervals = 100\nmodes = 4",
+                                                              "[inverse_dynamics]\nsamples = 20")
+    refused(tmp_path, capsys, text, ("`shaper` needs `shaper_frequency`", "no elastic mode"))
+
+
+def refused(tmp_path, capsys, text, fragments):
+    """`sim run` on ``text``: exit 2, one line `error: ...` with ``fragments``, no file."""
     scenario = tmp_path / "p.toml"
-    scenario.write_text(CYCLE.replace(*change))
+    scenario.write_text(text)
     out = tmp_path / "out.h5"
     code = main(["run", str(scenario), "--out", str(out)])
     err = capsys.readouterr().err
@@ -278,7 +292,7 @@ def test_motion_study_sweep_plot_and_compare(tmp_path):
 
 def test_never_settles_undamped_warns(delta):
     """Without damping the residual vibration never decays: settle_time is inf and the run
-    warns "undamped", naming the move; with damping the same move settles."""
+    warns "undamped", naming the move."""
     import sim
 
     spec = dict(ACROSS, dwell=0.3)

@@ -230,7 +230,8 @@ def point_to_point(spec, model, where):
         except SimError as exc:
             raise SimError(f"{where} `waypoints`[{k}]: {exc}") from None
         if k:
-            lowest[k - 1] = modes(model, q, count=1, energies=False).frequencies_hz[0]
+            f = modes(model, q, count=1, energies=False).frequencies_hz
+            lowest[k - 1] = f[0] if f.size else np.inf     # a rigid robot: nothing rings
     shaper = spec.get("shaper") or "none"
     laws = [profile_law(profile, T[k], None if t_a is None else t_a[k], None if t_j is None else t_j[k])
             for k in range(m)]
@@ -242,7 +243,10 @@ def point_to_point(spec, model, where):
             raise SimError(f"{where} `shaper_frequency` must be positive, got {frequency.tolist()}")
         tuning = ("given",) * m
     else:
-        found = [tuned_frequency(model, W[k], W[k + 1], laws[k], T[k]) for k in range(m)]
+        try:
+            found = [tuned_frequency(model, W[k], W[k + 1], laws[k], T[k]) for k in range(m)]
+        except SimError as exc:
+            raise SimError(f"{where} {exc}") from None
         frequency = np.array([f for f, _ in found])
         tuning = tuple(text for _, text in found)
     shaped, length = [], np.zeros(m)
@@ -304,6 +308,8 @@ def tuned_frequency(model, pose_from, pose_to, law, T):
         raise SimError(f"the rigid robot's velocity at the end pose {np.round(pose_to, 6).tolist()} is undetermined")
     v = sample[1]
     found = modes(model, q, count=TUNING_MODES, energies=False)
+    if not found.frequencies_hz.size:
+        raise SimError(f"`shaper` needs `shaper_frequency`: `{model.name}` has no elastic mode to tune it to")
     translation = np.array([u == "m" for u in model.pose_units])
     J = pose_jacobian(model, q)[1][translation]
     gamma = found.shapes.T @ (mass_matrix(model, q) @ v)
