@@ -112,6 +112,8 @@ def test_settling_of_a_known_decay():
     assert np.isinf(moves.settling(t, rigid, dev, ["m", "m", "m"], mv).settle_time[0])
     dev[(t >= 0.9) & (t < 1.0), 1] = 0.0
     assert moves.settling(t, rigid, dev, ["m", "m", "m"], mv).settle_time[0] == pytest.approx(0.9, abs=1e-3)
+    # An analysis stopped before the last dwell's end (a shorter transient.duration) says nothing of it.
+    assert np.isnan(moves.settling(t[t < 1.9], rigid[t < 1.9], dev[t < 1.9], ["m", "m", "m"], mv).settle_time[2])
 
 
 def test_point_to_point_law_and_shaped_length():

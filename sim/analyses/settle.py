@@ -35,10 +35,10 @@ def write(group, model, moves, time, pose_rigid, deviation_dynamic):
               f"from each move's start until the end effector stays within settling_tolerance = "
               f"{moves.tolerance:g} m of its target (rigid pose plus dynamic deviation, translations) for the rest "
               f"of its dwell, and that for at least a period of the lowest mode at the target; inf if it never "
-              f"does, NaN for a move without dwell", dims=dims)
+              f"does, NaN for a move without dwell or one whose dwell the run does not reach", dims=dims)
     group.put("residual_amplitude", out.residual_amplitude, "m",
               "peak of the dynamic deviation's norm (translations) from the end of each move's rigid motion to "
-              "the end of its dwell; NaN for a move without dwell", dims=dims)
+              "the end of its dwell; NaN where settle_time is NaN", dims=dims)
     group.put("final_amplitude", out.final_amplitude, "m",
               "norm of the dynamic deviation (translations) at the end of each move's dwell", dims=dims)
     group.put("shaper_frequency", moves.shaper_frequency, "Hz",

@@ -349,7 +349,8 @@ def check_resolution(moves, step, analysis):
 
 @dataclass(frozen=True)
 class Settling:
-    """Per-move settling of one analysis (m moves); NaN for a move without dwell.
+    """Per-move settling of one analysis (m moves); NaN for a move without dwell or whose
+    dwell the analysis does not reach.
 
     Attributes
     ----------
@@ -390,8 +391,8 @@ def settling(time, pose_rigid, deviation_dynamic, units, moves):
     settle, residual, final = (np.full(m, np.nan) for _ in range(3))
     dev = np.linalg.norm(deviation_dynamic[:, translation], axis=1)
     for k in range(m):
-        if moves.window[k] - moves.end[k] <= 0:
-            continue
+        if moves.window[k] - moves.end[k] <= 0 or time[-1] < moves.window[k] * (1 - 1e-12):
+            continue      # no dwell, or the analysis stopped before its end (a shorter transient.duration)
         inside = (time >= moves.start[k]) & (time <= moves.window[k] * (1 + 1e-12))
         idx = np.flatnonzero(inside)
         if idx.size < 2:
