@@ -105,6 +105,20 @@ def test_unknown_table(sim_run):
     check_outcome(code, err, out, "unknown key `mode`", "did you mean `modes`?")
 
 
+def test_per_analysis_damping_key_points_to_the_damping_table(sim_run):
+    """A scenario of an earlier version, with its damping in an analysis table: one line naming
+    the file and the key and where its value goes now, exit 2, no file."""
+    code, err, out = sim_run(BEAM + '[frf]\ninputs = ["force:tip:z"]\noutputs = ["displacement:tip:z"]\n'
+                                    'eta = 0.096\n')
+    line = check_outcome(code, err, out, "s.toml: frf.eta is gone: damping is one model per robot",
+                         "set [damping] eta = 0.096")
+    assert line.startswith("error: ") and not out.exists()
+    code, err, out = sim_run(BEAM, "--set", "transient.damping_modes=6")
+    check_outcome(code, err, out, "--set transient.damping_modes: transient.damping_modes is gone",
+                  "set [damping] modes = 6")
+    assert not out.exists()
+
+
 def test_wrong_type(sim_run):
     code, err, out = sim_run(BEAM.replace("count = 3", 'count = "three"'))
     check_outcome(code, err, out, "[modes] count must be an integer, got 'three'")

@@ -156,8 +156,8 @@ def test_ked_and_transient_agree_on_settling(robot, spec, zeta, delta):
     model = delta if robot == "delta" else sim.load_model(ROOT / "models" / "rrru3.py", elements_per_link=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        k = sim.ked(model, spec, intervals=400, modes=6, damping_ratio=zeta)
-        t = sim.transient(model, spec, step=5e-4, damping_ratio=zeta)
+        k = sim.ked(model, spec, intervals=400, modes=6, damping=dict(ratio=zeta))
+        t = sim.transient(model, spec, step=5e-4, damping=dict(ratio=zeta))
     for result in (k, t):
         assert result.units["settle_time"] == "s" and result.units["residual_amplitude"] == "m"
         assert np.isfinite(result.settle_time).all()
@@ -176,8 +176,8 @@ def test_auto_tuned_zvd_cuts_the_residual(delta):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plain = sim.transient(delta, ACROSS, step=5e-4, damping_ratio=0.03)
-        shaped = sim.transient(delta, dict(ACROSS, shaper="zvd"), step=5e-4, damping_ratio=0.03)
+        plain = sim.transient(delta, ACROSS, step=5e-4, damping=dict(ratio=0.03))
+        shaped = sim.transient(delta, dict(ACROSS, shaper="zvd"), step=5e-4, damping=dict(ratio=0.03))
     f = shaped.shaper_frequency[0]
     # At the end pose the x-direction mode is mode 2 (mode 1 moves along y: the move leaves it alone).
     assert f == pytest.approx(sim.modes(delta, pose=ACROSS["waypoints"][1], count=2).frequencies[1], rel=1e-9)
@@ -254,10 +254,11 @@ kind = "point_to_point"
 waypoints = [[-0.1525, 0, -0.825], [0.1525, 0, -0.825]]
 move_time = 0.2
 dwell = 0.8
+[damping]
+ratio = 0.03
 [ked]
 intervals = 200
 modes = 4
-damping_ratio = 0.03
 [sweep]
 analysis = "ked"
 parameters = {{ "trajectory.move_time" = [0.15, 0.2, 0.25], "trajectory.shaper" = ["none", "zvd"] }}

@@ -136,6 +136,21 @@ def test_compare_overlays_runs_labelled_by_their_overrides(tmp_path, capsys):
     assert readable([0.5], "m") == (1e-3, "mm") and readable([2.0], "N") == (1.0, "N")
 
 
+def test_compare_labels_runs_by_their_damping(tmp_path):
+    """``sim run --set damping.eta=...``: the runs' labels name the damping they assumed, and
+    each file's FRF stores that model."""
+    from sim.app.cli import main
+    from sim.app.plots import run_labels
+    from sim.app.results import read_result
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "delta_modes.toml"
+    paths = [tmp_path / "a.h5", tmp_path / "b.h5"]
+    for path, eta in zip(paths, ("0.05", "0.1")):
+        assert main(["run", str(scenario), "--out", str(path), "--set", f"damping.eta={eta}"]) == 0
+        with h5py.File(path) as f:
+            assert f["frf/damping/eta"][()] == float(eta) and f["frf/damping/eta"].attrs["units"] == "1"
+    assert run_labels([read_result(p) for p in paths], paths) == ["damping.eta=0.05", "damping.eta=0.1"]
+
+
 def test_compare_errors_are_one_line(tmp_path, capsys):
     from sim.app.cli import main
     a = _run_file(tmp_path / "a.h5", [], 1e-5)

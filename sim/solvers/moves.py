@@ -391,7 +391,8 @@ def settling(time, pose_rigid, deviation_dynamic, units, moves):
     settle, residual, final = (np.full(m, np.nan) for _ in range(3))
     dev = np.linalg.norm(deviation_dynamic[:, translation], axis=1)
     for k in range(m):
-        if moves.window[k] - moves.end[k] <= 0 or time[-1] < moves.window[k] * (1 - 1e-12):
+        spacing = time[-1] - time[-2] if time.size > 1 else 0.0
+        if moves.window[k] - moves.end[k] <= 0 or time[-1] < moves.window[k] - 1.01 * spacing:
             continue      # no dwell, or the analysis stopped before its end (a shorter transient.duration)
         inside = (time >= moves.start[k]) & (time <= moves.window[k] * (1 + 1e-12))
         idx = np.flatnonzero(inside)
