@@ -163,7 +163,7 @@ SCHEMA = {
                        "point_to_point: stroke law of each move (quintic: 10τ³ − 15τ⁴ + 6τ⁵; cycloidal: "
                        "τ − sin(2πτ)/(2π); trapezoidal: constant acceleration, cruise, constant deceleration; "
                        "jerk_limited: the same with the acceleration ramped; trapezoidal's acceleration jumps "
-                       "need a finely sampled drive law in [transient]: ten times slower there)"),
+                       "need a finely sampled drive law in [transient]: about 8 times slower there)"),
         "acceleration_time": Key("float|float[]", "positive_each", None, "s",
                                  "trapezoidal, jerk_limited: time to reach the cruise speed v = stroke/(T − t_a) "
                                  "and to stop from it, in (0, move_time/2] (default move_time/3)"),
