@@ -44,7 +44,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import Quantity, determined, register
+from sim.analyses import Quantity, determined, register, settle
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
@@ -361,15 +361,19 @@ def loops(model, scenario):
 
 
 def check(model, scenario):
-    """Refuse HHT with ``rho_inf`` below its range, and, under prescribed drives, a robot whose
-    actuators leave its end effector free: the rigid reference would be undetermined (see
-    :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
+    """Refuse HHT with ``rho_inf`` below its range, a shaper tuned above what the step resolves,
+    and, under prescribed drives, a robot whose actuators leave its end effector free: the
+    rigid reference would be undetermined (see :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
     table = scenario.data["transient"]
     if table["method"] == "hht" and table["rho_inf"] < 0.5:
         raise SimError(f"rho_inf = {table['rho_inf']:g} is below HHT's range [0.5, 1]; method = "
                        f"\"generalized-alpha\" takes rho_inf down to 0")
     if table["drive"] == "prescribed":
         determined(model, scenario)
+    if table.get("drive_law") is None:
+        from sim.solvers.moves import check_resolution
+        from sim.solvers.trajectory import from_scenario
+        check_resolution(from_scenario(scenario.data["trajectory"], model).moves, table["step"], "transient")
 
 
 @register("transient", prepare=prepare, check=check, loops=loops)
@@ -421,6 +425,10 @@ def run(model, scenario, group, progress):
     drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
+    moves = None
+    if table.get("drive_law") is None:
+        from sim.solvers.trajectory import from_scenario
+        moves = from_scenario(scenario.data["trajectory"], model).moves
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
     damped = schedule(model, robot_damping(scenario, group), *samples[:2])
     bar = progress(int(round(duration / h)), "transient")
@@ -429,8 +437,10 @@ def run(model, scenario, group, progress):
                       baumgarte=gains, newton_tol=table["newton_tol"],
                       newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
     bar.close()
-    summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1),
-                    static(result.t))
+    rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
+    summary = write(model, group, result, rigid, static(result.t))
+    if moves is not None:
+        summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, scenario, group, result, law, samples)
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)

@@ -528,6 +528,10 @@ def warnings(groups):
                    f"(this one from about {f:.4g} Hz) and shifts its phase: set transient.step <= "
                    f"{1 / (STEP_MARGIN * RESOLVED_STEPS * f):.2g} s, or (a circle's full-speed start) give it a "
                    f"trajectory.ramp")
+    for name in ("ked", "transient"):
+        line = unsettled(name, groups.get(name))
+        if line:
+            out.append(line)
     for name, key in SPACING_KEYS.items():
         g = groups.get(name)
         # A transient written at every step shows all it resolves: only a coarser output warns.
@@ -545,3 +549,29 @@ def warnings(groups):
                        f"{highest:.4g} Hz, {n:.2g} times per period (fewer than {SAMPLES_PER_PERIOD}; "
                        f"its peaks are missed): {advice}")
     return out
+
+
+def undamped(group):
+    """Whether a time-domain group's damping model (its subgroup ``damping``) is all zero."""
+    model = group.get("damping")
+    return model is None or all(not np.any(model[key][()]) for key in ("ratio", "eta", "rayleigh_alpha", "rayleigh_beta")
+                                if key in model)
+
+
+def unsettled(name, group):
+    """One line naming the moves of a point-to-point trajectory that never settle within
+    their dwell, and why (``""`` when all settle or there are none)."""
+    if group is None or "settle_time" not in group:
+        return ""
+    settle = group["settle_time"][...]
+    never = np.flatnonzero(np.isinf(settle))
+    if not never.size:
+        return ""
+    final = group["final_amplitude"][...]
+    tolerance = float(group.attrs["settling_tolerance"])
+    why = ("undamped: the residual vibration does not decay (give the robot damping: [damping] ratio)"
+           if undamped(group) else
+           "the dwell ends first: lengthen trajectory.dwell, slow the move or shape it (trajectory.shaper)")
+    moves = ", ".join(f"move {k + 1} ({1e6 * final[k]:.3g} µm at the end of its dwell)" for k in never)
+    return (f"{name}: {moves} never settle within trajectory.settling_tolerance = {1e6 * tolerance:.3g} µm "
+            f"(settle_time = inf): {why}")
