@@ -447,6 +447,8 @@ def run(model, scenario, group, progress):
     # The rigid reference (sim.app.selfcheck warns of a least-squares one and of a branch change)
     group.attrs["reference"] = "exact" if samples[2] is None else "least_squares"
     group.attrs["reference_residual"] = 0.0 if samples[2] is None else float(np.max(samples[2]))
+    # Free motions the model declares that move its end effector: the transient drifts along them
+    group.attrs["free_motions"] = int(model.free_motions_declared)
     group.attrs["robot_size"] = robot_size(np.vstack([markers(model, model.q_home).p,
                                                       [model.q_home[model.q_slice(b)][:3] for b in range(len(model.bodies))]]))
     group.attrs["start"] = table["start"]
