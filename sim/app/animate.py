@@ -14,12 +14,14 @@ The drawing uses a bare :class:`matplotlib.figure.Figure` (no pyplot): it change
 and leaves no figure open.
 """
 from dataclasses import dataclass
-import os
 from pathlib import Path
+import shutil
+import tempfile
 
 import numpy as np
 
-from sim.errors import SimError, signals_deferred
+from sim.app import files
+from sim.errors import SimError
 
 GROUPS = ("transient", "ked", "modes")
 TIME_FRAMES = 100          # frames of a time-domain animation (at most; evenly picked samples)
@@ -446,8 +448,9 @@ def plane_view(points, displacement):
 def render(motion, out, scale=None, view=AUTO, fps=FPS):
     """Write ``motion`` as an animated GIF (Pillow) or MP4 (ffmpeg), all or nothing.
 
-    The frames go to a temporary file next to ``out``, renamed over it when complete; on any
-    failure (or a stop signal) it is removed.
+    The frames go to a private temporary directory, then to ``out`` through
+    :func:`sim.app.files.replacing`; on any failure (or a stop signal) ``out`` is left as it
+    was.
 
     Parameters
     ----------
@@ -482,20 +485,21 @@ def render(motion, out, scale=None, view=AUTO, fps=FPS):
         view = plane_view(motion.rigid, motion.deflection)
     scale = auto_scale(motion.rigid, motion.deflection) if scale is None else float(scale)
     fig, update, _ = frame_figure(motion, scale, view)
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp{out.suffix}")
-    try:
-        if out.suffix.lower() == ".mp4":
-            with matplotlib.rc_context({"animation.ffmpeg_path": _ffmpeg_path()}):
-                writer = animation.FFMpegWriter(fps=fps)
-                _save(fig, update, len(motion), tmp, writer)
-        else:
-            _save(fig, update, len(motion), tmp, animation.PillowWriter(fps=fps))
-        with signals_deferred():
-            os.replace(tmp, out)
-    except OSError as exc:
-        raise SimError(f"{out}: cannot write the animation ({exc.strerror or exc})") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    # The writers (Pillow, an ffmpeg process) open a file by name: they write into a private
+    # directory of the system's temporary area, which nobody else can put a link in, and the
+    # result is then copied in one step over ``out``.
+    with tempfile.TemporaryDirectory(prefix="ffrsim-") as scratch:
+        frames = Path(scratch) / f"animation{out.suffix.lower()}"
+        try:
+            if out.suffix.lower() == ".mp4":
+                with matplotlib.rc_context({"animation.ffmpeg_path": _ffmpeg_path()}):
+                    _save(fig, update, len(motion), frames, animation.FFMpegWriter(fps=fps))
+            else:
+                _save(fig, update, len(motion), frames, animation.PillowWriter(fps=fps))
+        except OSError as exc:
+            raise SimError(f"{out}: cannot write the animation ({exc.strerror or exc})") from None
+        with files.replacing(out, "the animation") as handle, open(frames, "rb") as source:
+            shutil.copyfileobj(source, handle)
     return scale
 
 

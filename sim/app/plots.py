@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sim.app import files  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, scale_text, setup_axes  # noqa: E402
 from sim.app.results import lazy_result, strided  # noqa: E402
@@ -850,9 +851,16 @@ def plot_result(path, out):
             raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
         fig = figure(tree, panels)
         try:
-            fig.savefig(out, dpi=120)
+            save(fig, out)
         finally:
             plt.close(fig)
+
+
+def save(fig, out):
+    """Write ``fig`` to the image ``out`` (its format from the suffix), all or nothing
+    (:func:`sim.app.files.replacing`)."""
+    with files.replacing(out, "the figure") as handle:
+        fig.savefig(handle, format=Path(out).suffix.lower().lstrip("."), dpi=120)
 
 
 def figure(tree, panels):
@@ -1038,7 +1046,7 @@ def _compare(trees, paths, out):
         fig.suptitle("comparison of " + ", ".join(labels), fontsize="medium")
         _note_strides(fig, *trees)
         fig.tight_layout()
-        fig.savefig(out, dpi=120)
+        save(fig, out)
     finally:
         plt.close(fig)
     return labels

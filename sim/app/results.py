@@ -12,7 +12,6 @@ dataset carries ``units`` and ``description`` attributes; every analysis group c
 """
 
 import contextlib
-import fcntl
 import io
 import json
 import os
@@ -28,6 +27,7 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
+from sim.app import files
 from sim.errors import SimError, one_line, signals_deferred, stop_in
 
 FORMAT_VERSION = 1
@@ -81,11 +81,15 @@ def check_target(path, force=False):
 
 
 RESERVATION = b"ffrsim: the result of a run in progress, pid "
+# This process's reservations: absolute path -> descriptor, locked (``fcntl.flock``) for as
+# long as the run lives.  The kernel drops the lock when the process ends, however it ends.
+_held = {}
 
 
 class Reservation(NamedTuple):
     """Who reserved a result file name (:func:`reserve`): host, process, and ``state``:
-    ``"own"`` (this process), ``"stale"`` (a run on this host that is gone) or ``"live"``."""
+    ``"own"`` (this process), ``"stale"`` (its run is gone: nobody holds its lock) or
+    ``"live"``."""
 
     host: str
     pid: int
@@ -93,55 +97,45 @@ class Reservation(NamedTuple):
 
 
 def reservation(path):
-    """The :class:`Reservation` ``path`` holds, or None if it is not one."""
+    """The :class:`Reservation` ``path`` holds, or None if it is not one.
+
+    An empty file counts as one: a reservation being created, or one whose run could not
+    write it (a full disk, a kill at that moment); nobody's lock means nobody's.
+    """
+    fd = files.open_unfollowed(path)
+    if fd is None:
+        return None
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(256)
+        head = os.read(fd, 256)
+        if head and not head.startswith(RESERVATION):
+            return None
+        try:
+            pid, host = head[len(RESERVATION):].decode().split()[:2]
+            host, pid = host.strip("()"), int(pid)
+        except (ValueError, UnicodeDecodeError):
+            host, pid = "", 0
+        own = _held.get(os.path.abspath(path))
+        state = ("own" if own is not None and files.names(own, path)
+                 else "live" if not files.lock(fd, wait=False) else "stale")
+        return Reservation(host, pid, state)
     except OSError:
         return None
-    if not head.startswith(RESERVATION):
-        return None
-    try:
-        pid, host = head[len(RESERVATION):].decode().split()[:2]
-        host, pid = host.strip("()"), int(pid)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    here = host == socket.gethostname()
-    state = "own" if here and pid == os.getpid() else "stale" if here and not _alive(pid) else "live"
-    return Reservation(host, pid, state)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    finally:
+        os.close(fd)
 
 
 def describe_reservation(path, held):
     """One line about the reservation ``held`` of ``path``: a run in progress, or one that was
     killed."""
-    state = "a run that was killed" if held.state == "stale" else f"a run in progress (pid {held.pid} on {held.host})"
+    state = ("a run that was killed" if held.state == "stale"
+             else f"a run in progress (pid {held.pid} on {held.host})" if held.pid else "a run starting")
     return f"{path}: no result yet: the name is reserved by {state}"
-
-
-@contextlib.contextmanager
-def _directory_lock(directory):
-    """An exclusive lock on ``directory`` for reserving names (``fcntl.flock`` on a lock file)."""
-    with open(Path(directory) / ".ffrsim.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def reserve(path, numbered=False, force=False):
     """Reserve the result file ``path`` for this run: a small file naming this process (``sim
-    info`` explains it), replaced by the result when the run ends.
+    info`` explains it), locked while the process lives, replaced by the result when the run
+    ends.
 
     Parameters
     ----------
@@ -162,71 +156,82 @@ def reserve(path, numbered=False, force=False):
     check_target(path, force=force or numbered)
     if force and path.exists() and reservation(path) is None:
         return path
-    with _directory_lock(path.parent):
-        _clean_temporaries(path.parent)
-        number = 1
-        while True:
-            name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
-            held = reservation(name)
-            if held is not None and held.state == "stale":
-                name.unlink()
-            try:
-                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not numbered:
-                    held = reservation(name)
-                    raise SimError(describe_reservation(name, held) if held else
-                                   f"{name} exists; use --force or --out") from None
-                number += 1
-                continue
-            except OSError as exc:
-                raise SimError(f"{name}: cannot create ({exc.strerror})") from None
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(RESERVATION + f"{os.getpid()} ({socket.gethostname()})\n".encode())
+    files.clean_temporaries(path.parent)
+    number = 1
+    while True:
+        name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+        if _claim(name):
             return name
+        if not numbered:
+            held = reservation(name)
+            raise SimError(describe_reservation(name, held) if held else f"{name} exists; use --force or --out")
+        number += 1
+
+
+def _claim(name):
+    """Create the reservation ``name`` (taking over one whose run is gone); False if the name
+    is taken.  Each step is checked against a concurrent run doing the same: a file is ours
+    only once it is locked and still bears the name."""
+    while True:
+        try:
+            fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            if not _take_over(name):
+                return False
+            continue
+        except OSError as exc:
+            raise SimError(f"{name}: cannot create ({exc.strerror})") from None
+        files.lock(fd)
+        if not files.names(fd, name):        # taken over before it was locked: try again
+            os.close(fd)
+            continue
+        try:
+            os.write(fd, RESERVATION + f"{os.getpid()} ({socket.gethostname()})\n".encode())
+        except OSError as exc:
+            os.unlink(name)
+            os.close(fd)
+            raise SimError(f"{name}: cannot create ({exc.strerror})") from None
+        _held[os.path.abspath(name)] = fd
+        return True
+
+
+def _take_over(name):
+    """Remove the reservation ``name`` if its run is gone: True if removed (or gone
+    meanwhile), False if the name holds a live reservation or another file."""
+    fd = files.open_unfollowed(name)
+    if fd is None:
+        return not os.path.lexists(name)
+    try:
+        head = os.read(fd, len(RESERVATION))
+        if not RESERVATION.startswith(head) or not files.lock(fd, wait=False):
+            return False
+        if files.names(fd, name):
+            os.unlink(name)
+        return True
+    except OSError as exc:
+        raise SimError(f"{name}: cannot take over the reservation of a run that was killed "
+                       f"({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 def release(path):
-    """Remove this process's reservation of ``path`` (a run that wrote nothing)."""
-    path = Path(path)
-    held = reservation(path)
-    if held is not None and held.state == "own":
-        path.unlink(missing_ok=True)
-
-
-def _temporary(path):
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def _clean_temporaries(directory):
-    """Remove the temporary files of runs that were killed while writing (their process is
-    gone); a killed run leaves nothing else behind."""
-    for tmp in Path(directory).glob(".*.tmp"):
-        try:
-            pid = int(tmp.name.rsplit(".", 2)[-2])
-        except (ValueError, IndexError):
-            continue
-        if not _alive(pid):
-            tmp.unlink(missing_ok=True)
+    """Drop this process's reservation of ``path``: removed if nothing replaced it (a run that
+    wrote nothing), its lock released."""
+    fd = _held.pop(os.path.abspath(path), None)
+    if fd is None:
+        return
+    if files.names(fd, path):
+        Path(path).unlink(missing_ok=True)
+    os.close(fd)
 
 
 def write_atomic(path, data):
-    """Write ``data`` (bytes) to ``path`` all or nothing: a temporary file next to it,
-    flushed to disk, then renamed over it; signals held back meanwhile.  SimError naming the
-    path when the disk is full or the write fails otherwise (no temporary file is left)."""
-    path = Path(path)
-    tmp = _temporary(path)
-    with signals_deferred():
-        try:
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise SimError(f"{path}: cannot write the result ({exc.strerror or one_line(exc)})") from None
-
+    """Write ``data`` (bytes) to ``path`` all or nothing (:func:`sim.app.files.replacing`),
+    signals held back meanwhile.  SimError naming the path when the disk is full or the write
+    fails otherwise (no temporary file is left)."""
+    with signals_deferred(), files.replacing(path, "the result") as handle:
+        handle.write(data)
 
 
 class GroupWriter:
