@@ -93,9 +93,14 @@ _installed = []     # while installed: the previous sys.unraisablehook
 AGAIN_DELAY = 0.01  # s after which a stop lost in a callback is raised again
 
 
+# Bound here: a model file's code runs with `os._exit` replaced (sim.model.loader), and a
+# second stop signal while it runs must still end the process.
+_exit = os._exit
+
+
 def _stop_now():
     os.write(2, b"error: interrupted again; stopping now\n")
-    os._exit(128 + _stopping[0])
+    _exit(128 + _stopping[0])
 
 
 # Modules inside which a stop is not raised but delivered again a moment later: an exception

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, one_line,
@@ -403,19 +404,36 @@ def console():
     code = _main(None)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    if code in STOPPED:
+    if code in STOPPED or _threads_left():
         # Stopped by a signal: what was computed is written and closed, the line printed.  The
         # interpreter's teardown is skipped, as the signal's default action would: after a
         # stop that landed in numba's or llvmlite's machinery it can crash (an LLVM object
-        # disposed twice), turning exit 130 into a segfault.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # disposed twice), turning exit 130 into a segfault.  Skipped too when a model file
+        # left a thread running: the interpreter would wait for it at exit, for ever, deaf
+        # to the signals (ignored by now), though the command is done.
+        _flush()
         os._exit(code)
     # The interpreter's final collection would walk every object numba's compiler and scipy
     # have built, about a third of a plain `sim modes`: the process is ending, so nothing
     # tracked so far needs collecting.  Reference counting still frees them, and atexit runs.
     gc.freeze()
     return code
+
+
+def _threads_left():
+    """True if a thread other than the main one would keep the interpreter from exiting."""
+    return any(not thread.daemon and thread.is_alive() for thread in threading.enumerate()
+               if thread is not threading.main_thread())
+
+
+def _flush():
+    """Flush stdout and stderr before an ``os._exit``; an error there (a full disk, a closed
+    pipe) cannot be reported any more."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def main(argv=None):
