@@ -3,8 +3,10 @@
 Each ends in one line ``error: ...`` naming the file, key or dataset, exit code 2, and no
 traceback (:func:`test_bad_input.check_outcome`).
 """
+import shutil
 from pathlib import Path
 
+import h5py
 import pytest
 
 from sim.app.cli import main
@@ -47,3 +49,74 @@ def test_deep_nesting_is_refused_not_a_recursion_error(tmp_path, capsys, file_te
     code = main(["run", str(scenario), "--out", str(out), *(["--set", override] if override else [])])
     check_outcome(code, capsys.readouterr().err, out, *fragments)
     assert not Path(out).exists()
+
+
+# --- crafted or damaged result files ------------------------------------------------------------
+
+MOTION = f"""\
+[model]
+file = "{MODELS / 'slider_crank.py'}"
+parameters = {{ elements = 2 }}
+[transient]
+step = 1e-4
+duration = 0.01
+drive_law = {{ kind = "constant_rate", rate = 10.0 }}
+"""
+
+
+@pytest.fixture(scope="module")
+def motion(tmp_path_factory):
+    """A result file with a transient group (deviation, skeleton), written by `sim run`."""
+    directory = tmp_path_factory.mktemp("motion")
+    (directory / "s.toml").write_text(MOTION)
+    out = directory / "motion.h5"
+    assert main(["run", str(directory / "s.toml"), "--out", str(out)]) == 0
+    return out
+
+
+def _soft_loop(f):
+    del f["transient/deviation"]
+    f["transient/deviation"] = h5py.SoftLink("/transient/deviation")
+
+
+def _external(f):
+    del f["transient/deviation"]
+    f["transient/deviation"] = h5py.ExternalLink("/etc/passwd", "/x")
+
+
+def _cycle(f):
+    f["transient/sensors/again"] = f["transient"]
+
+
+def _short(f):
+    data = f["transient/deviation"][:5]
+    del f["transient/deviation"]
+    f["transient/deviation"] = data
+
+
+def _overrides(f):
+    f.attrs["overrides"] = "not JSON {"
+
+
+CRAFTS = {
+    "soft-link-loop": (_soft_loop, ("info", "plot", "compare", "animate"), "`/transient/deviation` is a soft link"),
+    "external-link": (_external, ("info", "plot", "compare", "animate"), "`/transient/deviation` is an external link"),
+    "group-link-cycle": (_cycle, ("info", "plot", "compare", "animate"), "`/transient/sensors/again` is a second link"),
+    "lengths-disagree": (_short, ("plot", "compare"), "`/transient/deviation` has 5 rows for the 101 entries"),
+    "overrides-not-json": (_overrides, ("compare",), "root attribute `overrides` is not a JSON list"),
+}
+
+
+@pytest.mark.parametrize("craft, command", [(name, command) for name, (_, commands, _) in CRAFTS.items()
+                                            for command in commands])
+def test_crafted_result_file_is_named_not_a_traceback(tmp_path, capsys, motion, craft, command):
+    build, _, fragment = CRAFTS[craft]
+    path = tmp_path / "crafted.h5"
+    shutil.copy(motion, path)
+    with h5py.File(path, "a") as f:
+        build(f)
+    inputs = [str(motion), str(path)] if command == "compare" else [str(path)]
+    out = ["--out", str(tmp_path / ("x.gif" if command == "animate" else "x.png"))] if command != "info" else []
+    code = main([command, *inputs, *out])
+    check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", str(path), fragment)
+    assert not (tmp_path / "x.png").exists() and not (tmp_path / "x.gif").exists()

@@ -599,10 +599,37 @@ def _open(path):
         handle = h5py.File(path, "r")
     except OSError:
         raise SimError(f"{path}: not an HDF5 file") from None
-    if "format_version" not in handle.attrs:
+    try:
+        if "format_version" not in handle.attrs:
+            raise SimError(f"{path}: not an ffrsim result file (no `format_version` attribute)")
+        _check_links(handle, path)
+    except BaseException:
         handle.close()
-        raise SimError(f"{path}: not an ffrsim result file (no `format_version` attribute)")
+        raise
     return handle
+
+
+def _check_links(handle, path):
+    """SimError naming the first item of ``handle`` that ffrsim never writes and that reading
+    would trip over: a soft link (it may loop), an external link (it opens another file), a
+    group linked again below itself (the tree would never end), a named datatype."""
+    seen, groups = {handle.id}, [handle]
+    while groups:
+        group = groups.pop()
+        for name in group:
+            link = group.get(name, getlink=True)
+            where = f"{path}: `{group.name.rstrip('/')}/{name}`"
+            if not isinstance(link, h5py.HardLink):
+                kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
+                raise SimError(f"{where} is {kind}, which no result holds; the file is damaged or not a result")
+            child = group[name]
+            if isinstance(child, h5py.Group):
+                if child.id in seen:
+                    raise SimError(f"{where} is a second link to a group met before (reading would loop); the file is damaged or not a result")
+                seen.add(child.id)
+                groups.append(child)
+            elif not isinstance(child, h5py.Dataset):
+                raise SimError(f"{where} is not a dataset or a group; the file is damaged or not a result")
 
 
 def open_result(path):
@@ -673,6 +700,25 @@ class _Dataset(Mapping):
 
     def __len__(self):
         return 2
+
+
+def along(series, axis):
+    """The data of the dataset ``series`` of a result tree (:func:`lazy_result`,
+    :func:`read_result`), checked to have one row per entry of the dataset ``axis`` (its
+    ``time``): SimError naming both, before either is read, when a damaged or crafted file has
+    their lengths disagree."""
+    rows, entries = _length(series), _length(axis)
+    if rows != entries:
+        raise SimError(f"{getattr(series, '_path', 'result')}: dataset `{getattr(series, 'name', '?')}` has "
+                       f"{rows} rows for the {entries} entries of `{getattr(axis, 'name', '?')}`; "
+                       f"the file is damaged or not a result")
+    return series["data"]
+
+
+def _length(dataset):
+    """Rows of a result tree's dataset (a lazy one's without reading it)."""
+    shape = dataset.shape if isinstance(dataset, _Dataset) else np.shape(dataset["data"])
+    return shape[0] if shape else 0
 
 
 def _tree(node, path, rows=None):
@@ -763,8 +809,8 @@ def describe(path):
                  f"status {root.get('status', '?')}",
                  f"model: {root.get('model_file', '?')} {root.get('model_parameters', '{}')}"]
         try:
-            overrides = json.loads(root.get("overrides", "[]"))
-        except (TypeError, ValueError):
+            overrides = stored_overrides(root, path)
+        except SimError:       # listed as it is: `info` shows what a file holds
             overrides = [str(root.get("overrides"))]
         if overrides:
             lines.append("overrides: " + " ".join(f"--set {o}" for o in overrides))
@@ -783,6 +829,21 @@ def describe(path):
                       if key not in GROUP_ATTRS]
             lines += _describe_datasets(group, "  ")
     return "\n".join(lines)
+
+
+def stored_overrides(attrs, path):
+    """The ``--set`` overrides of a result file, from its root attributes ``attrs``: a list of
+    ``KEY=VALUE`` strings (none in a file written without them).  SimError naming the file and
+    the attribute when it is not a JSON list of strings."""
+    text = attrs.get("overrides", "[]") or "[]"
+    try:
+        overrides = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        overrides = None
+    if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)):
+        raise SimError(f"{path}: root attribute `overrides` is not a JSON list of strings; "
+                       f"the file is damaged or not a result")
+    return overrides
 
 
 def _short(value, width=60):
