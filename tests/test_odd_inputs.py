@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
 from sim.app.cli import main
@@ -94,6 +95,11 @@ def _short(f):
     f["transient/deviation"] = data
 
 
+def _nan_skeleton(f):
+    for name in ("points", "points_rigid"):
+        f["transient/skeleton"][name][...] = np.nan
+
+
 def _overrides(f):
     f.attrs["overrides"] = "not JSON {"
 
@@ -104,6 +110,7 @@ CRAFTS = {
     "group-link-cycle": (_cycle, ("info", "plot", "compare", "animate"), "`/transient/sensors/again` is a second link"),
     "lengths-disagree": (_short, ("plot", "compare"), "`/transient/deviation` has 5 rows for the 101 entries"),
     "overrides-not-json": (_overrides, ("compare",), "root attribute `overrides` is not a JSON list"),
+    "all-nan-skeleton": (_nan_skeleton, ("animate",), "`/transient/skeleton/points` holds NaN"),
 }
 
 
@@ -120,3 +127,16 @@ def test_crafted_result_file_is_named_not_a_traceback(tmp_path, capsys, motion, 
     code = main([command, *inputs, *out])
     check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", str(path), fragment)
     assert not (tmp_path / "x.png").exists() and not (tmp_path / "x.gif").exists()
+
+
+@pytest.mark.filterwarnings("error")      # numpy's "All-NaN slice encountered" was printed
+@pytest.mark.parametrize("command", ["plot", "compare"])
+def test_nan_data_is_drawn_without_warnings(tmp_path, capsys, motion, command):
+    path = tmp_path / "nan.h5"
+    shutil.copy(motion, path)
+    with h5py.File(path, "a") as f:
+        for name in ("deviation", "pose", "pose_rigid", "energy", "constraint_violation"):
+            f["transient"][name][...] = np.nan
+    inputs = [str(motion), str(path)] if command == "compare" else [str(path)]
+    assert main([command, *inputs, "--out", str(tmp_path / "x.png")]) == 0, capsys.readouterr().err
+    assert (tmp_path / "x.png").read_bytes().startswith(b"\x89PNG")

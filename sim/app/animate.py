@@ -169,7 +169,7 @@ def load_motion(path, group=None, mode=None, frames=None):
             raise SimError(f"{path}: group `{group}`: skeleton of {points.shape[0]} instants for {n} times; "
                            f"the file is damaged")
         picked = frame_indices(n, TIME_FRAMES if frames is None else frames)
-        flexible, rigid, time = points[picked], rigid[picked], time[picked]
+        flexible, rigid, time = _finite(path, points, picked), _finite(path, rigid, picked), time[picked]
     return Motion(segments=segments, rigid=rigid, deflection=flexible - rigid, labels=_time_labels(time),
                   title=title, end_effector=end_effector, group=group)
 
@@ -182,14 +182,24 @@ def _mode_motion(path, node, skeleton, segments, title, end_effector, mode, fram
         raise SimError(f"{path}: mode {mode} is out of range: the file holds modes 1 to {count}")
     if frames < MODE_MIN_FRAMES:
         raise SimError(f"{frames} frames cannot show a mode's oscillation: give at least {MODE_MIN_FRAMES}")
-    shape = shapes[mode - 1]
-    points = skeleton["points"][()]
+    shape = _finite(path, shapes, mode - 1)
+    points = _finite(path, skeleton["points"], ())
     frequency = float(node["frequencies"][mode - 1])
     phase = 2 * np.pi * np.arange(frames) / frames
     labels = tuple(f"mode {mode}: {frequency:.2f} Hz, phase {np.degrees(p):3.0f}°" for p in phase)
     return Motion(segments=segments, rigid=np.broadcast_to(points, (frames,) + points.shape),
                   deflection=np.sin(phase)[:, None, None] * shape, labels=labels, title=title,
                   end_effector=end_effector, group="modes", mode=mode)
+
+
+def _finite(path, dataset, index):
+    """``dataset[index]``, SimError naming the dataset unless every value is finite (NaN has
+    no place to be drawn: the axis limits would be NaN)."""
+    values = np.asarray(dataset[index], dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise SimError(f"{path}: dataset `{dataset.name}` holds NaN or infinite coordinates where it is to be "
+                       f"drawn; the file is damaged or not a result")
+    return values
 
 
 def nice_scale(x):

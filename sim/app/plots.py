@@ -7,6 +7,7 @@ Each ``plot_*`` function draws on a given Axes and returns it, so panels can be 
 
 import contextlib
 import textwrap
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -849,7 +850,7 @@ def plot_result(path, out):
         Unreadable file, or nothing to plot in it.
     """
     _check_format(out)
-    with lazy_result(path, rows=PLOT_ROWS) as tree:
+    with lazy_result(path, rows=PLOT_ROWS) as tree, nan_quiet():
         panels = _panels(tree)
         if not panels:
             raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
@@ -1014,9 +1015,18 @@ def plot_compare(paths, out):
     if len(paths) < 2:
         raise SimError("sim compare needs at least two result files")
     _check_format(out)
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, nan_quiet():
         trees = [stack.enter_context(lazy_result(p, rows=PLOT_ROWS)) for p in paths]
         return _compare(trees, paths, out)
+
+
+@contextlib.contextmanager
+def nan_quiet():
+    """Draw NaN values (a diverged series, a damaged file) as the gaps they are, without
+    numpy's warnings about them ("All-NaN slice encountered", "invalid value")."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def _compare(trees, paths, out):
