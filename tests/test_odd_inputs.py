@@ -3,7 +3,10 @@
 Each ends in one line ``error: ...`` naming the file, key or dataset, exit code 2, and no
 traceback (:func:`test_bad_input.check_outcome`).
 """
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -140,3 +143,17 @@ def test_nan_data_is_drawn_without_warnings(tmp_path, capsys, motion, command):
     inputs = [str(motion), str(path)] if command == "compare" else [str(path)]
     assert main([command, *inputs, "--out", str(tmp_path / "x.png")]) == 0, capsys.readouterr().err
     assert (tmp_path / "x.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("command", ["info", "run"])
+def test_full_standard_output_is_named(tmp_path, motion, command):
+    """``> /dev/full``: one line naming standard output (its errno text alone said nothing)."""
+    (tmp_path / "s.toml").write_text(MOTION)
+    args = ["info", str(motion)] if command == "info" else ["run", str(tmp_path / "s.toml"), "--out",
+                                                             str(tmp_path / "out.h5")]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "sim", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(MODELS.parent)))
+    check_outcome(done.returncode, done.stderr, tmp_path / "out.h5",
+                  "standard output: cannot write (No space left on device)")

@@ -8,6 +8,7 @@ once.  Engine modules are imported by the commands that need them, so ``sim --he
 """
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -466,7 +467,10 @@ def _main(argv):
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     try:
-        return args.func(args)
+        with _checked_stdout():
+            code = args.func(args)
+            sys.stdout.flush()      # here, where a failure can still be reported
+        return code
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     except SimError as exc:
@@ -482,7 +486,7 @@ def _main(argv):
     except BrokenPipeError:
         # The reader went away (`sim modes ... | head`): stop quietly, as Unix tools do, and
         # keep the interpreter's final flush from failing again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_BROKEN_PIPE
     except FileNotFoundError as exc:
         message = f"{exc.filename}: not found" if exc.filename else one_line(exc)
@@ -500,6 +504,53 @@ def _main(argv):
         return _interrupted(stop)
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USER_ERROR
+
+
+class _Stdout:
+    """Standard output whose write errors (a full disk, /dev/full as stdout) are a SimError
+    naming it, what it holds dropped (the interpreter's final flush would fail again); a
+    closed pipe stays a BrokenPipeError, handled quietly."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def write(self, text):
+        return self._checked(self._stream.write, text)
+
+    def flush(self):
+        return self._checked(self._stream.flush)
+
+    @staticmethod
+    def _checked(method, *args):
+        try:
+            return method(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            _drop_stdout()
+            raise SimError(f"standard output: cannot write ({exc.strerror or one_line(exc)})") from None
+
+
+@contextlib.contextmanager
+def _checked_stdout():
+    """``sys.stdout`` as a :class:`_Stdout` for the duration."""
+    stream, sys.stdout = sys.stdout, _Stdout(sys.stdout)
+    try:
+        yield
+    finally:
+        sys.stdout = stream
+
+
+def _drop_stdout():
+    """Send standard output to /dev/null from here on (a stream without a descriptor, as
+    under a test's capture, is left alone)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _kept(exc):
