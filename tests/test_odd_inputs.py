@@ -157,3 +157,35 @@ def test_full_standard_output_is_named(tmp_path, motion, command):
                               text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(MODELS.parent)))
     check_outcome(done.returncode, done.stderr, tmp_path / "out.h5",
                   "standard output: cannot write (No space left on device)")
+
+
+PROBE = """\
+from numba import njit
+
+
+@njit(cache=True)
+def one_more(x):
+    return x + 1
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a read-only tree")
+def test_read_only_installation_without_a_home_still_compiles(tmp_path):
+    """Neither the installation (a read-only mount) nor the home (inside it) writable: the
+    kernels are cached in a private temporary directory instead of numba refusing to compile
+    ("cannot cache function ...: no locator available", a 46-line traceback)."""
+    tree = tmp_path / "install"
+    shutil.copytree(MODELS.parent / "sim", tree / "sim", ignore=shutil.ignore_patterns("__pycache__"))
+    (tree / "probe.py").write_text(PROBE)
+    (tree / "home").mkdir()
+    if subprocess.run(["mount", "--bind", "-o", "ro", str(tree), str(tree)], capture_output=True).returncode:
+        pytest.skip("cannot mount here")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(tree)], check=True, capture_output=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+        done = subprocess.run([sys.executable, "-c", "import sim, probe; print(probe.one_more(1))"], cwd=tree,
+                              env=dict(env, PYTHONPATH=str(tree), HOME=str(tree / "home")),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        subprocess.run(["umount", str(tree)], capture_output=True)
+    assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr[-2000:]
