@@ -23,23 +23,6 @@ def test_poisson_ratio_outside_its_range_is_named(tmp_path, capsys, nu):
     check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", "rrru3.py", "`nu`", "(-1, 0.5]")
 
 
-@pytest.mark.filterwarnings("error")      # numpy's "input contained no data" was printed
-def test_header_only_trajectory_table(tmp_path, capsys):
-    (tmp_path / "path.csv").write_text("t,x,y\n")
-    (tmp_path / "s.toml").write_text(f"""\
-[model]
-file = "{MODELS / 'five_bar.py'}"
-[trajectory]
-kind = "table"
-file = "{tmp_path / 'path.csv'}"
-[ked]
-intervals = 16
-modes = 2
-""")
-    code = main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "out.h5")])
-    check_outcome(code, capsys.readouterr().err, tmp_path / "out.h5", "path.csv", "has no data rows")
-
-
 @pytest.mark.parametrize("file_text, override, fragments", [
     (BEAM + ".".join(["a"] * 5000) + " = 1\n", None, ("s.toml", "`modes.a.a.a...`", "nested more than")),
     (BEAM, ".".join(["a"] * 5000) + "=1", ("--set a.a.a", "a key of 5000 parts")),

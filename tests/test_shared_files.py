@@ -21,20 +21,12 @@ from matplotlib.figure import Figure
 
 from sim.app.cli import main
 from sim.app.results import RESERVATION, release, reserve
+from test_faults import SHORT
+from test_odd_inputs import MOTION
 
 ROOT = Path(__file__).resolve().parent.parent
 PRECIOUS = b"a file of the user's\n"
 PLANTED = "planted"     # the first name tempfile's generator gives here (fixture `predictable`)
-
-SHORT = f"""\
-name = "short"
-[model]
-file = "{ROOT / 'models' / 'beam.py'}"
-parameters = {{ elements = 4 }}
-[modes]
-count = 3
-"""
-
 
 @pytest.fixture
 def predictable(monkeypatch):
@@ -44,17 +36,6 @@ def predictable(monkeypatch):
         yield PLANTED
         yield from tempfile._RandomNameSequence()
     monkeypatch.setattr(tempfile, "_get_candidate_names", names)
-
-
-MOTION = f"""\
-[model]
-file = "{ROOT / 'models' / 'slider_crank.py'}"
-parameters = {{ elements = 2 }}
-[transient]
-step = 1e-4
-duration = 0.01
-drive_law = {{ kind = "constant_rate", rate = 10.0 }}
-"""
 
 
 @pytest.fixture
