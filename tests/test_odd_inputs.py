@@ -197,3 +197,42 @@ samples = 5
     check_outcome(code, capsys.readouterr().err, out, "[frequencies]", "mass matrix is not positive definite",
                   "(2.51e-07 kg)")
     assert not out.exists()
+
+
+def test_table_trajectory_span_counts_in_the_estimate(tmp_path, capsys):
+    """A table of four rows spanning 4e8 s: refused before any analysis by its estimate (the
+    estimate knew only the other kinds' durations)."""
+    (tmp_path / "long.csv").write_text("t,x,y,z\n0,0,0.35,0\n1e8,0,0.35,0\n2e8,0,0.35,0\n4e8,0,0.35,0\n")
+    (tmp_path / "s.toml").write_text(f"""\
+[model]
+file = "{MODELS / 'five_bar.py'}"
+[trajectory]
+kind = "table"
+file = "long.csv"
+[transient]
+step = 2e-4
+""")
+    out = tmp_path / "out.h5"
+    code = main(["run", str(tmp_path / "s.toml"), "--out", str(out)])
+    check_outcome(code, capsys.readouterr().err, out, "`transient.output_step`", "2e+12 samples")
+
+
+def test_available_memory_counts_the_address_space_limit():
+    """Under ``ulimit -v`` the estimates' memory is what the limit leaves, not the machine's."""
+    import resource
+    limit = 6 * 2**30
+    done = subprocess.run([sys.executable, "-c", "from sim.model.builder import available_memory; "
+                           "print(available_memory())"], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(MODELS.parent)),
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert done.returncode == 0, done.stderr
+    assert 0 < float(done.stdout) < limit
+
+
+def test_too_many_elements_are_refused_before_allocating(tmp_path, capsys):
+    """1000 elements per link: the body's matrices, per-element geometric stiffnesses included
+    (273 GiB), are counted before they are allocated, not left to a MemoryError blamed on
+    the model file's build()."""
+    code = main(["modes", str(MODELS / "rrru3.py"), "--param", "elements_per_link=1000"])
+    check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", "rrru3.py", "1000 elements",
+                  "273 GiB", "use fewer elements")
