@@ -100,6 +100,20 @@ def test_figures_follow_no_planted_link(tmp_path, predictable, command, capsys):
     assert out.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.parametrize("kind", ["directory", "link-to-device"])
+def test_figure_is_not_written_over_what_is_not_a_file(tmp_path, result, kind, capsys):
+    """A directory, or a link to a device, at the output: refused in one line, left alone."""
+    out = tmp_path / "figure.png"
+    if kind == "directory":
+        out.mkdir()
+    else:
+        out.symlink_to("/dev/null")
+    assert main(["plot", str(result), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {out}: not a regular file (a directory, device, pipe or "
+                                               f"socket); name a file to write the figure to")
+    assert out.is_dir() if kind == "directory" else out.is_symlink() and Path("/dev/null").is_char_device()
+
+
 def test_animation_follows_no_planted_link(tmp_path, result, predictable, capsys):
     out = tmp_path / "anim.gif"
     victim = tmp_path / "victim"

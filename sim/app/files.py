@@ -16,11 +16,15 @@ import fcntl
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from sim.errors import SimError, one_line, signals_deferred
 
 SUFFIX = ".tmp"     # temporary files are ``.<target name>.<random>.tmp``
+# s after which a temporary file nobody has locked is a dead process's: one just created is
+# not locked yet.
+SETTLED = 10.0
 
 
 def umask():
@@ -74,8 +78,8 @@ def clean_temporaries(directory):
             continue
         try:
             info = os.fstat(fd)
-            if (stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and lock(fd, wait=False)
-                    and names(fd, entry.path)):
+            if (stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and time.time() - info.st_mtime > SETTLED
+                    and lock(fd, wait=False) and names(fd, entry.path)):
                 os.unlink(entry.path)
         except OSError:
             pass
@@ -103,8 +107,9 @@ def replacing(path, what):
     Raises
     ------
     SimError
-        Naming ``path`` when the temporary file cannot be created or written (a full disk, no
-        permission) or the rename fails.  On any exception (a stop signal included) the
+        Naming ``path`` when it is not a regular file (a directory, a device such as
+        /dev/stdout: nothing to replace), when the temporary file cannot be created or written
+        (a full disk, no permission) or the rename fails.  On any exception (a stop signal included) the
         temporary file is removed and ``path`` is left as it was.
 
     Notes
@@ -113,6 +118,9 @@ def replacing(path, what):
     :func:`tempfile.mkstemp`'s 0600.  Stop signals are held back during the rename.
     """
     path = Path(path)
+    if path.exists() and not path.is_file():     # followed: a link to one is refused too
+        raise SimError(f"{path}: not a regular file (a directory, device, pipe or socket); "
+                       f"name a file to write {what} to")
     clean_temporaries(path.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=SUFFIX, dir=path.parent)

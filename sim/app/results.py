@@ -154,7 +154,7 @@ def reserve(path, numbered=False, force=False):
     """
     path = Path(path)
     check_target(path, force=force or numbered)
-    if force and path.exists() and reservation(path) is None:
+    if force and os.path.lexists(path) and reservation(path) is None:
         return path
     files.clean_temporaries(path.parent)
     number = 1
