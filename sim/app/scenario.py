@@ -936,7 +936,9 @@ def _update_readme(path="README.md"):
     start = text.index("<!-- schema:start")
     start = text.index("\n", start) + 1
     end = text.index("<!-- schema:end -->")
-    Path(path).write_text(text[:start] + schema_markdown() + "\n" + text[end:])
+    from sim.app import files
+    with files.replacing(path, "the README") as handle:
+        handle.write((text[:start] + schema_markdown() + "\n" + text[end:]).encode())
 
 
 if __name__ == "__main__":
