@@ -103,6 +103,42 @@ def _stop_now():
     _exit(128 + _stopping[0])
 
 
+def stop_line(signum, kept=""):
+    """The error line of a stop by ``signum``: ``error: interrupted`` (Ctrl-C), with the
+    signal's name for the others, and ``kept`` (where the incomplete result went)."""
+    name = "" if signum == signal.SIGINT else f" ({signal.Signals(signum).name})"
+    return f"error: interrupted{name}{kept}"
+
+
+# While a command has computed nothing it could keep (a run loading or compiling its kernels,
+# `sim modes`): what to undo before ending at once on a stop -- see `nothing_to_keep`.
+_undo = []
+
+
+@contextlib.contextmanager
+def nothing_to_keep(undo=lambda: None):
+    """While inside, in the command line, a stop that would wait for a compilation (held back
+    by :func:`signals_deferred`, or landing in numba's compiler: 5-19 s on a cold cache,
+    beyond a container's 10 s stop grace period) ends the process at once, after ``undo()``
+    (a run's reservation released): nothing computed is lost.  The compilations' cache files
+    are written whole or not at all; a compile helper ends once its parent is gone."""
+    _undo.append(undo)
+    try:
+        yield
+    finally:
+        _undo.pop()
+
+
+def _end_now(signum):
+    for undo in reversed(_undo):
+        try:
+            undo()
+        except Exception:       # ending anyway: what could not be undone stays
+            pass
+    os.write(2, (stop_line(signum) + "\n").encode())
+    _exit(128 + signum)
+
+
 # Modules inside which a stop is not raised but delivered again a moment later: an exception
 # thrown into numba's compiler or llvmlite's object disposal (a `__del__` run by the garbage
 # collector at any time) is lost there, prints "Exception ignored", or leaves an LLVM object
@@ -135,6 +171,8 @@ def _on_stop(signum, frame):
     if _stopping:
         _stop_now()
     if _in_internals(frame):
+        if _undo:
+            _end_now(signum)
         _again(signum)
         return
     _stopping.append(signum)
@@ -206,6 +244,8 @@ def signals_deferred():
     def record(signum, frame):
         if _stopping:
             _stop_now()
+        if handling and _undo:
+            _end_now(signum)
         received.append(signum)
         if handling:
             _stopping.append(signum)

@@ -6,6 +6,7 @@ The runs are real ``python -m sim run`` processes.  Their scenario does [modes] 
 long [transient], so a signal finds either nothing computed yet (no file is written) or the
 modes done (an incomplete result is kept).
 """
+import contextlib
 import os
 import shutil
 import signal
@@ -474,3 +475,27 @@ def test_model_file_that_exits_is_an_error_naming_it(tmp_path, at_load, in_build
     code, _, err = finish(start(tmp_path, SHORT.replace(str(MODELS / "beam.py"), str(model)), "--out", out))
     check_clean(tmp_path, code, err, 2, str(model), call)
     assert not out.exists(), "the output name was left reserved"
+
+
+@pytest.mark.parametrize("command", ["run", "modes"])
+def test_stop_during_a_cold_compilation_ends_within_two_seconds(tmp_path, command):
+    """An empty numba cache (NUMBA_CACHE_DIR): SIGTERM while the kernels compile ends the
+    command within 2 s -- a container's stop grace period is 10 s, a compilation 5-19 s --
+    with exit code 143, one line, and no reservation or temporary file left."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(LONG)
+    args = (["run", str(scenario), "--out", str(tmp_path / "out.h5")] if command == "run"
+            else ["modes", str(MODELS / "slider_crank.py"), "--param", "elements=2"])
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cold"))
+    process = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    time.sleep(4.0)
+    assert process.poll() is None, "done before it was stopped"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code, _, err = finish(process, timeout=120)
+    waited = time.monotonic() - sent
+    with contextlib.suppress(ProcessLookupError):      # a compile helper finishing its kernel
+        os.killpg(process.pid, signal.SIGKILL)
+    check_clean(tmp_path, code, err, 143, "interrupted")
+    assert waited < 2.0, f"ended {waited:.1f} s after SIGTERM"

@@ -18,8 +18,8 @@ import sys
 import threading
 from pathlib import Path
 
-from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, one_line,
-                        restore_handlers, stop_in)
+from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, nothing_to_keep,
+                        one_line, restore_handlers, stop_in, stop_line)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -153,9 +153,10 @@ def cmd_modes(args):
     from sim.app.api import load_model
     from sim.solvers.modal import modes
 
-    model = load_model(path, **parse_params(args.param))
-    pose, q = configuration(model, args.pose, "--pose")
-    result = modes(model, q, count=args.count)
+    with nothing_to_keep():     # a stop while the kernels compile ends at once
+        model = load_model(path, **parse_params(args.param))
+        pose, q = configuration(model, args.pose, "--pose")
+        result = modes(model, q, count=args.count)
     frequencies = [float(f) for f in result.frequencies_hz]
     if args.json:
         print(json.dumps({"frequencies_hz": frequencies,
@@ -561,8 +562,7 @@ def _kept(exc):
 
 def _interrupted(exc):
     """One line and the exit code of a stop signal (130 for a plain KeyboardInterrupt)."""
-    name = f" ({exc.args[0]})" if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT else ""
-    print(f"error: interrupted{name}{_kept(exc)}", file=sys.stderr)
+    print(stop_line(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT, _kept(exc)), file=sys.stderr)
     return exc.exit_code if isinstance(exc, Interrupted) else EXIT_INTERRUPTED
 
 
