@@ -236,3 +236,27 @@ def test_too_many_elements_are_refused_before_allocating(tmp_path, capsys):
     code = main(["modes", str(MODELS / "rrru3.py"), "--param", "elements_per_link=1000"])
     check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", "rrru3.py", "1000 elements",
                   "273 GiB", "use fewer elements")
+
+
+def test_table_rounded_to_few_digits_is_not_blamed_on_the_workspace(tmp_path, capsys):
+    """A circle well inside the workspace, 50 000 rows rounded to 5 digits: the spline's
+    accelerations are the rounding's noise and the motion is lost between samples; the line
+    says so instead of "leaves the workspace"."""
+    t = np.linspace(0.0, 0.5, 50_000)
+    np.savetxt(tmp_path / "path.csv", np.column_stack([t, 0.03 * np.cos(12.566 * t), 0.35 + 0.03 * np.sin(12.566 * t),
+                                                       0 * t]),
+               delimiter=",", fmt="%.12g,%.5g,%.5g,%.5g", header="t,x,y,z", comments="")
+    (tmp_path / "s.toml").write_text(f"""\
+[model]
+file = "{MODELS / 'five_bar.py'}"
+[trajectory]
+kind = "table"
+file = "path.csv"
+[ked]
+intervals = 16
+modes = 2
+""")
+    out = tmp_path / "out.h5"
+    code = main(["run", str(tmp_path / "s.toml"), "--out", str(out)])
+    check_outcome(code, capsys.readouterr().err, out, "[ked]", "is in the workspace but was not followed",
+                  "rounded to few digits", "smooth the table")
