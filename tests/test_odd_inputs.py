@@ -199,22 +199,26 @@ samples = 5
     assert not out.exists()
 
 
-def test_table_trajectory_span_counts_in_the_estimate(tmp_path, capsys):
-    """A table of four rows spanning 4e8 s: refused before any analysis by its estimate (the
-    estimate knew only the other kinds' durations)."""
-    (tmp_path / "long.csv").write_text("t,x,y,z\n0,0,0.35,0\n1e8,0,0.35,0\n2e8,0,0.35,0\n4e8,0,0.35,0\n")
+def run_table(tmp_path, capsys, analysis):
+    """``sim run`` of the five-bar following the table ``path.csv`` of ``tmp_path``, with the
+    TOML table ``analysis``: (exit code, stderr, output path)."""
     (tmp_path / "s.toml").write_text(f"""\
 [model]
 file = "{MODELS / 'five_bar.py'}"
 [trajectory]
 kind = "table"
-file = "long.csv"
-[transient]
-step = 2e-4
-""")
+file = "path.csv"
+{analysis}""")
     out = tmp_path / "out.h5"
-    code = main(["run", str(tmp_path / "s.toml"), "--out", str(out)])
-    check_outcome(code, capsys.readouterr().err, out, "`transient.output_step`", "2e+12 samples")
+    return main(["run", str(tmp_path / "s.toml"), "--out", str(out)]), capsys.readouterr().err, out
+
+
+def test_table_trajectory_span_counts_in_the_estimate(tmp_path, capsys):
+    """A table of four rows spanning 4e8 s: refused before any analysis by its estimate (the
+    estimate knew only the other kinds' durations)."""
+    (tmp_path / "path.csv").write_text("t,x,y,z\n0,0,0.35,0\n1e8,0,0.35,0\n2e8,0,0.35,0\n4e8,0,0.35,0\n")
+    check_outcome(*run_table(tmp_path, capsys, "[transient]\nstep = 2e-4\n"), "`transient.output_step`",
+                  "2e+12 samples")
 
 
 def test_available_memory_counts_the_address_space_limit():
@@ -246,17 +250,5 @@ def test_table_rounded_to_few_digits_is_not_blamed_on_the_workspace(tmp_path, ca
     np.savetxt(tmp_path / "path.csv", np.column_stack([t, 0.03 * np.cos(12.566 * t), 0.35 + 0.03 * np.sin(12.566 * t),
                                                        0 * t]),
                delimiter=",", fmt="%.12g,%.5g,%.5g,%.5g", header="t,x,y,z", comments="")
-    (tmp_path / "s.toml").write_text(f"""\
-[model]
-file = "{MODELS / 'five_bar.py'}"
-[trajectory]
-kind = "table"
-file = "path.csv"
-[ked]
-intervals = 16
-modes = 2
-""")
-    out = tmp_path / "out.h5"
-    code = main(["run", str(tmp_path / "s.toml"), "--out", str(out)])
-    check_outcome(code, capsys.readouterr().err, out, "[ked]", "is in the workspace but was not followed",
-                  "rounded to few digits", "smooth the table")
+    check_outcome(*run_table(tmp_path, capsys, "[ked]\nintervals = 16\nmodes = 2\n"), "[ked]",
+                  "is in the workspace but was not followed", "rounded to few digits", "smooth the table")
