@@ -111,30 +111,36 @@ def stop_line(signum, kept=""):
 
 
 # While a command has computed nothing it could keep (a run loading or compiling its kernels,
-# `sim modes`): what to undo before ending at once on a stop -- see `nothing_to_keep`.
-_undo = []
+# `sim modes`): {"undo": what to undo before ending at once on a stop} -- see `nothing_to_keep`.
+_quick = {}
 
 
 @contextlib.contextmanager
 def nothing_to_keep(undo=lambda: None):
-    """While inside, in the command line, a stop that would wait for a compilation (held back
-    by :func:`signals_deferred`, or landing in numba's compiler: 5-19 s on a cold cache,
-    beyond a container's 10 s stop grace period) ends the process at once, after ``undo()``
-    (a run's reservation released): nothing computed is lost.  The compilations' cache files
-    are written whole or not at all; a compile helper ends once its parent is gone."""
-    _undo.append(undo)
+    """While inside, until :func:`keeping` is called, in the command line: a stop that would
+    wait for a compilation (held back by :func:`signals_deferred`, or landing in numba's
+    compiler: 5-19 s on a cold cache, beyond a container's 10 s stop grace period) ends the
+    process at once, after ``undo()`` (a run's reservation released): nothing computed is
+    lost.  Compilations write their cache files whole or not at all; a compile helper ends
+    once its parent is gone.  Also a decorator."""
+    _quick["undo"] = undo
     try:
         yield
     finally:
-        _undo.pop()
+        _quick.clear()
+
+
+def keeping():
+    """The command holds something to keep from here on (a result's first dataset): a stop is
+    delivered where what was computed can be written."""
+    _quick.clear()
 
 
 def _end_now(signum):
-    for undo in reversed(_undo):
-        try:
-            undo()
-        except Exception:       # ending anyway: what could not be undone stays
-            pass
+    try:
+        _quick["undo"]()
+    except Exception:       # ending anyway: what could not be undone stays
+        pass
     os.write(2, (stop_line(signum) + "\n").encode())
     _exit(128 + signum)
 
@@ -171,7 +177,7 @@ def _on_stop(signum, frame):
     if _stopping:
         _stop_now()
     if _in_internals(frame):
-        if _undo:
+        if _quick:
             _end_now(signum)
         _again(signum)
         return
@@ -244,7 +250,7 @@ def signals_deferred():
     def record(signum, frame):
         if _stopping:
             _stop_now()
-        if handling and _undo:
+        if handling and _quick:
             _end_now(signum)
         received.append(signum)
         if handling:

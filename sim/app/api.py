@@ -324,7 +324,9 @@ def execute(scenario, out=None, force=False, allow_long=False):
     else:
         out = reserve(Path("results") / f"{scenario.name}.h5", numbered=not force, force=force)
     try:
-        summaries, notes = _run(scenario, out, force, allow_long)
+        # Until a result holds data, a stop while the kernels compile ends the run at once.
+        with nothing_to_keep(lambda: release(out)):
+            summaries, notes = _run(scenario, out, force, allow_long)
     finally:
         release(out)      # a run that wrote nothing leaves no reservation behind
     return out, summaries, notes
@@ -359,7 +361,7 @@ def _run(scenario, out, force, allow_long):
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
     from sim.app.cli import make_progress
-    from sim.app.results import ResultFile, release
+    from sim.app.results import ResultFile
 
     available(scenario)
     # On a cold cache, a helper process compiles the analyses' loops meanwhile (from the
@@ -367,22 +369,20 @@ def _run(scenario, out, force, allow_long):
     helper = parallel_compile.start(scenario, scenario.analyses)
     delegated = helper.names if helper is not None else ()
     try:
-        # Nothing computed yet: a stop while the kernels compile ends the run at once.
-        with nothing_to_keep(lambda: release(out)):
-            model = load_model(scenario.model_file, **scenario.model_parameters)
-            cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
-            prepared = [name for name in scenario.analyses if name in PREPARE]
-            loading = time.perf_counter()
-            if helper is not None:
-                parallel_compile.shared(model, scenario, helper)
-            for name in prepared:
-                if name not in delegated:
-                    PREPARE[name](model, scenario)
-            for name in scenario.analyses:      # what the model cannot answer: refused before any file
-                if name in CHECK:
-                    with _named(scenario, name):
-                        CHECK[name](model, scenario)
-            loading = time.perf_counter() - loading
+        model = load_model(scenario.model_file, **scenario.model_parameters)
+        cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
+        prepared = [name for name in scenario.analyses if name in PREPARE]
+        loading = time.perf_counter()
+        if helper is not None:
+            parallel_compile.shared(model, scenario, helper)
+        for name in prepared:
+            if name not in delegated:
+                PREPARE[name](model, scenario)
+        for name in scenario.analyses:      # what the model cannot answer: refused before any file
+            if name in CHECK:
+                with _named(scenario, name):
+                    CHECK[name](model, scenario)
+        loading = time.perf_counter() - loading
         progress = make_progress()
         summaries = {}
         with ResultFile(out, scenario=scenario.text, model_file=scenario.model_file,

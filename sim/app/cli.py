@@ -144,6 +144,7 @@ def cmd_validate(args):
     return 0
 
 
+@nothing_to_keep()      # a stop while the kernels compile ends at once
 def cmd_modes(args):
     """Print the lowest elastic natural frequencies of a model at a pose."""
     if args.count < 1:
@@ -153,10 +154,9 @@ def cmd_modes(args):
     from sim.app.api import load_model
     from sim.solvers.modal import modes
 
-    with nothing_to_keep():     # a stop while the kernels compile ends at once
-        model = load_model(path, **parse_params(args.param))
-        pose, q = configuration(model, args.pose, "--pose")
-        result = modes(model, q, count=args.count)
+    model = load_model(path, **parse_params(args.param))
+    pose, q = configuration(model, args.pose, "--pose")
+    result = modes(model, q, count=args.count)
     frequencies = [float(f) for f in result.frequencies_hz]
     if args.json:
         print(json.dumps({"frequencies_hz": frequencies,

@@ -28,7 +28,7 @@ import h5py
 import numpy as np
 
 from sim.app import files
-from sim.errors import SimError, one_line, signals_deferred, stop_in
+from sim.errors import SimError, keeping, one_line, signals_deferred, stop_in
 
 FORMAT_VERSION = 1
 STATUSES = ("complete", "incomplete")
@@ -288,6 +288,7 @@ class GroupWriter:
         values = np.asarray(data)
         if values.dtype.kind == "U":
             values = values.astype(h5py.string_dtype())
+        keeping()       # the result now holds data: a stop is to keep it
         dataset = self._group.create_dataset(name, data=values)
         dataset.attrs["units"] = units if isinstance(units, str) else list(units)
         dataset.attrs["description"] = description
