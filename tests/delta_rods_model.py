@@ -9,6 +9,11 @@ own) with spherical joints at
 both ends, on a 0.3 kg platform at 0.05 m.  End-effector coordinates ``x y z`` (the
 parallelograms keep the platform's orientation); each rod spins freely about its axis: six
 free motions of the structure with the arms locked.
+
+``forearm = "rod"``: one rod per forearm instead of the parallelogram, ball-jointed at both ends
+(a common simplification): the arms then leave the platform free to turn, three free motions
+that move the end effector besides the three rods' spins.  ``declared``: declare that many free
+motions intended (:meth:`sim.ModelBuilder.declare_free_motions`).
 """
 import numpy as np
 
@@ -23,7 +28,7 @@ HEIGHT = -np.sqrt(L_ROD**2 - (R_BASE + L_ARM - R_PLAT) ** 2)           # platfor
 ARM_INERTIA = M_ARM * L_ARM**2 / 12      # kg m^2 about its centre, across the arm
 
 
-def build(elements=2):
+def build(elements=2, forearm="parallelogram", declared=0):
     counts = iter(np.broadcast_to(np.asarray(elements, dtype=int), 6).tolist())
     rod = Section.tube(R_OUT, WALL, E=E, rho=RHO, nu=NU)
     b = ModelBuilder("delta_rods", gravity=(0.0, 0.0, -9.81))
@@ -40,7 +45,7 @@ def build(elements=2):
         b.add_marker(f"A{i}", f"arm{i}", A, axes)
         b.add_joint(f"A{i}", "revolute", f"A0{i}", f"A{i}")
         b.add_actuator(f"theta{i}", f"A{i}")
-        for side, s in (("l", -0.5), ("r", 0.5)):
+        for side, s in (("l", -0.5), ("r", 0.5)) if forearm == "parallelogram" else (("c", 0.0),):
             name, Bs, Cs = f"rod{i}{side}", B + s * WIDTH * tangent, C + s * WIDTH * tangent
             n = next(counts)
             b.add_beam_body(name, np.linspace(Bs, Cs, n + 1), np.column_stack([np.arange(n), np.arange(1, n + 1)]),
@@ -52,4 +57,6 @@ def build(elements=2):
             b.add_marker(f"C{i}{side}b", "platform", Cs)
             b.add_joint(f"C{i}{side}", "spherical", f"C{i}{side}a", f"C{i}{side}b")
     b.set_end_effector("P", ("x", "y", "z"))
+    if declared:
+        b.declare_free_motions(declared, "the platform turns on its ball-jointed rods")
     return b.build()

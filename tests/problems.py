@@ -99,8 +99,9 @@ FLEXIBLE_ARM_OMEGA = (5.283, 20.842, 46.770, 83.068)
 
 # -- NaVARo (paper 000, Germain et al., Table 3, pose 1; SPEC §4.1) --------------------------
 
-#: Cast3M in-plane frequencies at x = y = theta = 0 [Hz] with their multiplicity.
-NAVARO_CAST3M_HZ = {44.10: 2, 53.98: 1, 95.62: 1}
+#: Cast3M's five lowest frequencies [Hz] (f4 out of the plane) by pose of ``models.navaro.POSES``;
+#: the project's copy of Table 3 holds pose 1 only (the other columns are withheld from it).
+NAVARO_TABLE3_HZ = {1: (44.10, 44.10, 53.98, 60.63, 95.62)}
 #: Independent coordinates of the discretised NaVARo with the actuators locked (paper 000 §5.1).
 NAVARO_INDEPENDENT_COORDINATES = 90
 #: Pose indices of ``models.navaro.POSES`` that are images of each other under the robot's

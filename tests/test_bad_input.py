@@ -105,6 +105,20 @@ def test_unknown_table(sim_run):
     check_outcome(code, err, out, "unknown key `mode`", "did you mean `modes`?")
 
 
+def test_per_analysis_damping_key_points_to_the_damping_table(sim_run):
+    """A scenario of an earlier version, with its damping in an analysis table: one line naming
+    the file and the key and where its value goes now, exit 2, no file."""
+    code, err, out = sim_run(BEAM + '[frf]\ninputs = ["force:tip:z"]\noutputs = ["displacement:tip:z"]\n'
+                                    'eta = 0.096\n')
+    line = check_outcome(code, err, out, "s.toml: frf.eta is gone: damping is one model per robot",
+                         "set [damping] eta = 0.096")
+    assert line.startswith("error: ") and not out.exists()
+    code, err, out = sim_run(BEAM, "--set", "transient.damping_modes=6")
+    check_outcome(code, err, out, "--set transient.damping_modes: transient.damping_modes is gone",
+                  "set [damping] modes = 6")
+    assert not out.exists()
+
+
 def test_wrong_type(sim_run):
     code, err, out = sim_run(BEAM.replace("count = 3", 'count = "three"'))
     check_outcome(code, err, out, "[modes] count must be an integer, got 'three'")
@@ -477,3 +491,14 @@ def test_section_without_shear_modulus_or_poisson_ratio(sim_run, tmp_path):
         "    tube = Section.tube(0.01, 0.001, E=70e9, rho=2700.0)\n")
     code, err, out = sim_run(f'[model]\nfile = "{tmp_path / "robot.py"}"\n[modes]\ncount = 2\n')
     check_outcome(code, err, out, "robot.py: line 3: section: give the shear modulus G or Poisson's ratio nu")
+
+
+def test_hht_below_its_range_is_one_line(sim_run):
+    """HHT's alpha_f = (1 - rho)/(1 + rho) leaves [0, 1/3] below rho_inf = 0.5 (it ended in a
+    traceback); generalized-alpha takes the whole [0, 1]."""
+    text = NAVARO_CIRCLE.replace("radius = 0.4", "radius = 0.01").replace(
+        "[inverse_dynamics]\nsamples = 20", '[transient]\nstep = 1e-3\nduration = 0.01\nmethod = "hht"\nrho_inf = 0.3')
+    code, err, out = sim_run(text)
+    check_outcome(code, err, out, "s.toml: [transient] rho_inf = 0.3 is below HHT's range [0.5, 1]",
+                  'method = "generalized-alpha" takes rho_inf down to 0')
+    assert not out.exists()

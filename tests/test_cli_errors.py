@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -163,7 +164,8 @@ def fake_engine(monkeypatch):
     from sim.analyses import ANALYSES
 
     import sim.app.cost
-    monkeypatch.setattr(sim.app.api, "load_model", lambda path, **parameters: object())
+    model = types.SimpleNamespace(warnings=())     # a model with nothing to say
+    monkeypatch.setattr(sim.app.api, "load_model", lambda path, **parameters: model)
     monkeypatch.setattr(sim.app.cost, "estimate", lambda scenario, model: [])
 
     def install(analysis):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from problems import NAVARO_CAST3M_HZ
+from problems import NAVARO_TABLE3_HZ
 
 
 def sim(*args, cwd=ROOT):
@@ -27,10 +27,9 @@ def test_modes_json_ascending(navaro_json):
     assert len(f) > 0 and np.all(np.diff(f) >= 0), f"frequencies_hz not ascending: {f}"
 
 
-@pytest.mark.parametrize("target", NAVARO_CAST3M_HZ)
-def test_modes_json_contains_cast3m(navaro_json, target):
-    f = np.array(navaro_json["frequencies_hz"])
-    assert np.sum(np.abs(f / target - 1) < 5e-3) >= NAVARO_CAST3M_HZ[target], f"{target} Hz not in {f}"
+def test_modes_json_gives_cast3m(navaro_json):
+    """Paper 000 Table 3, pose 1 (five lowest, f4 out of the plane), within 0.1 %."""
+    np.testing.assert_allclose(navaro_json["frequencies_hz"][:5], NAVARO_TABLE3_HZ[1], rtol=1e-3)
 
 
 MALFORMED = "def build(:\n    pass\n"

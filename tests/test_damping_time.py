@@ -36,9 +36,9 @@ initial_state = {{ beam = {{ transverse_y_displacement = {{ polynomial = [0.0, 0
 
 def decay(tmp_path, keys):
     """Fitted ``(omega, zeta)`` (2, 2) of the two lowest bending modes in the free decay of the
-    cantilever's tip deflection with the damping ``keys`` of ``[transient]``."""
+    cantilever's tip deflection with the ``[damping]`` ``keys``."""
     path = tmp_path / "decay.toml"
-    path.write_text(DECAY.replace("drive_law", f"{keys}\ndrive_law"))
+    path.write_text(DECAY.replace("[transient]", f"[damping]\n{keys}\n[transient]"))
     out = tmp_path / "decay.h5"
     assert main(["run", str(path), "--out", str(out), "--force"]) == 0
     with h5py.File(out) as f:
@@ -57,7 +57,7 @@ def decay(tmp_path, keys):
 
 
 @pytest.mark.parametrize("keys, expected", [
-    ("damping_ratio = 0.02", lambda w: (0.02, 0.02)),
+    ("ratio = 0.02", lambda w: (0.02, 0.02)),
     ("eta = 0.04", lambda w: (0.02, 0.02)),
     ("rayleigh_beta = 0.01", lambda w: (0.01 * w[0] / 2, None)),
     ("rayleigh_alpha = 0.1", lambda w: (0.1 / (2 * w[0]), 0.1 / (2 * w[1]))),
@@ -129,16 +129,48 @@ def test_material_matrices_of_a_beam_are_its_mass_and_stiffness():
     np.testing.assert_allclose(red.K_f, red.K, atol=1e-9 * np.abs(red.K).max())
 
 
-def test_damped_five_bar_transient_and_ked_agree_once_the_start_has_died_out(tmp_path):
-    """Same modal damping (zeta = 0.05) in both: after the full-speed start's ringing has
-    decayed, the in-plane dynamic deviations agree within 2 %."""
+def test_one_damping_model_for_ked_transient_and_frf(tmp_path):
+    """One ``[damping]`` (zeta = 0.04, eta = 0.02) for a five-bar run with KED, the transient and
+    the FRF: each group stores the same model; every KED mode gets zeta + eta/2 = 0.05, the
+    FRF's complex modes -Re(lambda)/|lambda| = zeta + eta/2 to O(eta^2) (1 %), and after the
+    full-speed start's ringing has decayed the transient's in-plane dynamic deviation agrees
+    with the KED's within 2 % (as with ratio = 0.05 alone: both damp each mode alike)."""
+    scenario = tmp_path / "five_bar.toml"
+    text = (ROOT / "scenarios" / "five_bar_circle.toml").read_text().replace("../models/", f"{MODELS}/")
+    scenario.write_text(text + '[frf]\ninputs = ["force:P_1:x"]\noutputs = ["displacement:P_1:x"]\n'
+                               'f_max = 2000.0\ncount = 6\n')
     out = tmp_path / "five_bar.h5"
-    assert main(["run", str(ROOT / "scenarios" / "five_bar_circle.toml"), "--out", str(out),
-                 "--set", "trajectory.duration=0.4", "--set", "transient.damping_ratio=0.05",
-                 "--set", "ked.damping_ratio=0.05"]) == 0
+    assert main(["run", str(scenario), "--out", str(out), "--set", "trajectory.duration=0.4",
+                 "--set", "damping.ratio=0.04", "--set", "damping.eta=0.02"]) == 0
     with h5py.File(out) as f:
+        stored = [{k: f[g]["damping"][k][()] for k in f[g]["damping"]} for g in ("transient", "ked", "frf")]
+        assert stored[0] == stored[1] == stored[2] == {"ratio": 0.04, "eta": 0.02, "rayleigh_alpha": 0.0,
+                                                       "rayleigh_beta": 0.0, "modes": 12}
+        assert f["ked/damping/ratio"].attrs["units"] == "1" and "modal damping ratio" in \
+            f["ked/damping/ratio"].attrs["description"]
+        assert f["ked/damping/rayleigh_alpha"].attrs["units"] == "1/s"
+        np.testing.assert_allclose(f["ked/damping_ratios"][:], 0.05, rtol=1e-12)
+        np.testing.assert_allclose(f["frf/damping_ratios"][:], 0.05, rtol=1e-2)
         late = {g: np.abs(f[g]["deviation_dynamic"][:][f[g]["time"][:] > 0.2, :2]).max(axis=0)
                 for g in ("transient", "ked")}
-        assert f["transient"].attrs["damping_ratio"][0] == f["ked"].attrs["damping_ratio"][0] == 0.05
-        np.testing.assert_allclose(f["ked/damping_ratios"][:], 0.05)
     np.testing.assert_allclose(late["transient"], late["ked"], rtol=0.02)
+
+
+def test_modes_above_the_damping_modes_carry_no_modal_ratio():
+    """``[damping] modes`` bounds the modes that carry ``ratio`` and ``eta`` in the time domain:
+    the same cut in KED's ratios (:meth:`Damping.ratios`) as in the transient's schedule, whose
+    frozen structures keep that many modes; Rayleigh damping reaches every mode."""
+    omega = np.array([[10.0, 20.0, 30.0, 40.0]] * 3)
+    np.testing.assert_allclose(dmp.Damping(zeta=0.02, eta=0.01, modes=2).ratios(omega),
+                               [[0.025, 0.025, 0.0, 0.0]] * 3)
+    np.testing.assert_allclose(dmp.Damping(zeta=0.02, eta=0.01).ratios(omega), 0.025)
+    with pytest.raises(sim.SimError, match="modes"):
+        dmp.Damping(modes=0)
+    model = load("five_bar")
+    circle = dict(kind="circle", center=[0.0, 0.35, 0.0], radius=0.03, omega=12.0, duration=0.1)
+    ked = sim.ked(model, circle, intervals=4, modes=6, damping=dict(ratio=0.02, eta=0.01, modes=4,
+                                                                    rayleigh_beta=1e-6))
+    rayleigh = 1e-6 * 2 * np.pi * ked.frequencies / 2      # the tubes carry all the stiffness
+    np.testing.assert_allclose(ked.damping_ratios, rayleigh + np.where(np.arange(6) < 4, 0.025, 0.0), rtol=1e-9)
+    damped = dmp.schedule(model, dmp.Damping(zeta=0.02, modes=4), np.array([0.0]), model.q_home[None])
+    assert damped.factors.shape[-1] == damped.rates.shape[-1] == 4

@@ -120,8 +120,8 @@ def test_scenario_tables_are_strict(tmp_path):
     with pytest.raises(SimError, match="measured_frequncies"):
         load_scenario(bad)
     bad.write_text(f'[model]\nfile = "{ROOT / "models" / "delta_surgiscope.py"}"\n'
-                   '[frf]\ninputs = ["force:E:z"]\noutputs = ["displacement:E:z"]\neta = -1.0\n')
-    with pytest.raises(SimError, match="eta"):
+                   '[damping]\neta = -1.0\n[frf]\ninputs = ["force:E:z"]\noutputs = ["displacement:E:z"]\n')
+    with pytest.raises(SimError, match=r"\[damping\] eta must be a non-negative number, got -1.0"):
         load_scenario(bad)
 
 

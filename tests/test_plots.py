@@ -47,16 +47,16 @@ def test_modes_result_draws_mode_shapes_on_the_robot(tmp_path):
                     assert not box.overlaps(ax.get_tightbbox(renderer)), (order, ax.get_title())
         finally:
             plt.close(fig)
-    # Cast3M's in-plane frequencies, declared by the model at this pose, drawn on modes 1, 2, 3, 5
+    # Cast3M's five frequencies (f4 out of the plane), declared by the model at this pose, on modes 1-5
     import matplotlib.pyplot as plt
     draw = dict(_panels(read_result(out)))["modes: natural frequencies"]
     fig, ax = plt.subplots()
     try:
         draw(ax)
         (line,) = ax.get_lines()
-        np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3, 5])
-        np.testing.assert_array_equal(line.get_ydata(), [44.10, 44.10, 53.98, 95.62])
-        assert line.get_label() == "Cast3M (paper 000, Table 3, pose 1), in-plane modes"
+        np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3, 4, 5])
+        np.testing.assert_array_equal(line.get_ydata(), [44.10, 44.10, 53.98, 60.63, 95.62])
+        assert line.get_label() == "Cast3M (paper 000, Table 3, pose 1)"
     finally:
         plt.close(fig)
 
@@ -134,6 +134,21 @@ def test_compare_overlays_runs_labelled_by_their_overrides(tmp_path, capsys):
     assert out.stat().st_size > 10_000
     assert readable([3e-5, -5e-5], "m") == (1e-6, "µm") and readable([2e-3], "rad") == (1e-3, "mrad")
     assert readable([0.5], "m") == (1e-3, "mm") and readable([2.0], "N") == (1.0, "N")
+
+
+def test_compare_labels_runs_by_their_damping(tmp_path):
+    """``sim run --set damping.eta=...``: the runs' labels name the damping they assumed, and
+    each file's FRF stores that model."""
+    from sim.app.cli import main
+    from sim.app.plots import run_labels
+    from sim.app.results import read_result
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "delta_modes.toml"
+    paths = [tmp_path / "a.h5", tmp_path / "b.h5"]
+    for path, eta in zip(paths, ("0.05", "0.1")):
+        assert main(["run", str(scenario), "--out", str(path), "--set", f"damping.eta={eta}"]) == 0
+        with h5py.File(path) as f:
+            assert f["frf/damping/eta"][()] == float(eta) and f["frf/damping/eta"].attrs["units"] == "1"
+    assert run_labels([read_result(p) for p in paths], paths) == ["damping.eta=0.05", "damping.eta=0.1"]
 
 
 def test_compare_errors_are_one_line(tmp_path, capsys):

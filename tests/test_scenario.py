@@ -18,12 +18,13 @@ center = [0.0, 0.0, -0.7]
 radius = 0.1
 omega = 2
 duration = 5.0
+[damping]
+ratio = 0.001
 [transient]
 step = 1e-3
 [ked]
 intervals = 512
 modes = 4
-damping_ratio = 0.001
 """
 
 
@@ -129,8 +130,8 @@ def test_infinite_rejected(write):
 
 
 def test_boolean_is_not_a_number(write):
-    path = write(SCENARIO.replace("damping_ratio = 0.001", "damping_ratio = true"))
-    assert "[ked] damping_ratio must be a finite number, got true" in error(path)
+    path = write(SCENARIO.replace("ratio = 0.001", "ratio = true"))
+    assert "[damping] ratio must be a finite number, got true" in error(path)
 
 
 def test_choice_suggests_close_match(write):
@@ -154,7 +155,7 @@ def test_trajectory_required_by_kind(write):
 
 
 def test_trajectory_analysis_needs_trajectory(write):
-    text = SCENARIO.split("[trajectory]")[0] + "[ked]\ndamping_ratio = 0.01\n"
+    text = SCENARIO.split("[trajectory]")[0] + "[ked]\nintervals = 8\n"
     assert "[ked] needs a [trajectory] table" in error(write(text))
 
 
@@ -240,4 +241,35 @@ def test_schema_is_data():
 
 def test_schema_markdown_lists_every_key():
     text = schema_markdown()
-    assert "`ked.damping_ratio`" in text and "`transient.newton_max_iter`" in text
+    assert "`damping.ratio`" in text and "`ked.damping_ratio`" not in text and "`transient.newton_max_iter`" in text
+
+
+def test_damping_table_is_filled_when_absent(write):
+    """Every analysis reads the one `[damping]` model: without the table, its defaults
+    (undamped, 12 modes); with it, the values given."""
+    damping = load_scenario(write(SCENARIO.replace("[damping]\nratio = 0.001\n", ""))).data["damping"]
+    assert damping == {"ratio": 0.0, "eta": 0.0, "rayleigh_alpha": 0.0, "rayleigh_beta": 0.0, "modes": 12}
+    assert load_scenario(write()).data["damping"]["ratio"] == 0.001
+    assert "damping" not in load_scenario(write()).analyses, "a model, not an analysis"
+
+
+@pytest.mark.parametrize("table", ["transient", "ked", "frf"])
+@pytest.mark.parametrize("key, new, value", [("damping_ratio", "ratio", "0.02"), ("eta", "eta", "0.096"),
+                                             ("rayleigh_alpha", "rayleigh_alpha", "3.0"),
+                                             ("rayleigh_beta", "rayleigh_beta", "0.0002"),
+                                             ("damping_modes", "modes", "6")])
+def test_per_analysis_damping_keys_point_to_the_damping_table(write, table, key, new, value):
+    """A damping key of an analysis table is refused with one line naming the file and the
+    key and saying where its value goes now."""
+    text = SCENARIO + '[frf]\ninputs = ["force:P:z"]\noutputs = ["displacement:P:z"]\n'
+    path = write(text.replace(f"[{table}]\n", f"[{table}]\n{key} = {value}\n"))
+    assert error(path) == (f"{path}: {table}.{key} is gone: damping is one model per robot, used by every "
+                           f"analysis; set [damping] {new} = {value}")
+    message = error(write(text), [f"{table}.{key}={value}"])
+    assert message.startswith(f"--set {table}.{key}: {table}.{key} is gone") and f"[damping] {new} = {value}" in message
+
+
+def test_damping_override(write):
+    scenario = load_scenario(write(), ["damping.ratio=0.05", "damping.modes=4"])
+    assert scenario.data["damping"]["ratio"] == 0.05 and scenario.data["damping"]["modes"] == 4
+    assert error(write(), ["damping.zeta=0.1"]).startswith("--set damping.zeta: unknown key `damping.zeta`")

@@ -94,6 +94,9 @@ def test_absurd_step_writes_incomplete_file(tmp_path):
     assert proc.returncode != 0, proc.stdout
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "t = " in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    # Newmark keeps every mode undamped: the line names the integrator that damps what the step cannot resolve.
+    assert ('or damp what the step cannot resolve: method = "generalized-alpha" (rho_inf = 0.9 '
+            'keeps 2nd order and damps the highest frequencies)') in lines[0], lines[0]
     with h5py.File(out) as f:
         g = f["transient"]
         assert g.attrs["status"] == "incomplete"

@@ -30,7 +30,7 @@ from conftest import MODELS, ROOT
 FIVE_BAR = ROOT / "scenarios" / "five_bar_circle.toml"
 ARM = Path(__file__).with_name("arm_model.py")
 ARM_SCENARIO = arm_model.scenario(0.5, """[transient]
-step = 5e-4
+step = 2.5e-4
 [ked]
 intervals = 128
 modes = 4
@@ -130,7 +130,8 @@ def test_static_response_with_free_motions_is_the_minimum_norm_one():
     and the statics take the minimum-norm solution in N's coordinates: equal to the SVD
     pseudo-inverse's (to 1e-9), orthogonal to the free directions, and balancing the loads
     on the deforming ones (N^T K u = P N^T f, P the projector off the free directions)."""
-    from sim.solvers.modal import NULL_RTOL, constrained_basis
+    from sim.model.mobility import NULL_RTOL
+    from sim.solvers.modal import constrained_basis
     from sim.model.dynamics import stiffness_matrix
     model = load_model(MODELS / "pss6.py", {"slider_joint": "spherical"})
     ev = Evaluator(model)
@@ -172,49 +173,70 @@ def test_consistent_velocities_of_a_deformed_overconstrained_loop(five_bar):
 
 
 def test_five_bar_default_settings_hold_the_constraints_and_agree_with_ked(five_bar_run):
-    """Issue 14's robot with default settings: violation <= 1 % of the peak deviation,
-    transient and KED peak deviations within 5 % in y and 1 % in the sag z (coordinate by
-    coordinate; x is the full-speed start's ringing), and both start from the static
-    deflection (deviation at t = 0 = deviation_static)."""
+    """Issue 14's robot with default settings (its circle ramped from rest): violation <= 1 %
+    of the peak deviation; the vibrations (the dynamic parts) of the transient and the KED
+    within 1 % RMS of the end effector's vibration in the plane (x, y) and 6 % out of it (z:
+    the KED's frozen intervals lag the sag's quasi-static change by half an interval, a first-
+    order error that ked.intervals lowers); the transient converged (its estimated phase
+    error below 0.1 %); both start from the static deflection (deviation at t = 0 =
+    deviation_static)."""
     with h5py.File(five_bar_run) as f:
         tr, kd = f["transient"], f["ked"]
         assert tr.attrs["drift_ratio"] <= 0.01
-        # Per coordinate: y and the sag z agree; x is the tubes' axial ringing after the
-        # full-speed start, which the KED's 6 modes keep only quasi-statically (see
-        # test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_warned_about).
-        agreement = tr.attrs["ked_agreement"]
-        assert agreement.shape == (3,) and agreement[1] <= 0.05 and agreement[2] <= 0.01
-        assert agreement[0] > 0.25
+        rms, peak = tr.attrs["ked_agreement"], tr.attrs["ked_agreement_peak"]
+        assert rms.shape == peak.shape == (3,)
+        assert np.all(rms[:2] < 0.01) and np.all(peak[:2] < 0.01) and rms[2] < 0.06 and peak[2] < 0.06
+        assert np.all(tr.attrs["phase_error"] < 1e-3)
+        # Issue 38 item 7: the joints' drift below 1 % of each coordinate's deviation, the in-plane
+        # x (34 nm) too, not only of the 18 um sag (it was 7.5 % of x at gains of 0.2/step).
+        assert np.nanmax(tr.attrs["drift_share"]) <= 0.01
         assert tr["constraint_violation"][...].max() < 1e-7
-        # The KED's stiff (truncated) modes take the inertia load of the circle's full-speed
-        # start quasi-statically at once: its t = 0 deviation holds that too (3e-8 m).
+        # (Started at full speed, the KED's stiff (truncated) modes take the inertia load
+        # quasi-statically at once: its t = 0 deviation holds that too, 3e-8 m: hence 1e-2.)
         for g, tol in ((tr, 1e-3), (kd, 1e-2)):
             dev, static = g["deviation"][...], g["deviation_static"][...]
             np.testing.assert_allclose(dev, static + g["deviation_dynamic"][...], atol=1e-15)
             assert np.abs(dev[0] - static[0]).max() < tol * np.abs(static[0]).max()
             assert abs(static[0, 2]) > 1e-5       # gravity sag out of the plane, z reported
             assert g.attrs["start"] == "static"
-        assert tr.attrs["baumgarte_alpha"] == pytest.approx(0.2 / 2e-4)
+        assert tr.attrs["baumgarte_alpha"] == pytest.approx(4.0 / 2e-4)
 
 
 def test_low_gains_are_warned_about(tmp_path, capsys):
-    """Baumgarte gains of 0.5/s on the five-bar: the drift exceeds 1 % of the deflection and
-    a warning line names the keys to change; the drift (0.3 um) also spoils the in-plane
-    deviations (0.04 and 0.27 um by the KED), which the KED agreement says in a second line
-    (not the norm, which the 18 um sag holds).  The default run has none."""
+    """Baumgarte gains of 0.5/s on the five-bar: the drift exceeds 1 % of the in-plane deviation
+    and a warning line names the keys to change; the drift (0.3 um) also spoils the in-plane
+    vibration (x and y, 19 and 59 % of its peak off the KED's), which the KED agreement says in
+    a second line (not the out-of-plane z, which both compute alike).  The default run has none."""
     out = tmp_path / "low.h5"
-    # (a ramped start: the full-speed one rings faster than the step resolves, and says so)
-    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64",
-            "--set", "trajectory.ramp=0.05"]
+    # (a ramped start: the full-speed one rings faster than the step resolves, and says so; the KED's
+    # frozen intervals short enough that its out-of-plane quasi-static lag stays below the limit)
+    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=256",
+            "--set", "trajectory.ramp=0.1"]
     assert main(args + ["--set", "transient.alpha=0.5", "--set", "transient.beta=0.5"]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(lines) == 2 and "transient.alpha" in lines[0] and "transient.step" in lines[0]
-    assert lines[1].startswith("warning: transient and ked disagree") and ": x " in lines[1] and " z " not in lines[1]
+    assert lines[1].startswith("warning: transient and ked disagree on the vibration")
+    assert _named(lines[1]) == {"x", "y"}, lines[1]
     with h5py.File(out) as f:
-        assert f["transient"].attrs["drift_ratio"] > 0.01
+        assert np.nanmax(f["transient"].attrs["drift_share"]) > 0.01
     assert main(args + ["--force"]) == 0
     assert "warning:" not in capsys.readouterr().err
+
+
+def _kinds(lines):
+    """Warning lines by what they warn of (one line each)."""
+    prefixes = {"disagree": "warning: transient and ked disagree", "phase": "warning: transient: transient.step = ",
+                "ringing": "warning: transient: the deviation rings", "drift": "warning: transient: constraint violation"}
+    kinds = {k: [line for line in lines if line.startswith(p)] for k, p in prefixes.items()}
+    assert sum(len(v) for v in kinds.values()) == len(lines), lines
+    return {k: v[0] for k, v in kinds.items() if v}
+
+
+def _named(line):
+    """The coordinates a disagreement warning names (``x 31.6 % RMS``)."""
+    import re
+    return set(re.findall(r"(?:: |, )([a-z]+) [\d.]+ % RMS", line))
 
 
 def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp_path, capsys):
@@ -225,20 +247,20 @@ def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp
     not warned about)."""
     out = tmp_path / "coarse.h5"
     # (a ramped start: the full-speed one rings faster than the step resolves, and says so)
-    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=64",
-            "--set", "trajectory.ramp=0.05"]
+    args = ["run", str(FIVE_BAR), "--out", str(out), "--set", "trajectory.duration=0.25", "--set", "ked.intervals=128",
+            "--set", "trajectory.ramp=0.1"]
     assert main(args + ["--set", "transient.output_step=2e-3", "--set", "ked.output_step=5e-3"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(lines) == 2, lines
     assert lines[0].startswith("warning: transient: output every 0.002 s") and "set transient.output_step <= " in lines[0]
-    assert lines[1].startswith("warning: ked: output every 0.0039") and "set ked.output_step <= " in lines[1]
+    assert lines[1].startswith("warning: ked: output every 0.00195") and "set ked.output_step <= " in lines[1]
     assert main(args + ["--force"]) == 0
     assert "warning:" not in capsys.readouterr().err
     with h5py.File(out) as f:
         kd = f["ked"]
         top = kd["frequencies"][...].max()
         assert kd.attrs["samples_per_period"] >= 16 and kd.attrs["samples_per_interval"] > 1
-        assert kd["time"].shape[0] == 64 * kd.attrs["samples_per_interval"] + 1
+        assert kd["time"].shape[0] == 128 * kd.attrs["samples_per_interval"] + 1
         assert top > 1000.0
         np.testing.assert_array_equal(kd["skeleton/time"][...], kd["frequency_time"][...])
         default = np.abs(kd["deviation_dynamic"][...]).max(axis=0)
@@ -247,8 +269,8 @@ def test_coarse_output_is_warned_about_and_ked_resolves_its_modes_by_default(tmp
     import tomllib
     data = tomllib.loads(FIVE_BAR.read_text())
     model = sim.load_model(MODELS / "five_bar.py", **data["model"]["parameters"])
-    trajectory, table = dict(data["trajectory"], duration=0.25, ramp=0.05), dict(data["ked"], intervals=64)
-    dt = 0.25 / 64
+    trajectory, table = dict(data["trajectory"], duration=0.25, ramp=0.1), dict(data["ked"], intervals=128)
+    dt = 0.25 / 128
     fine = np.abs(sim.ked(model, trajectory, **table, output_step=dt / 400).deviation_dynamic).max(axis=0)
     with pytest.warns(UserWarning, match="ked: output every"):
         ends = np.abs(sim.ked(model, trajectory, **table, output_step=dt).deviation_dynamic).max(axis=0)
@@ -329,10 +351,12 @@ def test_rigid_motion_from_a_singular_home_satisfies_the_velocity_equations(arm)
 
 
 def test_arm_transient_and_ked_agree(tmp_path):
-    """The arm on its circle, default settings: the transient holds its joints (violation
-    below 1e-7 m, 0.02 % of the deflection) and its deviations follow the KED's (peaks within
-    1 %, RMS difference below 5 % of the peak); with the rank taken at home, the two
-    disagreed by 66 % and the violation reached 42 % of the deflection."""
+    """The arm on its circle, converged (h = 0.25 ms; at 0.5 ms its estimated phase error, 5.1 %
+    of the vibration along x, is warned about and the two analyses' vibrations differ by 5.3
+    %): the transient holds its joints (violation below 1e-7 m, 0.02 % of the deflection) and
+    its vibration follows the KED's (RMS difference below 2 % of it, peaks of the deviations
+    within 1 %); with the rank taken at home, the two disagreed by 66 % and the violation
+    reached 42 % of the deflection."""
     scenario = tmp_path / "arm.toml"
     scenario.write_text(ARM_SCENARIO)
     out = tmp_path / "arm.h5"
@@ -340,7 +364,8 @@ def test_arm_transient_and_ked_agree(tmp_path):
     with h5py.File(out) as f:
         tr, kd = f["transient"], f["ked"]
         assert tr["constraint_violation"][...].max() < 1e-7
-        assert tr.attrs["drift_ratio"] < 1e-3 and np.all(tr.attrs["ked_agreement"] < 0.01)
+        assert tr.attrs["drift_ratio"] < 1e-3 and np.all(tr.attrs["ked_agreement"] < 0.02)
+        assert np.all(tr.attrs["phase_error"] < 0.02)
         t, dev = tr["time"][...], tr["deviation"][...]
         ked = np.column_stack([np.interp(t, kd["time"][...], d) for d in kd["deviation"][...].T])
         peak = np.abs(dev).max(axis=0)
@@ -485,26 +510,29 @@ def test_a_ringing_the_step_does_not_resolve_is_measured_and_its_frequency_recov
 
 
 def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_warned_about(tmp_path, capsys):
-    """The circle's full-speed start rings at the tubes' axial modes (~2 kHz), which h = 0.2 ms
-    integrates at ~1.4 kHz: a warning names x, its share and the step that resolves it.  The
-    KED's 6 modes keep those modes only quasi-statically, so a second warning says the two
-    disagree on x (47 %; y and z agree) -- also at the advised step, where it names the
-    frequency above the KED's highest kept mode, until ked.modes reaches it (12 modes: 0.1 %).
-    With a ramped start there is no warning."""
+    """Started at full speed, the five-bar's circle rings at the tubes' axial modes (~2 kHz),
+    which h = 0.2 ms integrates at ~1.4 kHz: three warnings, each naming x -- the KED's 6 modes
+    keep those modes only quasi-statically, so the two vibrations disagree; the phase error
+    the step leaves (the whole vibration of x); the ringing, with the step that resolves it.
+    At that step the disagreement names the frequency above the KED's highest kept mode, the
+    structure's 7th; at the step the phase warning advises, with ked.modes = 12, the two agree
+    (x within 10 % RMS of the vibration) and no warning is left.  Ramped from rest (the shipped
+    scenario), there is no warning at all."""
     out = tmp_path / "ring.h5"
     args = ["run", str(FIVE_BAR), "--out", str(out), "--force", "--set", "trajectory.duration=0.1",
-            "--set", "ked.intervals=32"]
+            "--set", "ked.intervals=128"]
 
     def warned(*extra):
         assert main(args + [a for e in extra for a in ("--set", e)]) == 0
         return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
 
-    lines = warned()
-    assert len(lines) == 2, lines
-    assert lines[0].startswith("warning: transient and ked disagree on the peak deviation") and ": x " in lines[0]
-    assert " y " not in lines[0] and " z " not in lines[0] and "raise ked.modes" in lines[0]
-    ring = lines[1]
-    assert ring.startswith("warning: transient: the deviation rings faster"), lines
+    lines = warned("trajectory.ramp=0")
+    kinds = _kinds(lines)
+    assert set(kinds) == {"disagree", "phase", "ringing"}, lines
+    assert _named(kinds["disagree"]) == {"x"}
+    assert "raise ked.modes" in kinds["disagree"] and "highest kept mode" not in kinds["disagree"]   # 2 kHz as 1.4
+    phase, ring = kinds["phase"], kinds["ringing"]
+    assert phase.startswith("warning: transient: transient.step = 0.0002 s leaves an estimated phase error of x ")
     assert " x at " in ring and " y at " not in ring and "set transient.step <= " in ring
     advised = float(ring.split("set transient.step <= ")[1].split()[0])
     assert 3e-5 < advised < 6e-5
@@ -512,13 +540,11 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
         share = f["transient"].attrs["ringing_share"]
         assert share[0] > 0.3 and share[1] < 0.1
         assert f["transient"].attrs["step"] == 2e-4
-        agreement = f["transient"].attrs["ked_agreement"]
-        assert 0.4 < agreement[0] < 0.55 and agreement[1] < 0.05 and agreement[2] < 0.01
-    assert "highest kept mode" not in lines[0]      # the transient's ~2 kHz is integrated at 1.4 kHz here
-    lines = warned(f"transient.step={advised}")
-    assert len(lines) == 1 and lines[0].startswith("warning: transient and ked disagree") and ": x " in lines[0]
+        assert f["transient"].attrs["phase_error"][0] > 0.5        # the ring's phase is lost over the run
+    kinds = _kinds(warned("trajectory.ramp=0", f"transient.step={advised}"))
+    assert set(kinds) == {"disagree", "phase"} and _named(kinds["disagree"]) == {"x"}
     # ... and resolved, it is seen above the KED's 6 modes (up to 1418 Hz), and named.
-    hint = lines[0].split("above the KED's highest kept mode (")[1]
+    hint = kinds["disagree"].split("above the KED's highest kept mode (")[1]
     kept, rings = float(hint.split(" Hz")[0]), float(hint.split("x at about ")[1].split(" Hz")[0])
     with h5py.File(out) as f:
         # The line's first number is the file's KED's highest kept frequency (4 digits).
@@ -526,9 +552,13 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
         duration = f["transient/time"][-1] - f["transient/time"][0]
         step = float(f["transient"].attrs["step"])
     assert "raise ked.modes until the KED keeps it" in hint
-    assert warned(f"transient.step={advised}", "ked.modes=12") == []
+    # At the step the ring's phase needs, the KED with 12 modes (up to 4.7 kHz) agrees.
+    converged = float(kinds["phase"].split("set transient.step <= ")[1].split()[0])
+    assert 1e-6 < converged < 5e-6
+    assert warned("trajectory.ramp=0", f"transient.step={converged}", "ked.modes=12") == []
     with h5py.File(out) as f:
         seventh = f["ked/frequencies"][:, 6]
+        assert f["transient"].attrs["ked_agreement"][0] < 0.1
     # ... and the ring is the structure's 7th mode, the first the 6 kept leave out: its
     # frequency, undone of the step's period error (selfcheck.undistorted), within the 7th
     # mode's range along the motion widened by the estimate's resolution (an FFT bin).
@@ -536,24 +566,121 @@ def test_the_full_speed_start_of_the_five_bar_rings_faster_than_its_step_and_is_
     bin_hz = 1.0 / duration
     assert kept < rings
     assert seventh.min() - bin_hz < undistorted(rings, step) < seventh.max() + bin_hz, (rings, seventh)
-    with h5py.File(out) as f:
-        assert np.nanmax(f["transient"].attrs["ked_agreement"]) < 0.01
-    assert warned("trajectory.ramp=0.05") == []
+    assert warned("trajectory.ramp=0.1") == []
 
 
-def test_ked_agreement_is_per_coordinate():
-    """A planar robot's sag out of its plane dominates the translations' norm: an in-plane
-    coordinate the two analyses disagree on (x, 50 %) is seen beside it; rotations are compared
-    in their own unit; a coordinate at round-off in both is NaN, not a disagreement."""
-    from sim.app.selfcheck import agreement, peak_translation
-    t = np.linspace(0.0, 1.0, 201)[:, None]
+def test_ked_agreement_is_on_the_vibration_per_coordinate():
+    """Issue 38 item 6: the two analyses' dynamic parts compared as time histories, each
+    coordinate's difference against the end effector's vibration in that unit (closed forms
+    for sinusoids: RMS of a sin = amplitude / sqrt 2).  An in-plane coordinate the two
+    disagree on (x: half the amplitude) is seen; a phase shift alone is a disagreement (y:
+    the same amplitude 0.2 rad late, |1 - exp(0.2i)| of it); a small coordinate's small
+    difference is small (z); rotations in their own unit; round-off is NaN."""
+    from sim.app.selfcheck import agreement
+    t = np.linspace(0.0, 1.0, 2001)[:, None]
     wave = np.sin(2 * np.pi * 5 * t)
+    late = np.sin(2 * np.pi * 5 * t - 0.2)
     units = ["m", "m", "m", "rad", "rad"]
-    transient = np.hstack([1e-7 * wave, 2e-7 * wave, 1.8e-5 + 0 * t, 3e-6 * wave, 1e-20 * wave])
-    ked = np.hstack([5e-8 * wave, 2.02e-7 * wave, 1.8e-5 + 0 * t, 2.4e-6 * wave, 3e-20 * wave])
-    norm_tr, norm_ked = peak_translation(transient, units), peak_translation(ked, units)
-    assert abs(norm_ked - norm_tr) / norm_tr < 1e-4          # the norm sees nothing
-    value = agreement(transient, ked, units)
-    np.testing.assert_allclose(value[:4], [0.5, 0.01, 0.0, 0.2], atol=1e-12)
-    assert np.isnan(value[4])
-    assert np.isnan(agreement(np.zeros((3, 1)), np.zeros((3, 1)), ["m"])).all()      # a robot that does not deflect
+    transient = np.hstack([1e-7 * wave, 2e-7 * wave, 1e-8 * wave, 3e-6 * wave, 1e-20 * wave])
+    ked = np.hstack([0.5e-7 * wave, 2e-7 * late, 1.2e-8 * wave, 2.4e-6 * wave, 3e-20 * wave])
+    rms, peak = agreement(transient, ked, units)
+    vibration = np.sqrt(1e-14 + 4e-14 + 1e-16)           # amplitude of the translations' norm
+    expected = np.array([0.5e-7, 2e-7 * abs(1 - np.exp(0.2j)), 0.2e-8]) / vibration
+    np.testing.assert_allclose(rms[:3], expected, rtol=2e-3)
+    np.testing.assert_allclose(peak[:3], expected, rtol=2e-3)
+    np.testing.assert_allclose([rms[3], peak[3]], [0.2, 0.2], rtol=1e-9)
+    assert np.isnan(rms[4]) and np.isnan(peak[4])
+    assert all(np.isnan(v).all() for v in agreement(np.zeros((3, 1)), np.zeros((3, 1)), ["m"]))
+    assert all(np.isnan(v).all() for v in agreement(1e-16 * wave, 2e-16 * wave, ["m"]))   # below 1e-12 m
+
+
+def test_output_spacing_is_judged_on_the_frequencies_the_groups_keep():
+    """Issue 38: a `[modes]` analysis reporting 1361 Hz beside a KED that keeps modes up to 60 Hz:
+    the KED's default output (16 samples per period of its own highest kept mode) is not warned
+    about, and a transient written every 1/360 s is judged on the KED's 60 Hz (6 samples per
+    period), not on [modes]' 1361 Hz."""
+    import io
+    from sim.app import selfcheck
+    with h5py.File(io.BytesIO(), "w") as f:
+        f.create_group("modes")["frequencies"] = np.array([12.0, 1361.0])
+        ked = f.create_group("ked")
+        ked["frequencies"] = np.tile([20.0, 60.0], (5, 1))
+        ked["time"] = np.arange(0, 1 + 1e-9, 1 / (16 * 60))
+        tr = f.create_group("transient")
+        tr["time"] = np.arange(0, 1 + 1e-9, 1 / 360)
+        tr.attrs["steps"] = 3600
+        groups = {name: f[name] for name in ("modes", "ked", "transient")}
+        selfcheck.check(groups)
+        assert ked.attrs["frequency_source"] == "ked" and ked.attrs["samples_per_period"] == pytest.approx(16)
+        assert tr.attrs["frequency_source"] == "ked" and tr.attrs["samples_per_period"] == pytest.approx(6)
+        lines = selfcheck.warnings(groups)
+        assert lines == ["transient: output every 0.00278 s samples the highest frequency kept by ked, 60 Hz, "
+                         "6 times per period (fewer than 8; its peaks are missed): set transient.output_step <= "
+                         "0.0021 s or leave it out (every step)"]
+        del f["ked"]
+        groups.pop("ked")
+        selfcheck.check(groups)
+        assert tr.attrs["frequency_source"] == "modes"
+        assert "the highest frequency of [modes], 1361 Hz" in selfcheck.warnings(groups)[0]
+
+
+def test_phase_error_estimate_converges_at_second_order_and_bounds_the_error():
+    """Issue 38 item 5: the estimate of :func:`sim.app.selfcheck.phase_error` on a real transient
+    (the 3-RRRU, two elements per rod, on a ramped circle, Newmark, undamped) against the run's
+    actual error (the dynamic part against the same run at h/8 or finer, RMS over the RMS of
+    the vibration): the actual error falls by 4 per halving (second order), the estimate
+    follows it (3 to 5 per halving) and stays within [0.7, 2.5] of it, and the step it advises
+    meets its limit when run."""
+    from sim.app import selfcheck
+    from sim.solvers.integrators import Newmark
+    model = sim.load_model(MODELS / "rrru3.py", elements_per_link=2)
+    trajectory = dict(kind="circle", center=[0, 0, -0.7], radius=0.1, omega=2.0, duration=1.0, ramp=0.1)
+    steps = (2e-3, 1e-3, 5e-4, 1.25e-4)
+    with pytest.warns(UserWarning, match="leaves an estimated phase error"):     # the two coarse steps
+        runs = {h: sim.transient(model, trajectory, step=h) for h in steps}
+    t_ref, ref = runs[steps[-1]].time, runs[steps[-1]].deviation_dynamic
+    actual, estimate = [], []
+    for h in steps[:-1]:
+        r = runs[h]
+        on = ref[::int(round(h / steps[-1]))]
+        np.testing.assert_allclose(r.time, t_ref[::int(round(h / steps[-1]))], atol=1e-12)
+        size = np.sqrt(np.mean(np.sum(on**2, axis=1)))
+        actual.append(np.sqrt(np.mean((r.deviation_dynamic - on) ** 2, axis=0)) / size)
+        estimate.append(selfcheck.phase_error(r.time, r.deviation_dynamic, ["m"] * 3, h, Newmark.oscillator))
+    actual, estimate = np.array(actual), np.array(estimate)
+    # Second order: the actual error (the vibration's norm) falls by ~4 per halving, and so does
+    # the estimate; the estimate is conservative, by up to 3 where the rod's faster modes hold
+    # a little of the energy (y), never below 0.7 of the error.
+    norm_actual, norm_estimate = np.linalg.norm(actual, axis=1), np.linalg.norm(estimate, axis=1)
+    assert np.all((norm_actual[:-1] / norm_actual[1:] > 3.5) & (norm_actual[:-1] / norm_actual[1:] < 5)), norm_actual
+    assert np.all((norm_estimate[:-1] / norm_estimate[1:] > 3) & (norm_estimate[:-1] / norm_estimate[1:] < 5))
+    ratio = estimate / actual
+    assert np.all((ratio > 0.7) & (ratio < 3.5)), ratio
+    # The step it advises from the coarsest run meets the limit when run.
+    advised = selfcheck.converged_step(runs[2e-3].time, runs[2e-3].deviation_dynamic, ["m"] * 3, 2e-3,
+                                       Newmark.oscillator)
+    assert 5e-4 < advised < 1e-3
+    r = sim.transient(model, trajectory, step=advised)
+    on = selfcheck.cubic(r.time, t_ref, ref)
+    error = np.sqrt(np.mean((r.deviation_dynamic - on) ** 2, axis=0)) / np.sqrt(np.mean(np.sum(on**2, axis=1)))
+    assert error.max() <= selfcheck.PHASE_LIMIT, error
+
+
+def test_a_deviation_the_drift_makes_up_is_named(tmp_path, capsys):
+    """Simeon's rod in its chord frame (pinned-pinned sine modes, no axial coordinate) keeps the
+    slider where the rigid mechanism has it: the slider's reported deviation (5 nm) is the
+    joints' drift -- it falls with the violation as the Baumgarte gains rise (as 1/gain) --
+    and the warning says so for x, although the violation is 4e-6 of the rod's millimetre
+    deflection (drift_ratio)."""
+    out = tmp_path / "simeon.h5"
+    peaks = []
+    for gain in ("8e4", "8e5"):
+        assert main(["run", str(ROOT / "scenarios" / "slider_crank_simeon.toml"), "--out", str(out), "--force",
+                     "--set", f"transient.alpha={gain}", "--set", f"transient.beta={gain}"]) == 0
+        drift = _kinds([line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")])["drift"]
+        assert "of the peak deviation of x (" in drift and "holds the joints' drift" in drift
+        with h5py.File(out) as f:
+            tr = f["transient"]
+            assert tr.attrs["drift_share"][0] > 0.3 and tr.attrs["drift_ratio"] < 1e-4
+            peaks.append(np.abs(tr["deviation"][...]).max())
+    assert peaks[1] == pytest.approx(peaks[0] / 10, rel=0.2)

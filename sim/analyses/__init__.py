@@ -55,6 +55,28 @@ def register(name, prepare=None, check=None, loops=None):
     return decorate
 
 
+def determined(model, scenario):
+    """A ``check`` for the analyses that follow a prescribed motion of the end effector or the
+    actuators: refuse a robot whose actuators leave its end effector free
+    (:func:`sim.model.mobility.require_determined`)."""
+    from sim.model.mobility import require_determined
+    require_determined(model)
+
+
+def damping(scenario, group):
+    """The robot's damping model, :class:`sim.solvers.damping.Damping` of the scenario's
+    ``[damping]`` table, written to ``group`` as it is applied there: subgroup ``damping``, one
+    scalar dataset per key with the key's unit and description (so a reader sees what each
+    analysis of the file assumed)."""
+    from sim.app.scenario import SCHEMA
+    from sim.solvers.damping import Damping
+
+    table = scenario.data["damping"]
+    for key, spec in SCHEMA["damping"].items():
+        group.put(f"damping/{key}", table[key], spec.unit or "1", spec.description)
+    return Damping.from_table(table)
+
+
 # The analysis modules; each registers itself on import. Engine modules are imported inside
 # the analysis functions, so this list stays importable while parts of the engine are absent.
 from sim.analyses import modes  # noqa: E402,F401

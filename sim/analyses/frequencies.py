@@ -10,7 +10,7 @@ import numpy as np
 
 from sim.errors import SimError
 
-from sim.analyses import register
+from sim.analyses import determined, register
 
 EXTRA_MODES = 2   # modes computed beyond `count`, so that crossings at the top are followed
 
@@ -57,8 +57,10 @@ def _first_pose(model, scenario, ev):
 
 
 def check(model, scenario):
-    """Refuse a ``count`` above the robot's elastic modes (see :mod:`sim.analyses`)."""
+    """Refuse a robot whose actuators leave its end effector free, and a ``count`` above the
+    robot's elastic modes (see :mod:`sim.analyses`)."""
     from sim.model.evaluator import Evaluator
+    determined(model, scenario)
     _first_pose(model, scenario, Evaluator(model))
 
 

@@ -13,7 +13,8 @@ def run(model, scenario, group, progress):
     ----------
     model : Model
     scenario : Scenario
-        Uses the ``[frf]`` table (inputs, outputs, pose, frequency grid, damping, method).
+        Uses the ``[frf]`` table (inputs, outputs, pose, frequency grid, method) and the robot's
+        ``[damping]`` model (every mode carries its ``ratio``; ``eta`` as ``K (1 + i eta)``).
     group : GroupWriter
     progress : callable
         Unused: one factorisation and a superposition.
@@ -23,8 +24,8 @@ def run(model, scenario, group, progress):
     dict
         Peak |H| of the first pair and the damped natural-frequency range.
     """
+    from sim.analyses import damping as robot_damping
     from sim.analyses.modes import configuration
-    from sim.solvers.damping import Damping
     from sim.solvers.frf import frf
 
     t = scenario.data["frf"]
@@ -35,7 +36,7 @@ def run(model, scenario, group, progress):
     pose, q = configuration(model, t["pose"], f"{where} pose")
     grid = np.geomspace if t["spacing"] == "log" else np.linspace
     f = grid(t["f_min"], t["f_max"], t["points"])
-    damping = Damping.from_table(t)
+    damping = robot_damping(scenario, group)
     r = frf(model, q, t["inputs"], t["outputs"], f, damping, t["method"])
     units = [u for row in r.units for u in row]
     group.put("frequency", f, "Hz", "excitation frequency")
@@ -56,7 +57,6 @@ def run(model, scenario, group, progress):
     group.attrs["input_units"] = list(r.input_units)
     group.attrs["output_units"] = list(r.output_units)
     group.attrs["method"] = r.method
-    group.attrs["eta"] = t["eta"]
     return {"damped_frequencies_hz": tuple(np.round(r.damped_hz[:min(k, 5)], 2).tolist()),
             "peak_H": f"{np.abs(r.H[:, 0, 0]).max():.3g} {r.units[0][0]} at "
                       f"{f[np.argmax(np.abs(r.H[:, 0, 0]))]:.3g} Hz"}

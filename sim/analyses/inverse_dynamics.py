@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sim.analyses import Quantity, register
+from sim.analyses import Quantity, determined, register
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError
 
@@ -15,7 +15,7 @@ def loops(model, scenario):
     compile_loops(model)
 
 
-@register("inverse_dynamics", loops=loops)
+@register("inverse_dynamics", check=determined, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``inverse_dynamics``: actuator forces, joint reactions, energy, power.
 

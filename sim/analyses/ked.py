@@ -1,16 +1,18 @@
 """Kineto-elastodynamics along the trajectory: group ``ked``.
 
-Table ``[ked]``: ``intervals``, ``modes``, the damping keys, ``start``; the method is in
-:mod:`sim.solvers.ked`.  Damping (:mod:`sim.solvers.damping`, the same keys as ``[transient]`` and ``[frf]``):
-each kept mode of each frozen structure gets ``damping_ratio + eta/2`` plus the diagonal share
-of the flexible bodies' Rayleigh material damping (:func:`sim.solvers.damping.modal_ratios`).  With ``start = "static"`` (default) the robot starts in its static equilibrium
-at rest at the first pose (gravity and preloads carried), so only the motion sets it vibrating;
+Table ``[ked]``: ``intervals``, ``modes``, ``start``; the method is in :mod:`sim.solvers.ked`.
+Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as the transient
+and the FRF apply it): each kept mode of each frozen structure gets ``ratio + eta/2`` (the
+lowest ``[damping] modes`` of them) plus the diagonal share of the flexible bodies' Rayleigh
+material damping (:func:`sim.solvers.damping.modal_ratios`).  With ``start = "static"``
+(default) the robot starts in its static equilibrium at rest at the first pose (gravity and
+preloads carried), so only the motion sets it vibrating;
 ``"undeformed"``: gravity is switched on at t = 0 as well.  The deviation is split into the
 static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import Quantity, register
+from sim.analyses import Quantity, determined, register
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
@@ -28,7 +30,7 @@ def loops(model, scenario):
     compile_loops(model, scenario.data["ked"]["modes"])
 
 
-@register("ked", prepare=prepare, loops=loops)
+@register("ked", prepare=prepare, check=determined, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``ked``: time, pose_rigid, pose, deviation (at the output instants: the
     interval ends and, to resolve the kept modes, instants between them), frequencies and
@@ -39,7 +41,8 @@ def run(model, scenario, group, progress):
     dict
         Peak deviation per coordinate and the frequency range [Hz].
     """
-    from sim.solvers.damping import Damping, material_matrix, modal_ratios
+    from sim.analyses import damping as robot_damping
+    from sim.solvers.damping import material_matrix, modal_ratios
     from sim.errors import SimError
     from sim.solvers.ked import integrate_frames, motion_and_frames, parts_for
     from sim.solvers.trajectory import from_scenario
@@ -52,12 +55,12 @@ def run(model, scenario, group, progress):
     with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
         motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
                                            progress_frames=bar_modes)
-    damping = Damping.from_table(table)
+    damping = robot_damping(scenario, group)
     zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
     if zeta.max() >= 1:
         k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
         raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "
-                       f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower rayleigh_beta or modes")
+                       f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower [damping] rayleigh_beta or [ked] modes")
     step = table.get("output_step")
     parts = (parts_for(time, frames.omega / (2 * np.pi), PER_PERIOD) if step is None
              else max(1, int(round((time[1] - time[0]) / step))) if n else 1)
@@ -89,8 +92,6 @@ def run(model, scenario, group, progress):
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["intervals"] = int(n)
     group.attrs["modes"] = int(table["modes"])
-    for key, value in damping.attrs().items():
-        group.attrs[key] = value
     group.put("damping_ratios", zeta, "1", "damping ratio of each kept mode of each frozen structure (all models)")
     group.attrs["start"] = table["start"]
     group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"

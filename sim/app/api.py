@@ -159,10 +159,15 @@ def _plain(value):
     return value
 
 
-def _scenario(where, analysis, model, parameters, options, trajectory):
+def _scenario(where, analysis, model, parameters, options, trajectory, damping=None):
     """The validated scenario of one analysis call, and the model."""
-    from sim.app.scenario import make_scenario
+    from sim.app.scenario import make_scenario, moved
     from sim.model.builder import Model
+
+    for key, value in options.items():
+        gone = moved(analysis, key, value, fix="pass damping=dict({key}={value})")
+        if gone:
+            raise SimError(f"{where}: {gone}")
 
     if isinstance(model, Model):
         if parameters:
@@ -178,17 +183,22 @@ def _scenario(where, analysis, model, parameters, options, trajectory):
            analysis: _plain(options)}
     if trajectory is not None:
         raw["trajectory"] = _plain(trajectory)
+    if damping is not None:
+        if not isinstance(damping, dict):
+            raise SimError(f"{where}: `damping` must be a dict of [damping] keys (ratio, eta, rayleigh_alpha, "
+                           f"rayleigh_beta, modes), got {type(damping).__name__}")
+        raw["damping"] = _plain(damping)
     scenario = make_scenario(raw, where, resolve_model=model_file is not None)
     if model_file is not None:
         model = load_model(scenario.model_file, **scenario.model_parameters)
     return scenario, model
 
 
-def _analysis(analysis, function, model, parameters, options, trajectory=None, needs_file=False):
+def _analysis(analysis, function, model, parameters, options, trajectory=None, needs_file=False, damping=None):
     """Run one analysis in memory; its :class:`Result`."""
     import h5py
 
-    from sim.analyses import ANALYSES, PREPARE
+    from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, selfcheck
     from sim.app.cli import make_progress
     from sim.app.results import GroupWriter, _tree
@@ -197,18 +207,23 @@ def _analysis(analysis, function, model, parameters, options, trajectory=None, n
     if needs_file and not isinstance(model, (str, Path)):
         raise SimError(f"{where}: needs the model file's path (it rebuilds the model with other parameters), "
                        f"not a built model")
-    scenario, model = _scenario(where, analysis, model, parameters, options, trajectory)
+    scenario, model = _scenario(where, analysis, model, parameters, options, trajectory, damping)
     # The memory limit as in `sim run`; the time limit not: the caller asked for this run.
     cost.check(scenario, cost.estimate(scenario, model), allow_long=True)
     if analysis in PREPARE:
         PREPARE[analysis](model, scenario)
+    if analysis in CHECK:
+        try:
+            CHECK[analysis](model, scenario)
+        except SimError as exc:
+            raise SimError(f"{where}: {exc}") from None
     with h5py.File(io.BytesIO(), "w") as handle:
         writer = GroupWriter(handle.create_group(analysis))
         summary = ANALYSES[analysis](model, scenario, writer, make_progress()) or {}
         writer.finish()
         groups = {analysis: handle[analysis]}
         selfcheck.check(groups)
-        for line in selfcheck.warnings(groups):
+        for line in list(model.warnings) + selfcheck.warnings(groups):
             warnings.warn(line, stacklevel=3)
         return Result.from_group(analysis, _tree(handle[analysis], where), summary)
 
@@ -246,19 +261,22 @@ def frequencies(model, trajectory, parameters=None, **options):
     return _analysis("frequencies", "frequencies", model, parameters, options, trajectory)
 
 
-def transient(model, trajectory=None, parameters=None, **options):
+def transient(model, trajectory=None, parameters=None, damping=None, **options):
     """Nonlinear transient of the flexible robot (``[transient]``: ``step`` required;
-    ``method``, ``duration``, ``output_step``, ``drive``, ``drive_law``, damping, ...).
-    ``trajectory``: the ``[trajectory]`` keys as a dict (not needed with ``drive_law``).
+    ``method``, ``duration``, ``output_step``, ``drive``, ``drive_law``, ...).
+    ``trajectory``: the ``[trajectory]`` keys as a dict (not needed with ``drive_law``);
+    ``damping``: the robot's damping model, the ``[damping]`` keys as a dict
+    (``dict(ratio=0.01, modes=6)``; default: undamped), the same for every analysis.
     Returns the ``transient`` group (:class:`Result`: ``time``, ``deviation``, ``pose``,
-    ``energy``, ``sensors``, ...)."""
-    return _analysis("transient", "transient", model, parameters, options, trajectory)
+    ``energy``, ``sensors``, ``damping``, ...)."""
+    return _analysis("transient", "transient", model, parameters, options, trajectory, damping=damping)
 
 
-def ked(model, trajectory, parameters=None, **options):
+def ked(model, trajectory, parameters=None, damping=None, **options):
     """Kineto-elastodynamics along a trajectory: modal superposition on frozen structures
-    (``[ked]``: ``intervals``, ``modes``, damping, ``start``).  Returns the ``ked`` group."""
-    return _analysis("ked", "ked", model, parameters, options, trajectory)
+    (``[ked]``: ``intervals``, ``modes``, ``start``; ``damping``: the ``[damping]`` keys as a
+    dict, as for :func:`transient`).  Returns the ``ked`` group."""
+    return _analysis("ked", "ked", model, parameters, options, trajectory, damping=damping)
 
 
 def inverse_dynamics(model, trajectory, parameters=None, **options):
@@ -267,10 +285,11 @@ def inverse_dynamics(model, trajectory, parameters=None, **options):
     return _analysis("inverse_dynamics", "inverse_dynamics", model, parameters, options, trajectory)
 
 
-def frf(model, inputs, outputs, parameters=None, **options):
+def frf(model, inputs, outputs, parameters=None, damping=None, **options):
     """Frequency response functions at a pose (``[frf]``: ``inputs``, ``outputs``, ``pose``,
-    ``f_min``, ``f_max``, ``points``, damping, ``method``).  Returns the ``frf`` group."""
-    return _analysis("frf", "frf", model, parameters, dict(options, inputs=inputs, outputs=outputs))
+    ``f_min``, ``f_max``, ``points``, ``method``; ``damping``: the ``[damping]`` keys as a dict,
+    as for :func:`transient`: ``dict(eta=0.096)``).  Returns the ``frf`` group."""
+    return _analysis("frf", "frf", model, parameters, dict(options, inputs=inputs, outputs=outputs), damping=damping)
 
 
 def identify(model, parameters=None, **options):
@@ -360,6 +379,7 @@ def _run(scenario, out, force, allow_long):
 
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
+    from sim.solvers.trajectory import from_scenario
     from sim.app.cli import make_progress
     from sim.app.results import ResultFile
 
@@ -371,6 +391,8 @@ def _run(scenario, out, force, allow_long):
     try:
         model = load_model(scenario.model_file, **scenario.model_parameters)
         cost.check(scenario, cost.estimate(scenario, model), allow_long=allow_long)
+        if "trajectory" in scenario.data:    # a motion refused (a unit slip) before any file
+            from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
         prepared = [name for name in scenario.analyses if name in PREPARE]
         loading = time.perf_counter()
         if helper is not None:
@@ -403,7 +425,7 @@ def _run(scenario, out, force, allow_long):
                 group.finish()
             groups = {name: writer._group for name, writer in result.groups.items()}
             selfcheck.check(groups)
-            notes = selfcheck.warnings(groups)
+            notes = list(model.warnings) + selfcheck.warnings(groups)
     finally:
         if helper is not None:
             helper.close()

@@ -154,19 +154,29 @@ def cmd_modes(args):
     from sim.app.api import load_model
     from sim.solvers.modal import modes
 
+    from sim.model.mobility import NOT_FIXED, free_motions
+
     model = load_model(path, **parse_params(args.param))
     pose, q = configuration(model, args.pose, "--pose")
     result = modes(model, q, count=args.count)
     frequencies = [float(f) for f in result.frequencies_hz]
+    mobility = free_motions(model, q).lines
+    for line in model.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps({"frequencies_hz": frequencies,
                           "rigid_modes": int(result.rigid_count),
+                          "free_motions": list(mobility),
                           "pose": [float(p) for p in pose],
                           "pose_names": list(model.pose_names)}))
         return 0
     at = " ".join(f"{n}={p:.6g}" for n, p in zip(model.pose_names, pose))
     print(f"{path.name} at {at}: the lowest {len(frequencies)} elastic modes (--count), "
           f"{int(result.rigid_count)} rigid-body modes")
+    for line in mobility:
+        print(f"  {line}")
+    if free_motions(model, q).moving.shape[1] and not model.free_motions_declared:
+        print(f"warning: {NOT_FIXED}", file=sys.stderr)
     print(f"{'mode':>4}  {'frequency [Hz]':>14}  dominant body (kinetic energy)")
     energy = result.body_energy
     for index, f in enumerate(frequencies):
@@ -181,6 +191,7 @@ def cmd_model(args):
     and end-effector coordinates."""
     from sim.app.api import load_model
     from sim.model.loader import documentation, parameters
+    from sim.model.mobility import NOT_FIXED
 
     path = _existing_file(args.model, "model file")
     model = load_model(path, **parse_params(args.param))
@@ -217,6 +228,15 @@ def cmd_model(args):
     lines += ["", f"end effector: marker {model.markers[model.ee_marker].name}, coordinates "
               + ", ".join(f"{n} [{u}]" for n, u in zip(model.pose_names, model.pose_units))
               + ", home " + " ".join(f"{x:.6g}" for x in model.pose_home)]
+    mobility = model.mobility
+    lines += ["", f"free motions with the actuators locked, at home: {mobility.count}"]
+    lines += [f"  {line}" for line in mobility.lines]
+    if model.free_motions_declared:
+        lines.append(f"  declared by the model: {model.free_motions_declared} ({model.free_motions_why})")
+    elif mobility.moving.shape[1]:
+        lines.append(f"  {NOT_FIXED}")
+    for line in model.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     print("\n".join(lines))
     return 0
 

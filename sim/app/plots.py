@@ -472,7 +472,8 @@ def _draw_frf(ax, group, phase=False):
         ax.legend(loc="best", fontsize="small")
         return ax
     plot_frf(ax, f, H, labels, damped)
-    eta = group["attrs"].get("eta")
+    # files written before the [damping] table kept eta as a group attribute
+    eta = float(group["damping"]["eta"]["data"]) if "damping" in group else group["attrs"].get("eta")
     if eta:
         ax.text(0.01, 0.02, f"structural damping eta = {eta:g}; dotted: damped natural frequencies",
                 transform=ax.transAxes, fontsize="small")

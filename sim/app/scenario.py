@@ -96,20 +96,22 @@ def _configuration(use):
     }
 
 
-#: Damping keys, the same in [transient], [ked] and [frf] (:mod:`sim.solvers.damping`).
-DAMPING = {
-    "eta": Key("float", "nonnegative", 0.0, "1",
-               "structural loss factor: K (1 + i eta) in [frf]; in [ked] and [transient] its viscous "
-               "equivalent at resonance, ζ = eta/2 per mode"),
-    "rayleigh_alpha": Key("float", "nonnegative", 0.0, "1/s",
-                          "Rayleigh material damping of the flexible bodies, C_ff = alpha M_ff + beta K_ff "
-                          "(elastic coordinates; rigid motion undamped)"),
-    "rayleigh_beta": Key("float", "nonnegative", 0.0, "s",
-                         "Rayleigh material damping of the flexible bodies, C_ff = alpha M_ff + beta K_ff"),
-    "damping_ratio": Key("float", "damping", 0.0, "1",
-                         "modal damping ratio ζ of every mode (in [transient]: of the lowest "
-                         "`damping_modes` modes of the structure frozen along the path)"),
-}
+#: Per-analysis damping keys of earlier versions: ``(table, key)`` -> the ``[damping]`` key that
+#: replaced it.  Damping is one model per robot, so a scenario still using one is refused.
+MOVED = {(table, key): new for table in ("transient", "ked", "frf")
+         for key, new in (("damping_ratio", "ratio"), ("eta", "eta"), ("rayleigh_alpha", "rayleigh_alpha"),
+                          ("rayleigh_beta", "rayleigh_beta"), ("damping_modes", "modes"))}
+
+
+def moved(table, key, value, fix="set [damping] {key} = {value}"):
+    """The one-line reason a per-analysis damping key is refused (None if ``table.key`` is not
+    one of :data:`MOVED`); ``fix`` says where its value goes now (``{key}``, ``{value}``)."""
+    new = MOVED.get((table, key))
+    if new is None:
+        return None
+    return (f"{table}.{key} is gone: damping is one model per robot, used by every analysis; "
+            + fix.format(key=new, value=_show(value)))
+
 
 SCHEMA = {
     "name": Key("str", "identifier", None, "",
@@ -150,6 +152,27 @@ SCHEMA = {
         "pose": Key("float[]", None, None, "m, rad",
                     "fixed end-effector pose the motion is defined about "
                     "(default: the model's home pose)"),
+        "max_acceleration": Key("float", "positive", None, "m/s^2",
+                                "bound on the end effector's translational acceleration, above which "
+                                "the motion is refused as a likely unit slip (default 50 g = 490.3 m/s^2)"),
+        "max_speed": Key("float", "positive", None, "m/s",
+                         "bound on the end effector's translational speed, likewise (default 20 m/s)"),
+    },
+    "damping": {
+        "ratio": Key("float", "damping", 0.0, "1",
+                     "modal damping ratio ζ: in [ked] and [transient] of the lowest `modes` modes of the "
+                     "structure frozen along the path, in [frf] of every mode"),
+        "eta": Key("float", "nonnegative", 0.0, "1",
+                   "structural loss factor: K (1 + i eta) in [frf] and the damped modes; in [ked] and "
+                   "[transient] its viscous equivalent at resonance, ζ = eta/2, on the lowest `modes` modes"),
+        "rayleigh_alpha": Key("float", "nonnegative", 0.0, "1/s",
+                              "Rayleigh material damping of the flexible bodies, C_ff = alpha M_ff + beta K_ff "
+                              "(elastic coordinates, every mode; rigid motion undamped)"),
+        "rayleigh_beta": Key("float", "nonnegative", 0.0, "s",
+                             "Rayleigh material damping of the flexible bodies, C_ff = alpha M_ff + beta K_ff"),
+        "modes": Key("int", "positive", 12, "",
+                     "lowest modes that carry `ratio` and `eta` in [transient] and [ked] (higher ones: "
+                     "Rayleigh only)"),
     },
     "modes": {
         "pose": Key("float[]", None, None, "m, rad",
@@ -161,15 +184,15 @@ SCHEMA = {
         "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
                       "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4)"),
         "alpha": Key("float", "nonnegative", None, "1/s",
-                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 0.2/step: the constraint "
-                     "error left by a step decays by 18 % per step)"),
+                     "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 4/step: under Newmark the "
+                     "constraint error left by a step is a third of it, of the other sign, the next)"),
         "beta": Key("float", "nonnegative", None, "1/s",
-                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 0.2/step)"),
+                    "Baumgarte gain β in C̈ + 2αĊ + β²C = 0 (default 4/step)"),
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),
         "rho_inf": Key("float", "unit_interval", 0.9, "1",
-                       "spectral radius at infinite frequency (hht, generalized-alpha)"),
+                       "spectral radius at infinite frequency: generalized-alpha in [0, 1], hht in [0.5, 1]"),
         "newton_tol": Key("float", "positive", 1e-10, "m or rad",
                           "Newton stops when the configuration correction β h² |δa|, or the error "
                           "it leaves (estimated from the contraction rate), is below this; the "
@@ -193,9 +216,6 @@ SCHEMA = {
                              "initial elastic fields per flexible body: <body>.<axial|transverse_y|"
                              "transverse_z>_<displacement|velocity> = {sine = [...], polynomial = "
                              "[...]} along the body's chord, ξ = x/L"),
-        **DAMPING,
-        "damping_modes": Key("int", "positive", 12, "",
-                             "modes that carry damping_ratio and eta (higher ones: Rayleigh only)"),
     },
     "ked": {
         "intervals": Key("int", "positive", 512, "",
@@ -204,7 +224,6 @@ SCHEMA = {
         "output_step": Key("float", "positive", None, "s",
                            "spacing of the written samples, between the interval ends too (default: "
                            "16 per period of the highest kept frequency, at most the interval)"),
-        **DAMPING,
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),
@@ -253,7 +272,6 @@ SCHEMA = {
         "f_max": Key("float", "positive", 100.0, "Hz", "highest frequency"),
         "points": Key("int", "positive", 1000, "", "number of frequencies"),
         "spacing": Key("str", ("linear", "log"), "linear", "", "frequency spacing"),
-        **DAMPING,
         "method": Key("str", ("auto", "modal", "state", "direct"), "auto", "",
                       "modal superposition (proportional damping), complex-mode (state-space) "
                       "superposition, or one solve per frequency"),
@@ -283,16 +301,21 @@ SCHEMA = {
 }
 
 # Trajectory keys used by each kind: (required, optional). Others are errors.
+PACE_KEYS = ("max_acceleration", "max_speed")      # bounds of every kind (sim.solvers.trajectory.check_pace)
 KIND_KEYS = {
-    "circle": (("center", "radius", "omega", "duration"), ("pose", "ramp")),
-    "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration")),
-    "polynomial": (("start", "end", "duration"), ()),
-    "table": (("file",), ()),
+    "circle": (("center", "radius", "omega", "duration"), ("pose", "ramp") + PACE_KEYS),
+    "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration") + PACE_KEYS),
+    "polynomial": (("start", "end", "duration"), PACE_KEYS),
+    "table": (("file",), PACE_KEYS),
 }
 
 # Tables whose absent optional keys stay absent instead of holding None: the `[sweep]` keys
 # depend on the kind of sweep (pose grid or parameter grid), and its analysis reads them so.
 SPARSE_TABLES = ("sweep",)
+
+# Tables resolved with their defaults when absent: the robot's damping model, which every
+# analysis reads.
+FILLED_TABLES = ("damping",)
 
 # Keys holding paths that are resolved against the scenario's directory, then the cwd.
 PATH_KEYS = (("model", "file"), ("trajectory", "file"))
@@ -395,6 +418,8 @@ CONSTRAINTS = {
 TABLE_DOCS = {
     "model": "the robot: a builder file and its parameters",
     "trajectory": "rigid end-effector motion followed by the trajectory analyses",
+    "damping": "the robot's one damping model, applied by every analysis that damps (KED, the transient, "
+               "the FRF and its damped modes); stored in each group that applies it (subgroup `damping`)",
     "modes": "natural frequencies and mode shapes at one pose, actuators locked",
     "transient": "full FFR transient: Newmark-β family with Baumgarte stabilisation",
     "ked": "kineto-elastodynamics: piecewise-constant modal superposition",
@@ -699,6 +724,9 @@ def _validate(raw, origin, schema=SCHEMA, prefix=()):
     for key in raw:
         if key not in schema and key not in axes and not any(key in keys for keys in numbered.values()):
             keys = prefix + (key,)
+            gone = moved(*keys, raw[key]) if len(keys) == 2 else None
+            if gone:
+                raise SimError(f"{origin.of(keys)}: {gone}")
             known = [k for k in schema if k != AXIS_KEY and k not in NUMBERED] + axes
             hint = difflib.get_close_matches(key, known, n=1)
             tip = f"; did you mean `{'.'.join(prefix + (hint[0],))}`?" if hint else ""
@@ -723,6 +751,9 @@ def _validate(raw, origin, schema=SCHEMA, prefix=()):
                 continue
             if prefix == () and key == "model":
                 raise SimError(f"{origin.file}: missing required table [model]")
+            if prefix == () and key in FILLED_TABLES:
+                resolved[key] = _validate({}, origin, spec, keys)
+                continue
             if isinstance(spec, Key) and not (spec.type.startswith("table")
                                               and spec.default is None):
                 resolved[key] = copy.deepcopy(spec.default)

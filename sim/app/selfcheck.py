@@ -1,32 +1,41 @@
-"""Self-checks of time-domain results: constraint drift against the deflection, and the
-agreement of the full transient with the KED.
+"""Self-checks of time-domain results: constraint drift against the deflection, the phase
+error the time step leaves, and the agreement of the full transient with the KED.
 
 A result can be wrong without failing: joints that drift apart by more than the elastic
 deflection, or a modal model that leaves out what the full one shows.  Each time-domain group
 stores its checks as attributes, and :func:`warnings` turns those that fail into one line each,
 naming the scenario key to change.
 
-* ``drift_ratio`` (transient): largest constraint violation / the largest elastic deflection
-  the result reports, ``deflection_scale``: the peak deviation (largest norm of the
-  end-effector translations) or the largest deflection sensor (``sensors/*`` in m, e.g. a
-  rod's mid-span deflection), whichever is larger; above :data:`DRIFT_LIMIT` the drift is not
-  negligible against what the result reports.  (A model may carry its flexibility where the
-  end effector does not see it: Simeon's slider-crank rod bends by millimetres while its
-  slider moves by nanometres.)
-* ``ked_agreement`` (transient and KED, when both ran; per end-effector coordinate):
-  ``|p_ked - p_transient| / p_transient`` of each coordinate's peak deviation; above
-  :data:`AGREEMENT_LIMIT` one of the two misses something (modes, intervals, step or a start
-  that rings).  Coordinate by coordinate, not the translations' norm: a planar robot's sag out
-  of its plane dominates that norm and hid a 47 % disagreement in the plane (the five-bar's x
-  after a full-speed start).  NaN for a coordinate at round-off in both (:data:`ROUNDOFF_RTOL`
-  of the largest peak in its unit).  The warning names, for those coordinates, an oscillation
-  of the transient above the KED's highest kept mode (by :data:`KED_BAND_MARGIN`) that holds
-  more than :data:`AGREEMENT_LIMIT` of the peak: the KED cannot show it until ``ked.modes``
-  reaches its frequency.
+* ``drift_share`` (transient, per end-effector coordinate): the largest constraint violation
+  over the coordinate's peak deviation (:func:`drift_share`); above :data:`DRIFT_LIMIT` what
+  the run reports for that coordinate holds the joints' drift, and the warning names the keys.
+  Coordinate by coordinate: a planar robot's small in-plane deviation (the five-bar's x, 34
+  nm) sits beside its sag out of the plane (18 um), which would hide a drift ten times the
+  limit.  ``drift_ratio``, ``deflection_scale``: the same violation over the largest elastic
+  deflection the result reports (the peak deviation or the largest deflection sensor, ``sensors/*``
+  in m).
+* ``ked_agreement``, ``ked_agreement_peak`` (transient and KED, when both ran; per end-effector
+  coordinate): how far the two vibrations differ -- the dynamic parts of the deviations
+  (less the static deflection at rest along the path, which both compute alike and which
+  dominates a total peak), compared as time histories on the KED's instants over the time
+  both cover: the RMS and the largest of each coordinate's difference, over the RMS and the
+  largest of the end effector's vibration in that unit (:func:`agreement`).  Above
+  :data:`AGREEMENT_LIMIT` (RMS) one of the two misses something (modes, intervals, a step
+  whose phase drifts, a start that rings).  Coordinate by coordinate, so that a disagreement
+  in a planar robot's plane is seen beside its sag out of it.  NaN for a coordinate at
+  round-off.  The warning names, for those coordinates, an oscillation of the transient
+  above the KED's highest kept mode (by :data:`KED_BAND_MARGIN`) that holds more than
+  :data:`AGREEMENT_LIMIT` of the peak: the KED cannot show it until ``ked.modes`` reaches its
+  frequency.
 * ``samples_per_period`` (transient and KED): output samples per period of the highest
-  natural frequency the run reports (``frequencies``, ``ked``, ``modes``); below
+  natural frequency of interest, ``frequency_source`` its group (the KED's kept modes; for the
+  transient those, else the frequencies along the path, else ``[modes]``); below
   :data:`SAMPLES_PER_PERIOD` the written series alias that mode and miss its peaks (a
   transient written at every step is not warned about: its step is what limits it).
+* ``phase_error``, ``converged_step`` (transient, per coordinate; the step [s] for all): the
+  RMS error the time step leaves in the vibration, estimated from the integrator's frequency
+  error and the response's spectrum (:func:`phase_error`), and the largest step that keeps it
+  below :data:`PHASE_LIMIT`; above that limit the warning gives that step.
 * ``ringing_share``, ``ringing_frequency`` (transient, per end-effector coordinate): the peak
   of the deviation's part above ``1 / (RESOLVED_STEPS h)`` (h the time step; zero-phase
   Butterworth high-pass) over the coordinate's peak, and that part's dominant frequency [Hz].
@@ -41,13 +50,14 @@ import numpy as np
 
 DRIFT_LIMIT = 0.01        # largest violation / peak deviation
 DEFLECTION_FLOOR = 1e-12  # m: a peak deflection at most this is round-off (a robot's size times ~1e-15)
-AGREEMENT_LIMIT = 0.25    # relative difference of the transient's and the KED's peak deviations
+AGREEMENT_LIMIT = 0.25    # RMS difference of the transient's and the KED's vibrations, share of the vibration
 SAMPLES_PER_PERIOD = 8    # output samples per period of the highest reported frequency
 RESOLVED_STEPS = 10       # time steps per period of an oscillation integrated to a few per cent
 RINGING_LIMIT = 0.25      # share of a coordinate's peak deviation that may oscillate above that
 STEP_MARGIN = 1.25        # the advised step resolves the estimated frequency this much better
 KED_BAND_MARGIN = 1.2     # above the KED's highest kept frequency by this factor: beyond what it shows
 ROUNDOFF_RTOL = 1e-6      # a coordinate's deviation below this share of the largest one (same unit) is round-off
+PHASE_LIMIT = 0.05        # estimated RMS error of the vibration from the integrator's phase error, share of it
 # The scenario key that sets each group's output spacing.
 SPACING_KEYS = {"transient": "transient.output_step", "ked": "ked.output_step"}
 
@@ -70,6 +80,22 @@ def drift_ratio(violation, peak):
     return top / peak if peak > DEFLECTION_FLOOR else float("nan")
 
 
+def drift_share(violation, deviation, units):
+    """``max(violation)`` over each coordinate's peak deviation (d,): the share of what the
+    result reports for that coordinate that the joints' drift may make up (the violation's
+    norm holds metres and radians alike: each coordinate is judged against it in its own
+    unit).  NaN for a coordinate at round-off (beside the largest of its unit, or at most
+    :data:`DEFLECTION_FLOOR`)."""
+    deviation = np.asarray(deviation, dtype=float)
+    top = float(np.max(violation)) if len(violation) else 0.0
+    peaks = np.abs(deviation).max(axis=0, initial=0.0)
+    units = np.asarray(units)
+    largest = np.array([peaks[units == u].max() for u in units])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = top / peaks
+    return np.where((peaks > DEFLECTION_FLOOR) & ~at_roundoff(peaks, largest), share, np.nan)
+
+
 def _peak(group):
     d = group["deviation"]
     return peak_translation(d[...], [str(u) for u in np.atleast_1d(d.attrs["units"])])
@@ -87,30 +113,43 @@ def _names(group, d):
 
 
 def agreement(transient, ked, units):
-    """The relative difference of the peak deviations of a transient and a KED, coordinate by
-    coordinate.
+    """How far the vibrations of a transient and a KED differ, coordinate by coordinate.
+
+    Both on the same instants: the dynamic parts of the deviations (the deviation less the
+    static deflection at rest along the path), whose difference is what the two analyses
+    disagree on; a total peak is dominated by the static sag, which both compute alike.  Each
+    coordinate's difference is measured against the end effector's vibration in that unit
+    (the norm of the transient's translations, or of its rotations): a coordinate that hardly
+    vibrates is not called 50 % apart for a difference a thousandth of the motion.
 
     Parameters
     ----------
-    transient, ked : ndarray, shape (n, d) and (m, d)
-        End-effector deviations [m, rad] (each on its own output instants).
+    transient, ked : ndarray, shape (n, d)
+        Dynamic parts of the end-effector deviations [m, rad] at the same ``n`` instants.
     units : sequence of str
         Units of the ``d`` coordinates.
 
     Returns
     -------
-    ndarray, shape (d,)
-        ``|p_ked - p_transient| / p_transient`` [1]; NaN for a coordinate whose larger peak is
-        at round-off (:func:`at_roundoff`) beside the largest peak of its unit in either.
+    rms, peak : ndarray, shape (d,)
+        RMS of the difference over the RMS of the transient's vibration in that unit, and the
+        largest difference over its largest [1]; NaN for a coordinate whose vibration is at
+        round-off in both (:func:`at_roundoff`) beside the largest of its unit, or at most
+        :data:`DEFLECTION_FLOOR`.
     """
-    p_tr = np.abs(np.asarray(transient, dtype=float)).max(axis=0)
-    p_ked = np.abs(np.asarray(ked, dtype=float)).max(axis=0)
-    top = np.maximum(p_tr, p_ked)
+    tr, kd = np.asarray(transient, dtype=float), np.asarray(ked, dtype=float)
+    diff = kd - tr
     units = np.asarray(units)
+    top = np.maximum(np.abs(tr).max(axis=0, initial=0.0), np.abs(kd).max(axis=0, initial=0.0))
     largest = np.array([top[units == u].max() for u in units])
+    size = {u: np.linalg.norm(tr[:, units == u], axis=1) for u in set(units.tolist())}
+    scale_rms = np.array([np.sqrt(np.mean(size[u] ** 2)) if len(tr) else 0.0 for u in units])
+    scale_peak = np.array([size[u].max(initial=0.0) for u in units])
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.abs(p_ked - p_tr) / p_tr
-    return np.where((top > 0) & ~at_roundoff(top, largest), value, np.nan)
+        rms = np.sqrt(np.mean(diff**2, axis=0)) / scale_rms
+        peak = np.abs(diff).max(axis=0, initial=0.0) / scale_peak
+    valid = (top > DEFLECTION_FLOOR) & ~at_roundoff(top, largest)
+    return np.where(valid, rms, np.nan), np.where(valid, peak, np.nan)
 
 
 def at_roundoff(peak, largest):
@@ -176,13 +215,36 @@ def above(time, deviation, units, cut):
 
 
 def _common(tr, ked):
-    """The deviations (n, d), (m, d) of the transient and the KED groups over the time both
-    cover (a transient's ``duration`` may stop short of the trajectory's, which KED runs whole)."""
+    """The instants (m,) of the KED within the time the transient covers too (its
+    ``duration`` may stop short of the trajectory's, which KED runs whole), and the two
+    groups' dynamic deviations (m, d) there (``deviation_dynamic``, else ``deviation`` in
+    files without it): the KED's as written, the transient's interpolated (:func:`cubic`)."""
     t_tr, t_ked = tr["time"][...], ked["time"][...]
-    start, end = max(t_tr[0], t_ked[0]), min(t_tr[-1], t_ked[-1])
-    slack = 1e-9 * max(abs(end), 1.0)     # output instants of the two differ by round-off
-    return tuple(g["deviation"][...][(t >= start - slack) & (t <= end + slack)]
-                 for g, t in ((tr, t_tr), (ked, t_ked)))
+    slack = 1e-9 * max(abs(t_tr[-1]), 1.0)     # output instants of the two differ by round-off
+    inside = (t_ked >= t_tr[0] - slack) & (t_ked <= t_tr[-1] + slack)
+    name = "deviation_dynamic" if "deviation_dynamic" in tr and "deviation_dynamic" in ked else "deviation"
+    t = np.clip(t_ked[inside], t_tr[0], t_tr[-1])
+    return t, cubic(t, t_tr, tr[name][...]), ked[name][...][inside]
+
+
+def cubic(t, t_x, x):
+    """``x`` (n, d) sampled at ``t_x`` (n,) interpolated at ``t`` (m,) within them, by the cubic
+    through the four nearest samples: a sinusoid sampled 10 times per period comes out within
+    0.4 % of its amplitude (linear interpolation: 5 %, more than the analyses differ by)."""
+    x = np.asarray(x, dtype=float).reshape(len(t_x), -1)
+    if len(t_x) < 4:
+        return np.column_stack([np.interp(t, t_x, c) for c in x.T]) if len(t_x) else x[:0]
+    i = np.clip(np.searchsorted(t_x, t) - 2, 0, len(t_x) - 4)
+    nodes = i[:, None] + np.arange(4)
+    tn = t_x[nodes]                                  # (m, 4)
+    out = np.zeros((len(t), x.shape[1]))
+    for j in range(4):
+        w = np.ones(len(t))
+        for k in range(4):
+            if k != j:
+                w *= (t - tn[:, k]) / (tn[:, j] - tn[:, k])
+        out += w[:, None] * x[nodes[:, j]]
+    return out
 
 
 def _beyond_ked(tr, ked, over, names, units):
@@ -234,12 +296,104 @@ def undistorted(f_h, h):
     return np.tan(np.pi * np.minimum(np.asarray(f_h, dtype=float) * h, 0.49)) / (np.pi * h)
 
 
-def highest_frequency(groups):
-    """The highest natural frequency [Hz] any group of the run reports (0 when none does)."""
-    found = [float(np.nanmax(g["frequencies"][...])) for name, g in groups.items()
-             if name in ("frequencies", "ked", "modes") and "frequencies" in g and g["frequencies"].size
-             and np.isfinite(g["frequencies"][...]).any()]
-    return max(found, default=0.0)
+#: Where each time-domain group's highest frequency of interest comes from, in order: the KED's
+#: own kept modes; for the transient those the KED keeps, else the frequencies tracked along the
+#: path, else the modes of ``[modes]`` (all of them chosen by the user's counts).
+FREQUENCY_SOURCES = {"ked": ("ked",), "transient": ("ked", "frequencies", "modes")}
+
+
+def highest_frequency(groups, name):
+    """The highest natural frequency [Hz] relevant to group ``name``'s output spacing and the
+    group it comes from (:data:`FREQUENCY_SOURCES`); ``(0, "")`` when none reports one."""
+    for source in FREQUENCY_SOURCES.get(name, ()):
+        g = groups.get(source)
+        if g is not None and "frequencies" in g and g["frequencies"].size and np.isfinite(g["frequencies"][...]).any():
+            return float(np.nanmax(g["frequencies"][...])), source
+    return 0.0, ""
+
+
+def phase_error(time, dynamic, units, h, oscillator, zeta=0.0):
+    """The error the time step leaves in a transient's vibration, estimated from its spectrum.
+
+    An implicit integrator of the Newmark family keeps a mode's amplitude (up to its numerical
+    damping) but integrates its frequency ``f`` with a relative error ``e(f h)``, ``(2 pi f
+    h)^2 / 12`` for Newmark's average acceleration: the phase drifts by ``phi = 2 pi f T e``
+    over the time ``T`` the vibration lasts (the run, or its decay time ``1 / (zeta 2 pi f)``
+    when sooner), and a sinusoid whose phase drifts linearly to ``phi`` is off by
+    ``2 (1 - sin(phi) / phi)`` of its mean square.  Summed over the spectrum of the dynamic
+    part (each frequency weighted by its energy), this is the RMS error of the run against the
+    same run at an infinitely small step, to leading order ``O(h^2)``; a quasi-static response
+    (the slow part) hardly contributes.  Measured against the vibration of the same unit, as
+    :func:`agreement`.
+
+    Parameters
+    ----------
+    time : ndarray, shape (n,)
+        Evenly spaced output instants [s].
+    dynamic : ndarray, shape (n, d)
+        The deviation's dynamic part [m, rad].
+    units : sequence of str
+    h : float
+        Time step [s].
+    oscillator : callable
+        ``oscillator(omega_h) -> (error, zeta_numerical)`` of the integrator
+        (:meth:`sim.solvers.integrators.GeneralizedAlpha.oscillator` with its ``rho_inf``).
+    zeta : float
+        The modes' physical damping ratio [1].
+
+    Returns
+    -------
+    ndarray, shape (d,)
+        Estimated RMS error per coordinate over the RMS of the vibration in its unit [1]; NaN
+        where not assessed (fewer than 64 instants, a coordinate at round-off beside the others
+        or at most :data:`DEFLECTION_FLOOR`).
+    """
+    x = np.asarray(dynamic, dtype=float).reshape(len(time), -1)
+    d = x.shape[1]
+    n = len(time)
+    if n < 64 or not h > 0:
+        return np.full(d, np.nan)
+    spacing = (time[-1] - time[0]) / (n - 1)
+    # Windowed: a run's ends do not meet, and the leakage of that jump (power ~ 1/f^2) would
+    # weigh at the high frequencies, whose phase no step keeps, as if it were a vibration there.
+    X = np.abs(np.fft.rfft((x - x.mean(axis=0)) * np.hanning(n)[:, None], axis=0)) ** 2
+    omega = 2 * np.pi * np.fft.rfftfreq(n, spacing)[1:]
+    error, zeta_h = oscillator(omega * h)
+    lasts = np.minimum(time[-1] - time[0], 1.0 / np.maximum((zeta + zeta_h) * omega, 1e-300))
+    phi = omega * lasts * error
+    with np.errstate(invalid="ignore", divide="ignore"):
+        off = np.where(phi > 1e-4, 2 * (1 - np.sin(phi) / phi), phi**2 / 3)    # its series below 1e-4
+    units = np.asarray(units)
+    total = np.array([X[:, units == u].sum() for u in units])
+    peaks = np.abs(x).max(axis=0)
+    largest = np.array([peaks[units == u].max() for u in units])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.sqrt((X[1:] * off[:, None]).sum(axis=0) / total)
+    return np.where((peaks > DEFLECTION_FLOOR) & ~at_roundoff(peaks, largest), share, np.nan)
+
+
+def converged_step(time, dynamic, units, h, oscillator, zeta=0.0, limit=PHASE_LIMIT):
+    """A step [s] that keeps the estimated phase error (:func:`phase_error`) at most ``limit``
+    in every coordinate: the largest on this run's spectrum (bisection on ``log h`` below
+    ``h``) over :data:`STEP_MARGIN`, since a finer step resolves (and rings at) a little more of
+    the spectrum; ``h`` itself when it does; NaN when even ``h / 1024`` does not (the run holds
+    fast content whose phase no step keeps over its length)."""
+    worst = lambda step: np.nan_to_num(phase_error(time, dynamic, units, step, oscillator, zeta)).max(initial=0.0)  # noqa: E731
+    if worst(h) <= limit:
+        return h
+    low, high = h / 1024, h
+    if worst(low) > limit:
+        return float("nan")
+    for _ in range(24):
+        mid = np.sqrt(low * high)
+        low, high = (mid, high) if worst(mid) <= limit else (low, mid)
+    return low / STEP_MARGIN
+
+
+def _down(x):
+    """``x`` > 0 rounded down to two significant digits (a bound quoted as ``<=`` must hold)."""
+    unit = 10.0 ** (np.floor(np.log10(x)) - 1)
+    return np.floor(x / unit * (1 + 1e-12)) * unit
 
 
 def check(groups):
@@ -254,54 +408,82 @@ def check(groups):
     for g in (tr, ked):
         if g is not None and "deviation" in g:
             g.attrs["peak_deviation"] = _peak(g)
-    highest = highest_frequency(groups)
-    for g in (tr, ked):
+    for name, g in (("transient", tr), ("ked", ked)):
+        highest, source = highest_frequency(groups, name)
         if g is not None and "time" in g and g["time"].shape[0] > 1 and highest > 0:
             t = g["time"]
             spacing = (t[-1] - t[0]) / (t.shape[0] - 1)
             g.attrs["samples_per_period"] = 1.0 / (spacing * highest) if spacing > 0 else float("inf")
+            g.attrs["frequency_source"] = source
     if tr is not None and "constraint_violation" in tr and "deviation" in tr:
         sensors = [np.abs(d[...]).max() for d in (tr["sensors"].values() if "sensors" in tr else ())
                    if str(d.attrs.get("units")) == "m" and d.size]
         scale = max([tr.attrs["peak_deviation"], *sensors])
         tr.attrs["deflection_scale"] = scale
         tr.attrs["drift_ratio"] = drift_ratio(tr["constraint_violation"][...], scale)
+        tr.attrs["drift_share"] = drift_share(tr["constraint_violation"][...], tr["deviation"][...], _units(tr))
     if tr is not None and "deviation" in tr and "time" in tr and _step(tr) > 0:
         share, frequency = ringing(tr["time"][...], tr["deviation"][...], _units(tr), _step(tr))
         tr.attrs["ringing_share"], tr.attrs["ringing_frequency"] = share, frequency
+    if tr is not None and "deviation_dynamic" in tr and "method" in tr.attrs and _step(tr) > 0:
+        from sim.solvers.integrators import METHODS
+        method = METHODS[str(tr.attrs["method"])]
+        rho = float(tr.attrs.get("rho_inf", 1.0))
+        args = (tr["time"][...], tr["deviation_dynamic"][...], _units(tr), _step(tr),
+                lambda w: method.oscillator(w, rho), float(tr["damping/ratio"][()]) if "damping/ratio" in tr else 0.0)
+        tr.attrs["phase_error"] = phase_error(*args)
+        tr.attrs["converged_step"] = converged_step(*args)
     if tr is not None and ked is not None and all("deviation" in g and "time" in g for g in (tr, ked)):
-        value = agreement(*_common(tr, ked), _units(tr))
+        rms, peak = agreement(*_common(tr, ked)[1:], _units(tr))
         for g in (tr, ked):
-            g.attrs["ked_agreement"] = value
+            g.attrs["ked_agreement"], g.attrs["ked_agreement_peak"] = rms, peak
 
 
 def warnings(groups):
     """One line per failed check of :func:`check`'s attributes (empty when all pass)."""
     out = []
     tr, ked = groups.get("transient"), groups.get("ked")
-    if tr is not None and tr.attrs.get("drift_ratio", 0) > DRIFT_LIMIT:
-        ratio = tr.attrs["drift_ratio"]
-        out.append(f"transient: constraint violation up to {ratio * tr.attrs['deflection_scale']:.3g} m is "
-                   f"{100 * ratio:.3g} % of the peak deflection {tr.attrs['deflection_scale']:.3g} m (limit "
-                   f"{100 * DRIFT_LIMIT:g} %): raise transient.alpha and transient.beta (default 0.2/step) "
-                   f"or lower transient.step")
+    drift = np.asarray(tr.attrs.get("drift_share", []) if tr is not None else [], dtype=float)
+    if np.nan_to_num(drift).max(initial=0.0) > DRIFT_LIMIT:
+        names, units = _names(tr, drift.size), _units(tr)
+        over = [k for k in np.argsort(-np.nan_to_num(drift)) if drift[k] > DRIFT_LIMIT]
+        top = float(np.max(tr["constraint_violation"][...]))
+        parts = ", ".join(f"{names[k]} ({top / drift[k]:.3g} {units[k]}: {100 * drift[k]:.3g} %)" for k in over)
+        out.append(f"transient: constraint violation up to {top:.3g} m or rad is more than {100 * DRIFT_LIMIT:g} % of the "
+                   f"peak deviation of {parts}: what the run reports there holds the joints' drift: raise "
+                   f"transient.alpha and transient.beta (default 4/step) or lower transient.step")
     apart = np.asarray(tr.attrs.get("ked_agreement", []) if tr is not None and ked is not None else [],
                        dtype=float)
     if np.nan_to_num(apart, nan=0.0).max(initial=0.0) > AGREEMENT_LIMIT:
         names, units = _names(tr, apart.size), _units(tr)
-        p_tr, p_ked = (np.abs(d).max(axis=0) for d in _common(tr, ked))
+        worst = np.asarray(tr.attrs["ked_agreement_peak"], dtype=float)
+        _, on_tr, on_ked = _common(tr, ked)
+        rms_tr, rms_ked = (np.sqrt(np.mean(d**2, axis=0)) for d in (on_tr, on_ked))
         over = [k for k in np.argsort(-np.nan_to_num(apart, nan=0.0)) if apart[k] > AGREEMENT_LIMIT]
-        parts = [f"{names[k]} {p_tr[k]:.3g} against {p_ked[k]:.3g} {units[k]} ({100 * apart[k]:.3g} % apart)"
-                 for k in over]
+        parts = [f"{names[k]} {100 * apart[k]:.3g} % RMS ({100 * worst[k]:.3g} % of the peak at worst; RMS "
+                 f"{rms_tr[k]:.3g} against {rms_ked[k]:.3g} {units[k]})" for k in over]
         beyond = _beyond_ked(tr, ked, over, names, units)
         drive = str(tr.attrs.get("drive", "prescribed"))
         advice = (f": the transient's actuators follow a {drive} drive, KED's their targets (locked, or compliant "
                   f"springs towards them), so the difference includes the drive's own tracking error; compare "
                   f"with transient.drive = \"prescribed\"" if drive != "prescribed" else
                   f"{beyond}: raise ked.modes until the KED keeps it, or give the circle a trajectory.ramp" if beyond
-                  else ": raise ked.modes or ked.intervals, lower transient.step, or give the circle a trajectory.ramp")
-        out.append(f"transient and ked disagree on the peak deviation (transient against ked): {', '.join(parts)} "
-                   f"(limit {100 * AGREEMENT_LIMIT:g} %){advice}")
+                  else ": lower transient.step (its phase drifts), raise ked.modes or ked.intervals, or give the "
+                       "circle a trajectory.ramp")
+        out.append(f"transient and ked disagree on the vibration (the deviations' dynamic parts over the time both "
+                   f"cover, transient against ked): {', '.join(parts)} (limit {100 * AGREEMENT_LIMIT:g} % RMS)"
+                   f"{advice}")
+    phase = np.asarray(tr.attrs.get("phase_error", []) if tr is not None else [], dtype=float)
+    if np.nan_to_num(phase).max(initial=0.0) > PHASE_LIMIT:
+        names = _names(tr, phase.size)
+        over = [k for k in np.argsort(-np.nan_to_num(phase)) if phase[k] > PHASE_LIMIT]
+        parts = ", ".join(f"{names[k]} {100 * phase[k]:.2g} %" if phase[k] < 1 else f"{names[k]} {100 * phase[k]:.0f} %" for k in over)
+        step = float(tr.attrs["converged_step"])
+        out.append(f"transient: transient.step = {_step(tr):.3g} s leaves an estimated phase error of {parts} RMS of "
+                   f"the vibration (the integrator's frequency error accumulated over the run; limit "
+                   f"{100 * PHASE_LIMIT:g} %): " + (f"set transient.step <= {_down(step):.2g} s" if np.isfinite(step) else
+                   "it rings faster than any step keeps in phase over the run: give the motion a smooth start "
+                   "(trajectory.ramp) or damp what the step cannot resolve (method = \"generalized-alpha\")"))
     share = np.asarray(tr.attrs.get("ringing_share", []) if tr is not None else [], dtype=float)
     if np.nan_to_num(share).max(initial=0.0) > RINGING_LIMIT:
         h = _step(tr)
@@ -323,9 +505,12 @@ def warnings(groups):
             n, t = g.attrs["samples_per_period"], g["time"]
             spacing = (t[-1] - t[0]) / (t.shape[0] - 1)
             highest = 1.0 / (n * spacing)
+            # KED's default spacing gives its kept modes 16 samples per period: only a given one warns.
             advice = f"set {key} <= {spacing * n / SAMPLES_PER_PERIOD:.2g} s" + (
                 " or leave it out (every step)" if name == "transient" else " or leave it out (16 per period)")
-            out.append(f"{name}: output every {spacing:.3g} s samples the highest reported frequency, "
+            source = str(g.attrs.get("frequency_source", ""))
+            what = {"ked": "kept by ked", "frequencies": "tracked by [frequencies]", "modes": "of [modes]"}.get(source, "reported")
+            out.append(f"{name}: output every {spacing:.3g} s samples the highest frequency {what}, "
                        f"{highest:.4g} Hz, {n:.2g} times per period (fewer than {SAMPLES_PER_PERIOD}; "
                        f"its peaks are missed): {advice}")
     return out

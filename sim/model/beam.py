@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.model import plausible
+
+
 def _gauss01(n):
     x, w = np.polynomial.legendre.leggauss(n)
     return 0.5 * (x + 1.0), 0.5 * w
@@ -100,12 +103,6 @@ def _elastic(material, E, rho, G, nu):
     return E, rho, E / (2.0 * (1.0 + nu))
 
 
-# Plausible values, with room for the usual modelling devices (a link made 1000 times stiffer
-# or lighter than steel to stand for a rigid or massless one).
-MODULUS_RANGE = (1.0, 1e20)     # Pa
-DENSITY_RANGE = (1e-6, 1e9)     # kg/m^3
-
-
 @dataclass(frozen=True)
 class Section:
     """Material and cross-section of a beam (SI units).
@@ -150,15 +147,13 @@ class Section:
                 out.append(f"section `{name}` must be positive and finite, got {value!r}")
         if self.Ip is not None and not (np.isfinite(self.Ip) and self.Ip > 0):
             out.append(f"section `Ip` must be positive and finite, got {self.Ip!r}")
-        # Outside these, the value is a slip (units, exponent), and the model's frequencies
-        # would leave double precision.
-        for name, unit, (low, high) in (("E", "Pa", MODULUS_RANGE), ("G", "Pa", MODULUS_RANGE),
-                                         ("rho", "kg/m^3", DENSITY_RANGE)):
-            value = getattr(self, name)
-            if np.isfinite(value) and value > 0 and not low <= value <= high:
-                out.append(f"section `{name}` = {value:.3g} {unit} is not plausible "
-                           f"(expected {low:g} .. {high:g} {unit}): check its units")
-        return out
+        return out + plausible.material_problems({"E": self.E, "G": self.G, "rho": self.rho})
+
+    @property
+    def depth(self):
+        """``sqrt(12 I / A)`` [m] with the larger of ``Iy``, ``Iz``: a rectangle's depth, 1.7 times a
+        solid circle's radius."""
+        return float(np.sqrt(12 * max(self.Iy, self.Iz) / self.A))
 
     @classmethod
     def rectangle(cls, width, height, material=None, *, E=None, rho=None, G=None, nu=None):

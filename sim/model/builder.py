@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from sim.model import beam
+from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
 
 # Whether ``build()`` assembles by default: a model file calls it itself, and a process that
@@ -243,6 +243,10 @@ class Model:
     pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
     ranks: tuple = ()            # see sim.model.assembly.generic_ranks
     pose_determined: bool = True  # see sim.model.assembly.pose_determined
+    mobility: object = field(default=None, compare=False, repr=False)   # FreeMotions at home (sim.model.mobility)
+    free_motions_declared: int = 0   # free motions that move the end effector by design (declare_free_motions)
+    free_motions_why: str = ""
+    warnings: tuple = ()         # implausible but possible inputs (sim.model.plausible), one line each
     # The constant tables of the compiled kernels (sim.model.tables.constants), built with the model.
     kernel: tuple = field(default=(), compare=False, repr=False)
 
@@ -461,6 +465,7 @@ class ModelBuilder:
         self._ee = None
         self.notes = ""
         self._references = []
+        self._declared = None
 
     # -- bodies ----------------------------------------------------------------------------
     def _body_index(self, name):
@@ -532,8 +537,12 @@ class ModelBuilder:
         sections = [section] * n_el if isinstance(section, beam.Section) else list(section)
         if len(sections) != n_el:
             self._problems.append(f"body `{name}`: {len(sections)} sections for {n_el} elements")
+        span = float(np.linalg.norm(np.ptp(nodes, axis=0))) if nodes.ndim == 2 and len(nodes) else 0.0
         for s in sections[:1] if isinstance(section, beam.Section) else sections:
-            self._problems += [f"body `{name}`: {p}" for p in s.problems()]
+            problems = s.problems()
+            self._problems += [f"body `{name}`: {p}" for p in problems]
+            if not problems and span > 0:
+                self._problems += [f"body `{name}`: {p}" for p in plausible.section_problems(s.depth, span)]
         if elements.size == 0 or elements.min() < 0 or elements.max() >= len(nodes):
             self._problems.append(f"body `{name}`: element connectivity refers to missing nodes")
         elif np.any(np.linalg.norm(nodes[elements[:, 1]] - nodes[elements[:, 0]], axis=1) <= 0):
@@ -709,6 +718,26 @@ class ModelBuilder:
             self._problems.append(f"end effector: unknown coordinates {bad} (from {POSE_KINDS})")
         self._ee = (marker, tuple(kinds), tuple(names or kinds))
 
+    def declare_free_motions(self, count, why):
+        """Declare that, with the actuators locked, ``count`` free motions move the end effector
+        by design (a passive, unactuated axis of the end effector, say), so that the analyses that
+        follow a prescribed end-effector motion run on the robot anyway.
+
+        Free motions that leave the end effector in place (a strut spinning between two
+        spherical joints) need no declaration.  Without it, a robot whose actuators leave its
+        end effector free is refused by those analyses (:func:`sim.model.mobility.require_determined`).
+
+        Parameters
+        ----------
+        count : int
+            The number of such motions; it must be the number the model has.
+        why : str
+            What they are, for the reader of ``sim model``.
+        """
+        if not (isinstance(count, (int, np.integer)) and count > 0):
+            self._problems.append(f"declare_free_motions: count must be a positive integer, got {count!r}")
+        self._declared = (int(count) if isinstance(count, (int, np.integer)) else 0, str(why))
+
     # -- build ------------------------------------------------------------------------------
     def build(self, assemble=None):
         """Validate everything, precompute invariants, assemble the home configuration.
@@ -770,12 +799,15 @@ class ModelBuilder:
                     problems.append(f"sensor `{s.name}`: unknown marker `{m}`")
         problems += [f"reference `{r.quantity}`: {p}" for r in self._references for p in self._reference_problems(r)]
         if problems:
-            raise ValueError("invalid model `" + self.name + "`: " + "; ".join(problems))
+            raise ValueError("invalid model `" + self.name + "`: " + "; ".join(_grouped(problems)))
         sensors = tuple(Sensor(s.name, s.kind, tuple(next(i for i, x in enumerate(markers) if x.name == m)
                                                      for m in s.markers), s.axis, s.units, s.description)
                         for s in self._sensors)
         model = _finalise(self.name, tuple(bodies), tuple(markers), tuple(self._joints), tuple(self._actuators),
                           sensors, self.gravity, frames, ee, self._ee[1], self._ee[2], self.notes)
+        warnings = [w for spec, body in zip(self._bodies, bodies) if spec["kind"] == "beam"
+                    for w in plausible.heavy(body.name, body.mass, float(np.linalg.norm(np.ptp(spec["nodes_W"], axis=0))))]
+        model = dataclasses.replace(model, warnings=tuple(warnings))
         if self._springs:
             sp = self._springs
             tables = dict(mi=np.array([s.marker_i for s in sp]), mj=np.array([s.marker_j for s in sp]),
@@ -797,7 +829,28 @@ class ModelBuilder:
             model = _replace(model, ranks=generic_ranks(model))
             from sim.model.assembly import pose_determined
             model = _replace(model, pose_determined=pose_determined(model))
+            from sim.model.mobility import free_motions
+            model = dataclasses.replace(model, mobility=free_motions(model))
+        if self._declared:
+            model = dataclasses.replace(model, free_motions_declared=self._declared[0],
+                                        free_motions_why=self._declared[1])
         return model
+
+
+def _grouped(problems):
+    """``problems`` with those said alike of several bodies (``body `a`: text``) said once,
+    ``bodies `a`, `b`: text``, in the order of their first appearance."""
+    bodies = {}
+    for p in problems:
+        head, sep, text = p.partition("`: ")
+        key = text if sep and head.startswith("body `") else p
+        bodies.setdefault(key, []).append(head[len("body "):] + "`" if sep and head.startswith("body `") else None)
+    out = []
+    for text, names in bodies.items():
+        names = [n for n in names if n is not None]
+        out.append(text if not names else f"body {names[0]}: {text}" if len(names) == 1
+                   else f"bodies {', '.join(names)}: {text}")
+    return out
 
 
 def _replace(model, **changes):

@@ -176,7 +176,10 @@ def load_model(path, params=None, assemble=True):
     except SimError as exc:
         raise SimError(f"{path}: {exc}") from None
     except (ValueError, TypeError, ArithmeticError) as exc:
-        raise SimError(f"{path}: {_where(exc, path)}{one_line(exc)}") from None
+        given = ", ".join(f"{k} = {v!r}" for k, v in values.items())
+        implausible = "not plausible" in str(exc) or "not a beam" in str(exc)
+        said = f" (parameters given: {given})" if given and implausible else ""
+        raise SimError(f"{path}: {_where(exc, path)}{one_line(exc)}{said}") from None
     except SystemExit as exc:
         raise SimError(f"{path}: build() called {_exit_call(exc)}") from None
     except RecursionError:

@@ -30,7 +30,9 @@ The time-domain analyses use the same models.  KED gives each kept mode of each 
 structure the ratio :func:`modal_ratios`, ``zeta_r = zeta + eta/2 + psi_r^T C_ff psi_r /
 (2 omega_r)`` (structural damping as its viscous equivalent at resonance, ``zeta = eta/2``);
 the transient applies the material part as such and the modal part on the lowest modes of the
-structure frozen along the path (:class:`Schedule`), so that both damp each mode alike.
+structure frozen along the path (:class:`Schedule`), so that both damp each mode alike.  The
+modal part goes to the lowest :attr:`Damping.modes` modes in both (higher ones: Rayleigh
+only).  A scenario states one model for all analyses (its ``[damping]`` table).
 
 References
 ----------
@@ -53,7 +55,8 @@ PROPORTIONAL_RTOL = 1e-8   # Caughey test: ||C M^-1 K - K M^-1 C|| relative to |
 
 @dataclass(frozen=True)
 class Damping:
-    """A damping model.
+    """A damping model: the robot's one model, which every analysis applies (scenario table
+    ``[damping]``, :meth:`from_table`).
 
     Attributes
     ----------
@@ -64,6 +67,10 @@ class Damping:
     zeta : float or ndarray, shape (k,)
         Modal damping ratios (one for all modes, or per mode in ascending order; modes beyond
         the list take its last value).
+    modes : int or None
+        The lowest modes that carry ``zeta`` and ``eta`` in the time domain (:meth:`ratios`:
+        KED's kept modes, the transient's :func:`schedule`); higher ones get the Rayleigh part
+        only.  None: every mode.
     lumped : bool
         Include the viscous dampers of the model's springs and compliant actuators.
     """
@@ -72,6 +79,7 @@ class Damping:
     alpha: float = 0.0
     beta: float = 0.0
     zeta: object = 0.0
+    modes: object = None
     lumped: bool = True
 
     def __post_init__(self):
@@ -82,12 +90,15 @@ class Damping:
         z = np.atleast_1d(np.asarray(self.zeta, dtype=float))
         if z.size == 0 or not np.all((z >= 0) & (z < 1)):
             raise SimError(f"damping `zeta` must be in [0, 1), got {self.zeta!r}")
+        if self.modes is not None and not (isinstance(self.modes, (int, np.integer)) and self.modes > 0):
+            raise SimError(f"damping `modes` must be a positive integer or None, got {self.modes!r}")
 
     @classmethod
     def from_table(cls, table):
-        """From a scenario table's ``eta``, ``rayleigh_alpha``, ``rayleigh_beta``, ``damping_ratio``."""
+        """From the scenario's ``[damping]`` table (``ratio``, ``eta``, ``rayleigh_alpha``,
+        ``rayleigh_beta``, ``modes``)."""
         return cls(eta=table["eta"], alpha=table["rayleigh_alpha"], beta=table["rayleigh_beta"],
-                   zeta=table["damping_ratio"])
+                   zeta=table["ratio"], modes=table["modes"])
 
     @property
     def modal(self):
@@ -101,13 +112,13 @@ class Damping:
         return z[np.minimum(np.arange(r), z.size - 1)]
 
     def ratios(self, omega):
-        """``zeta_r + eta / 2`` per mode, ``omega`` (..., r) ascending: the modal part."""
-        return np.broadcast_to(self.per_mode(np.shape(omega)[-1]) + 0.5 * self.eta, np.shape(omega))
-
-    def attrs(self):
-        """The model as HDF5 attributes."""
-        return {"eta": float(self.eta), "rayleigh_alpha": float(self.alpha), "rayleigh_beta": float(self.beta),
-                "damping_ratio": np.atleast_1d(np.asarray(self.zeta, dtype=float))}
+        """``zeta_r + eta / 2`` per mode, ``omega`` (..., r) ascending: the modal part, zero
+        beyond the lowest :attr:`modes`."""
+        r = np.shape(omega)[-1]
+        z = self.per_mode(r) + 0.5 * self.eta
+        if self.modes is not None:
+            z[self.modes:] = 0.0
+        return np.broadcast_to(z, np.shape(omega))
 
 
 @dataclass(frozen=True)
@@ -291,11 +302,11 @@ class Schedule:
             self.index = k
 
 
-def schedule(model, damping, count, times, qs):
+def schedule(model, damping, times, qs):
     """:class:`Schedule` of ``damping`` along the rigid configurations ``qs`` (k, n_q) at
-    ``times`` (k,), with modal damping on the lowest ``count`` modes (at most
-    ``SCHEDULE_FRAMES`` evenly spaced structures); the constant material damping (n_v, n_v)
-    when no modal damping is set, None when nothing is damped."""
+    ``times`` (k,), with modal damping on the lowest ``damping.modes`` modes (all when None;
+    at most ``SCHEDULE_FRAMES`` evenly spaced structures); the constant material damping
+    (n_v, n_v) when no modal damping is set, None when nothing is damped."""
     if not (damping.alpha or damping.beta or damping.modal) or not len(model.v_elastic):
         return None
     base = material_matrix(model, damping.alpha, damping.beta)
@@ -306,7 +317,7 @@ def schedule(model, damping, count, times, qs):
 
     elastic, mass_ee, stiffness_ee = material_blocks(model)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
-    count = min(int(count), elastic.size)
+    count = elastic.size if damping.modes is None else min(int(damping.modes), elastic.size)
     zero = np.zeros(model.n_v)
     with FramePool(model, count, pick.size, _workers(None, pick.size)) as pool:
         for k in pick:

@@ -742,6 +742,43 @@ class GeneralizedAlpha:
         """``(alpha_m, alpha_f)`` for spectral radius ``rho``."""
         return (2 * rho - 1) / (rho + 1), rho / (rho + 1)
 
+    @classmethod
+    def oscillator(cls, omega_h, rho_inf=0.9):
+        """How the method integrates an undamped oscillator ``x'' + omega^2 x = 0`` with steps
+        ``h``: the relative frequency error and the numerical damping ratio.
+
+        The step maps ``(x, h v, h^2 a, h^2 ahat)`` linearly (the module's equations with
+        ``a = -omega^2 x``); its principal eigenvalues ``r exp(+-i theta)`` give the discrete
+        frequency ``theta / h`` and the decay ``-ln r`` per ``theta``.  Newmark's average
+        acceleration: ``theta = 2 atan(omega h / 2)``, no decay (:func:`sim.app.selfcheck`
+        uses this to estimate a transient's phase error).
+
+        Parameters
+        ----------
+        omega_h : ndarray, shape (n,)
+            ``omega h`` [rad], positive.
+        rho_inf : float
+
+        Returns
+        -------
+        error, zeta : ndarray, shape (n,)
+            ``1 - theta / (omega h)`` [1] and ``-ln r / theta`` [1].
+        """
+        w = np.atleast_1d(np.asarray(omega_h, dtype=float))
+        am, af = cls.coefficients(float(rho_inf))
+        gamma = 0.5 + af - am
+        beta = 0.25 * (gamma + 0.5) ** 2
+        n = w.size
+        L, R = np.zeros((n, 4, 4)), np.zeros((n, 4, 4))     # L s_{n+1} = R s_n, s = (x, hv, h^2 a, h^2 ahat)
+        L[:, 0, 2], L[:, 0, 3], R[:, 0, 2], R[:, 0, 3] = -(1 - af), 1 - am, af, -am
+        L[:, 1, 1], L[:, 1, 3], R[:, 1, 1], R[:, 1, 3] = 1.0, -gamma, 1.0, 1 - gamma
+        L[:, 2, 0], L[:, 2, 3], R[:, 2, 0], R[:, 2, 1], R[:, 2, 3] = 1.0, -beta, 1.0, 1.0, 0.5 - beta
+        L[:, 3, 2], L[:, 3, 0] = 1.0, w**2
+        lam = np.linalg.eigvals(np.linalg.solve(L, R))
+        principal = lam[np.arange(n), np.argmax(np.abs(lam.imag), axis=1)]
+        theta = np.abs(np.angle(principal))
+        return 1.0 - theta / w, -np.log(np.abs(principal)) / np.maximum(theta, 1e-300)
+
     # state and counters -------------------------------------------------------------------
     t = property(lambda self: float(self.state.time[0]))
     q = property(lambda self: self.state.q.copy())

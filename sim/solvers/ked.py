@@ -49,7 +49,8 @@ from sim.model.kinematics import pose_codes
 from sim.kernels.common import block_product, compile_for, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
-from sim.solvers.modal import FREE_RTOL, NULL_RTOL, modes
+from sim.model.mobility import FREE_RTOL, NULL_RTOL
+from sim.solvers.modal import modes
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import (BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, elastic_stiffness, solver,

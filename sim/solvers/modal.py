@@ -25,13 +25,11 @@ import scipy.linalg
 from sim.model import springs
 from sim.model.constraints import actuator_values, constraints
 from sim.model.dynamics import mass_matrix, stiffness_matrix
-from sim.model.springs import deformation_rows
+from sim.model.mobility import NULL_RTOL, free_basis
 from sim.model.kinematics import markers
 from sim.linalg import null_space, partitioned_null_space
 from sim.model.tables import compliant
 
-NULL_RTOL = 1e-10      # singular values of C_q below this (relative) span its null space
-FREE_RTOL = 1e-9       # singular values of the deformation rows below this (relative): free motions
 PARTITION_RTOL = 1e-3  # reference-coordinate rows at least this well conditioned (pivoted-QR diagonal
 #                        ratio): elastic coordinates independent; the basis's condition number then
 #                        stays near that of those rows, keeping the eigenvalues at round-off level
@@ -143,8 +141,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     if free is None or free:
         # Free motions: constrained motions that deform nothing (structural, not a threshold
         # on eigenvalues, which fails when stiffnesses span many decades).
-        D = deformation_rows(model, q, J_s) @ N
-        Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
+        Z = free_basis(model, q, N, J_s)
     n_rigid = Z.shape[1]
     # Elastic subspace: the mass-orthogonal complement of the free motions.
     Y = null_space(Z.T @ Mn, 1e-12) if n_rigid else None

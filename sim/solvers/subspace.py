@@ -62,7 +62,7 @@ from sim.errors import signals_deferred
 from sim.kernels.common import block_product, caller, pointer, runtime
 from sim.linalg import sparse_solve
 from sim.model.tables import compliant, stretched
-from sim.solvers.modal import FREE_RTOL, NULL_RTOL
+from sim.model.mobility import FREE_RTOL, NULL_RTOL
 
 RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over

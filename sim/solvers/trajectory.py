@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from sim.errors import SimError
+from sim.model import plausible
 
 
 @dataclass(frozen=True)
@@ -166,15 +167,62 @@ def from_scenario(spec, model, where="[trajectory]"):
     if kind == "circle":
         if d < 2:
             raise SimError(f"{where} a circle needs two end-effector coordinates; the model has {names}")
-        return circle(vector("center"), spec["radius"], spec["omega"], spec["duration"], spec.get("ramp") or 0.0)
-    if kind == "cycloidal":
+        law = circle(vector("center"), spec["radius"], spec["omega"], spec["duration"], spec.get("ramp") or 0.0)
+    elif kind == "cycloidal":
         unknown = [a for a in spec["axes"] if a not in model.pose_names]
         if unknown:
             raise SimError(f"{where} `axes`: unknown coordinate `{unknown[0]}` (the model has {names})")
         axes = [model.pose_names.index(a) for a in spec["axes"]]
-        return cycloidal(vector("pose", model.pose_home), axes, spec["amplitude"], spec["period"], spec.get("duration"))
-    if kind == "polynomial":
-        return polynomial(vector("start"), vector("end"), spec["duration"])
-    if kind == "table":
-        return table(spec["file"], d)
-    raise SimError(f"{where} unknown kind `{kind}`")
+        law = cycloidal(vector("pose", model.pose_home), axes, spec["amplitude"], spec["period"], spec.get("duration"))
+    elif kind == "polynomial":
+        law = polynomial(vector("start"), vector("end"), spec["duration"])
+    elif kind == "table":
+        law = table(spec["file"], d)
+    else:
+        raise SimError(f"{where} unknown kind `{kind}`")
+    check_pace(law, model, spec, where)
+    return law
+
+
+#: Samples of a motion law the pace check takes (and the finest detail it sees: duration / this).
+PACE_SAMPLES = 4001
+
+
+def check_pace(law, model, spec, where):
+    """Refuse an end-effector motion faster than ``trajectory.max_speed`` or harder than
+    ``trajectory.max_acceleration`` (:mod:`sim.model.plausible`): past those bounds a value was
+    usually typed in another unit (omega in rpm, lengths in mm), and the run would end in a
+    Newton failure far from the cause, or answer for a motion nobody meant.
+
+    Raises
+    ------
+    SimError
+        Naming the peak, its instant, the bound's key and the likely slip.
+    """
+    translation = np.array([u == "m" for u in model.pose_units])
+    if not translation.any():
+        return
+    t = np.linspace(0.0, law.duration, PACE_SAMPLES)
+    _, xd, xdd = law(t)
+    for key, values, bound, unit, noun in (
+            ("max_acceleration", xdd, plausible.MAX_ACCELERATION, "m/s^2", "acceleration"),
+            ("max_speed", xd, plausible.MAX_SPEED, "m/s", "speed")):
+        limit = spec.get(key) or bound
+        peak = np.linalg.norm(values[:, translation], axis=1)
+        k = int(np.argmax(peak))
+        if peak[k] > limit:
+            in_g = f" ({peak[k] / plausible.G_0:.3g} g)" if noun == "acceleration" else ""
+            raise SimError(f"{where} the end effector's {noun} reaches {peak[k]:.4g} {unit}{in_g} at t = {t[k]:.4g} s, "
+                           f"above `{key}` = {limit:.4g} {unit}{_slip(spec, noun)}; if it is meant, raise "
+                           f"trajectory.{key}")
+
+
+def _slip(spec, noun):
+    """The likely unit slip behind a motion too fast (``""`` if none comes to mind)."""
+    if spec["kind"] == "circle":
+        omega = spec["omega"]
+        return (f": omega typed in rpm? {omega:g} rpm = {omega * 2 * np.pi / 60:.4g} rad/s"
+                f"{', or radius in mm' if spec['radius'] > 1 else ''}")
+    if spec["kind"] == "table":
+        return ": a table in mm, or its times in another unit?"
+    return ": lengths in mm, or times in another unit?"
