@@ -534,10 +534,7 @@ class FramePool:
             raise self.failure
         ev, tracker = self._parts()
         tracker.seed = np.zeros((0, 0)) if self.seed is None else self.seed
-        try:
-            _frames(self.model, ev, tracker, states, self.frames, start, progress)
-        except np.linalg.LinAlgError:       # the mass matrix's Cholesky factorisation
-            raise SimError(not_definite(self.model)) from None
+        _frames(self.model, ev, tracker, states, self.frames, start, progress)
 
     def finish(self):
         """All the frames (:class:`Frames`), in the order of :meth:`add`."""
@@ -553,15 +550,6 @@ class FramePool:
             if not future.cancelled():   # the others were done here
                 future.result()
         return self.frames
-
-
-def not_definite(model):
-    """Why a model's mass matrix is not positive definite to round-off: the message of the
-    failed factorisation, naming the lightest and the heaviest body."""
-    masses = sorted((body.mass, body.name) for body in model.bodies)
-    (low, light), (high, heavy) = masses[0], masses[-1]
-    return (f"the mass matrix is not positive definite to round-off: body `{light}` ({low:.3g} kg) beside "
-            f"`{heavy}` ({high:.3g} kg); check the densities and masses the model is given (their units)")
 
 
 def _stable(frames, times):

@@ -224,5 +224,7 @@ def _slip(spec, noun):
         return (f": omega typed in rpm? {omega:g} rpm = {omega * 2 * np.pi / 60:.4g} rad/s"
                 f"{', or radius in mm' if spec['radius'] > 1 else ''}")
     if spec["kind"] == "table":
-        return ": a table in mm, or its times in another unit?"
+        rounded = (", or rows rounded to few digits (the spline's accelerations are then the rounding's noise)"
+                   if noun == "acceleration" else "")
+        return f": a table in mm, its times in another unit{rounded}?"
     return ": lengths in mm, or times in another unit?"
