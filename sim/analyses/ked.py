@@ -12,7 +12,7 @@ static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import Quantity, determined, register
+from sim.analyses import Quantity, determined, register, settle
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
@@ -30,7 +30,18 @@ def loops(model, scenario):
     compile_loops(model, scenario.data["ked"]["modes"])
 
 
-@register("ked", prepare=prepare, check=determined, loops=loops)
+def check(model, scenario):
+    """Refuse a robot whose actuators leave its end effector free, and a shaper tuned above
+    what the intervals resolve (see :mod:`sim.analyses`)."""
+    from sim.solvers.moves import check_resolution
+    from sim.solvers.trajectory import from_scenario
+
+    determined(model, scenario)
+    trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
+    check_resolution(trajectory.moves, trajectory.duration / scenario.data["ked"]["intervals"], "ked")
+
+
+@register("ked", prepare=prepare, check=check, loops=loops)
 def run(model, scenario, group, progress):
     """Write group ``ked``: time, pose_rigid, pose, deviation (at the output instants: the
     interval ends and, to resolve the kept modes, instants between them), frequencies and
@@ -100,6 +111,7 @@ def run(model, scenario, group, progress):
     summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
                                                                                  model.pose_units)}
     summary["frequency_range_hz"] = (float(result.frequencies.min()), float(result.frequencies.max()))
+    summary.update(settle.write(group, model, trajectory.moves, out.time, out.pose_rigid, out.deviation_dynamic))
     return summary
 
 

@@ -8,7 +8,9 @@ Table ``[sweep]`` (the other kind, a pose grid, is `sim.analyses.sweep`)::
     scheduler = "tcp://10.0.0.5:8786"                    # or `sim run --scheduler`: Dask cluster
 
 The cases are the Cartesian product of the parameter lists (first parameter slowest), on top
-of the scenario's ``[model] parameters``.  Each case builds the model in its worker and runs
+of the scenario's ``[model] parameters``; a name ``<table>.<key>`` sweeps a scenario key instead
+(``"trajectory.move_time" = [0.1, 0.2]``, ``"trajectory.shaper" = ["none", "zvd"]``: a motion
+study), checked as in the file.  Each case builds the model in its worker and runs
 the registered analysis with the options of its table in the scenario (else the table's
 defaults) into an in-memory group; the case keeps the analysis' summary numbers and, for the
 analyses in `HEADLINES`, its headline datasets.  Cases run through `sim.solvers.sweep.run_cases`, so
@@ -33,6 +35,8 @@ HEADLINES = {
     "design": ("frequencies",),
     "frf": ("natural_frequencies", "damped_frequencies"),
     "identification": ("parameters", "rms_error"),
+    "ked": ("settle_time", "residual_amplitude"),
+    "transient": ("settle_time", "residual_amplitude"),
 }
 # Units of summary entries, by the suffix of their name (others: the model's units).
 SUFFIX_UNITS = {"_hz": "Hz", "_s": "s", "_m": "m", "_rad": "rad"}
@@ -102,8 +106,10 @@ def analysis_case(scenario, analysis, parameters):
     from sim.analyses import ANALYSES, Quantity
     from sim.model.loader import load_model
 
-    model = load_model(scenario.model_file, parameters)
-    case = dataclasses.replace(scenario, model_parameters=dict(parameters))
+    builder = {k: v for k, v in parameters.items() if "." not in k}
+    model = load_model(scenario.model_file, builder)
+    case = dataclasses.replace(scenario, model_parameters=builder,
+                               data=scenario_keys(scenario, {k: v for k, v in parameters.items() if "." in k}))
     group = _Recorder()
     summary = ANALYSES[analysis](model, case, group, _silent_progress) or {}
     columns = {}
@@ -122,6 +128,26 @@ def analysis_case(scenario, analysis, parameters):
             columns[f"{analysis}.{key}"] = (np.asarray(values, dtype=float).ravel(), units,
                                             description)
     return columns
+
+
+def scenario_keys(scenario, values):
+    """``scenario.data`` with the scenario keys of one case set (``{"trajectory.move_time": 0.2}``),
+    each checked as the scenario file's value would be.
+
+    Raises
+    ------
+    SimError
+        A value of the wrong type or range (the case fails with it).
+    """
+    import copy
+
+    from sim.app.scenario import SCHEMA, _check, _Origin
+
+    data = copy.deepcopy(scenario.data)
+    for name, value in values.items():
+        table, key = name.split(".", 1)
+        data[table][key] = _check(SCHEMA[table][key], value, (table, key), _Origin(f"{scenario.path}: [sweep]", set()))
+    return data
 
 
 def grid(parameters):
@@ -148,6 +174,9 @@ def _check_names(scenario, names, where):
 
     known = model_parameters(scenario.model_file)
     for name in names:
+        if "." in name:
+            _check_key(scenario, name, where)
+            continue
         if name in RESERVED:
             raise SimError(f"{where} parameters: `{name}` is a reserved column name")
         if name not in known:
@@ -156,6 +185,38 @@ def _check_names(scenario, names, where):
                 f" (parameters: {', '.join(known) or 'none'})"
             raise SimError(f"{where} parameters: {scenario.model_file.name} has no model "
                            f"parameter `{name}`{hint}")
+
+
+def headline(keys):
+    """The result column a sweep's summary and figure show first, of its numeric ``keys``: a
+    motion study's trade-off (the cycle's time to settle), else a headline dataset
+    (``modes.frequencies``), which says more than a summary range; None if there is none."""
+    return next((k for k in keys if k.endswith("cycle_settle_time")),
+                next((k for k in keys if "range" not in k), keys[0] if keys else None))
+
+
+def _check_key(scenario, name, where):
+    """A swept scenario key (``trajectory.move_time``): a key of the schema, in a table the
+    scenario has, that is not the sweep itself."""
+    from sim.app.scenario import SCHEMA, Key
+
+    table, _, key = name.partition(".")
+    spec = SCHEMA.get(table)
+    if table == "sweep" or not isinstance(spec, dict) or not isinstance(spec.get(key), Key):
+        raise SimError(f"{where} parameters: `{name}` is neither a model parameter nor a scenario key "
+                       f"(`<table>.<key>`, e.g. `trajectory.move_time`)")
+    if table not in scenario.data:
+        raise SimError(f"{where} parameters: `{name}` sweeps a key of [{table}], which the scenario does not have")
+
+
+def _unit(name):
+    """Units of a swept parameter: a scenario key's from the schema, a model parameter's "model units"."""
+    from sim.app.scenario import SCHEMA
+
+    if "." in name:
+        table, key = name.split(".", 1)
+        return SCHEMA[table][key].unit or "1"
+    return "model units"
 
 
 def _column(values, failed):
@@ -220,7 +281,8 @@ def run_parameter_grid(model, scenario, group, progress):
     names = list(grid_values)
     for name in names:
         column = _column([c[name] for c in cases], [False] * len(cases))
-        group.put(name, column, "model units",
+        group.put(name, column, _unit(name),
+                  f"scenario key `{name}` of each case" if "." in name else
                   f"model parameter `{name}` of each case (builder keyword)")
     meta = {}
     for r in results:
@@ -243,8 +305,7 @@ def run_parameter_grid(model, scenario, group, progress):
     if any(failed):
         summary["first_failure"] = next(r.error for r in results if not r.ok)
     numeric = [k for k, c in columns.items() if c.dtype.kind == "f" and np.isfinite(c).any()]
-    # A headline dataset (modes.frequencies) says more than a summary range.
-    key = next((k for k in numeric if "range" not in k), numeric[0] if numeric else None)
+    key = headline(numeric)
     if key is not None:
         summary[f"{key} range"] = (float(np.nanmin(columns[key])), float(np.nanmax(columns[key])))
     return summary

@@ -44,7 +44,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import Quantity, determined, register
+from sim.analyses import Quantity, determined, register, settle
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
@@ -235,8 +235,10 @@ def _tabulated(law, times, model):
 
 def reference(model, scenario, table, progress):
     """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
-    ``samples = (t, q)`` the rigid configurations it was built from."""
-    from sim.solvers.motion import driven_motion, rigid_motion
+    ``samples = (t, q, residual)`` the rigid configurations it was built from and, where the
+    rigid robot cannot follow its actuators exactly (:func:`sim.solvers.motion.least_squares_motion`),
+    the joints' residual (n,) of that least-squares reference (None where it can)."""
+    from sim.solvers.motion import driven_motion, least_squares_motion, rigid_motion
     from sim.solvers.trajectory import from_scenario
 
     where = f"{scenario.path}: [transient]"
@@ -259,7 +261,14 @@ def reference(model, scenario, table, progress):
         dt = min(REFERENCE_STEP, REFERENCE_ANGLE / max(np.abs(law(0.0)[1]).max(), np.abs(law(duration)[1]).max(), 1e-12))
         times = np.linspace(0.0, duration, max(4, int(np.ceil(duration / dt)) + 1))
         bar = progress(len(times), "rigid reference")
-        motion = driven_motion(model, times, *_tabulated(law, times, model), progress=bar)
+        drive = _tabulated(law, times, model)
+        try:
+            motion, residual = driven_motion(model, times, *drive, progress=bar), None
+        except SimError:
+            # A rigid robot that cannot follow its actuators (a locked or misaligned loop, a
+            # singular one at its change point): the least-squares rigid motion, which the
+            # flexible robot, bending to close its loops, deviates from.
+            motion, residual = least_squares_motion(model, times, *drive, progress=bar)
         bar.close()
         qs = motion.q
         pose_law = hermite_law(times, motion.pose, motion.pose_dot, motion.pose_ddot)
@@ -268,7 +277,7 @@ def reference(model, scenario, table, progress):
         v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
         if table["drive"] == "torque":
             raise SimError(f"{where} drive = \"torque\" needs a [trajectory] (rigid inverse dynamics)")
-        return law, pose_rigid, qs[0], v0, None, duration, (times, qs)
+        return law, pose_rigid, qs[0], v0, None, duration, (times, qs, residual)
     if traj is None:
         raise SimError(f"{where} needs a [trajectory] table or a drive_law")
     trajectory = from_scenario(traj, model)
@@ -291,7 +300,7 @@ def reference(model, scenario, table, progress):
         from sim.solvers.inverse_dynamics import actuator_forces
         import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
-    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q)
+    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q, None)
 
 
 def rigid_configurations(model, scenario, law, samples, times):
@@ -306,7 +315,24 @@ def rigid_configurations(model, scenario, law, samples, times):
     if scenario.data["transient"].get("drive_law") is None:
         trajectory = from_scenario(scenario.data["trajectory"], model)
         return rigid_motion(model, trajectory, times, q_start=samples[1][0], condition=False).q
-    return driven_motion(model, times, *_tabulated(law, times, model), q_start=samples[1][0]).q
+    if samples[2] is None:
+        try:
+            return driven_motion(model, times, *_tabulated(law, times, model), q_start=samples[1][0]).q
+        except SimError:    # an output instant at a change point the reference's samples stepped over
+            pass
+    return between(model, samples[0], samples[1], times)
+
+
+def between(model, t, q, times):
+    """Configurations (n, n_q) at ``times`` (n,) interpolated between samples ``q`` (m, n_q) at
+    ``t`` (m,): linearly, each body's orientation quaternion normalised (the rigid robot drawn
+    beside the flexible one where it has no exact motion to solve again: a least-squares
+    reference, sampled finely enough for a drawing)."""
+    out = np.column_stack([np.interp(times, t, column) for column in np.asarray(q).T])
+    for b in range(len(model.bodies)):
+        quat = slice(model.q_slice(b).start + 3, model.q_slice(b).start + 7)
+        out[:, quat] /= np.linalg.norm(out[:, quat], axis=1, keepdims=True)
+    return out
 
 
 def write_skeleton(model, scenario, group, result, law, samples):
@@ -335,15 +361,19 @@ def loops(model, scenario):
 
 
 def check(model, scenario):
-    """Refuse HHT with ``rho_inf`` below its range, and, under prescribed drives, a robot whose
-    actuators leave its end effector free: the rigid reference would be undetermined (see
-    :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
+    """Refuse HHT with ``rho_inf`` below its range, a shaper tuned above what the step resolves,
+    and, under prescribed drives, a robot whose actuators leave its end effector free: the
+    rigid reference would be undetermined (see :mod:`sim.analyses`).  A torque or free drive integrates such a robot as it is."""
     table = scenario.data["transient"]
     if table["method"] == "hht" and table["rho_inf"] < 0.5:
         raise SimError(f"rho_inf = {table['rho_inf']:g} is below HHT's range [0.5, 1]; method = "
                        f"\"generalized-alpha\" takes rho_inf down to 0")
     if table["drive"] == "prescribed":
         determined(model, scenario)
+    if table.get("drive_law") is None:
+        from sim.solvers.moves import check_resolution
+        from sim.solvers.trajectory import from_scenario
+        check_resolution(from_scenario(scenario.data["trajectory"], model).moves, table["step"], "transient")
 
 
 @register("transient", prepare=prepare, check=check, loops=loops)
@@ -363,6 +393,8 @@ def run(model, scenario, group, progress):
     from sim.model.constraints import actuator_values
     from sim.model.tables import compliant
     from sim.analyses import damping as robot_damping
+    from sim.model.evaluator import size as robot_size
+    from sim.model.kinematics import markers
     from sim.solvers.damping import schedule
     from sim.solvers.simulate import Drive, simulate
 
@@ -372,7 +404,7 @@ def run(model, scenario, group, progress):
     # Compliant drives are springs towards their targets under a prescribed drive (KED's view);
     # under torque or free drives they are force sources: locked in the statics.
     lock = table["drive"] != "prescribed"
-    static = static_deviation(model, *samples, lock=lock)
+    static = static_deviation(model, *samples[:2], lock=lock)
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
@@ -393,19 +425,32 @@ def run(model, scenario, group, progress):
     drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
+    moves = None
+    if table.get("drive_law") is None:
+        from sim.solvers.trajectory import from_scenario
+        moves = from_scenario(scenario.data["trajectory"], model).moves
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
-    damped = schedule(model, robot_damping(scenario, group), *samples)
+    damped = schedule(model, robot_damping(scenario, group), *samples[:2])
     bar = progress(int(round(duration / h)), "transient")
     result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
                       output_step=table["output_step"], rho_inf=table["rho_inf"],
                       baumgarte=gains, newton_tol=table["newton_tol"],
                       newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
     bar.close()
-    summary = write(model, group, result, np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1),
-                    static(result.t))
+    rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
+    summary = write(model, group, result, rigid, static(result.t))
+    if moves is not None:
+        summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, scenario, group, result, law, samples)
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
+    # The rigid reference (sim.app.selfcheck warns of a least-squares one and of a branch change)
+    group.attrs["reference"] = "exact" if samples[2] is None else "least_squares"
+    group.attrs["reference_residual"] = 0.0 if samples[2] is None else float(np.max(samples[2]))
+    # Free motions the model declares that move its end effector: the transient drifts along them
+    group.attrs["free_motions"] = int(model.free_motions_declared)
+    group.attrs["robot_size"] = robot_size(np.vstack([markers(model, model.q_home).p,
+                                                      [model.q_home[model.q_slice(b)][:3] for b in range(len(model.bodies))]]))
     group.attrs["start"] = table["start"]
     group.attrs["drive"] = table["drive"]
     group.attrs["method"] = table["method"]        # with rho_inf: sim.app.selfcheck's phase-error estimate

@@ -50,6 +50,15 @@ def _duration(scenario, table):
         return float(spec["period"])
     if spec.get("kind") == "table" and spec.get("file"):
         return _table_span(spec["file"])
+    if spec.get("kind") == "point_to_point" and isinstance(spec.get("waypoints"), list):
+        # The moves and dwells (a shaper lengthens each move by less than a period: left out).
+        from sim.solvers.moves import per_move
+        m = max(len(spec["waypoints"]) - 1, 1)
+        try:
+            return float(sum(per_move(spec[key], m, key, "").sum() for key in ("move_time", "dwell")
+                             if spec.get(key) is not None))
+        except Exception:        # a length the trajectory will refuse, with its own message
+            return None
     return None
 
 

@@ -583,6 +583,10 @@ def _panels(tree):
         elif "deviation" in group and "time" in group and not (name == "ked" and both):
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
+        if "settle_time" in group and "time" in group and not (name == "ked" and "settle_time" in tree.get("transient", {})):
+            panels.append(("settling: dynamic deviation, the largest still to come in each dwell (bold), tolerance, "
+                           "settle instants (dots)",
+                           lambda ax: plot_settling(ax, [tree], [""])))
         if "pose" in group and "pose_rigid" in group and np.ndim(group["pose"]["data"]) == 2 \
                 and np.shape(group["pose"]["data"])[1] >= 2 and _path_shows(group):
             panels.append((f"{name}: end-effector path, rigid and flexible", lambda ax, g=group:
@@ -648,6 +652,70 @@ def _panels(tree):
             mark = f" — INCOMPLETE ({group['attrs'].get('message', '')})"
             panels[start:] = [(title + mark, draw) for title, draw in panels[start:]]
     return panels
+
+
+def plot_settling(ax, trees, labels):
+    """The end effector's dynamic deviation (norm of the translations, log scale, faint) of
+    the point-to-point runs in ``trees``; over each dwell its largest value from each instant
+    to the dwell's end (bold: the move has settled where it enters the tolerance band); the
+    settle instants marked (dots on the band's edge); a single run's moves shaded.  The
+    transient solid, KED dashed, one colour per run.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    trees : sequence of dict
+        Result trees (:func:`sim.app.results.lazy_result`) with ``settle_time`` in their
+        ``transient`` or ``ked`` group.
+    labels : sequence of str
+        One per tree (``""`` for a single run).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    tolerance, peak = None, 0.0
+    for t, label, color in zip(trees, labels, colors * len(trees)):
+        for g in ("transient", "ked"):
+            group = t.get(g, {})
+            if "settle_time" not in group:
+                continue
+            time = np.asarray(group["time"]["data"])
+            units = group["deviation_dynamic"]["attrs"].get("units", "m")
+            units = [units] * np.shape(group["deviation_dynamic"]["data"])[1] if isinstance(units, str) else list(units)
+            translation = [j for j, u in enumerate(units) if u == "m"]
+            dev = np.linalg.norm(np.asarray(group["deviation_dynamic"]["data"])[:, translation], axis=1) * 1e6
+            start, end = np.asarray(group["move_start"]["data"]), np.asarray(group["move_end"]["data"])
+            window = np.asarray(group["attrs"]["dwell_end"], dtype=float).ravel()
+            settle = np.asarray(group["settle_time"]["data"])
+            tolerance = float(group["attrs"]["settling_tolerance"]) * 1e6
+            if len(trees) == 1:
+                color = "C0" if g == "transient" else "C3"
+            style = "-" if g == "transient" else "--"
+            ax.plot(time, np.maximum(dev, 1e-3 * tolerance), color=color, linestyle=style, lw=0.6, alpha=0.35)
+            name = f"{label} ({g})" if label else g
+            for k in np.flatnonzero(window > end):
+                dwell = (time >= end[k]) & (time <= window[k])
+                if dwell.sum() > 1:
+                    ahead = np.maximum.accumulate(dev[dwell][::-1])[::-1]   # the largest still to come
+                    ax.plot(time[dwell], ahead, color=color, linestyle=style, lw=1.6, label=name)
+                    name = None
+            done = np.isfinite(settle)
+            ax.plot((start + settle)[done], np.full(done.sum(), tolerance), "o", color=color, ms=5)
+            if len(trees) == 1 and g == "transient" or (len(trees) == 1 and "transient" not in t):
+                for a, b in zip(start, end):
+                    ax.axvspan(a, b, color="0.85", alpha=0.5, lw=0)
+            peak = max(peak, float(np.nanmax(dev)) if dev.size else 0.0)
+    if tolerance is not None:
+        ax.axhspan(1e-3 * tolerance, tolerance, color="C2", alpha=0.15, label=f"tolerance {tolerance:.3g} µm")
+        ax.set_yscale("log")
+        ax.set_ylim(tolerance / 30, max(peak, tolerance) * 3)
+    ax.set_xlabel("time [s]" + (" (grey: the moves)" if len(trees) == 1 else ""))
+    ax.set_ylabel("|dynamic deviation| [µm]")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(loc="upper right", fontsize="x-small", ncol=2)
+    return ax
 
 
 def _draw_deviation(ax, group):
@@ -777,13 +845,14 @@ def plot_parameter_sweep(ax, x, y, xlabel, ylabel, labels=None, failed=None, ser
 def _draw_parameter_sweep(ax, group):
     """First numeric result of a parameter sweep against its first parameter; on a grid of
     several parameters, one series per combination of the others' values."""
+    from sim.analyses.parameter_sweep import headline
+
     attrs = group["attrs"]
     parameter, others = attrs["parameters"][0], list(attrs["parameters"][1:])
     x = group[parameter]["data"]
     numeric = [k for k in attrs.get("results", [])
                if k in group and np.asarray(group[k]["data"]).dtype.kind == "f"]
-    # Prefer a headline dataset (e.g. modes.frequencies) to a summary range.
-    key = next((k for k in numeric if "range" not in k), numeric[0] if numeric else None)
+    key = headline(numeric)
     failed = ~np.asarray(group["ok"]["data"], dtype=bool)
     series = series_labels = None
     if others:
@@ -1038,12 +1107,15 @@ def _compare(trees, paths, out):
                    for t in trees for g in ("frequencies", "ked"))
     if names is None and not has_freq:
         raise SimError(f"{paths[0]}: nothing to compare (no deviation or frequencies along a motion)")
-    rows = (len(names) if names else 0) + (1 if has_freq else 0)
+    settles = any("settle_time" in t.get(g, {}) for t in trees for g in ("transient", "ked"))
+    rows = (len(names) if names else 0) + (1 if has_freq else 0) + (1 if settles else 0)
     fig, axes = plt.subplots(rows, 1, figsize=(8, 2.6 * rows), squeeze=False, sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     try:
         for i, name in enumerate(names or ()):
             _draw_runs_deviation(axes[i, 0], trees, labels, i, name, legend=i == 0)
+        if settles:
+            plot_settling(axes[len(names or ()), 0], trees, labels)
         if has_freq:
             ax = axes[-1, 0]
             for t, label, color in zip(trees, labels, colors * len(trees)):

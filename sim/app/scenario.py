@@ -125,7 +125,7 @@ SCHEMA = {
                           "keyword arguments of `build` (numbers, booleans, strings)"),
     },
     "trajectory": {
-        "kind": Key("str", ("circle", "cycloidal", "polynomial", "table"), REQUIRED, "",
+        "kind": Key("str", ("circle", "cycloidal", "polynomial", "table", "point_to_point"), REQUIRED, "",
                     "rigid end-effector motion law; the keys each kind uses are listed below"),
         "center": Key("float[]", None, None, "m, rad",
                       "circle centre: a full end-effector pose in the model's order; the "
@@ -152,6 +152,35 @@ SCHEMA = {
         "pose": Key("float[]", None, None, "m, rad",
                     "fixed end-effector pose the motion is defined about "
                     "(default: the model's home pose)"),
+        "waypoints": Key("float[][]", None, None, "m, rad",
+                         "point_to_point: poses in the model's order, one row each; the robot starts at "
+                         "rest at the first and moves to each next one in a straight line"),
+        "move_time": Key("float|float[]", "positive_each", None, "s",
+                         "point_to_point: duration of each move before shaping (one value, or one per move)"),
+        "dwell": Key("float|float[]", "nonnegative_each", None, "s",
+                     "point_to_point: rest after each move, while it settles (one, or one per move; default 0)"),
+        "profile": Key("str", ("quintic", "cycloidal", "trapezoidal", "jerk_limited"), "quintic", "",
+                       "point_to_point: stroke law of each move (quintic: 10τ³ − 15τ⁴ + 6τ⁵; cycloidal: "
+                       "τ − sin(2πτ)/(2π); trapezoidal: constant acceleration, cruise, constant deceleration; "
+                       "jerk_limited: the same with the acceleration ramped; trapezoidal's acceleration jumps "
+                       "need a finely sampled drive law in [transient]: about 8 times slower there)"),
+        "acceleration_time": Key("float|float[]", "positive_each", None, "s",
+                                 "trapezoidal, jerk_limited: time to reach the cruise speed v = stroke/(T − t_a) "
+                                 "and to stop from it, in (0, move_time/2] (default move_time/3)"),
+        "jerk_time": Key("float|float[]", "positive_each", None, "s",
+                         "jerk_limited: time the acceleration takes to ramp to its peak a = v/(t_a − t_j), "
+                         "in (0, acceleration_time/2] (default acceleration_time/2; jerk a/t_j)"),
+        "shaper": Key("str", ("none", "zv", "zvd", "ei"), "none", "",
+                      "point_to_point: input shaper convolved with each move (zv: 2 impulses; zvd: 3, robust "
+                      "to ±14 % frequency error at 5 % residual; ei: extra insensitive, 5 % residual at its "
+                      "frequency); a shaped move ends later by 1/(2f) (zv) or 1/f (zvd, ei)"),
+        "shaper_frequency": Key("float|float[]", "positive_each", None, "Hz",
+                                "point_to_point: frequency the shaper cancels (one, or one per move); default: "
+                                "the lowest elastic mode the move excites at its end pose, actuators locked "
+                                "(the run says which)"),
+        "settling_tolerance": Key("float", "positive", 1e-4, "m",
+                                  "point_to_point: distance to the target within which a move has settled "
+                                  "(translations; on the dynamic deviation: the static sag is taught out)"),
         "max_acceleration": Key("float", "positive", None, "m/s^2",
                                 "bound on the end effector's translational acceleration, above which "
                                 "the motion is refused as a likely unit slip (default 50 g = 490.3 m/s^2)"),
@@ -251,8 +280,9 @@ SCHEMA = {
                         "parameter grid: the analysis run for each case, with the options of "
                         "its table in this scenario (else its defaults)"),
         "parameters": Key("table[grid]", None, None, "model units",
-                          "parameter grid: model parameter = list of values; the cases are "
-                          "the Cartesian product, first parameter slowest"),
+                          "parameter grid: model parameter = list of values, or a scenario key "
+                          "`\"<table>.<key>\"` = list of values (a motion study: `\"trajectory.move_time\"`, "
+                          "`\"trajectory.shaper\"`); the cases are the Cartesian product, first parameter slowest"),
         "workers": Key("int", "positive", None, "",
                        "local processes (default: min(2, cores)); 1 runs in this process"),
         "scheduler": Key("str", None, None, "",
@@ -307,6 +337,9 @@ KIND_KEYS = {
     "cycloidal": (("amplitude", "period", "axes"), ("pose", "duration") + PACE_KEYS),
     "polynomial": (("start", "end", "duration"), PACE_KEYS),
     "table": (("file",), PACE_KEYS),
+    "point_to_point": (("waypoints", "move_time"),
+                       ("dwell", "profile", "acceleration_time", "jerk_time", "shaper", "shaper_frequency",
+                        "settling_tolerance") + PACE_KEYS),
 }
 
 # Tables whose absent optional keys stay absent instead of holding None: the `[sweep]` keys
@@ -370,6 +403,9 @@ TYPES = {
     "float[]": _Type("a non-empty list of finite numbers", "list",
                      lambda v: isinstance(v, list) and bool(v) and all(map(_is_finite, v)),
                      lambda v: [float(x) for x in v], "list of numbers"),
+    "float|float[]": _Type("a finite number or a non-empty list of them", "number",
+                           lambda v: _is_finite(v) or (isinstance(v, list) and bool(v) and all(map(_is_finite, v))),
+                           lambda v: float(v) if _is_number(v) else [float(x) for x in v], "number or list of numbers"),
     "int[]": _Type("a non-empty list of integers", "list",
                    lambda v: isinstance(v, list) and bool(v)
                    and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
@@ -409,6 +445,10 @@ CONSTRAINTS = {
     "unit_interval": _Constraint(lambda v: 0 <= v <= 1, "a {noun} in [0, 1]", "in [0, 1]"),
     "positive_list": _Constraint(lambda v: all(x > 0 for x in v), "a {noun} of positive numbers",
                                  "all > 0"),
+    "positive_each": _Constraint(lambda v: all(x > 0 for x in (v if isinstance(v, list) else [v])),
+                                 "a positive {noun} or a list of them", "> 0"),
+    "nonnegative_each": _Constraint(lambda v: all(x >= 0 for x in (v if isinstance(v, list) else [v])),
+                                    "a non-negative {noun} or a list of them", "≥ 0"),
     "damping": _Constraint(lambda v: 0 <= v < 1, "a {noun} in [0, 1)", "in [0, 1)"),
     "identifier": _Constraint(lambda v: _NAME_PATTERN.fullmatch(v) is not None,
                               "a {noun} of letters, digits, `_`, `-` and `.`",

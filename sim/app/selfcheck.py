@@ -36,6 +36,11 @@ naming the scenario key to change.
   RMS error the time step leaves in the vibration, estimated from the integrator's frequency
   error and the response's spectrum (:func:`phase_error`), and the largest step that keeps it
   below :data:`PHASE_LIMIT`; above that limit the warning gives that step.
+* ``reference``, ``reference_residual`` (transient): ``"exact"``, or ``"least_squares"`` where
+  the rigid robot cannot follow its actuators (:func:`sim.solvers.motion.least_squares_motion`)
+  and the largest joint residual it keeps; the latter is warned about.  ``branch_time``: the
+  first instant the deviation exceeds :data:`BRANCH_SHARE` of the robot's size
+  (``robot_size``), warned about (:func:`branch_time`).
 * ``ringing_share``, ``ringing_frequency`` (transient, per end-effector coordinate): the peak
   of the deviation's part above ``1 / (RESOLVED_STEPS h)`` (h the time step; zero-phase
   Butterworth high-pass) over the coordinate's peak, and that part's dominant frequency [Hz].
@@ -58,6 +63,7 @@ STEP_MARGIN = 1.25        # the advised step resolves the estimated frequency th
 KED_BAND_MARGIN = 1.2     # above the KED's highest kept frequency by this factor: beyond what it shows
 ROUNDOFF_RTOL = 1e-6      # a coordinate's deviation below this share of the largest one (same unit) is round-off
 PHASE_LIMIT = 0.05        # estimated RMS error of the vibration from the integrator's phase error, share of it
+BRANCH_SHARE = 0.1        # a deviation above this share of the robot's size is no elastic one: another branch
 # The scenario key that sets each group's output spacing.
 SPACING_KEYS = {"transient": "transient.output_step", "ked": "ked.output_step"}
 
@@ -390,6 +396,16 @@ def converged_step(time, dynamic, units, h, oscillator, zeta=0.0, limit=PHASE_LI
     return low / STEP_MARGIN
 
 
+def branch_time(time, deviation, units, size):
+    """The first instant [s] at which the translational deviation exceeds :data:`BRANCH_SHARE`
+    of the robot's ``size`` [m] (NaN if never): a flexible robot that far from its rigid
+    reference has taken another assembly branch (a parallelogram past its change point) or
+    left the small deflections a floating-frame model is made for."""
+    units = np.asarray(units)
+    far = np.linalg.norm(np.asarray(deviation, dtype=float)[:, units == "m"], axis=1) > BRANCH_SHARE * size
+    return float(time[np.argmax(far)]) if far.any() else float("nan")
+
+
 def _down(x):
     """``x`` > 0 rounded down to two significant digits (a bound quoted as ``<=`` must hold)."""
     unit = 10.0 ** (np.floor(np.log10(x)) - 1)
@@ -425,6 +441,9 @@ def check(groups):
     if tr is not None and "deviation" in tr and "time" in tr and _step(tr) > 0:
         share, frequency = ringing(tr["time"][...], tr["deviation"][...], _units(tr), _step(tr))
         tr.attrs["ringing_share"], tr.attrs["ringing_frequency"] = share, frequency
+    if tr is not None and "deviation" in tr and "robot_size" in tr.attrs:
+        tr.attrs["branch_time"] = branch_time(tr["time"][...], tr["deviation"][...], _units(tr),
+                                              float(tr.attrs["robot_size"]))
     if tr is not None and "deviation_dynamic" in tr and "method" in tr.attrs and _step(tr) > 0:
         from sim.solvers.integrators import METHODS
         method = METHODS[str(tr.attrs["method"])]
@@ -443,6 +462,18 @@ def warnings(groups):
     """One line per failed check of :func:`check`'s attributes (empty when all pass)."""
     out = []
     tr, ked = groups.get("transient"), groups.get("ked")
+    if tr is not None and str(tr.attrs.get("reference", "exact")) == "least_squares":
+        out.append(f"transient: the rigid robot cannot follow its actuators (a locked or misaligned loop, or one "
+                   f"at its change point): its joints would be off by up to {tr.attrs['reference_residual']:.3g} m or "
+                   f"rad; the deviation is measured from the least-squares rigid motion (attribute `reference`)")
+    if tr is not None and np.isfinite(tr.attrs.get("branch_time", np.nan)):
+        t, dev = tr["time"][...], tr["deviation"][...]
+        units = np.asarray(_units(tr))
+        far = np.linalg.norm(dev[:, units == "m"], axis=1).max()
+        out.append(f"transient: from t = {tr.attrs['branch_time']:.4g} s the flexible robot is more than "
+                   f"{100 * BRANCH_SHARE:g} % of the robot's size ({tr.attrs['robot_size']:.3g} m) from its rigid "
+                   f"reference, {far:.3g} m at most: no elastic deviation -- it took another assembly branch (a "
+                   f"change point passed) or bends beyond small deflections; read its pose, not its deviation")
     drift = np.asarray(tr.attrs.get("drift_share", []) if tr is not None else [], dtype=float)
     if np.nan_to_num(drift).max(initial=0.0) > DRIFT_LIMIT:
         names, units = _names(tr, drift.size), _units(tr)
@@ -464,7 +495,11 @@ def warnings(groups):
                  f"{rms_tr[k]:.3g} against {rms_ked[k]:.3g} {units[k]})" for k in over]
         beyond = _beyond_ked(tr, ked, over, names, units)
         drive = str(tr.attrs.get("drive", "prescribed"))
-        advice = (f": the transient's actuators follow a {drive} drive, KED's their targets (locked, or compliant "
+        free = int(tr.attrs.get("free_motions", 0))
+        advice = (f": the robot has {free} free motion{'s' * (free > 1)} that move its end effector (declared by "
+                  f"the model): the transient drifts along them, the KED, which locks them, does not -- no step or "
+                  f"mode count makes the two agree" if free else
+                  f": the transient's actuators follow a {drive} drive, KED's their targets (locked, or compliant "
                   f"springs towards them), so the difference includes the drive's own tracking error; compare "
                   f"with transient.drive = \"prescribed\"" if drive != "prescribed" else
                   f"{beyond}: raise ked.modes until the KED keeps it, or give the circle a trajectory.ramp" if beyond
@@ -497,6 +532,10 @@ def warnings(groups):
                    f"(this one from about {f:.4g} Hz) and shifts its phase: set transient.step <= "
                    f"{1 / (STEP_MARGIN * RESOLVED_STEPS * f):.2g} s, or (a circle's full-speed start) give it a "
                    f"trajectory.ramp")
+    for name in ("ked", "transient"):
+        line = unsettled(name, groups.get(name))
+        if line:
+            out.append(line)
     for name, key in SPACING_KEYS.items():
         g = groups.get(name)
         # A transient written at every step shows all it resolves: only a coarser output warns.
@@ -514,3 +553,29 @@ def warnings(groups):
                        f"{highest:.4g} Hz, {n:.2g} times per period (fewer than {SAMPLES_PER_PERIOD}; "
                        f"its peaks are missed): {advice}")
     return out
+
+
+def undamped(group):
+    """Whether a time-domain group's damping model (its subgroup ``damping``) is all zero."""
+    model = group.get("damping")
+    return model is None or all(not np.any(model[key][()]) for key in ("ratio", "eta", "rayleigh_alpha", "rayleigh_beta")
+                                if key in model)
+
+
+def unsettled(name, group):
+    """One line naming the moves of a point-to-point trajectory that never settle within
+    their dwell, and why (``""`` when all settle or there are none)."""
+    if group is None or "settle_time" not in group:
+        return ""
+    settle = group["settle_time"][...]
+    never = np.flatnonzero(np.isinf(settle))
+    if not never.size:
+        return ""
+    final = group["final_amplitude"][...]
+    tolerance = float(group.attrs["settling_tolerance"])
+    why = ("undamped: the residual vibration does not decay (give the robot damping: [damping] ratio)"
+           if undamped(group) else
+           "the dwell ends first: lengthen trajectory.dwell, slow the move or shape it (trajectory.shaper)")
+    moves = ", ".join(f"move {k + 1} ({1e6 * final[k]:.3g} µm at the end of its dwell)" for k in never)
+    return (f"{name}: {moves} never settle within trajectory.settling_tolerance = {1e6 * tolerance:.3g} µm "
+            f"(settle_time = inf): {why}")

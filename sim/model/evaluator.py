@@ -25,6 +25,12 @@ from sim.model.tables import compliant, stretched, tables
 SIZE_MIN = 1e-3      # m, the smallest robot size (all markers at one point)
 
 
+def size(points):
+    """A robot's size [m]: the diagonal of the box around ``points`` (n, 3) [m] (its markers
+    and bodies at home), at least :data:`SIZE_MIN`."""
+    return max(float(np.linalg.norm(np.ptp(points, axis=0))), SIZE_MIN)
+
+
 def compile_evaluation(model):
     """Compile, or load from numba's cache, the kernels an :class:`Evaluator` of ``model``
     adds to the model's assembly (the tables by reference, the evaluation, the potential)
@@ -103,8 +109,7 @@ class Evaluator:
         # The robot's size [m]: the diagonal of the box around its markers (the tables hold
         # them from the evaluations at home above) and its bodies at home (the scale of a
         # constraint violation that means the joints came apart).
-        points = np.vstack([t.p, [model.q_home[k:k + 3] for k in t.body_q]])
-        self.size = max(float(np.linalg.norm(np.ptp(points, axis=0))), SIZE_MIN)
+        self.size = size(np.vstack([t.p, [model.q_home[k:k + 3] for k in t.body_q]]))
 
     def pose(self, v=None):
         """End-effector terms of the last :meth:`evaluate` (:func:`sim.model.kinematics.pose_terms`):

@@ -554,3 +554,90 @@ def _follow(model, ev, times, targets, q, place, drive, progress, on_sample, con
         out.state[0][:] = place(out.q[end], end, ev)
         k, predicted = end, True
     return out
+
+
+LSQ_TOL = 1e-13           # rad or m: the least-squares motion's Gauss-Newton step at convergence
+LSQ_MAX_ITER = 40
+LSQ_REGULAR = 1e-10       # Tikhonov weight of the step, relative to the largest diagonal of J_j^T J_j: keeps
+#                           steps small where the joints' rows lose rank (a change point), so the motion
+#                           continues on its branch
+
+
+def least_squares_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None):
+    """The rigid robot whose actuators follow ``s`` exactly and whose joints are as closely met as
+    they can be: at each time, ``min ||C_j(q)||^2`` over the reference coordinates subject to
+    ``C_s(q) = s``, by Gauss-Newton on the KKT system
+
+        [J_j^T J_j + mu I, J_s^T; J_s, 0] [dq; lam] = [-J_j^T C_j; s - s(q)]
+
+    from the previous sample (continuation).  Where the rigid robot can follow its actuators
+    (:func:`driven_motion`) the two coincide; where it cannot -- a locked mechanism, a loop
+    with a misaligned joint, a singular one past its change point -- this is the reference a
+    flexible robot that bends to close its loops deviates from.
+
+    Parameters
+    ----------
+    times : ndarray, shape (n,)
+    s, s_dot, s_ddot : ndarray, shape (n, n_a)
+        The actuators' values and rates (the rigid ones are followed; compliant ones are springs).
+    q_start : ndarray, shape (n_q,), optional
+
+    Returns
+    -------
+    motion : RigidMotion
+        Velocities from the same least-squares problem at velocity level, accelerations their
+        differences; ``condition`` NaN.
+    residual : ndarray, shape (n,)
+        ``||C_j(q)||`` at each time [m or rad]: how far the rigid robot is from closing its joints.
+    """
+    from sim.model.constraints import constraints
+    from sim.model.kinematics import integrate, pose_jacobian
+
+    times = np.asarray(times, dtype=float)
+    n = times.size
+    s, sd, sdd = (np.array(x, dtype=float).reshape(n, -1) for x in (s, s_dot, s_ddot))
+    rigid, nj = model.v_rigid, model.rows["n_joint"]
+    r = rigid.size
+    q = (model.q_home if q_start is None else np.asarray(q_start, dtype=float)).copy()
+    Q, V = np.zeros((n, model.n_q)), np.zeros((n, model.n_v))
+    pose, pose_dot = np.zeros((n, len(model.pose_names))), np.zeros((n, len(model.pose_names)))
+    residual = np.zeros(n)
+    v = np.zeros(model.n_v)
+
+    def kkt(J):
+        Jj, Js = J[:nj, rigid], J[nj:, rigid]
+        H = Jj.T @ Jj
+        H += LSQ_REGULAR * max(np.diag(H).max(initial=0.0), 1.0) * np.eye(r)
+        K = np.block([[H, Js.T], [Js, np.zeros((Js.shape[0], Js.shape[0]))]])
+        return Jj, K
+
+    for k in range(n):
+        if k:
+            step = np.zeros(model.n_v)
+            step[rigid] = (times[k] - times[k - 1]) * v[rigid]
+            q = integrate(model, q, step)
+        for _ in range(LSQ_MAX_ITER):
+            phi, J = constraints(model, q, targets=s[k])
+            Jj, K = kkt(J)
+            rhs = np.concatenate([-Jj.T @ phi[:nj], -phi[nj:]])
+            dx = np.linalg.lstsq(K, rhs, rcond=None)[0][:r]
+            dv = np.zeros(model.n_v)
+            dv[rigid] = dx
+            q = integrate(model, q, dv)
+            if np.abs(dx).max() < LSQ_TOL:
+                break
+        phi, J = constraints(model, q, targets=s[k])
+        Jj, K = kkt(J)
+        rates = np.linalg.lstsq(K, np.concatenate([np.zeros(r), sd[k][: K.shape[0] - r]]), rcond=None)[0][:r]
+        v = np.zeros(model.n_v)
+        v[rigid] = rates
+        x, J_x = pose_jacobian(model, q)
+        Q[k], V[k], pose[k], pose_dot[k] = q, v, x, J_x @ v
+        residual[k] = np.linalg.norm(phi[:nj])
+        if progress is not None:
+            progress.update(1)
+    A = np.gradient(V, times, axis=0) if n > 1 else np.zeros_like(V)
+    pose_ddot = np.gradient(pose_dot, times, axis=0) if n > 1 else np.zeros_like(pose_dot)
+    motion = RigidMotion(t=times, q=Q, v=V, a=A, pose=pose, pose_dot=pose_dot, pose_ddot=pose_ddot,
+                         actuators=s, actuators_dot=sd, actuators_ddot=sdd, condition=np.full(n, np.nan))
+    return motion, residual

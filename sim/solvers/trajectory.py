@@ -11,6 +11,8 @@ and second derivatives, each (n, d), in the model's pose order (m, rad).
   ``s(tau) = A (tau - sin(2 pi tau) / (2 pi)) - A / 2``, ``tau = t / period`` clipped to [0, 1]
   (paper 002 §4.4; peak acceleration ``2 pi A / period^2``).
 * ``polynomial``: quintic rest-to-rest from ``start`` to ``end`` in ``duration``.
+* ``point_to_point``: rest-to-rest moves through ``waypoints`` with dwells, optionally input
+  shaped (:mod:`sim.solvers.moves`).
 * ``table``: CSV file with columns ``t, x_1 .. x_d`` (header line optional), interpolated by
   a C2 cubic spline.
 """
@@ -31,6 +33,7 @@ class Trajectory:
     kind: str
     duration: float
     law: object
+    moves: object = None     # sim.solvers.moves.Moves of a point-to-point trajectory
 
     def __call__(self, t):
         t = np.atleast_1d(np.asarray(t, dtype=float))
@@ -178,10 +181,32 @@ def from_scenario(spec, model, where="[trajectory]"):
         law = polynomial(vector("start"), vector("end"), spec["duration"])
     elif kind == "table":
         law = table(spec["file"], d)
+    elif kind == "point_to_point":
+        motion, duration, moves = _tuned(spec, model, where)
+        law = Trajectory(kind, duration, motion, moves)
     else:
         raise SimError(f"{where} unknown kind `{kind}`")
     check_pace(law, model, spec, where)
     return law
+
+
+#: Point-to-point laws already built, by model and table: tuning a shaper to the robot solves
+#: modes at every waypoint, and each analysis of a run asks for the same law.
+_BUILT = {}
+
+
+def _tuned(spec, model, where):
+    """``(law, duration, moves)`` of a point-to-point table (:func:`sim.solvers.moves.point_to_point`),
+    built once per model and table."""
+    import json
+
+    from sim.solvers.moves import point_to_point
+    key = (id(model), json.dumps(spec, sort_keys=True, default=str))
+    if key not in _BUILT:
+        if len(_BUILT) > 16:
+            _BUILT.clear()
+        _BUILT[key] = (model, point_to_point(spec, model, where))
+    return _BUILT[key][1]
 
 
 #: Samples of a motion law the pace check takes (and the finest detail it sees: duration / this).
