@@ -20,6 +20,42 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 # transient steps within the machine's noise, a few per cent).  Read when numba is imported;
 # NUMBA_OPT set by the user wins.
 os.environ.setdefault("NUMBA_OPT", "2")
+
+
+def _writable(path):
+    """True if ``path``, or the nearest of its ancestors that exists, can be written here."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def _private_cache():
+    """A directory of the system's temporary area only this user can write (cached machine
+    code is run: nobody else may put a file there), or None."""
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(), f"ffrsim-numba-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+        if os.path.isdir(path) and not os.path.islink(path) and info.st_uid == os.getuid() \
+                and not info.st_mode & 0o022:
+            return path
+        return tempfile.mkdtemp(prefix="ffrsim-numba-")
+    except OSError:
+        return None
+
+
+# numba caches the compiled kernels beside their sources (__pycache__), else in the user's
+# cache directory; with neither writable (a read-only installation and no home, as for a
+# container's or a service's user) it refuses to compile at all.  A private directory of the
+# system's temporary area then holds them.
+if "NUMBA_CACHE_DIR" not in os.environ and not _writable(os.path.join(os.path.dirname(__file__), "__pycache__")) \
+        and not _writable(os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "numba")):
+    _cache = _private_cache()
+    if _cache:
+        os.environ["NUMBA_CACHE_DIR"] = _cache
+
 # ... and when numpy was imported first, the environment is too late: limit the loaded pools
 # (not otherwise: threadpoolctl takes 20 ms, a third of `sim --help`).
 if "numpy" in sys.modules:

@@ -93,9 +93,56 @@ _installed = []     # while installed: the previous sys.unraisablehook
 AGAIN_DELAY = 0.01  # s after which a stop lost in a callback is raised again
 
 
+# Bound here: a model file's code runs with `os._exit` replaced (sim.model.loader), and a
+# second stop signal while it runs must still end the process.
+_exit = os._exit
+
+
 def _stop_now():
     os.write(2, b"error: interrupted again; stopping now\n")
-    os._exit(128 + _stopping[0])
+    _exit(128 + _stopping[0])
+
+
+def stop_line(signum, kept=""):
+    """The error line of a stop by ``signum``: ``error: interrupted`` (Ctrl-C), with the
+    signal's name for the others, and ``kept`` (where the incomplete result went)."""
+    name = "" if signum == signal.SIGINT else f" ({signal.Signals(signum).name})"
+    return f"error: interrupted{name}{kept}"
+
+
+# While a command has computed nothing it could keep (a run loading or compiling its kernels,
+# `sim modes`): {"undo": what to undo before ending at once on a stop} -- see `nothing_to_keep`.
+_quick = {}
+
+
+@contextlib.contextmanager
+def nothing_to_keep(undo=lambda: None):
+    """While inside, until :func:`keeping` is called, in the command line: a stop that would
+    wait for a compilation (held back by :func:`signals_deferred`, or landing in numba's
+    compiler: 5-19 s on a cold cache, beyond a container's 10 s stop grace period) ends the
+    process at once, after ``undo()`` (a run's reservation released): nothing computed is
+    lost.  Compilations write their cache files whole or not at all; a compile helper ends
+    once its parent is gone.  Also a decorator."""
+    _quick["undo"] = undo
+    try:
+        yield
+    finally:
+        _quick.clear()
+
+
+def keeping():
+    """The command holds something to keep from here on (a result's first dataset): a stop is
+    delivered where what was computed can be written."""
+    _quick.clear()
+
+
+def _end_now(signum):
+    try:
+        _quick["undo"]()
+    except Exception:       # ending anyway: what could not be undone stays
+        pass
+    os.write(2, (stop_line(signum) + "\n").encode())
+    _exit(128 + signum)
 
 
 # Modules inside which a stop is not raised but delivered again a moment later: an exception
@@ -130,6 +177,8 @@ def _on_stop(signum, frame):
     if _stopping:
         _stop_now()
     if _in_internals(frame):
+        if _quick:
+            _end_now(signum)
         _again(signum)
         return
     _stopping.append(signum)
@@ -201,6 +250,8 @@ def signals_deferred():
     def record(signum, frame):
         if _stopping:
             _stop_now()
+        if handling and _quick:
+            _end_now(signum)
         received.append(signum)
         if handling:
             _stopping.append(signum)

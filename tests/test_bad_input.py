@@ -348,8 +348,10 @@ def test_output_must_be_a_regular_file(tmp_path, capsys):
     assert Path("/dev/null").is_char_device(), "the device node was replaced"
 
 
+@pytest.mark.filterwarnings("error")      # numpy's "input contained no data" was printed (issue 40)
 @pytest.mark.parametrize("content, fragment", [("", "the trajectory table is empty"),
-                                                ("# t, x, y, z\n", "has no data rows")])
+                                                ("# t, x, y, z\n", "has no data rows"),
+                                                ("t,x,y\n", "has no data rows")])
 def test_empty_trajectory_table(sim_run, tmp_path, content, fragment):
     (tmp_path / "path.csv").write_text(content)
     code, err, out = sim_run(f"""\

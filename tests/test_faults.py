@@ -6,6 +6,7 @@ The runs are real ``python -m sim run`` processes.  Their scenario does [modes] 
 long [transient], so a signal finds either nothing computed yet (no file is written) or the
 modes done (an incomplete result is kept).
 """
+import contextlib
 import os
 import shutil
 import signal
@@ -422,3 +423,79 @@ def test_a_stop_inside_numba_is_delivered_once_out_of_it():
     finally:
         errors.restore_handlers(previous)
         errors._stopping.clear()
+
+
+# --- model files that would hang the command or end it without a word (issue 40) --------------
+
+def beam_model(tmp_path, at_load="", in_build=""):
+    """A model file building models/beam.py, with statements of its own at load and in build."""
+    path = tmp_path / "odd_model.py"
+    path.write_text(f"""\
+import os
+import runpy
+import sys
+import threading
+
+_beam = runpy.run_path({str(MODELS / 'beam.py')!r})
+{at_load}
+
+
+def build(elements=4):
+    {in_build or 'pass'}
+    return _beam["build"](elements=elements)
+""")
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "modes"])
+def test_thread_left_by_a_model_file_does_not_keep_the_command_alive(tmp_path, command):
+    """A model file that starts a (non-daemon) thread: the command still ends once done."""
+    model = beam_model(tmp_path, in_build="threading.Thread(target=threading.Event().wait).start()")
+    if command == "run":
+        scenario = tmp_path / "s.toml"
+        scenario.write_text(SHORT.replace(str(MODELS / "beam.py"), str(model)))
+        args = ["run", str(scenario), "--out", str(tmp_path / "out.h5")]
+    else:
+        args = ["modes", str(model), "--count", "2"]
+    process = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    code, out, err = finish(process, timeout=60)
+    check_clean(tmp_path, code, err, 0)
+    assert ("wrote" if command == "run" else "elastic modes") in out
+
+
+@pytest.mark.parametrize("at_load, in_build, call", [
+    ("os._exit(0)", "", "os._exit(0)"),
+    ("", "os._exit(0)", "os._exit(0)"),
+    ("", "sys.exit(0)", "sys.exit(0)"),
+], ids=["os._exit-at-load", "os._exit-in-build", "sys.exit-in-build"])
+def test_model_file_that_exits_is_an_error_naming_it(tmp_path, at_load, in_build, call):
+    model = beam_model(tmp_path, at_load, in_build)
+    out = tmp_path / "out.h5"
+    code, _, err = finish(start(tmp_path, SHORT.replace(str(MODELS / "beam.py"), str(model)), "--out", out))
+    check_clean(tmp_path, code, err, 2, str(model), call)
+    assert not out.exists(), "the output name was left reserved"
+
+
+@pytest.mark.parametrize("command", ["run", "modes"])
+def test_stop_during_a_cold_compilation_ends_within_two_seconds(tmp_path, command):
+    """An empty numba cache (NUMBA_CACHE_DIR): SIGTERM while the kernels compile ends the
+    command within 2 s -- a container's stop grace period is 10 s, a compilation 5-19 s --
+    with exit code 143, one line, and no reservation or temporary file left."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(LONG)
+    args = (["run", str(scenario), "--out", str(tmp_path / "out.h5")] if command == "run"
+            else ["modes", str(MODELS / "slider_crank.py"), "--param", "elements=2"])
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cold"))
+    process = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    time.sleep(4.0)
+    assert process.poll() is None, "done before it was stopped"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code, _, err = finish(process, timeout=120)
+    waited = time.monotonic() - sent
+    with contextlib.suppress(ProcessLookupError):      # a compile helper finishing its kernel
+        os.killpg(process.pid, signal.SIGKILL)
+    check_clean(tmp_path, code, err, 143, "interrupted")
+    assert waited < 2.0, f"ended {waited:.1f} s after SIGTERM"

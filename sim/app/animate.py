@@ -14,12 +14,14 @@ The drawing uses a bare :class:`matplotlib.figure.Figure` (no pyplot): it change
 and leaves no figure open.
 """
 from dataclasses import dataclass
-import os
 from pathlib import Path
+import shutil
+import tempfile
 
 import numpy as np
 
-from sim.errors import SimError, signals_deferred
+from sim.app import files
+from sim.errors import SimError
 
 GROUPS = ("transient", "ked", "modes")
 TIME_FRAMES = 100          # frames of a time-domain animation (at most; evenly picked samples)
@@ -167,7 +169,7 @@ def load_motion(path, group=None, mode=None, frames=None):
             raise SimError(f"{path}: group `{group}`: skeleton of {points.shape[0]} instants for {n} times; "
                            f"the file is damaged")
         picked = frame_indices(n, TIME_FRAMES if frames is None else frames)
-        flexible, rigid, time = points[picked], rigid[picked], time[picked]
+        flexible, rigid, time = _finite(path, points, picked), _finite(path, rigid, picked), time[picked]
     return Motion(segments=segments, rigid=rigid, deflection=flexible - rigid, labels=_time_labels(time),
                   title=title, end_effector=end_effector, group=group)
 
@@ -180,14 +182,24 @@ def _mode_motion(path, node, skeleton, segments, title, end_effector, mode, fram
         raise SimError(f"{path}: mode {mode} is out of range: the file holds modes 1 to {count}")
     if frames < MODE_MIN_FRAMES:
         raise SimError(f"{frames} frames cannot show a mode's oscillation: give at least {MODE_MIN_FRAMES}")
-    shape = shapes[mode - 1]
-    points = skeleton["points"][()]
+    shape = _finite(path, shapes, mode - 1)
+    points = _finite(path, skeleton["points"], ())
     frequency = float(node["frequencies"][mode - 1])
     phase = 2 * np.pi * np.arange(frames) / frames
     labels = tuple(f"mode {mode}: {frequency:.2f} Hz, phase {np.degrees(p):3.0f}°" for p in phase)
     return Motion(segments=segments, rigid=np.broadcast_to(points, (frames,) + points.shape),
                   deflection=np.sin(phase)[:, None, None] * shape, labels=labels, title=title,
                   end_effector=end_effector, group="modes", mode=mode)
+
+
+def _finite(path, dataset, index):
+    """``dataset[index]``, SimError naming the dataset unless every value is finite (NaN has
+    no place to be drawn: the axis limits would be NaN)."""
+    values = np.asarray(dataset[index], dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise SimError(f"{path}: dataset `{dataset.name}` holds NaN or infinite coordinates where it is to be "
+                       f"drawn; the file is damaged or not a result")
+    return values
 
 
 def nice_scale(x):
@@ -446,8 +458,9 @@ def plane_view(points, displacement):
 def render(motion, out, scale=None, view=AUTO, fps=FPS):
     """Write ``motion`` as an animated GIF (Pillow) or MP4 (ffmpeg), all or nothing.
 
-    The frames go to a temporary file next to ``out``, renamed over it when complete; on any
-    failure (or a stop signal) it is removed.
+    The frames go to a private temporary directory, then to ``out`` through
+    :func:`sim.app.files.replacing`; on any failure (or a stop signal) ``out`` is left as it
+    was.
 
     Parameters
     ----------
@@ -482,20 +495,21 @@ def render(motion, out, scale=None, view=AUTO, fps=FPS):
         view = plane_view(motion.rigid, motion.deflection)
     scale = auto_scale(motion.rigid, motion.deflection) if scale is None else float(scale)
     fig, update, _ = frame_figure(motion, scale, view)
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp{out.suffix}")
-    try:
-        if out.suffix.lower() == ".mp4":
-            with matplotlib.rc_context({"animation.ffmpeg_path": _ffmpeg_path()}):
-                writer = animation.FFMpegWriter(fps=fps)
-                _save(fig, update, len(motion), tmp, writer)
-        else:
-            _save(fig, update, len(motion), tmp, animation.PillowWriter(fps=fps))
-        with signals_deferred():
-            os.replace(tmp, out)
-    except OSError as exc:
-        raise SimError(f"{out}: cannot write the animation ({exc.strerror or exc})") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    # The writers (Pillow, an ffmpeg process) open a file by name: they write into a private
+    # directory of the system's temporary area, which nobody else can put a link in, and the
+    # result is then copied in one step over ``out``.
+    with tempfile.TemporaryDirectory(prefix="ffrsim-") as scratch:
+        frames = Path(scratch) / f"animation{out.suffix.lower()}"
+        try:
+            if out.suffix.lower() == ".mp4":
+                with matplotlib.rc_context({"animation.ffmpeg_path": _ffmpeg_path()}):
+                    _save(fig, update, len(motion), frames, animation.FFMpegWriter(fps=fps))
+            else:
+                _save(fig, update, len(motion), frames, animation.PillowWriter(fps=fps))
+        except OSError as exc:
+            raise SimError(f"{out}: cannot write the animation ({exc.strerror or exc})") from None
+        with files.replacing(out, "the animation") as handle, open(frames, "rb") as source:
+            shutil.copyfileobj(source, handle)
     return scale
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.errors import SimError, check_stop
+from sim.errors import SimError, check_stop, nothing_to_keep
 
 __all__ = ["Result", "load_model", "modes", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
            "identify", "run", "open_results"]
@@ -343,7 +343,9 @@ def execute(scenario, out=None, force=False, allow_long=False):
     else:
         out = reserve(Path("results") / f"{scenario.name}.h5", numbered=not force, force=force)
     try:
-        summaries, notes = _run(scenario, out, force, allow_long)
+        # Until a result holds data, a stop while the kernels compile ends the run at once.
+        with nothing_to_keep(lambda: release(out)):
+            summaries, notes = _run(scenario, out, force, allow_long)
     finally:
         release(out)      # a run that wrote nothing leaves no reservation behind
     return out, summaries, notes

@@ -8,16 +8,18 @@ once.  Engine modules are imported by the commands that need them, so ``sim --he
 """
 
 import argparse
+import contextlib
 import gc
 import json
 import os
 import re
 import signal
 import sys
+import threading
 from pathlib import Path
 
-from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, one_line,
-                        restore_handlers, stop_in)
+from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, nothing_to_keep,
+                        one_line, restore_handlers, stop_in, stop_line)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -142,6 +144,7 @@ def cmd_validate(args):
     return 0
 
 
+@nothing_to_keep()      # a stop while the kernels compile ends at once
 def cmd_modes(args):
     """Print the lowest elastic natural frequencies of a model at a pose."""
     if args.count < 1:
@@ -423,19 +426,36 @@ def console():
     code = _main(None)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    if code in STOPPED:
+    if code in STOPPED or _threads_left():
         # Stopped by a signal: what was computed is written and closed, the line printed.  The
         # interpreter's teardown is skipped, as the signal's default action would: after a
         # stop that landed in numba's or llvmlite's machinery it can crash (an LLVM object
-        # disposed twice), turning exit 130 into a segfault.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # disposed twice), turning exit 130 into a segfault.  Skipped too when a model file
+        # left a thread running: the interpreter would wait for it at exit, for ever, deaf
+        # to the signals (ignored by now), though the command is done.
+        _flush()
         os._exit(code)
     # The interpreter's final collection would walk every object numba's compiler and scipy
     # have built, about a third of a plain `sim modes`: the process is ending, so nothing
     # tracked so far needs collecting.  Reference counting still frees them, and atexit runs.
     gc.freeze()
     return code
+
+
+def _threads_left():
+    """True if a thread other than the main one would keep the interpreter from exiting."""
+    return any(not thread.daemon and thread.is_alive() for thread in threading.enumerate()
+               if thread is not threading.main_thread())
+
+
+def _flush():
+    """Flush stdout and stderr before an ``os._exit``; an error there (a full disk, a closed
+    pipe) cannot be reported any more."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def main(argv=None):
@@ -468,7 +488,10 @@ def _main(argv):
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     try:
-        return args.func(args)
+        with _checked_stdout():
+            code = args.func(args)
+            sys.stdout.flush()      # here, where a failure can still be reported
+        return code
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     except SimError as exc:
@@ -484,7 +507,7 @@ def _main(argv):
     except BrokenPipeError:
         # The reader went away (`sim modes ... | head`): stop quietly, as Unix tools do, and
         # keep the interpreter's final flush from failing again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_BROKEN_PIPE
     except FileNotFoundError as exc:
         message = f"{exc.filename}: not found" if exc.filename else one_line(exc)
@@ -504,6 +527,53 @@ def _main(argv):
     return EXIT_USER_ERROR
 
 
+class _Stdout:
+    """Standard output whose write errors (a full disk, /dev/full as stdout) are a SimError
+    naming it, what it holds dropped (the interpreter's final flush would fail again); a
+    closed pipe stays a BrokenPipeError, handled quietly."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def write(self, text):
+        return self._checked(self._stream.write, text)
+
+    def flush(self):
+        return self._checked(self._stream.flush)
+
+    @staticmethod
+    def _checked(method, *args):
+        try:
+            return method(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            _drop_stdout()
+            raise SimError(f"standard output: cannot write ({exc.strerror or one_line(exc)})") from None
+
+
+@contextlib.contextmanager
+def _checked_stdout():
+    """``sys.stdout`` as a :class:`_Stdout` for the duration."""
+    stream, sys.stdout = sys.stdout, _Stdout(sys.stdout)
+    try:
+        yield
+    finally:
+        sys.stdout = stream
+
+
+def _drop_stdout():
+    """Send standard output to /dev/null from here on (a stream without a descriptor, as
+    under a test's capture, is left alone)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def _kept(exc):
     """``; incomplete result in PATH`` when a failed run wrote what it had computed."""
     path = getattr(exc, "result_path", None)
@@ -512,8 +582,7 @@ def _kept(exc):
 
 def _interrupted(exc):
     """One line and the exit code of a stop signal (130 for a plain KeyboardInterrupt)."""
-    name = f" ({exc.args[0]})" if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT else ""
-    print(f"error: interrupted{name}{_kept(exc)}", file=sys.stderr)
+    print(stop_line(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT, _kept(exc)), file=sys.stderr)
     return exc.exit_code if isinstance(exc, Interrupted) else EXIT_INTERRUPTED
 
 

@@ -12,6 +12,7 @@ A run needing more than :data:`MEMORY_SHARE` of the memory available is refused;
 estimated above :data:`TIME_LIMIT` needs ``sim run --yes``.
 """
 import math
+import os
 from typing import NamedTuple
 
 from sim.errors import SimError
@@ -47,6 +48,8 @@ def _duration(scenario, table):
         return float(spec["duration"])
     if spec.get("period"):
         return float(spec["period"])
+    if spec.get("kind") == "table" and spec.get("file"):
+        return _table_span(spec["file"])
     if spec.get("kind") == "point_to_point" and isinstance(spec.get("waypoints"), list):
         # The moves and dwells (a shaper lengthens each move by less than a period: left out).
         from sim.solvers.moves import per_move
@@ -57,6 +60,27 @@ def _duration(scenario, table):
         except Exception:        # a length the trajectory will refuse, with its own message
             return None
     return None
+
+
+def _table_span(path, window=65536):
+    """The time a CSV trajectory table spans, from its first and last rows only (``t`` first;
+    a table of 1e7 rows is not read twice): None if they cannot be read as numbers, which
+    the trajectory's own reading then reports."""
+    def times(lines):
+        for line in lines:
+            try:
+                yield float(line.split(b",")[0])
+            except ValueError:      # a header, a comment, a blank or cut line
+                continue
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(window).splitlines()
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - window))
+            tail = handle.read(window).splitlines()[1:] or head
+    except OSError:
+        return None
+    first, last = next(times(head), None), next(times(reversed(tail)), None)
+    return None if first is None or last is None else abs(last - first)
 
 
 def estimate(scenario, model):

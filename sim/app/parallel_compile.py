@@ -212,3 +212,5 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(0)     # done: a thread the model file started must not keep the helper alive

@@ -7,6 +7,7 @@ Each ``plot_*`` function draws on a given Axes and returns it, so panels can be 
 
 import contextlib
 import textwrap
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -16,9 +17,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sim.app import files  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, scale_text, setup_axes  # noqa: E402
-from sim.app.results import lazy_result, strided  # noqa: E402
+from sim.app.results import along, lazy_result, stored_overrides, strided  # noqa: E402
 from sim.app.selfcheck import at_roundoff  # noqa: E402
 
 
@@ -530,7 +532,7 @@ def references(tree):
     import json
     try:
         found = json.loads(tree["attrs"].get("references", "[]"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return []
     return [r for r in found if isinstance(r, dict) and {"quantity", "values", "at", "source"} <= set(r)]
 
@@ -574,8 +576,7 @@ def _panels(tree):
         if "deviation" in group and "time" in group and name == "transient" and both:
             # One panel per coordinate with the two analyses over each other: how far KED's
             # frozen modes follow the full model is what a reader looks for.
-            names = group["attrs"].get("pose_names") or [
-                f"q{i + 1}" for i in range(np.size(group["deviation"]["data"]) // len(group["time"]["data"]))]
+            names = group["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(_deviation(group).shape[1])]
             for i, coordinate in enumerate(names):
                 panels.append((f"end-effector deviation {coordinate}: transient and KED",
                                lambda ax, i=i, c=coordinate: _draw_runs_deviation(ax, [tree], [""], i, c)))
@@ -609,7 +610,8 @@ def _panels(tree):
                 if sensor != "attrs" and np.ndim(data["data"]) == 1:
                     ref = _sensor_reference(tree, sensor, group["time"]["data"])
                     panels.append((f"{name}: sensor {sensor}", lambda ax, g=group, d=data, s=sensor, r=ref:
-                                   plot_sensor(ax, g["time"]["data"], d["data"], s, d["attrs"].get("units", ""), r)))
+                                   plot_sensor(ax, g["time"]["data"], along(d, g["time"]), s,
+                                               d["attrs"].get("units", ""), r)))
         # One frequency panel along the motion: the tracked modes of [frequencies] where the run
         # has them (KED's frozen structures list theirs in ascending order, another numbering).
         tracked = "frequencies" in tree and "frequency_time" in tree["frequencies"]
@@ -617,7 +619,7 @@ def _panels(tree):
             panels.append((f"{name}: natural frequencies" + (" (tracked by MAC)" if name == "frequencies" else ""),
                            lambda ax, g=group:
                            plot_frequencies(ax, g["frequency_time"]["data"],
-                                            g["frequencies"]["data"])))
+                                            along(g["frequencies"], g["frequency_time"]))))
         elif name == "sweep" and "frequencies" in group \
                 and np.ndim(group["frequencies"]["data"]) in (2, 3):
             panels.append(("sweep: lowest natural frequency over the workspace", lambda ax, g=group:
@@ -718,16 +720,20 @@ def plot_settling(ax, trees, labels):
 
 def _draw_deviation(ax, group):
     """Deviation panel; coordinate names from the group's `pose_names` attribute if set."""
-    time = group["time"]["data"]
-    deviation = np.asarray(group["deviation"]["data"]).reshape(len(time), -1)
+    deviation = _deviation(group)
     names = group["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(deviation.shape[1])]
-    return plot_deviation(ax, time, deviation, names, group["deviation"]["attrs"].get("units"))
+    return plot_deviation(ax, group["time"]["data"], deviation, names, group["deviation"]["attrs"].get("units"))
+
+
+def _deviation(group):
+    """The ``deviation`` of a time-domain ``group`` of a lazy tree, one row per time."""
+    return np.asarray(along(group["deviation"], group["time"])).reshape(len(group["time"]["data"]), -1)
 
 
 def _draw_actuators(ax, group):
     """Driving-force panel; actuator names from the group's `actuator_names` attribute."""
     time = group["time"]["data"]
-    forces = np.asarray(group["actuator_forces"]["data"]).reshape(len(time), -1)
+    forces = np.asarray(along(group["actuator_forces"], group["time"])).reshape(len(time), -1)
     names = group["attrs"].get("actuator_names") or [f"actuator {i + 1}" for i in range(forces.shape[1])]
     return plot_actuator_forces(ax, time, forces, names, group["actuator_forces"]["attrs"].get("units"))
 
@@ -736,7 +742,7 @@ def _draw_joint_forces(ax, group):
     """Resultant-force panel over the joints, in the model's order (`joint_names` attribute)."""
     reactions = group["joint_reactions"]
     names = [n for n in group["attrs"].get("joint_names") or sorted(reactions) if n in reactions and n != "attrs"]
-    return plot_joint_forces(ax, group["time"]["data"], [reactions[n]["data"] for n in names], names)
+    return plot_joint_forces(ax, group["time"]["data"], [along(reactions[n], group["time"]) for n in names], names)
 
 
 def _draw_energy_ratios(ax, group):
@@ -914,15 +920,22 @@ def plot_result(path, out):
         Unreadable file, or nothing to plot in it.
     """
     _check_format(out)
-    with lazy_result(path, rows=PLOT_ROWS) as tree:
+    with lazy_result(path, rows=PLOT_ROWS) as tree, nan_quiet():
         panels = _panels(tree)
         if not panels:
             raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
         fig = figure(tree, panels)
         try:
-            fig.savefig(out, dpi=120)
+            save(fig, out)
         finally:
             plt.close(fig)
+
+
+def save(fig, out):
+    """Write ``fig`` to the image ``out`` (its format from the suffix), all or nothing
+    (:func:`sim.app.files.replacing`)."""
+    with files.replacing(out, "the figure") as handle:
+        fig.savefig(handle, format=Path(out).suffix.lower().lstrip("."), dpi=120)
 
 
 def figure(tree, panels):
@@ -1039,8 +1052,7 @@ def readable(values, unit):
 def run_labels(trees, paths):
     """One label per run: the ``--set`` overrides that differ between the runs (``as written``:
     none), else the file names."""
-    import json
-    sets = [set(json.loads(t["attrs"].get("overrides", "[]") or "[]")) for t in trees]
+    sets = [set(stored_overrides(t["attrs"], p)) for t, p in zip(trees, paths)]
     common = set.intersection(*sets) if sets else set()
     labels = [" ".join(sorted(s - common)) or "as written" for s in sets]
     if len(set(labels)) == len(labels):
@@ -1073,9 +1085,18 @@ def plot_compare(paths, out):
     if len(paths) < 2:
         raise SimError("sim compare needs at least two result files")
     _check_format(out)
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, nan_quiet():
         trees = [stack.enter_context(lazy_result(p, rows=PLOT_ROWS)) for p in paths]
         return _compare(trees, paths, out)
+
+
+@contextlib.contextmanager
+def nan_quiet():
+    """Draw NaN values (a diverged series, a damaged file) as the gaps they are, without
+    numpy's warnings about them ("All-NaN slice encountered", "invalid value")."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def _compare(trees, paths, out):
@@ -1100,7 +1121,7 @@ def _compare(trees, paths, out):
             for t, label, color in zip(trees, labels, colors * len(trees)):
                 g = "frequencies" if "frequencies" in t and "frequency_time" in t["frequencies"] else "ked"
                 if g in t and "frequencies" in t[g]:
-                    f = np.asarray(t[g]["frequencies"]["data"])
+                    f = np.asarray(along(t[g]["frequencies"], t[g]["frequency_time"]))
                     for k in range(f.shape[1]):
                         ax.plot(t[g]["frequency_time"]["data"], f[:, k], color=color,
                                 label=label if k == 0 else None)
@@ -1111,7 +1132,7 @@ def _compare(trees, paths, out):
         fig.suptitle("comparison of " + ", ".join(labels), fontsize="medium")
         _note_strides(fig, *trees)
         fig.tight_layout()
-        fig.savefig(out, dpi=120)
+        save(fig, out)
     finally:
         plt.close(fig)
     return labels
@@ -1121,8 +1142,7 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
     """Coordinate ``i`` (``name``) of the deviation of every run in ``trees``, one colour per
     run, the transient solid and KED dashed, in units readable for all of them."""
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    series = [(t[g]["time"]["data"], np.asarray(t[g]["deviation"]["data"]).reshape(len(t[g]["time"]["data"]), -1)[:, i],
-               g, c)
+    series = [(t[g]["time"]["data"], _deviation(t[g])[:, i], g, c)
               for t, c in zip(trees, colors * len(trees)) for g in ("transient", "ked")
               if g in t and "deviation" in t[g] and "time" in t[g]]
     unit = _column_unit(trees, i)
@@ -1156,7 +1176,7 @@ def _largest_deviation(trees, unit):
     for t in trees:
         for g in ("transient", "ked"):
             if g in t and "deviation" in t[g] and "time" in t[g]:
-                d = np.asarray(t[g]["deviation"]["data"]).reshape(len(t[g]["time"]["data"]), -1)
+                d = _deviation(t[g])
                 cols = [j for j in range(d.shape[1]) if _column_unit(trees, j) == unit]
                 if cols and d.size:
                     peaks.append(float(np.nanmax(np.abs(d[:, cols]))))

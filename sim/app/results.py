@@ -12,7 +12,6 @@ dataset carries ``units`` and ``description`` attributes; every analysis group c
 """
 
 import contextlib
-import fcntl
 import io
 import json
 import os
@@ -28,7 +27,8 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-from sim.errors import SimError, one_line, signals_deferred, stop_in
+from sim.app import files
+from sim.errors import SimError, keeping, one_line, signals_deferred, stop_in
 
 FORMAT_VERSION = 1
 STATUSES = ("complete", "incomplete")
@@ -81,11 +81,15 @@ def check_target(path, force=False):
 
 
 RESERVATION = b"ffrsim: the result of a run in progress, pid "
+# This process's reservations: absolute path -> descriptor, locked (``fcntl.flock``) for as
+# long as the run lives.  The kernel drops the lock when the process ends, however it ends.
+_held = {}
 
 
 class Reservation(NamedTuple):
     """Who reserved a result file name (:func:`reserve`): host, process, and ``state``:
-    ``"own"`` (this process), ``"stale"`` (a run on this host that is gone) or ``"live"``."""
+    ``"own"`` (this process), ``"stale"`` (its run is gone: nobody holds its lock) or
+    ``"live"``."""
 
     host: str
     pid: int
@@ -93,55 +97,45 @@ class Reservation(NamedTuple):
 
 
 def reservation(path):
-    """The :class:`Reservation` ``path`` holds, or None if it is not one."""
+    """The :class:`Reservation` ``path`` holds, or None if it is not one.
+
+    An empty file counts as one: a reservation being created, or one whose run could not
+    write it (a full disk, a kill at that moment); nobody's lock means nobody's.
+    """
+    fd = files.open_unfollowed(path)
+    if fd is None:
+        return None
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(256)
+        head = os.read(fd, 256)
+        if head and not head.startswith(RESERVATION):
+            return None
+        try:
+            pid, host = head[len(RESERVATION):].decode().split()[:2]
+            host, pid = host.strip("()"), int(pid)
+        except (ValueError, UnicodeDecodeError):
+            host, pid = "", 0
+        own = _held.get(os.path.abspath(path))
+        state = ("own" if own is not None and files.names(own, path)
+                 else "live" if not files.lock(fd, wait=False) else "stale")
+        return Reservation(host, pid, state)
     except OSError:
         return None
-    if not head.startswith(RESERVATION):
-        return None
-    try:
-        pid, host = head[len(RESERVATION):].decode().split()[:2]
-        host, pid = host.strip("()"), int(pid)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    here = host == socket.gethostname()
-    state = "own" if here and pid == os.getpid() else "stale" if here and not _alive(pid) else "live"
-    return Reservation(host, pid, state)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    finally:
+        os.close(fd)
 
 
 def describe_reservation(path, held):
     """One line about the reservation ``held`` of ``path``: a run in progress, or one that was
     killed."""
-    state = "a run that was killed" if held.state == "stale" else f"a run in progress (pid {held.pid} on {held.host})"
+    state = ("a run that was killed" if held.state == "stale"
+             else f"a run in progress (pid {held.pid} on {held.host})" if held.pid else "a run starting")
     return f"{path}: no result yet: the name is reserved by {state}"
-
-
-@contextlib.contextmanager
-def _directory_lock(directory):
-    """An exclusive lock on ``directory`` for reserving names (``fcntl.flock`` on a lock file)."""
-    with open(Path(directory) / ".ffrsim.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def reserve(path, numbered=False, force=False):
     """Reserve the result file ``path`` for this run: a small file naming this process (``sim
-    info`` explains it), replaced by the result when the run ends.
+    info`` explains it), locked while the process lives, replaced by the result when the run
+    ends.
 
     Parameters
     ----------
@@ -160,73 +154,84 @@ def reserve(path, numbered=False, force=False):
     """
     path = Path(path)
     check_target(path, force=force or numbered)
-    if force and path.exists() and reservation(path) is None:
+    if force and os.path.lexists(path) and reservation(path) is None:
         return path
-    with _directory_lock(path.parent):
-        _clean_temporaries(path.parent)
-        number = 1
-        while True:
-            name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
-            held = reservation(name)
-            if held is not None and held.state == "stale":
-                name.unlink()
-            try:
-                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not numbered:
-                    held = reservation(name)
-                    raise SimError(describe_reservation(name, held) if held else
-                                   f"{name} exists; use --force or --out") from None
-                number += 1
-                continue
-            except OSError as exc:
-                raise SimError(f"{name}: cannot create ({exc.strerror})") from None
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(RESERVATION + f"{os.getpid()} ({socket.gethostname()})\n".encode())
+    files.clean_temporaries(path.parent)
+    number = 1
+    while True:
+        name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+        if _claim(name):
             return name
+        if not numbered:
+            held = reservation(name)
+            raise SimError(describe_reservation(name, held) if held else f"{name} exists; use --force or --out")
+        number += 1
+
+
+def _claim(name):
+    """Create the reservation ``name`` (taking over one whose run is gone); False if the name
+    is taken.  Each step is checked against a concurrent run doing the same: a file is ours
+    only once it is locked and still bears the name."""
+    while True:
+        try:
+            fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            if not _take_over(name):
+                return False
+            continue
+        except OSError as exc:
+            raise SimError(f"{name}: cannot create ({exc.strerror})") from None
+        files.lock(fd)
+        if not files.names(fd, name):        # taken over before it was locked: try again
+            os.close(fd)
+            continue
+        try:
+            os.write(fd, RESERVATION + f"{os.getpid()} ({socket.gethostname()})\n".encode())
+        except OSError as exc:
+            os.unlink(name)
+            os.close(fd)
+            raise SimError(f"{name}: cannot create ({exc.strerror})") from None
+        _held[os.path.abspath(name)] = fd
+        return True
+
+
+def _take_over(name):
+    """Remove the reservation ``name`` if its run is gone: True if removed (or gone
+    meanwhile), False if the name holds a live reservation or another file."""
+    fd = files.open_unfollowed(name)
+    if fd is None:
+        return not os.path.lexists(name)
+    try:
+        head = os.read(fd, len(RESERVATION))
+        if not RESERVATION.startswith(head) or not files.lock(fd, wait=False):
+            return False
+        if files.names(fd, name):
+            os.unlink(name)
+        return True
+    except OSError as exc:
+        raise SimError(f"{name}: cannot take over the reservation of a run that was killed "
+                       f"({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 def release(path):
-    """Remove this process's reservation of ``path`` (a run that wrote nothing)."""
-    path = Path(path)
-    held = reservation(path)
-    if held is not None and held.state == "own":
-        path.unlink(missing_ok=True)
-
-
-def _temporary(path):
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def _clean_temporaries(directory):
-    """Remove the temporary files of runs that were killed while writing (their process is
-    gone); a killed run leaves nothing else behind."""
-    for tmp in Path(directory).glob(".*.tmp"):
-        try:
-            pid = int(tmp.name.rsplit(".", 2)[-2])
-        except (ValueError, IndexError):
-            continue
-        if not _alive(pid):
-            tmp.unlink(missing_ok=True)
+    """Drop this process's reservation of ``path``: removed if nothing replaced it (a run that
+    wrote nothing), its lock released."""
+    fd = _held.pop(os.path.abspath(path), None)
+    if fd is None:
+        return
+    if files.names(fd, path):
+        Path(path).unlink(missing_ok=True)
+    os.close(fd)
 
 
 def write_atomic(path, data):
-    """Write ``data`` (bytes) to ``path`` all or nothing: a temporary file next to it,
-    flushed to disk, then renamed over it; signals held back meanwhile.  SimError naming the
-    path when the disk is full or the write fails otherwise (no temporary file is left)."""
-    path = Path(path)
-    tmp = _temporary(path)
-    with signals_deferred():
-        try:
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise SimError(f"{path}: cannot write the result ({exc.strerror or one_line(exc)})") from None
-
+    """Write ``data`` (bytes) to ``path`` all or nothing (:func:`sim.app.files.replacing`),
+    signals held back meanwhile.  SimError naming the path when the disk is full or the write
+    fails otherwise (no temporary file is left)."""
+    with signals_deferred(), files.replacing(path, "the result") as handle:
+        handle.write(data)
 
 
 class GroupWriter:
@@ -283,6 +288,7 @@ class GroupWriter:
         values = np.asarray(data)
         if values.dtype.kind == "U":
             values = values.astype(h5py.string_dtype())
+        keeping()       # the result now holds data: a stop is to keep it
         dataset = self._group.create_dataset(name, data=values)
         dataset.attrs["units"] = units if isinstance(units, str) else list(units)
         dataset.attrs["description"] = description
@@ -594,10 +600,37 @@ def _open(path):
         handle = h5py.File(path, "r")
     except OSError:
         raise SimError(f"{path}: not an HDF5 file") from None
-    if "format_version" not in handle.attrs:
+    try:
+        if "format_version" not in handle.attrs:
+            raise SimError(f"{path}: not an ffrsim result file (no `format_version` attribute)")
+        _check_links(handle, path)
+    except BaseException:
         handle.close()
-        raise SimError(f"{path}: not an ffrsim result file (no `format_version` attribute)")
+        raise
     return handle
+
+
+def _check_links(handle, path):
+    """SimError naming the first item of ``handle`` that ffrsim never writes and that reading
+    would trip over: a soft link (it may loop), an external link (it opens another file), a
+    group linked again below itself (the tree would never end), a named datatype."""
+    seen, groups = {handle.id}, [handle]
+    while groups:
+        group = groups.pop()
+        for name in group:
+            link = group.get(name, getlink=True)
+            where = f"{path}: `{group.name.rstrip('/')}/{name}`"
+            if not isinstance(link, h5py.HardLink):
+                kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
+                raise SimError(f"{where} is {kind}, which no result holds; the file is damaged or not a result")
+            child = group[name]
+            if isinstance(child, h5py.Group):
+                if child.id in seen:
+                    raise SimError(f"{where} is a second link to a group met before (reading would loop); the file is damaged or not a result")
+                seen.add(child.id)
+                groups.append(child)
+            elif not isinstance(child, h5py.Dataset):
+                raise SimError(f"{where} is not a dataset or a group; the file is damaged or not a result")
 
 
 def open_result(path):
@@ -668,6 +701,25 @@ class _Dataset(Mapping):
 
     def __len__(self):
         return 2
+
+
+def along(series, axis):
+    """The data of the dataset ``series`` of a result tree (:func:`lazy_result`,
+    :func:`read_result`), checked to have one row per entry of the dataset ``axis`` (its
+    ``time``): SimError naming both, before either is read, when a damaged or crafted file has
+    their lengths disagree."""
+    rows, entries = _length(series), _length(axis)
+    if rows != entries:
+        raise SimError(f"{getattr(series, '_path', 'result')}: dataset `{getattr(series, 'name', '?')}` has "
+                       f"{rows} rows for the {entries} entries of `{getattr(axis, 'name', '?')}`; "
+                       f"the file is damaged or not a result")
+    return series["data"]
+
+
+def _length(dataset):
+    """Rows of a result tree's dataset (a lazy one's without reading it)."""
+    shape = dataset.shape if isinstance(dataset, _Dataset) else np.shape(dataset["data"])
+    return shape[0] if shape else 0
 
 
 def _tree(node, path, rows=None):
@@ -758,8 +810,8 @@ def describe(path):
                  f"status {root.get('status', '?')}",
                  f"model: {root.get('model_file', '?')} {root.get('model_parameters', '{}')}"]
         try:
-            overrides = json.loads(root.get("overrides", "[]"))
-        except (TypeError, ValueError):
+            overrides = stored_overrides(root, path)
+        except SimError:       # listed as it is: `info` shows what a file holds
             overrides = [str(root.get("overrides"))]
         if overrides:
             lines.append("overrides: " + " ".join(f"--set {o}" for o in overrides))
@@ -778,6 +830,21 @@ def describe(path):
                       if key not in GROUP_ATTRS]
             lines += _describe_datasets(group, "  ")
     return "\n".join(lines)
+
+
+def stored_overrides(attrs, path):
+    """The ``--set`` overrides of a result file, from its root attributes ``attrs``: a list of
+    ``KEY=VALUE`` strings (none in a file written without them).  SimError naming the file and
+    the attribute when it is not a JSON list of strings."""
+    text = attrs.get("overrides", "[]") or "[]"
+    try:
+        overrides = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        overrides = None
+    if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)):
+        raise SimError(f"{path}: root attribute `overrides` is not a JSON list of strings; "
+                       f"the file is damaged or not a result")
+    return overrides
 
 
 def _short(value, width=60):

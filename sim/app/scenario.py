@@ -353,6 +353,11 @@ FILLED_TABLES = ("damping",)
 # Keys holding paths that are resolved against the scenario's directory, then the cwd.
 PATH_KEYS = (("model", "file"), ("trajectory", "file"))
 
+# Tables and arrays nested in a scenario at most: the schema needs four levels; a value nested
+# thousands deep (a dotted key of 5000 parts, `--set x=[[[...]]]`) would exhaust Python's
+# recursion limit where it is copied or validated.
+MAX_DEPTH = 32
+
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -546,6 +551,7 @@ def load_scenario(path, overrides=()):
         raise SimError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:
         raise SimError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    check_depth(raw, path)
 
     overrides = tuple(overrides)
     raw = apply_overrides(raw, overrides)
@@ -558,7 +564,21 @@ def make_scenario(raw, where, resolve_model=True):
     validated as a file would be, messages starting with ``where``, relative paths under the
     working directory; with ``resolve_model`` False, ``model.file`` is not looked up (a model
     built in Python)."""
+    check_depth(raw, where)
     return _scenario(raw, _Origin(where, set()), Path(where), "", Path.cwd(), (), resolve_model)
+
+
+def check_depth(value, where):
+    """SimError naming the key path where ``value`` (parsed TOML) nests tables or arrays more
+    than :data:`MAX_DEPTH` deep.  Iterative: it must not recurse itself."""
+    stack = [(value, ())]
+    while stack:
+        node, keys = stack.pop()
+        if len(keys) > MAX_DEPTH:
+            path = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys[:4]).lstrip(".")
+            raise SimError(f"{where}: `{path}...`: tables or arrays nested more than {MAX_DEPTH} deep")
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        stack.extend((child, (*keys, key)) for key, child in items if isinstance(child, (dict, list)))
 
 
 def _scenario(raw, origin, path, text, directory, overrides, resolve_model=True):
@@ -670,10 +690,17 @@ def _parse_override(text):
     keys = tuple(part.strip() for part in key.split("."))
     if not sep or not all(keys):
         raise SimError(f"--set {text}: expected KEY=VALUE, e.g. ked.intervals=256")
+    where = f"--set {key.strip()[:60]}"
+    if len(keys) > MAX_DEPTH:
+        raise SimError(f"{where}...: a key of {len(keys)} parts (tables nest at most {MAX_DEPTH} deep)")
     try:
-        return keys, tomllib.loads(f"v = {value.strip()}")["v"]
+        value = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         return keys, value.strip()
+    except RecursionError:
+        raise SimError(f"{where}: the value nests arrays or tables too deeply") from None
+    check_depth(value, where)
+    return keys, value
 
 
 class _Origin(NamedTuple):
@@ -980,7 +1007,9 @@ def _update_readme(path="README.md"):
     start = text.index("<!-- schema:start")
     start = text.index("\n", start) + 1
     end = text.index("<!-- schema:end -->")
-    Path(path).write_text(text[:start] + schema_markdown() + "\n" + text[end:])
+    from sim.app import files
+    with files.replacing(path, "the README") as handle:
+        handle.write((text[:start] + schema_markdown() + "\n" + text[end:]).encode())
 
 
 if __name__ == "__main__":

@@ -58,10 +58,20 @@ class Material:
     nu: float
     source: str = ""
 
+    def __post_init__(self):
+        check_poisson(self.nu, f"material {self.name}: ")
+
     @property
     def G(self):
         """Shear modulus [Pa]."""
         return self.E / (2.0 * (1.0 + self.nu))
+
+
+def check_poisson(nu, where=""):
+    """ValueError naming ``nu`` unless it is a Poisson's ratio of an isotropic material, in
+    (-1, 0.5] (at -1 the shear modulus ``E / (2 (1 + nu))`` is infinite)."""
+    if not -1.0 < nu <= 0.5:
+        raise ValueError(f"{where}Poisson's ratio `nu` must be in (-1, 0.5], got {nu!r}")
 
 
 #: Structural steel, design values of EN 1993-1-1:2005 (Eurocode 3) §3.2.6 (E = 210 GPa,
@@ -89,6 +99,7 @@ def _elastic(material, E, rho, G, nu):
         return E, rho, G
     if nu is None:
         raise ValueError("section: give the shear modulus G or Poisson's ratio nu")
+    check_poisson(nu, "section: ")
     return E, rho, E / (2.0 * (1.0 + nu))
 
 

@@ -36,6 +36,7 @@ S. Briot, W. Khalil, *Dynamics of Parallel Robots*, Springer, 2015 (markers and 
 import contextvars
 import dataclasses
 import os
+import resource
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -289,7 +290,22 @@ DENSE_MATRICES = 14    # n x n arrays a beam body's invariants hold at once (K, 
 
 
 def available_memory():
-    """Bytes of memory available now (Linux ``MemAvailable``, else the physical memory)."""
+    """Bytes of memory this process can still take: the least of the memory available now
+    (Linux ``MemAvailable``, else the physical memory), the room under its address-space limit
+    (``ulimit -v``: ``RLIMIT_AS`` less its present size) and under its control group's limit
+    (a container's or a batch job's: cgroup v2 ``memory.max``, v1 ``memory.limit_in_bytes``,
+    less what the group uses)."""
+    found = [_system_memory()]
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        size = _read_number("/proc/self/statm", 0)
+        found.append(limit - (size or 0) * resource.getpagesize())
+    found.append(_cgroup_room())
+    return max(0.0, min(float(f) for f in found if f is not None))
+
+
+def _system_memory():
+    """Linux ``MemAvailable`` [bytes], else the physical memory, else infinity."""
     try:
         with open("/proc/meminfo") as handle:
             for line in handle:
@@ -301,6 +317,37 @@ def available_memory():
         return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
         return float("inf")
+
+
+def _read_number(path, field=0):
+    """Field ``field`` of the first line of ``path`` as an integer, None if absent or not one
+    (cgroup v2 writes ``max`` for no limit)."""
+    try:
+        with open(path) as handle:
+            return int(handle.readline().split()[field])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cgroup_room():
+    """Bytes left under this process's control group's memory limit, None without one."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, group = line.split(":", 2)
+        if controllers == "":                     # v2: one hierarchy
+            base, limit, usage = f"/sys/fs/cgroup{group}", "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):  # v1: the memory controller's own
+            base, limit, usage = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"
+        else:
+            continue
+        most = _read_number(os.path.join(base, limit))
+        if most is not None and most < 2**60:       # v1 says "no limit" with a huge number
+            return most - (_read_number(os.path.join(base, usage)) or 0)
+    return None
 
 
 def _rigid_invariants(name, mass, com_B, inertia_C_B):
@@ -831,7 +878,8 @@ def _make_body(spec):
     nodes_B = (spec["nodes_W"] - r_WB) @ R_WB
     z_ref_B = spec["z_ref_W"] @ R_WB
     n = 6 * len(nodes_B)
-    need = DENSE_MATRICES * 8.0 * n * n
+    # ... and one n x n geometric stiffness per element (the stretching terms).
+    need = (DENSE_MATRICES + len(spec["elements"])) * 8.0 * n * n
     if need > 0.8 * available_memory():
         raise ValueError(f"{len(spec['elements'])} elements ({n} nodal coordinates) need about {need / 2**30:.3g} GiB "
                          f"for the body's matrices, more than the {available_memory() / 2**30:.3g} GiB available: "

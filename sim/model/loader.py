@@ -4,16 +4,51 @@ A model file defines ``build(**params) -> Model``; its keyword parameters, with 
 defaults, are the model's parameters.  Values given as text (command line) are converted to
 the type of the default.
 """
+import contextlib
 import difflib
 import hashlib
 import importlib.util
 import inspect
+import os
 import sys
+import threading
 from pathlib import Path
 
 from sim.errors import SimError, one_line
 from sim.model import Model
 from sim.model.builder import ASSEMBLE
+
+
+class _Exit(SystemExit):
+    """``os._exit`` called by a model file's code: reported like ``sys.exit``."""
+
+
+def _exit_call(exc):
+    """``sys.exit(0)`` or ``os._exit(0)``: the call that raised ``exc``."""
+    return f"{'os._exit' if isinstance(exc, _Exit) else 'sys.exit'}({exc.code!r})"
+
+
+@contextlib.contextmanager
+def _no_exit():
+    """Run a model file's code with ``os._exit`` raising :class:`_Exit` in this thread.
+
+    ``os._exit`` would end the command there, exit code 0 and no word said, its output name
+    still reserved; raised instead, it is the model file's error like any other.  Other
+    threads (a helper's watchdog) keep the real one, as does the stop-signal machinery
+    (:mod:`sim.errors` holds its own reference).
+    """
+    real, caller = os._exit, threading.current_thread()
+
+    def refuse(code):
+        if threading.current_thread() is not caller:
+            real(code)
+        raise _Exit(code)
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 def load_module(path):
@@ -25,11 +60,12 @@ def load_module(path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        with _no_exit():
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise SimError(f"{path}:{exc.lineno}: malformed model file: {exc.msg}") from None
     except SystemExit as exc:
-        raise SimError(f"{path}: the model file called sys.exit({exc.code!r}) while loading") from None
+        raise SimError(f"{path}: the model file called {_exit_call(exc)} while loading") from None
     except RecursionError:
         raise SimError(f"{path}: cannot load model file: infinite recursion") from None
     except Exception as exc:  # any failure while importing user code is the user's
@@ -135,7 +171,8 @@ def load_model(path, params=None, assemble=True):
     values = {k: _convert(path, k, v, known[k]) for k, v in params.items()}
     token = ASSEMBLE.set(bool(assemble))
     try:
-        model = module.build(**values)
+        with _no_exit():
+            model = module.build(**values)
     except SimError as exc:
         raise SimError(f"{path}: {exc}") from None
     except (ValueError, TypeError, ArithmeticError) as exc:
@@ -144,7 +181,7 @@ def load_model(path, params=None, assemble=True):
         said = f" (parameters given: {given})" if given and implausible else ""
         raise SimError(f"{path}: {_where(exc, path)}{one_line(exc)}{said}") from None
     except SystemExit as exc:
-        raise SimError(f"{path}: build() called sys.exit({exc.code!r})") from None
+        raise SimError(f"{path}: build() called {_exit_call(exc)}") from None
     except RecursionError:
         raise SimError(f"{path}: build() recursed without end") from None
     except Exception as exc:  # a failure in user code is the user's: one line, where it happened

@@ -453,8 +453,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         try:
             return assemble(model, q, pose_target=x[k], what=f"the pose at t = {t:.6g} s", ev=ev)
         except AssemblyError as exc:
-            raise SimError(f"the trajectory leaves the workspace at t = {t:.6g} s "
-                           f"(pose {np.round(x[k], 6).tolist()}; {str(exc).split(': ', 1)[-1]})") from None
+            raise SimError(_unreached(model, t, x[k], xdd, q_start, exc)) from None
 
     out = _follow(model, Evaluator(model), times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
     act = out.s.copy()
@@ -463,6 +462,22 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     act[:, ang] = np.unwrap(act[:, ang], axis=0)
     return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
                        actuators_dot=out.sd, actuators_ddot=out.sdd, condition=out.cond)
+
+
+def _unreached(model, t, pose, accelerations, q_start, exc):
+    """Why the rigid motion could not reach ``pose`` at ``t``: it is outside the workspace, or
+    -- reached from the start by continuation -- the motion's accelerations carried the
+    sample's first guess away (a table whose rows are rounded: its spline's second
+    derivative is the rounding's noise, thousands of times the motion's own)."""
+    where = f"at t = {t:.6g} s (pose {np.round(pose, 6).tolist()}"
+    try:
+        solve_pose(model, pose, q_start=q_start)
+    except SimError:
+        return f"the trajectory leaves the workspace {where}; {str(exc).split(': ', 1)[-1]})"
+    return (f"the trajectory's pose {where}) is in the workspace but was not followed to it: the "
+            f"accelerations, up to {np.abs(accelerations).max():.3g} (pose units/s^2), are too large for the "
+            f"motion; a table's rows rounded to few digits or noisy give such accelerations (its spline's second "
+            f"derivative): smooth the table, give fewer rows or more digits")
 
 
 def driven_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None, condition=False):

@@ -118,17 +118,17 @@ def table(path, d):
     path = Path(path)
     if path.is_file() and not path.read_text(errors="replace").strip():
         raise SimError(f"{path}: the trajectory table is empty (expected rows t, {d} pose coordinates)")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")      # "input contained no data": reported below
-            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
-    except ValueError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # "input contained no data" (none, or a header only): reported below
         try:
-            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
-        except ValueError as exc:
-            raise SimError(f"{path}: not a numeric CSV table ({exc})") from None
-    except OSError:
-        raise SimError(f"{path}: trajectory table not found") from None
+            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
+        except ValueError:                   # a header line
+            try:
+                data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
+            except ValueError as exc:
+                raise SimError(f"{path}: not a numeric CSV table ({exc})") from None
+        except OSError:
+            raise SimError(f"{path}: trajectory table not found") from None
     if data.size == 0:
         raise SimError(f"{path}: the trajectory table has no data rows")
     if data.shape[1] != d + 1:
@@ -249,5 +249,7 @@ def _slip(spec, noun):
         return (f": omega typed in rpm? {omega:g} rpm = {omega * 2 * np.pi / 60:.4g} rad/s"
                 f"{', or radius in mm' if spec['radius'] > 1 else ''}")
     if spec["kind"] == "table":
-        return ": a table in mm, or its times in another unit?"
+        rounded = (", or rows rounded to few digits (the spline's accelerations are then the rounding's noise)"
+                   if noun == "acceleration" else "")
+        return f": a table in mm, its times in another unit{rounded}?"
     return ": lengths in mm, or times in another unit?"
