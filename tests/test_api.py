@@ -201,3 +201,18 @@ def test_run_takes_overrides_as_a_mapping(tmp_path):
     with pytest.raises(sim.SimError, match="expected KEY=VALUE strings or a mapping"):
         sim.run(scenario, out=tmp_path / "c.h5", overrides=[("modes.count", 3)])
     assert not (tmp_path / "c.h5").exists()
+
+
+def test_short_reprs_and_one_based_modes(tmp_path):
+    """Issue 43: a model's repr fits a line (the dataclass's ran to 177 000 characters for a
+    Delta), and xarray's `mode` coordinate numbers modes as every message
+    does, 1 the lowest."""
+    robot = sim.load_model(ROOT / "models" / "navaro.py")
+    assert repr(robot) == ("Model('navaro': 13 bodies (13 flexible), 186 velocity coordinates, 18 joints, "
+                           "6 actuators, end effector x y theta)")
+    result = sim.modes(robot, pose=[0, 0, 0], count=3)
+    assert repr(result).startswith("<modes result, complete>")
+    path = sim.run(ROOT / "scenarios" / "navaro_modes.toml", out=tmp_path / "n.h5")
+    data = sim.open_results(path, "modes")
+    assert data["mode"].values[0] == 1 and list(data["mode"].values) == list(range(1, data.sizes["mode"] + 1))
+    assert data["frequencies"].sel(mode=1).item() == pytest.approx(44.10, abs=0.01)

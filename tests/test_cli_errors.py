@@ -210,3 +210,16 @@ def test_more_modes_than_the_robot_has_leave_no_file(capsys, tmp_path, monkeypat
     code, _, err = run_cli(capsys, "run", path, "--out", tmp_path / "arm.h5")
     assert_one_line_error(code, err, "arm.toml", "[frequencies] count = 1000 exceeds the", "elastic modes")
     assert not (tmp_path / "arm.h5").exists() and not (tmp_path / "results").exists()
+
+
+def test_plotting_an_older_run_says_a_newer_one_is_beside_it(tmp_path, capsys):
+    """Issue 43: a second `sim run` of a scenario writes <name>-2.h5; `sim plot` of the first
+    says so instead of silently showing the old run (and says nothing for the latest)."""
+    import os
+    from sim.app.cli import newer_runs
+    first, second, other = tmp_path / "s.h5", tmp_path / "s-2.h5", tmp_path / "s-x.h5"
+    for k, p in enumerate((first, second, other)):
+        p.write_bytes(b"")
+        os.utime(p, (1000.0 + k, 1000.0 + k))
+    assert newer_runs(first) == [second]
+    assert newer_runs(second) == []

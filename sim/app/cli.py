@@ -249,7 +249,23 @@ def cmd_plot(args):
     out = Path(args.out) if args.out else path.with_suffix(".png")
     plot_result(path, out)
     print(f"wrote {out}")
+    newer = newer_runs(path)
+    if newer:
+        print(f"warning: {path} is not the latest run of its scenario: {', '.join(map(str, newer))} "
+              f"{'is' if len(newer) == 1 else 'are'} newer (sim run writes <name>-2.h5, ... beside an existing "
+              f"result)", file=sys.stderr)
     return 0
+
+
+def newer_runs(path):
+    """The result files a later ``sim run`` of the same scenario wrote beside ``path``
+    (``<name>-2.h5``, ``<name>-3.h5``, ...: :func:`sim.app.results.reserve`), newer than it."""
+    path = Path(path)
+    base = re.sub(r"-\d+$", "", path.stem)
+    siblings = [p for p in path.parent.glob(f"{base}-*{path.suffix}") if re.fullmatch(rf"{re.escape(base)}-\d+", p.stem)]
+    siblings += [path.with_name(base + path.suffix)] if base != path.stem else []
+    mtime = path.stat().st_mtime
+    return sorted(p for p in siblings if p != path and p.is_file() and p.stat().st_mtime > mtime)
 
 
 def cmd_compare(args):

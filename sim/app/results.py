@@ -383,8 +383,8 @@ def dimension_scales(group, named=None):
         if name in group:
             ds = group[name]
             return ds if ds.shape == (n,) and ds.is_scale else None
-        ds = group.create_dataset(name, data=np.arange(n))
-        ds.attrs["units"], ds.attrs["description"] = "1", f"index ({name})"
+        ds = group.create_dataset(name, data=_numbers(name, n))
+        ds.attrs["units"], ds.attrs["description"] = "1", _index_description(name)
         ds.attrs["role"] = "dimension"
         ds.make_scale(name)
         return ds
@@ -408,8 +408,8 @@ def dimension_scales(group, named=None):
             scale = ds.parent.create_dataset(name, data=np.array(labels, dtype=object), dtype=h5py.string_dtype())
             scale.attrs["units"], scale.attrs["description"] = "1", f"names of the {name} entries"
         else:
-            scale = ds.parent.create_dataset(name, data=np.arange(n))
-            scale.attrs["units"], scale.attrs["description"] = "1", f"index ({name})"
+            scale = ds.parent.create_dataset(name, data=_numbers(name, n))
+            scale.attrs["units"], scale.attrs["description"] = "1", _index_description(name)
         scale.attrs["role"] = "dimension"
         scale.make_scale(name)
         return scale
@@ -452,6 +452,16 @@ def dimension_scales(group, named=None):
             elif not child.is_scale and child.ndim:
                 attach(child, stem or name)
     visit(group, "")
+
+
+def _numbers(name, n):
+    """The values (n,) of an index scale: modes are numbered as users name them, 1 the lowest
+    (``sim animate --mode 1``, "mode 1" in every message); other indices from 0."""
+    return np.arange(1, n + 1) if name == "mode" else np.arange(n)
+
+
+def _index_description(name):
+    return "mode number (1: the lowest)" if name == "mode" else f"index ({name})"
 
 
 class ResultFile:

@@ -250,6 +250,13 @@ class Model:
     # The constant tables of the compiled kernels (sim.model.tables.constants), built with the model.
     kernel: tuple = field(default=(), compare=False, repr=False)
 
+    def __repr__(self):
+        # The dataclass's repr prints every table: 177 000 characters for a Delta.
+        flexible = sum(1 for b in self.bodies if b.n_f)
+        return (f"Model('{self.name}': {len(self.bodies)} bodies ({flexible} flexible), {self.n_v} velocity "
+                f"coordinates, {len(self.joints)} joints, {len(self.actuators)} actuators, end effector "
+                f"{' '.join(self.pose_names)})")
+
     @property
     def body_names(self):
         return tuple(b.name for b in self.bodies)
