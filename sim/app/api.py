@@ -26,7 +26,7 @@ import numpy as np
 
 from sim.errors import SimError, check_stop
 
-__all__ = ["Result", "load_model", "modes", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
+__all__ = ["Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
            "identify", "run", "open_results"]
 
 
@@ -252,6 +252,34 @@ def modes(model, pose=None, count=6, parameters=None):
     >>> sim.modes(sim.load_model("models/navaro.py"), pose=[0, 0, 0]).frequencies   # doctest: +SKIP
     """
     return _analysis("modes", "modes", model, parameters, {"pose": pose, "count": count})
+
+
+def stiffness(model, pose=None, load=None, parameters=None):
+    """Cartesian compliance and stiffness of the end effector at a pose, actuators locked
+    (scenario table ``[stiffness]``).
+
+    Parameters
+    ----------
+    model : Model or str or Path
+        A built model, or a model file (then ``parameters``: its parameter values).
+    pose : sequence of float, optional
+        End-effector coordinates in the model's order (m, rad); default: home.
+    load : sequence of float, optional
+        End-effector wrench (d,): force along [N] or moment about [N m] the world axis of each
+        end-effector coordinate; its static deflection is reported.
+    parameters : dict, optional
+
+    Returns
+    -------
+    Result
+        ``compliance`` and ``stiffness`` (d, d) (units per entry in ``units``),
+        ``compliance_share`` (d, n_parts) (attribute ``parts``), with a load ``deflection`` (d,).
+
+    Examples
+    --------
+    >>> sim.stiffness(sim.load_model("models/navaro.py"), load=[10, 0, 0]).deflection   # doctest: +SKIP
+    """
+    return _analysis("stiffness", "stiffness", model, parameters, {"pose": pose, "load": load})
 
 
 def frequencies(model, trajectory, parameters=None, **options):

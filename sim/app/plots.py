@@ -95,8 +95,9 @@ def plot_frequencies(ax, time, freqs):
     return ax
 
 
-def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, equal=True):
-    """Colour map of a frequency over a 2-D grid, with labelled contours.
+def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, equal=True, label="frequency [Hz]"):
+    """Colour map of a frequency (or another quantity: ``label``) over a 2-D grid, with labelled
+    contours.
 
     Parameters
     ----------
@@ -111,6 +112,8 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, e
         A trajectory drawn over the map (the end effector's, in the grid's coordinates).
     equal : bool
         Draw to scale (the same length per unit on both axes: two coordinates in metres).
+    label : str
+        The colour bar's label: the quantity ``f`` and its unit.
 
     Returns
     -------
@@ -122,7 +125,7 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, e
     mesh = ax.pcolormesh(x, y, f, shading="auto")
     # The colour bar beside the axes' own box: taken from the panel (colorbar(ax=...)), it
     # would stay at the panel's edge while a map drawn to scale shrinks away from it.
-    ax.figure.colorbar(mesh, cax=ax.inset_axes([1.04, 0.0, 0.04, 1.0]), label="frequency [Hz]")
+    ax.figure.colorbar(mesh, cax=ax.inset_axes([1.04, 0.0, 0.04, 1.0]), label=label)
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(MaxNLocator(4))      # labels such as -0.025 do not run together
     if np.isfinite(f).sum() > 3 and np.nanmax(f) > np.nanmin(f):
@@ -622,6 +625,9 @@ def _panels(tree):
                 and np.ndim(group["frequencies"]["data"]) in (2, 3):
             panels.append(("sweep: lowest natural frequency over the workspace", lambda ax, g=group:
                            _draw_map(ax, g, tree)))
+        elif name == "sweep" and "largest_translational_compliance" in group:
+            panels.append(("sweep: largest translational compliance",
+                           lambda ax, g=group: _draw_map(ax, g, tree, "largest_translational_compliance")))
         if name == "sweep" and group["attrs"].get("kind") == "parameters":
             panels.append((f"sweep: {group['attrs'].get('analysis')} per case",
                            lambda ax, g=group: _draw_parameter_sweep(ax, g)))
@@ -870,12 +876,30 @@ def _draw_parameter_sweep(ax, group):
                                 series, series_labels)
 
 
-def _draw_map(ax, group, tree=None):
-    """Map of the lowest frequency of a sweep grid over its two axes (attribute ``axes``, else
-    datasets ``x``, ``y``), to scale when both are lengths, with the trajectory of the run's
-    time-domain groups (their ``pose_rigid`` in the same coordinates) drawn on it."""
-    f = np.asarray(group["frequencies"]["data"])
+#: Colour-bar label of the mapped quantities other than the frequencies (dataset: (label, SI unit)).
+MAP_QUANTITIES = {"largest_translational_compliance": ("largest translational compliance", "m/N")}
+
+
+def _prefixed(values, unit):
+    """Scale and unit text with the SI prefix (none, m, µ, n) that brings the largest finite
+    ``values`` to 1 or more (a map of compliances of some nm/N reads as such)."""
+    top = np.nanmax(np.abs(values)) if np.isfinite(values).any() else 1.0
+    for scale, prefix in ((1.0, ""), (1e3, "m"), (1e6, "µ"), (1e9, "n")):
+        if top * scale >= 1.0:
+            break
+    return scale, prefix + unit
+
+
+def _draw_map(ax, group, tree=None, key="frequencies"):
+    """Map of the lowest frequency (or the dataset ``key`` of :data:`MAP_QUANTITIES`) of a sweep
+    grid over its two axes (attribute ``axes``, else datasets ``x``, ``y``), to scale when both
+    are lengths, with the trajectory of the run's time-domain groups (their ``pose_rigid`` in
+    the same coordinates) drawn on it."""
+    f = np.asarray(group[key]["data"], dtype=float)
     f = f[..., 0] if f.ndim == 3 else f
+    quantity, unit = MAP_QUANTITIES.get(key, ("frequency", "Hz"))
+    scale, unit = _prefixed(f, unit) if key in MAP_QUANTITIES else (1.0, unit)
+    f, label = scale * f, f"{quantity} [{unit}]"
     names = [str(a) for a in group["attrs"].get("axes", ("x", "y"))][:2]
     axes, units = [], []
     for key, size in zip(names, f.shape):
@@ -895,7 +919,7 @@ def _draw_map(ax, group, tree=None):
                 path = p[:, [pose_names.index(n) for n in names]]
                 break
     return plot_frequency_map(ax, axes[0][0], axes[1][0], f, axes[0][1], axes[1][1], path=path,
-                              equal=units[0] == units[1] == "m")
+                              equal=units[0] == units[1] == "m", label=label)
 
 
 def plot_result(path, out):
