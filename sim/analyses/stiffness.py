@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sim.analyses import Quantity, register
+from sim.analyses import Quantity, register, sections
 from sim.errors import SimError
 
 
@@ -68,6 +68,8 @@ def run(model, scenario, group, progress):
                   "static deflection of the end effector under `load`, C @ load (linear)")
         for n, d, u in zip(names, deflection, model.pose_units):
             summary[f"deflection_{n}"] = Quantity(float(d), u)
+        summary.update(sections.write(group, model, np.zeros(1), (r.displacements @ load)[None],
+                                      "the elastic nodal displacements under `load`"))
     if r.parts:
         j = int(np.argmax(np.diag(r.compliance)))
         top = int(np.argmax(r.shares[j]))

@@ -634,6 +634,12 @@ def _panels(tree):
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"], _mode_reference(tree, g))))
+        if "stress" in group and "peak" in group["stress"]:
+            if len(group["stress"]["time"]["data"]) > 1:
+                panels.append((f"{name}: peak von Mises stress per flexible body",
+                               lambda ax, g=group: plot_peak_stress(ax, g)))
+            panels.append((f"{name}: {_most_loaded(group)[0]} (most loaded), section moments at its worst instant",
+                           lambda ax, g=group: plot_moment_diagram(ax, g)))
         if name == "frf" and "H_real" in group and "frequency" in group:
             panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
             panels.append(("frf: phase", lambda ax, g=group: _draw_frf(ax, g, phase=True)))
@@ -888,6 +894,46 @@ def _prefixed(values, unit):
         if top * scale >= 1.0:
             break
     return scale, prefix + unit
+
+
+def plot_peak_stress(ax, group):
+    """The largest von Mises stress over each flexible body's nodes vs time (subgroup ``stress``
+    of a time-domain group, :mod:`sim.analyses.sections`), in MPa."""
+    stress = group["stress"]
+    peaks = np.asarray(stress["peak_von_mises"]["data"], dtype=float)
+    for k, body in enumerate(group["attrs"].get("stress_bodies", [])):
+        ax.plot(stress["time"]["data"], peaks[:, k] / 1e6, lw=1.2, label=str(body))
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("peak von Mises stress [MPa]")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _most_loaded(group):
+    """The flexible body with the largest von Mises stress of the run and that instant [s]."""
+    stress = group["stress"]
+    w = int(np.argmax(np.asarray(stress["peak"]["data"])))
+    return str(group["attrs"]["stress_bodies"][w]), float(np.asarray(stress["peak_time"]["data"])[w])
+
+
+def plot_moment_diagram(ax, group):
+    """Bending moments My, Mz and torque T along the most loaded flexible body (distance of its
+    nodes from its first node) at the instant of its largest stress (the nearest stored one)."""
+    body, when = _most_loaded(group)
+    forces = group["section_forces"]
+    time = np.asarray(forces["time"]["data"])
+    k = int(np.argmin(np.abs(time - when)))
+    F = np.asarray(forces[body]["data"][k])
+    nodes = np.asarray(forces[f"{body}_nodes"]["data"])
+    s = np.linalg.norm(nodes - nodes[0], axis=1)
+    order = np.argsort(s)
+    for c, label, style in ((4, "My", "-o"), (5, "Mz", "-s"), (3, "T (torque)", "--")):
+        ax.plot(s[order], F[order, c], style, ms=3, lw=1.2, label=label)
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xlabel(f"distance along {body} from its first node [m]")
+    ax.set_ylabel(f"moment at t = {time[k]:.4g} s [N m]")
+    ax.legend(loc="best", fontsize="small")
+    return ax
 
 
 def _draw_map(ax, group, tree=None, key="frequencies"):

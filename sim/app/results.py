@@ -330,7 +330,8 @@ LABELS = (("pose_names", "coordinate"), ("actuator_names", "actuator"), ("body_n
 MODAL = ("frequenc", "damping", "modal", "mode", "mac")
 # Axes named by the writer (`GroupWriter.put`'s ``dims``) whose entries have names.
 AXIS_LABELS = {"component": ("x", "y", "z"), "energy_part": ("kinetic", "gravitational", "elastic"),
-               "wrench": ("fx", "fy", "fz", "mx", "my", "mz")}
+               "wrench": ("fx", "fy", "fz", "mx", "my", "mz"),
+               "section_force": ("N", "Vy", "Vz", "T", "My", "Mz"), "stress": ("normal", "von_mises")}
 
 
 def dimension_scales(group, named=None):
