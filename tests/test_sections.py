@@ -89,3 +89,44 @@ def test_transient_and_ked_write_section_forces_and_the_section_sensor(tmp_path)
         assert ked["section_forces/fore"].shape == (33, 7, 6)
         peak_tr, peak_ked = tr["stress/peak"][0], ked["stress/peak"][0]
         assert peak_tr > 1e5 and abs(peak_ked / peak_tr - 1) < 0.1
+
+
+def test_export_vtk_series_reads_back(tmp_path):
+    """`sim export --format vtk`: one .vtu per skeleton instant that meshio reads back (the
+    flexible robot's points, the lines, the deviation and the section forces at the nodes), a
+    .vtu.series index with their times; a bad --group is a one-line error leaving no file."""
+    import json
+    import subprocess
+
+    import h5py
+    import meshio
+
+    sys.path.insert(0, str(ARM.parent))
+    from arm_model import scenario
+
+    path = tmp_path / "arm.toml"
+    path.write_text(scenario(0.05, "[transient]\nstep = 1e-3\n"))
+    result = sim.run(path, out=tmp_path / "arm.h5")
+    series = tmp_path / "vtk" / "arm.vtu.series"
+    p = subprocess.run([sys.executable, "-m", "sim", "export", str(result), "--format", "vtk", "--out", str(series)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    files = json.loads(series.read_text())["files"]
+    with h5py.File(result) as f:
+        tr = f["transient"]
+        points, rigid, time = tr["skeleton/points"][()], tr["skeleton/points_rigid"][()], tr["time"][()]
+        forces, start = tr["section_forces/fore"][()], int(tr.attrs["stress_body_first_points"][0])
+        segments = tr["skeleton/segments"][()]
+    assert [x["time"] for x in files] == pytest.approx(time.tolist())
+    k = len(files) - 1
+    mesh = meshio.read(series.parent / files[k]["name"])
+    np.testing.assert_allclose(mesh.points, points[k])
+    np.testing.assert_array_equal(mesh.cells_dict["line"], segments)
+    np.testing.assert_allclose(mesh.point_data["deviation"], points[k] - rigid[k])
+    np.testing.assert_allclose(mesh.point_data["section_forces"][start:start + 7], forces[k])
+    assert sorted(x.name for x in series.parent.iterdir()) == sorted([series.name] + [x["name"] for x in files])
+
+    bad = subprocess.run([sys.executable, "-m", "sim", "export", str(result), "--group", "modes",
+                          "--out", str(tmp_path / "bad" / "b.vtu.series")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: --group")
+    assert not (tmp_path / "bad").exists()

@@ -7,7 +7,8 @@ Mz at each node of each flexible body, section frame (``section_forces/<body>_no
 largest normal and von Mises stress in the section; ``stress/peak_von_mises`` (n, n_flex) the
 largest over each body's nodes; ``stress/peak`` (n_flex,) with ``peak_time``, ``peak_node`` and
 ``peak_position`` (the node in the body frame): where and when.  Attribute ``stress_bodies``:
-the flexible bodies' names (the ``flexible_body`` axis).
+the flexible bodies' names (the ``flexible_body`` axis), ``stress_body_first_points`` the index of
+each one's first node among the skeleton's points.
 """
 import numpy as np
 
@@ -31,6 +32,7 @@ def write(group, model, time, u, what):
     -------
     dict
     """
+    from sim.model.kinematics import body_point_starts
     from sim.solvers.sections import UNITS, flexible_bodies, section_forces, stresses
 
     bodies = flexible_bodies(model)
@@ -71,6 +73,8 @@ def write(group, model, time, u, what):
               dims=("flexible_body", "component"))
     names = [model.bodies[b].name for b in bodies]
     group.attrs["stress_bodies"] = names
+    # Where each body's nodes are among the skeleton's points (sim export puts the forces there).
+    group.attrs["stress_body_first_points"] = [int(body_point_starts(model)[b]) for b in bodies]
     w = int(np.argmax([a[0] for a in at]))
     peak, t, n, x = at[w]
     return {"peak_von_mises_stress": f"{peak / 1e6:.4g} MPa in {names[w]} at node {n} "

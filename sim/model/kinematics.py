@@ -322,19 +322,23 @@ def skeleton_motion(model, q, dv):
     return np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)
 
 
+def body_point_starts(model):
+    """Index (n_b + 1,) of each body's first point among the points of :func:`skeleton` (its
+    nodes on a flexible body, its markers on a rigid one), then of the ground's markers."""
+    counts = [len(body.nodes_B) if body.flexible else int(np.sum(model.marker_body == b))
+              for b, body in enumerate(model.bodies)]
+    return np.concatenate([[0], np.cumsum(counts)]).astype(int)
+
+
 def marker_points(model):
     """Index (n_m,) of each marker's origin among the points of :func:`skeleton`: its node on
     a flexible body, itself on a rigid body or the ground."""
     index = np.empty(len(model.markers), dtype=int)
-    start = 0
+    starts = body_point_starts(model)
     for b, body in enumerate(model.bodies):
         idx = np.flatnonzero(model.marker_body == b)
-        if body.flexible:
-            index[idx] = start + np.array([model.markers[m].node for m in idx], dtype=int)
-            start += len(body.nodes_B)
-        else:
-            index[idx] = start + np.arange(idx.size)
-            start += idx.size
+        index[idx] = starts[b] + (np.array([model.markers[m].node for m in idx], dtype=int) if body.flexible
+                                  else np.arange(idx.size))
     idx = np.flatnonzero(model.marker_body < 0)
-    index[idx] = start + np.arange(idx.size)
+    index[idx] = starts[-1] + np.arange(idx.size)
     return index
