@@ -130,3 +130,14 @@ def test_export_vtk_series_reads_back(tmp_path):
                           "--out", str(tmp_path / "bad" / "b.vtu.series")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: --group")
     assert not (tmp_path / "bad").exists()
+
+
+def test_section_sensor_needs_a_marker_on_a_beam_and_a_component():
+    b = ModelBuilder("bad", gravity=(0.0, 0.0, 0.0))
+    b.add_rigid_body("block", 1.0, (0, 0, 0), 0.01 * np.eye(3))
+    b.add_marker("m", "block", (0, 0, 0))
+    b.add_sensor("s", "section", ("m",), axis="Mx")
+    with pytest.raises(ValueError) as error:
+        b.build()
+    assert "sensor `s`: axis must be one of N, Vy, Vz, T, My, Mz" in str(error.value)
+    assert "sensor `s`: marker `m` is not on a flexible (beam) body" in str(error.value)

@@ -1,5 +1,5 @@
 """Subgroups ``section_forces`` and ``stress`` of the time-domain and static groups
-(:mod:`sim.solvers.sections` holds the equations and conventions).
+(:mod:`sim.model.sections` holds the equations and conventions).
 
 ``section_forces/time`` (n,) and ``section_forces/<body>`` (n, n_nodes, 6): N, Vy, Vz, T, My,
 Mz at each node of each flexible body, section frame (``section_forces/<body>_nodes`` (n_nodes,
@@ -24,7 +24,7 @@ def write(group, model, time, u, what):
         Instants [s] (one, 0, for a static result).
     u : ndarray, shape (n, n_v)
         Displacements whose elastic part loads the sections
-        (:func:`sim.solvers.sections.elastic_displacements` of configurations).
+        (:func:`sim.model.sections.elastic_displacements` of configurations).
     what : str
         What ``u`` is, for the descriptions.
 
@@ -33,7 +33,7 @@ def write(group, model, time, u, what):
     dict
     """
     from sim.model.kinematics import body_point_starts
-    from sim.solvers.sections import UNITS, flexible_bodies, section_forces, stresses
+    from sim.model.sections import UNITS, flexible_bodies, section_forces, stresses
 
     bodies = flexible_bodies(model)
     if not bodies:
@@ -55,7 +55,7 @@ def write(group, model, time, u, what):
                   dims=(node_dim, "component"))
         group.put(f"stress/{body.name}", np.stack([normal, mises], axis=-1), "Pa",
                   "largest normal stress |N|/A + bending and von Mises stress (with the torsion stress) in the "
-                  "section at each node (sim.solvers.sections)", dims=("time", node_dim, "stress"))
+                  "section at each node (sim.model.sections)", dims=("time", node_dim, "stress"))
         peaks.append(mises.max(axis=1))
         peak_normal.append(normal.max(axis=1))
         k, n = np.unravel_index(np.argmax(mises), mises.shape)
@@ -77,5 +77,6 @@ def write(group, model, time, u, what):
     group.attrs["stress_body_first_points"] = [int(body_point_starts(model)[b]) for b in bodies]
     w = int(np.argmax([a[0] for a in at]))
     peak, t, n, x = at[w]
+    when = f", t = {t:.4g} s" if len(time) > 1 else ""
     return {"peak_von_mises_stress": f"{peak / 1e6:.4g} MPa in {names[w]} at node {n} "
-                                     f"({', '.join(f'{c:.3g}' for c in x)} m in its frame), t = {t:.4g} s"}
+                                     f"({', '.join(f'{c:.3g}' for c in x)} m in its frame){when}"}

@@ -71,7 +71,10 @@ def run(model, scenario, group, progress):
         summary.update(sections.write(group, model, np.zeros(1), (r.displacements @ load)[None],
                                       "the elastic nodal displacements under `load`"))
     if r.parts:
-        j = int(np.argmax(np.diag(r.compliance)))
+        # The most compliant direction among the translations (compliances of different units
+        # do not compare), else among the rotations.
+        among = translational or list(range(len(names)))
+        j = among[int(np.argmax(np.diag(r.compliance)[among]))]
         top = int(np.argmax(r.shares[j]))
         summary[f"most_compliant_part_along_{names[j]}"] = f"{r.parts[top]} ({100 * r.shares[j, top]:.0f} %)"
     return summary

@@ -397,7 +397,7 @@ def run(model, scenario, group, progress):
     from sim.model.kinematics import markers
     from sim.solvers.damping import schedule
     from sim.solvers.simulate import Drive, simulate
-    from sim.solvers.sections import elastic_displacements
+    from sim.model.sections import elastic_displacements
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"

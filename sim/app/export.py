@@ -6,7 +6,7 @@ joined by lines (the beam elements, each rigid body's markers to its first) -- a
 ``<out>.vtu.series`` (ParaView's file-series JSON: each file with its time) that ParaView opens
 as one time series.  Point data: ``deviation`` (3,) [m], the flexible minus the rigid robot's
 point; on the flexible bodies' nodes ``section_forces`` (6,) N, Vy, Vz, T, My, Mz [N, N m] in the
-section frame and ``normal_stress``, ``von_mises_stress`` [Pa] (:mod:`sim.solvers.sections`;
+section frame and ``normal_stress``, ``von_mises_stress`` [Pa] (:mod:`sim.model.sections`;
 zero on the other points), each at the stored instant nearest the frame's.
 
 The files are written into a new directory next to the output (``tempfile.mkdtemp``) and moved

@@ -638,7 +638,7 @@ def _panels(tree):
             if len(group["stress"]["time"]["data"]) > 1:
                 panels.append((f"{name}: peak von Mises stress per flexible body",
                                lambda ax, g=group: plot_peak_stress(ax, g)))
-            panels.append((f"{name}: {_most_loaded(group)[0]} (most loaded), section moments at its worst instant",
+            panels.append((f"{name}: {_most_loaded(group)[0]} (most loaded), section loads at its worst instant",
                            lambda ax, g=group: plot_moment_diagram(ax, g)))
         if name == "frf" and "H_real" in group and "frequency" in group:
             panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
@@ -918,7 +918,8 @@ def _most_loaded(group):
 
 def plot_moment_diagram(ax, group):
     """Bending moments My, Mz and torque T along the most loaded flexible body (distance of its
-    nodes from its first node) at the instant of its largest stress (the nearest stored one)."""
+    nodes from its first node) at the instant of its largest stress (the nearest stored one);
+    its axial force where the moments are round-off (a strut between spherical joints)."""
     body, when = _most_loaded(group)
     forces = group["section_forces"]
     time = np.asarray(forces["time"]["data"])
@@ -927,11 +928,16 @@ def plot_moment_diagram(ax, group):
     nodes = np.asarray(forces[f"{body}_nodes"]["data"])
     s = np.linalg.norm(nodes - nodes[0], axis=1)
     order = np.argsort(s)
-    for c, label, style in ((4, "My", "-o"), (5, "Mz", "-s"), (3, "T (torque)", "--")):
-        ax.plot(s[order], F[order, c], style, ms=3, lw=1.2, label=label)
+    if np.abs(F[:, 3:]).max() <= 1e-9 * np.abs(F[:, 0]).max() * max(s.max(), 1e-3):
+        # A two-force member (a strut between spherical joints): its moments are round-off.
+        ax.plot(s[order], F[order, 0], "-o", ms=3, lw=1.2, label="N (moments vanish: axial load only)")
+        ax.set_ylabel(f"axial force at t = {time[k]:.4g} s [N]")
+    else:
+        for c, label, style in ((4, "My", "-o"), (5, "Mz", "-s"), (3, "T (torque)", "--")):
+            ax.plot(s[order], F[order, c], style, ms=3, lw=1.2, label=label)
+        ax.set_ylabel(f"moment at t = {time[k]:.4g} s [N m]")
     ax.axhline(0.0, color="k", lw=0.5)
     ax.set_xlabel(f"distance along {body} from its first node [m]")
-    ax.set_ylabel(f"moment at t = {time[k]:.4g} s [N m]")
     ax.legend(loc="best", fontsize="small")
     return ax
 

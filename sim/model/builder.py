@@ -43,6 +43,7 @@ import scipy.linalg
 
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
+from sim.model.sections import COMPONENTS, UNITS
 
 # Whether ``build()`` assembles by default: a model file calls it itself, and a process that
 # only compiles kernels for the model's structure (sim.app.parallel_compile) turns it off
@@ -86,7 +87,7 @@ class Body:
     stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     stretch_slopes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
-    # Section forces and stresses (sim.solvers.sections): per element, the stiffness (n_el, 12, 12)
+    # Section forces and stresses (sim.model.sections): per element, the stiffness (n_el, 12, 12)
     # in its frame, that frame's axes in the body frame R_BE (n_el, 3, 3), and the sections.
     element_stiffness: np.ndarray = field(default_factory=lambda: np.zeros((0, 12, 12)))
     element_frames: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
@@ -628,8 +629,6 @@ class ModelBuilder:
         ``"deflection"`` (markers a, m, b; ``axis`` of a), ``"joint"`` (markers i, j) or
         ``"section"`` (one marker on a flexible body; ``axis`` the section force, 0..5 or its name
         N, Vy, Vz, T, My, Mz).  ``units`` default: the section force's (N, N m), else m."""
-        from sim.solvers.sections import COMPONENTS, UNITS
-
         if kind == "section":
             if axis in COMPONENTS:
                 axis = COMPONENTS.index(axis)

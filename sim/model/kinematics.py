@@ -22,6 +22,7 @@ from sim.kernels import frames, markers as kernel, pose as pose_kernel
 from sim.kernels.common import by_reference
 from sim.kernels.equations import Tables
 from sim.model.rotations import quat_to_matrix
+from sim.model.sections import section_forces
 from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
@@ -191,15 +192,13 @@ def sensor_values(model, q, ms=None):
     ``deflection`` (markers a, m, b): distance of m from the chord a–b, signed along axis
     ``axis`` of marker a (made perpendicular to the chord).  ``joint`` (markers i, j): angle of
     x_j about z_i [rad].  ``section`` (marker m on a flexible body): section force ``axis`` (0..5:
-    N, Vy, Vz, T, My, Mz) at m's node (:func:`sim.solvers.sections.section_forces`).
+    N, Vy, Vz, T, My, Mz) at m's node (:func:`sim.model.sections.section_forces`).
     """
     ms = markers(model, q) if ms is None else ms
     p, A = ms.p, ms.A
     out = []
     for s in model.sensors:
         if s.kind == "section":
-            from sim.solvers.sections import section_forces
-
             marker = model.markers[s.markers[0]]
             u_f = np.asarray(q, dtype=float)[..., model.q_slice(marker.body)][..., 7:]
             out.append(section_forces(model.bodies[marker.body], u_f)[..., marker.node, s.axis])
