@@ -26,7 +26,7 @@ def run(model, scenario, group, progress):
         The largest translational compliance and, with a load, the deflection per coordinate.
     """
     from sim.analyses.modes import configuration
-    from sim.solvers.stiffness import TRANSLATIONS, stiffness
+    from sim.solvers.stiffness import TRANSLATIONS, load_units, stiffness
 
     table = scenario.data["stiffness"]
     where = f"{scenario.path}: [stiffness]"
@@ -62,8 +62,8 @@ def run(model, scenario, group, progress):
     if load is not None:
         load = np.asarray(load, dtype=float)
         deflection = r.compliance @ load
-        group.put("load", load, [row[0].split("/")[0] for row in r.stiffness_units], "end-effector wrench: forces along and moments about the world axes, "
-                  "one per end-effector coordinate")
+        group.put("load", load, load_units(kinds),
+                  "end-effector wrench: forces along and moments about the world axes, one per end-effector coordinate")
         group.put("deflection", deflection, list(model.pose_units),
                   "static deflection of the end effector under `load`, C @ load (linear)")
         for n, d, u in zip(names, deflection, model.pose_units):

@@ -256,18 +256,14 @@ def modes(model, pose=None, count=6, parameters=None):
 
 def stiffness(model, pose=None, load=None, parameters=None):
     """Cartesian compliance and stiffness of the end effector at a pose, actuators locked
-    (scenario table ``[stiffness]``).
+    (scenario table ``[stiffness]``); ``model``, ``pose`` and ``parameters`` as for :func:`modes`.
 
     Parameters
     ----------
-    model : Model or str or Path
-        A built model, or a model file (then ``parameters``: its parameter values).
-    pose : sequence of float, optional
-        End-effector coordinates in the model's order (m, rad); default: home.
     load : sequence of float, optional
         End-effector wrench (d,): force along [N] or moment about [N m] the world axis of each
-        end-effector coordinate; its static deflection is reported.
-    parameters : dict, optional
+        end-effector coordinate; its static deflection is reported, and the section forces
+        and stresses it causes.
 
     Returns
     -------

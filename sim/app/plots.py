@@ -928,14 +928,15 @@ def plot_moment_diagram(ax, group):
     nodes = np.asarray(forces[f"{body}_nodes"]["data"])
     s = np.linalg.norm(nodes - nodes[0], axis=1)
     order = np.argsort(s)
+    at = f" at t = {time[k]:.4g} s" if len(time) > 1 else ""      # a static result has one instant
     if np.abs(F[:, 3:]).max() <= 1e-9 * np.abs(F[:, 0]).max() * max(s.max(), 1e-3):
         # A two-force member (a strut between spherical joints): its moments are round-off.
         ax.plot(s[order], F[order, 0], "-o", ms=3, lw=1.2, label="N (moments vanish: axial load only)")
-        ax.set_ylabel(f"axial force at t = {time[k]:.4g} s [N]")
+        ax.set_ylabel(f"axial force{at} [N]")
     else:
         for c, label, style in ((4, "My", "-o"), (5, "Mz", "-s"), (3, "T (torque)", "--")):
             ax.plot(s[order], F[order, c], style, ms=3, lw=1.2, label=label)
-        ax.set_ylabel(f"moment at t = {time[k]:.4g} s [N m]")
+        ax.set_ylabel(f"moment{at} [N m]")
     ax.axhline(0.0, color="k", lw=0.5)
     ax.set_xlabel(f"distance along {body} from its first node [m]")
     ax.legend(loc="best", fontsize="small")

@@ -75,10 +75,14 @@ def wrench_rows(kinds, Jp, Jw):
     return np.array([Jp[TRANSLATIONS.index(k)] if k in TRANSLATIONS else Jw[ROTATIONS.index(k)] for k in kinds])
 
 
+def load_units(kinds):
+    """Unit of the load along each coordinate: N along a translation, N m about a rotation."""
+    return ["N" if k in TRANSLATIONS else "N m" for k in kinds]
+
+
 def _quantities(kinds):
     """Units of the displacement (m, rad) and of the load (N, N m) of each coordinate."""
-    return (["m" if k in TRANSLATIONS else "rad" for k in kinds],
-            ["N" if k in TRANSLATIONS else "N m" for k in kinds])
+    return ["m" if k in TRANSLATIONS else "rad" for k in kinds], load_units(kinds)
 
 
 def _ratio(a, b):
