@@ -42,12 +42,13 @@ def run(model, scenario, group, progress):
     group.put("compliance", r.compliance, flat,
               "Cartesian compliance C[i, j]: displacement of end-effector coordinate i (translation along, "
               "small rotation about the world axis) per unit load along j (force along, moment about that axis) "
-              "at the end-effector marker, actuators locked; units per (i, j) pair, row-major")
+              "at the end-effector marker, actuators locked; units per (i, j) pair, row-major", dims=("coordinate", "along"))
     group.put("stiffness", r.stiffness, [u for row in r.stiffness_units for u in row],
-              "Cartesian stiffness C^-1 in the same coordinates; NaN when a coordinate deforms nothing")
+              "Cartesian stiffness C^-1 in the same coordinates; NaN when a coordinate deforms nothing",
+              dims=("along", "coordinate"))
     group.put("compliance_share", r.shares, "1",
               "share of the diagonal compliance C[j, j] (rows) carried by each deformable part (columns, "
-              "attribute parts): its strain energy under a unit load along j; rows sum to 1")
+              "attribute parts): its strain energy under a unit load along j; rows sum to 1", dims=("coordinate", "part"))
     group.put("deflections", r.displacements, "mixed (m, rad) per unit load",
               "deflection in the generalized velocity coordinates under a unit load along each coordinate "
               "(columns)", dims=("velocity_coordinate", "coordinate"))

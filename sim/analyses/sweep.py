@@ -232,7 +232,7 @@ def _write_compliance(model, group, flat, mask, names):
     group.put("compliance", C, [u for row in compliance_units(model.pose_kinds) for u in row],
               f"Cartesian compliance of the end effector at each grid pose ({names[0]} index, {names[1]} index, "
               "coordinate i, coordinate j), as group `stiffness`'s; NaN outside the workspace or at singular poses",
-              dims=(names[0], names[1], "coordinate", "load"))
+              dims=(names[0], names[1], "coordinate", "along"))
     t = [i for i, k in enumerate(model.pose_kinds) if k in TRANSLATIONS]
     if not t:
         return {"reachable_poses": int(mask.sum())}

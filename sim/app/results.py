@@ -324,7 +324,7 @@ class GroupWriter:
 COORDINATES = ("time", "frequency_time", "frequency")
 # Group attributes that name the entries of an axis: (attribute, dimension).
 LABELS = (("pose_names", "coordinate"), ("actuator_names", "actuator"), ("body_names", "body"),
-          ("sensor_names", "sensor"))
+          ("sensor_names", "sensor"), ("parts", "part"))
 # Datasets of modes: sampled at `frequency_time` rather than `time` where a group has both, and
 # their later axes are modes.
 MODAL = ("frequenc", "damping", "modal", "mode", "mac")
