@@ -1,7 +1,7 @@
 """ffrsim: rigid–flexible multibody dynamics (floating frame of reference) for parallel robots.
 
 Public API: build a model with :class:`ModelBuilder` and :class:`Section` (or load a model
-file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`frequencies`,
+file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`stiffness`, :func:`frequencies`,
 :func:`transient`, :func:`ked`, :func:`inverse_dynamics`, :func:`frf`, :func:`identify` (each
 takes its scenario table's keys as keyword arguments and returns a :class:`Result`);
 :func:`run` runs a scenario file as ``sim run`` does and :func:`open_results` reads a result
@@ -72,7 +72,7 @@ _LAZY = {
     "solve_pose": "sim.model.assembly", "mass_matrix": "sim.model.dynamics", "stiffness_matrix": "sim.model.dynamics",
     "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "ModalResult": "sim.solvers.modal",
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
-    **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "frequencies", "transient", "ked",
+    **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
                                         "inverse_dynamics", "frf", "identify", "run", "open_results")},
 }
 __all__ = sorted(_LAZY)

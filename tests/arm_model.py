@@ -29,7 +29,7 @@ duration = {duration}
 """ + tables
 
 
-def build(elements=6, tip_mass=0.5):
+def build(elements=6, tip_mass=0.5, section_sensor=False):
     b = ModelBuilder("two_link_arm", gravity=(0.0, 0.0, -9.81))
     about_y = np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]]).T   # marker axes: z along world -y
     O, E, T = np.zeros(3), np.array([0.3, 0, 0]), np.array([0.65, 0, 0])
@@ -49,5 +49,7 @@ def build(elements=6, tip_mass=0.5):
     b.add_actuator("shoulder", "shoulder")
     b.add_actuator("elbow", "elbow")
     b.add_sensor("fore_deflection", "deflection", ("E_fore", "mid", "tip"), axis=1)
+    if section_sensor:    # the bending moment at the forearm's root (about its local z, world y: in the plane)
+        b.add_sensor("fore_root_moment", "section", ("E_fore",), axis="Mz")
     b.set_end_effector("tip", ("x", "z"))
     return b.build()

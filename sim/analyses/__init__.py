@@ -80,6 +80,7 @@ def damping(scenario, group):
 # The analysis modules; each registers itself on import. Engine modules are imported inside
 # the analysis functions, so this list stays importable while parts of the engine are absent.
 from sim.analyses import modes  # noqa: E402,F401
+from sim.analyses import stiffness  # noqa: E402,F401
 from sim.analyses import frf  # noqa: E402,F401
 from sim.analyses import identification  # noqa: E402,F401
 from sim.analyses import inverse_dynamics  # noqa: E402,F401

@@ -12,7 +12,7 @@ static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import Quantity, determined, register, settle
+from sim.analyses import Quantity, determined, register, sections, settle
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
@@ -107,11 +107,15 @@ def run(model, scenario, group, progress):
     group.attrs["start"] = table["start"]
     group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"
     write_skeleton(model, group, result, motion.q)
+    section_summary = sections.write(group, model, result.time, result.displacement,
+                                     "the elastic nodal displacements at the interval ends (modal part plus "
+                                     "the static correction of the truncated modes)")
     peaks = np.abs(out.deviation).max(axis=0)
     summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
                                                                                  model.pose_units)}
     summary["frequency_range_hz"] = (float(result.frequencies.min()), float(result.frequencies.max()))
     summary.update(settle.write(group, model, trajectory.moves, out.time, out.pose_rigid, out.deviation_dynamic))
+    summary.update(section_summary)
     return summary
 
 

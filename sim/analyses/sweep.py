@@ -1,4 +1,4 @@
-"""Frequency map over a grid of end-effector poses: group ``sweep``.
+"""Frequency or stiffness map over a grid of end-effector poses: group ``sweep``.
 
 Table ``[sweep]``::
 
@@ -7,6 +7,7 @@ Table ``[sweep]``::
     y = [-0.2, 0.2, 50]
     pose = [...]               # the other coordinates (default: home)
     count = 4                  # frequencies per pose
+    analysis = "stiffness"     # map the end effector's compliance instead (sim.solvers.stiffness)
     workers = 2                # processes (default: min(2, cores)); 1 runs in this process
 
 The grid is walked row by row in snake order, each pose reached by Newton from a tangent
@@ -19,10 +20,10 @@ import os
 
 import numpy as np
 
-from sim.analyses import register
+from sim.analyses import Quantity, register
 from sim.errors import SimError
 
-KEYS = ("axes", "pose", "count", "workers", "scheduler")
+KEYS = ("axes", "pose", "count", "workers", "scheduler", "analysis")
 
 
 def _grid(table, model, where):
@@ -92,19 +93,66 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
     ndarray, shape (len(rows), n_1, count)
         NaN where the pose is unreachable or singular.
     """
+    return rows_map(model_file, parameters, index, values, base, rows, count, "modes")
+
+
+def _frequencies(model, ev, count):
+    """``measure(q, locked) -> (count,)`` frequencies [Hz] at a locked evaluation, by the
+    compiled solvers of the KED's frames, each pose's search started from the last pose's modes
+    (the snake order keeps them neighbours)."""
+    from sim.solvers.ked import free_motions
+    from sim.solvers.subspace import Tracker
+
+    tracker = Tracker(model, count, free_motions(model, model.q_home, ev))
+
+    def measure(q, locked):
+        omega = tracker.modes(locked.M, locked.J, Kt=locked.K_t)[0]
+        out = np.full(count, np.nan)
+        out[:omega.size] = omega / (2 * np.pi)
+        return out
+    return measure
+
+
+def _compliance(model, ev):
+    """``measure(q, locked) -> (d * d,)`` the end effector's Cartesian compliance (row-major,
+    :mod:`sim.solvers.stiffness`) at a locked evaluation."""
+    from sim.model.dynamics import stiffness_matrix
+    from sim.solvers.modal import static_response
+    from sim.solvers.stiffness import compliance_matrix, wrench_rows
+
+    K_body, e, t = stiffness_matrix(model), model.ee_marker, ev.tables
+
+    def measure(q, locked):
+        # The marker's local Jacobians on their columns (-1: none, the padding column).
+        Jp, Jw = (np.zeros((3, model.n_v + 1)) for _ in range(2))
+        Jp[:, t.cols[e]], Jw[:, t.cols[e]] = t.Jp[e], t.Jw[e]
+        G = wrench_rows(model.pose_kinds, Jp[:, :-1], Jw[:, :-1])
+        K = K_body if locked.K_t is None else K_body + locked.K_t
+        return compliance_matrix(G, static_response(model, q, G.T, K=K, J=locked.J)).ravel()
+    return measure
+
+
+def rows_map(model_file, parameters, index, values, base, rows, count, analysis):
+    """Frequencies (``analysis = "modes"``) or compliance (``"stiffness"``) of grid rows ``rows``
+    (snake order, continuation). One process's work.
+
+    Returns
+    -------
+    ndarray, shape (len(rows), n_1, count) or (len(rows), n_1, d * d)
+        NaN where the pose is unreachable or singular.
+    """
     from sim.model.assembly import SINGULAR_RATIO, conditioning
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import free_motions
     from sim.model.loader import load_model
-    from sim.solvers.subspace import Tracker
 
     model = load_model(model_file, parameters)
     ev = Evaluator(model)
-    # The modes by the compiled solvers of the KED's frames, each pose's search started from
-    # the last pose's modes (the snake order keeps them neighbours).
-    tracker = Tracker(model, count, free_motions(model, model.q_home, ev))
+    if analysis == "stiffness":
+        measure, width = _compliance(model, ev), len(model.pose_kinds) ** 2
+    else:
+        measure, width = _frequencies(model, ev, count), count
     zero = np.zeros(model.n_v)
-    out = np.full((len(rows), values[1].size, count), np.nan)
+    out = np.full((len(rows), values[1].size, width), np.nan)
     previous = None
     for r, i in enumerate(rows):
         columns = range(values[1].size) if r % 2 == 0 else range(values[1].size - 1, -1, -1)
@@ -121,8 +169,7 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
                 continue
             previous = (q, pose)
             locked = ev.evaluate(q, zero, targets=E.s, velocity_jacobian=ev.stiff, flush=False)
-            omega = tracker.modes(locked.M, locked.J, Kt=locked.K_t)[0]
-            out[r, j, :omega.size] = omega / (2 * np.pi)
+            out[r, j] = measure(q, locked)
     return out
 
 
@@ -143,29 +190,58 @@ def run(model, scenario, group, progress):
         return run_parameter_grid(model, scenario, group, progress)
     where = f"{scenario.path}: [sweep]"
     index, values, base, count, workers = _grid(scenario.data["sweep"], model, where)
+    analysis = scenario.data["sweep"].get("analysis", "modes")
     n0 = values[0].size
     blocks = [b for b in np.array_split(np.arange(n0), min(workers, n0)) if b.size]
-    cases = [(str(scenario.model_file), scenario.model_parameters, index, values, base, b.tolist(), count)
+    cases = [(str(scenario.model_file), scenario.model_parameters, index, values, base, b.tolist(), count, analysis)
              for b in blocks]
     with progress(len(cases), "sweep: grid rows") as bar:
         scheduler = scenario.data["sweep"].get("scheduler") or ("serial" if workers == 1 else None)
-        results = run_cases(rows_frequencies, cases, scheduler=scheduler, workers=workers, progress=bar)
+        results = run_cases(rows_map, cases, scheduler=scheduler, workers=workers, progress=bar)
     failed = [r.error for r in results if not r.ok]
     if failed:
         raise SimError(f"{where} the map failed: {failed[0]}")
-    freqs = np.concatenate([r.value for r in results], axis=0)
-    mask = np.all(np.isfinite(freqs), axis=2)
+    values_map = np.concatenate([r.value for r in results], axis=0)
+    mask = np.all(np.isfinite(values_map), axis=2)
     names = [model.pose_names[i] for i in index]
     for name, i, v in zip(names, index, values):
         group.put(name, v, model.pose_units[i], f"grid values of end-effector coordinate {name}")
-    group.put("frequencies", freqs, "Hz",
-              f"lowest {count} elastic frequencies at each grid pose ({names[0]} index, {names[1]} index, mode); "
-              "NaN outside the workspace or at singular poses")
     group.put("mask", mask, "1", "True where the pose was reached and regular")
     group.put("pose", base, list(model.pose_units), "fixed coordinates of the grid poses")
     group.attrs["axes"] = names
     group.attrs["pose_names"] = list(model.pose_names)
+    group.attrs["analysis"] = analysis
+    if analysis == "stiffness":
+        return _write_compliance(model, group, values_map, mask, names)
+    group.put("frequencies", values_map, "Hz",
+              f"lowest {count} elastic frequencies at each grid pose ({names[0]} index, {names[1]} index, mode); "
+              "NaN outside the workspace or at singular poses")
     if not mask.any():
         return {"reachable_poses": 0}
-    f1 = freqs[..., 0][mask]
+    f1 = values_map[..., 0][mask]
     return {"frequency_range_hz": (float(f1.min()), float(f1.max())), "reachable_poses": int(mask.sum())}
+
+
+def _write_compliance(model, group, flat, mask, names):
+    """Datasets of a stiffness map: ``compliance`` (n_0, n_1, d, d) from its row-major ``flat``
+    (n_0, n_1, d * d), and the largest translational compliance (n_0, n_1); the summary."""
+    from sim.solvers.stiffness import TRANSLATIONS, compliance_units
+
+    d = len(model.pose_kinds)
+    C = flat.reshape(flat.shape[:2] + (d, d))
+    group.put("compliance", C, [u for row in compliance_units(model.pose_kinds) for u in row],
+              f"Cartesian compliance of the end effector at each grid pose ({names[0]} index, {names[1]} index, "
+              "coordinate i, coordinate j), as group `stiffness`'s; NaN outside the workspace or at singular poses",
+              dims=(names[0], names[1], "coordinate", "along"))
+    t = [i for i, k in enumerate(model.pose_kinds) if k in TRANSLATIONS]
+    if not t:
+        return {"reachable_poses": int(mask.sum())}
+    largest = np.full(mask.shape, np.nan)
+    largest[mask] = np.linalg.eigvalsh(C[mask][:, t][:, :, t])[:, -1]
+    group.put("largest_translational_compliance", largest, "m/N",
+              "largest eigenvalue of the translational block of the compliance at each grid pose: the end "
+              "effector's displacement per newton in its most compliant direction")
+    if not mask.any():
+        return {"reachable_poses": 0}
+    return {"translational_compliance_range": Quantity((float(np.nanmin(largest)), float(np.nanmax(largest))), "m/N"),
+            "reachable_poses": int(mask.sum())}

@@ -44,7 +44,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import Quantity, determined, register, settle
+from sim.analyses import Quantity, determined, register, sections, settle
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.linalg import lstsq
@@ -397,6 +397,7 @@ def run(model, scenario, group, progress):
     from sim.model.kinematics import markers
     from sim.solvers.damping import schedule
     from sim.solvers.simulate import Drive, simulate
+    from sim.model.sections import elastic_displacements
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
@@ -442,6 +443,8 @@ def run(model, scenario, group, progress):
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, scenario, group, result, law, samples)
+    summary.update(sections.write(group, model, result.t, elastic_displacements(model, result.q),
+                                  "the elastic nodal displacements (the integrated elastic coordinates)"))
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
     # The rigid reference (sim.app.selfcheck warns of a least-squares one and of a branch change)

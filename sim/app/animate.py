@@ -68,6 +68,8 @@ class Motion:
         The result group drawn (``transient``, ``ked``, ``modes``).
     mode : int or None
         The mode drawn (1-based), for group ``modes``.
+    time : ndarray, shape (n_f,) or None
+        The instants of the frames [s] (a time history's).
     """
 
     segments: np.ndarray
@@ -78,6 +80,7 @@ class Motion:
     end_effector: int = -1
     group: str = ""
     mode: int | None = None
+    time: np.ndarray | None = None
 
     def __len__(self):
         return self.rigid.shape[0]
@@ -171,7 +174,7 @@ def load_motion(path, group=None, mode=None, frames=None):
         picked = frame_indices(n, TIME_FRAMES if frames is None else frames)
         flexible, rigid, time = _finite(path, points, picked), _finite(path, rigid, picked), time[picked]
     return Motion(segments=segments, rigid=rigid, deflection=flexible - rigid, labels=_time_labels(time),
-                  title=title, end_effector=end_effector, group=group)
+                  title=title, end_effector=end_effector, group=group, time=np.asarray(time, dtype=float))
 
 
 def _mode_motion(path, node, skeleton, segments, title, end_effector, mode, frames):

@@ -26,7 +26,7 @@ import numpy as np
 
 from sim.errors import SimError, check_stop, nothing_to_keep
 
-__all__ = ["Result", "load_model", "modes", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
+__all__ = ["Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
            "identify", "run", "open_results"]
 
 
@@ -252,6 +252,30 @@ def modes(model, pose=None, count=6, parameters=None):
     >>> sim.modes(sim.load_model("models/navaro.py"), pose=[0, 0, 0]).frequencies   # doctest: +SKIP
     """
     return _analysis("modes", "modes", model, parameters, {"pose": pose, "count": count})
+
+
+def stiffness(model, pose=None, load=None, parameters=None):
+    """Cartesian compliance and stiffness of the end effector at a pose, actuators locked
+    (scenario table ``[stiffness]``); ``model``, ``pose`` and ``parameters`` as for :func:`modes`.
+
+    Parameters
+    ----------
+    load : sequence of float, optional
+        End-effector wrench (d,): force along [N] or moment about [N m] the world axis of each
+        end-effector coordinate; its static deflection is reported, and the section forces
+        and stresses it causes.
+
+    Returns
+    -------
+    Result
+        ``compliance`` and ``stiffness`` (d, d) (units per entry in ``units``),
+        ``compliance_share`` (d, n_parts) (attribute ``parts``), with a load ``deflection`` (d,).
+
+    Examples
+    --------
+    >>> sim.stiffness(sim.load_model("models/navaro.py"), load=[10, 0, 0]).deflection   # doctest: +SKIP
+    """
+    return _analysis("stiffness", "stiffness", model, parameters, {"pose": pose, "load": load})
 
 
 def frequencies(model, trajectory, parameters=None, **options):

@@ -1,4 +1,4 @@
-"""Command line: ``sim run | validate | modes | model | plot | compare | animate | info``.
+"""Command line: ``sim run | validate | modes | model | plot | compare | animate | export | info``.
 
 Every error the user can cause ends as one line ``error: <message>`` on stderr with exit
 code 2 and no traceback.  Ctrl-C, SIGTERM and SIGHUP stop a run the same way (what was
@@ -268,6 +268,16 @@ def newer_runs(path):
     return sorted(p for p in siblings if p != path and p.is_file() and p.stat().st_mtime > mtime)
 
 
+def cmd_export(args):
+    """Write a result's skeleton over time as a VTK time series (ParaView)."""
+    from sim.app.export import export
+
+    path = _existing_file(args.results, "result file")
+    out, frames = export(path, args.group, args.out, args.format)
+    print(f"wrote {out} ({frames} frames)")
+    return 0
+
+
 def cmd_compare(args):
     """Overlay the deviations and frequencies of several result files in one figure."""
     from sim.app.plots import plot_compare
@@ -333,6 +343,8 @@ EXAMPLES = {
              "  sim modes models/rrru3.py --param elements_per_link=8 --json",
     "plot": "examples:\n  sim plot results/rrru3_circle.h5\n  sim plot results/rrru3_circle.h5 --out figure.pdf",
     "info": "examples:\n  sim info results/navaro_modes.h5",
+    "export": "examples:\n  sim export results/rrru3_circle.h5 --format vtk\n"
+              "  sim export results/rrru3_circle.h5 --format vtk --group ked --out paraview/rrru3.vtu.series",
     "animate": "examples:\n  sim animate results/rrru3_circle.h5\n"
                "  sim animate results/rrru3_circle.h5 --group ked --view top --frames 60\n"
                "  sim animate results/navaro_modes.h5 --mode 3 --scale 0.2 --out mode3.gif",
@@ -425,6 +437,19 @@ def build_parser():
     animate.add_argument("--out", metavar="FILE.gif",
                          help="animation, .gif or .mp4 (default: RESULTS_<group>[_mode<N>].gif)")
     animate.set_defaults(func=cmd_animate)
+
+    export = commands.add_parser(
+        "export", help="write a result's skeleton over time as a VTK time series (ParaView)",
+        description="Write the robot's skeleton over time (flexible-body nodes and rigid-body markers joined by\n"
+                    "lines) as one .vtu file per stored instant and a .vtu.series index ParaView opens as a time\n"
+                    "series, with the deviation, section forces and stresses as point data.",
+        epilog=EXAMPLES["export"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_argument("results", metavar="RESULTS.h5")
+    export.add_argument("--format", default="vtk", metavar="FORMAT", help="vtk (the only one)")
+    export.add_argument("--group", metavar="GROUP", help="transient or ked (default: the first the file has)")
+    export.add_argument("--out", metavar="PATH",
+                        help="series index, *.vtu.series (default: RESULTS_<group>.vtu.series)")
+    export.set_defaults(func=cmd_export)
 
     info = commands.add_parser("info", help="list what a result file holds", description="list what a result file "
                                "holds: groups, status, datasets with shapes, units and descriptions",

@@ -97,8 +97,9 @@ def plot_frequencies(ax, time, freqs):
     return ax
 
 
-def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, equal=True):
-    """Colour map of a frequency over a 2-D grid, with labelled contours.
+def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, equal=True, label="frequency [Hz]"):
+    """Colour map of a frequency (or another quantity: ``label``) over a 2-D grid, with labelled
+    contours.
 
     Parameters
     ----------
@@ -113,6 +114,8 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, e
         A trajectory drawn over the map (the end effector's, in the grid's coordinates).
     equal : bool
         Draw to scale (the same length per unit on both axes: two coordinates in metres).
+    label : str
+        The colour bar's label: the quantity ``f`` and its unit.
 
     Returns
     -------
@@ -124,7 +127,7 @@ def plot_frequency_map(ax, x, y, f, xlabel="x [m]", ylabel="y [m]", path=None, e
     mesh = ax.pcolormesh(x, y, f, shading="auto")
     # The colour bar beside the axes' own box: taken from the panel (colorbar(ax=...)), it
     # would stay at the panel's edge while a map drawn to scale shrinks away from it.
-    ax.figure.colorbar(mesh, cax=ax.inset_axes([1.04, 0.0, 0.04, 1.0]), label="frequency [Hz]")
+    ax.figure.colorbar(mesh, cax=ax.inset_axes([1.04, 0.0, 0.04, 1.0]), label=label)
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(MaxNLocator(4))      # labels such as -0.025 do not run together
     if np.isfinite(f).sum() > 3 and np.nanmax(f) > np.nanmin(f):
@@ -624,12 +627,21 @@ def _panels(tree):
                 and np.ndim(group["frequencies"]["data"]) in (2, 3):
             panels.append(("sweep: lowest natural frequency over the workspace", lambda ax, g=group:
                            _draw_map(ax, g, tree)))
+        elif name == "sweep" and "largest_translational_compliance" in group:
+            panels.append(("sweep: largest translational compliance",
+                           lambda ax, g=group: _draw_map(ax, g, tree, "largest_translational_compliance")))
         if name == "sweep" and group["attrs"].get("kind") == "parameters":
             panels.append((f"sweep: {group['attrs'].get('analysis')} per case",
                            lambda ax, g=group: _draw_parameter_sweep(ax, g)))
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"], _mode_reference(tree, g))))
+        if "stress" in group and "peak" in group["stress"]:
+            if len(group["stress"]["time"]["data"]) > 1:
+                panels.append((f"{name}: peak von Mises stress per flexible body",
+                               lambda ax, g=group: plot_peak_stress(ax, g)))
+            panels.append((f"{name}: {_most_loaded(group)[0]} (most loaded), section loads at its worst instant",
+                           lambda ax, g=group: plot_moment_diagram(ax, g)))
         if name == "frf" and "H_real" in group and "frequency" in group:
             panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
             panels.append(("frf: phase", lambda ax, g=group: _draw_frf(ax, g, phase=True)))
@@ -876,12 +888,77 @@ def _draw_parameter_sweep(ax, group):
                                 series, series_labels)
 
 
-def _draw_map(ax, group, tree=None):
-    """Map of the lowest frequency of a sweep grid over its two axes (attribute ``axes``, else
-    datasets ``x``, ``y``), to scale when both are lengths, with the trajectory of the run's
-    time-domain groups (their ``pose_rigid`` in the same coordinates) drawn on it."""
-    f = np.asarray(group["frequencies"]["data"])
+#: Colour-bar label of the mapped quantities other than the frequencies (dataset: (label, SI unit)).
+MAP_QUANTITIES = {"largest_translational_compliance": ("largest translational compliance", "m/N")}
+
+
+def _prefixed(values, unit):
+    """Scale and unit text with the SI prefix (none, m, µ, n) that brings the largest finite
+    ``values`` to 1 or more (a map of compliances of some nm/N reads as such)."""
+    top = np.nanmax(np.abs(values)) if np.isfinite(values).any() else 1.0
+    for scale, prefix in ((1.0, ""), (1e3, "m"), (1e6, "µ"), (1e9, "n")):
+        if top * scale >= 1.0:
+            break
+    return scale, prefix + unit
+
+
+def plot_peak_stress(ax, group):
+    """The largest von Mises stress over each flexible body's nodes vs time (subgroup ``stress``
+    of a time-domain group, :mod:`sim.analyses.sections`), in MPa."""
+    stress = group["stress"]
+    peaks = np.asarray(stress["peak_von_mises"]["data"], dtype=float)
+    for k, body in enumerate(group["attrs"].get("stress_bodies", [])):
+        ax.plot(stress["time"]["data"], peaks[:, k] / 1e6, lw=1.2, label=str(body))
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("peak von Mises stress [MPa]")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _most_loaded(group):
+    """The flexible body with the largest von Mises stress of the run and that instant [s]."""
+    stress = group["stress"]
+    w = int(np.argmax(np.asarray(stress["peak"]["data"])))
+    return str(group["attrs"]["stress_bodies"][w]), float(np.asarray(stress["peak_time"]["data"])[w])
+
+
+def plot_moment_diagram(ax, group):
+    """Bending moments My, Mz and torque T along the most loaded flexible body (distance of its
+    nodes from its first node) at the instant of its largest stress (the nearest stored one);
+    its axial force where the moments are round-off (a strut between spherical joints)."""
+    body, when = _most_loaded(group)
+    forces = group["section_forces"]
+    time = np.asarray(forces["time"]["data"])
+    k = int(np.argmin(np.abs(time - when)))
+    F = np.asarray(forces[body]["data"][k])
+    nodes = np.asarray(forces[f"{body}_nodes"]["data"])
+    s = np.linalg.norm(nodes - nodes[0], axis=1)
+    order = np.argsort(s)
+    at = f" at t = {time[k]:.4g} s" if len(time) > 1 else ""      # a static result has one instant
+    if np.abs(F[:, 3:]).max() <= 1e-9 * np.abs(F[:, 0]).max() * max(s.max(), 1e-3):
+        # A two-force member (a strut between spherical joints): its moments are round-off.
+        ax.plot(s[order], F[order, 0], "-o", ms=3, lw=1.2, label="N (moments vanish: axial load only)")
+        ax.set_ylabel(f"axial force{at} [N]")
+    else:
+        for c, label, style in ((4, "My", "-o"), (5, "Mz", "-s"), (3, "T (torque)", "--")):
+            ax.plot(s[order], F[order, c], style, ms=3, lw=1.2, label=label)
+        ax.set_ylabel(f"moment{at} [N m]")
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xlabel(f"distance along {body} from its first node [m]")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _draw_map(ax, group, tree=None, key="frequencies"):
+    """Map of the lowest frequency (or the dataset ``key`` of :data:`MAP_QUANTITIES`) of a sweep
+    grid over its two axes (attribute ``axes``, else datasets ``x``, ``y``), to scale when both
+    are lengths, with the trajectory of the run's time-domain groups (their ``pose_rigid`` in
+    the same coordinates) drawn on it."""
+    f = np.asarray(group[key]["data"], dtype=float)
     f = f[..., 0] if f.ndim == 3 else f
+    quantity, unit = MAP_QUANTITIES.get(key, ("frequency", "Hz"))
+    scale, unit = _prefixed(f, unit) if key in MAP_QUANTITIES else (1.0, unit)
+    f, label = scale * f, f"{quantity} [{unit}]"
     names = [str(a) for a in group["attrs"].get("axes", ("x", "y"))][:2]
     axes, units = [], []
     for key, size in zip(names, f.shape):
@@ -901,7 +978,7 @@ def _draw_map(ax, group, tree=None):
                 path = p[:, [pose_names.index(n) for n in names]]
                 break
     return plot_frequency_map(ax, axes[0][0], axes[1][0], f, axes[0][1], axes[1][1], path=path,
-                              equal=units[0] == units[1] == "m")
+                              equal=units[0] == units[1] == "m", label=label)
 
 
 def plot_result(path, out):

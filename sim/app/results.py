@@ -330,13 +330,14 @@ class GroupWriter:
 COORDINATES = ("time", "frequency_time", "frequency")
 # Group attributes that name the entries of an axis: (attribute, dimension).
 LABELS = (("pose_names", "coordinate"), ("actuator_names", "actuator"), ("body_names", "body"),
-          ("sensor_names", "sensor"))
+          ("sensor_names", "sensor"), ("parts", "part"))
 # Datasets of modes: sampled at `frequency_time` rather than `time` where a group has both, and
 # their later axes are modes.
 MODAL = ("frequenc", "damping", "modal", "mode", "mac")
 # Axes named by the writer (`GroupWriter.put`'s ``dims``) whose entries have names.
 AXIS_LABELS = {"component": ("x", "y", "z"), "energy_part": ("kinetic", "gravitational", "elastic"),
-               "wrench": ("fx", "fy", "fz", "mx", "my", "mz")}
+               "wrench": ("fx", "fy", "fz", "mx", "my", "mz"),
+               "section_force": ("N", "Vy", "Vz", "T", "My", "Mz"), "stress": ("normal", "von_mises")}
 
 
 def dimension_scales(group, named=None):

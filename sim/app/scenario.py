@@ -45,7 +45,7 @@ class Key(NamedTuple):
 
 
 # Analysis tables in the order `sim run` executes them.
-ANALYSIS_TABLES = ("modes", "inverse_dynamics", "frequencies", "ked", "transient",
+ANALYSIS_TABLES = ("modes", "stiffness", "inverse_dynamics", "frequencies", "ked", "transient",
                    "sweep", "design", "frf", "identification")
 
 # Name of the schema entry that stands for keys chosen by the file (the `[sweep]` grid axes).
@@ -54,6 +54,10 @@ AXIS_KEY = "<axis>"
 # Schema entries that stand for numbered tables (`configuration_2`, `configuration_3`, ...),
 # each with the pattern of the table names it validates; group 1 is the number.
 NUMBERED = {"configuration_<n>": re.compile(r"configuration_([2-9]|[1-9][0-9]+)")}
+
+# What a pose grid maps (`[sweep] analysis`; the first is the default): the frequencies of the
+# modes, or the end effector's compliance.
+POSE_GRID_ANALYSES = ("modes", "stiffness")
 
 # Analyses that follow the rigid trajectory and therefore need a [trajectory] table.
 NEEDS_TRAJECTORY = ("inverse_dynamics", "frequencies", "ked", "transient")
@@ -208,6 +212,14 @@ SCHEMA = {
                     "end-effector pose, in the model's order (default: home)"),
         "count": Key("int", "positive", 6, "", "number of elastic modes"),
     },
+    "stiffness": {
+        "pose": Key("float[]", None, None, "m, rad",
+                    "end-effector pose, in the model's order (default: home)"),
+        "load": Key("float[]", None, None, "N, N m",
+                    "end-effector wrench, one value per end-effector coordinate: force along (x, y, z) or "
+                    "moment about (rx, ry, rz) the world axis at the end-effector marker; its static "
+                    "deflection C @ load is reported (default: none)"),
+    },
     "transient": {
         "step": Key("float", "positive", REQUIRED, "s", "time step h"),
         "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
@@ -278,7 +290,8 @@ SCHEMA = {
                      "pose grid: frequencies per pose (default 4)"),
         "analysis": Key("str", tuple(a for a in ANALYSIS_TABLES if a != "sweep"), None, "",
                         "parameter grid: the analysis run for each case, with the options of "
-                        "its table in this scenario (else its defaults)"),
+                        "its table in this scenario (else its defaults); pose grid: `\"stiffness\"` "
+                        "maps the end effector's compliance (default: the frequencies)"),
         "parameters": Key("table[grid]", None, None, "model units",
                           "parameter grid: model parameter = list of values, or a scenario key "
                           "`\"<table>.<key>\"` = list of values (a motion study: `\"trajectory.move_time\"`, "
@@ -461,6 +474,8 @@ TABLE_DOCS = {
     "damping": "the robot's one damping model, applied by every analysis that damps (KED, the transient, "
                "the FRF and its damped modes); stored in each group that applies it (subgroup `damping`)",
     "modes": "natural frequencies and mode shapes at one pose, actuators locked",
+    "stiffness": "Cartesian compliance and stiffness of the end effector at one pose, actuators locked "
+                 "(compliant drives and lumped springs with their stiffness)",
     "transient": "full FFR transient: Newmark-β family with Baumgarte stabilisation",
     "ked": "kineto-elastodynamics: piecewise-constant modal superposition",
     "frequencies": "natural frequencies along the trajectory",
@@ -471,7 +486,8 @@ TABLE_DOCS = {
                                       "`modes` or `shapes`, and tracked configurations start from them",
     "identification.configuration_<n>": "further configurations, any number, `n` = 2, 3, ... (numbered "
                                         "in the order they are tracked and reported)",
-    "sweep": "a pose grid (frequency map: `axes`, one key per axis, `pose`, `count`) or a "
+    "sweep": "a pose grid (frequency map: `axes`, one key per axis, `pose`, `count`; stiffness map: "
+             "`analysis = \"stiffness\"`) or a "
              "parameter grid (`analysis`, `parameters`), run on a local process pool or a "
              "Dask cluster; failed cases are recorded",
 }
@@ -843,8 +859,11 @@ def _check_sweep(raw, origin):
             raise SimError(f"{where('parameters')} a parameter grid needs `analysis`, the "
                            f"analysis run for each case (e.g. analysis = \"modes\")")
         return
-    if "analysis" in raw:
-        raise SimError(f"{where('analysis')} `analysis` needs `parameters` (the parameter grid)")
+    if raw.get("analysis", POSE_GRID_ANALYSES[0]) not in POSE_GRID_ANALYSES:
+        raise SimError(f"{where('analysis')} a pose grid maps {' or '.join(POSE_GRID_ANALYSES)}; "
+                       f"analysis `{raw['analysis']}` needs `parameters` (the parameter grid)")
+    if raw.get("analysis") == "stiffness" and "count" in raw:
+        raise SimError(f"{where('count')} count is not used by a stiffness map")
     if "axes" not in raw:
         raise SimError(f"{origin.file}: [sweep] needs `axes` (pose grid) or `parameters` "
                        f"(parameter grid)")

@@ -123,6 +123,14 @@ class Section:
     Ip : float, optional
         Polar second moment for the torsional rotary inertia [m^4]; ``Iy + Iz`` when omitted
         (its definition for any section).
+    c_y, c_z : float, optional
+        Distances [m] of the extreme fibres from the centroid along local y and z, for the
+        stresses (:attr:`fibres`); set by :meth:`rectangle`, :meth:`circle` and :meth:`tube`.
+    W_t : float, optional
+        Torsion section modulus [m^3]: the largest torsion shear stress is ``T / W_t``.
+    round : bool
+        The section is a circle or an annulus: its extreme fibre in bending is on the radius
+        along the resultant moment (``sqrt(My^2 + Mz^2) c / I``), not at a corner.
     """
 
     E: float
@@ -133,6 +141,10 @@ class Section:
     Iz: float
     J: float
     Ip: float | None = None
+    c_y: float | None = None
+    c_z: float | None = None
+    W_t: float | None = None
+    round: bool = False
 
     @property
     def polar(self):
@@ -150,6 +162,18 @@ class Section:
         return out + plausible.material_problems({"E": self.E, "G": self.G, "rho": self.rho})
 
     @property
+    def fibres(self):
+        """``(c_y, c_z, W_t)``: extreme-fibre distances [m] and torsion section modulus [m^3].
+
+        A generic section (given by its constants, no shape) is assumed as deep as the rectangle
+        of the same area and second moment, ``c = sqrt(3 I / A)`` along each axis, and its
+        largest torsion stress that of a circle's rim at the farther fibre, ``T max(c_y, c_z) / J``.
+        """
+        c_y = np.sqrt(3 * self.Iz / self.A) if self.c_y is None else self.c_y
+        c_z = np.sqrt(3 * self.Iy / self.A) if self.c_z is None else self.c_z
+        return float(c_y), float(c_z), float(self.J / max(c_y, c_z) if self.W_t is None else self.W_t)
+
+    @property
     def depth(self):
         """``sqrt(12 I / A)`` [m] with the larger of ``Iy``, ``Iz``: a rectangle's depth, 1.7 times a
         solid circle's radius."""
@@ -162,7 +186,8 @@ class Section:
         ``rho`` and shear modulus ``G`` (or Poisson's ratio ``nu``: ``G = E / (2 (1 + nu))``).
 
         Torsion constant from Roark's series ``J = a b^3 (1/3 - 0.21 (b/a)(1 - (b/a)^4/12))``,
-        ``a >= b``.
+        ``a >= b``; largest torsion stress ``T b / J`` (mid long side; exact for a thin
+        rectangle, 7 % high for a square).
 
         Examples
         --------
@@ -172,14 +197,15 @@ class Section:
         a, b = max(width, height), min(width, height)
         J = a * b**3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - (b / a) ** 4 / 12.0))
         return cls(E=E, G=G, rho=rho, A=width * height, Iy=width * height**3 / 12.0,
-                   Iz=height * width**3 / 12.0, J=J)
+                   Iz=height * width**3 / 12.0, J=J, c_y=width / 2.0, c_z=height / 2.0, W_t=J / b)
 
     @classmethod
     def circle(cls, radius, material=None, *, E=None, rho=None, G=None, nu=None):
         """Solid circular section of ``radius`` [m]; material as in :meth:`rectangle`."""
         E, rho, G = _elastic(material, E, rho, G, nu)
         I = np.pi * radius**4 / 4.0
-        return cls(E=E, G=G, rho=rho, A=np.pi * radius**2, Iy=I, Iz=I, J=2 * I)
+        return cls(E=E, G=G, rho=rho, A=np.pi * radius**2, Iy=I, Iz=I, J=2 * I, c_y=radius, c_z=radius,
+                   W_t=2 * I / radius, round=True)
 
     @classmethod
     def tube(cls, outer_radius, wall, material=None, *, E=None, rho=None, G=None, nu=None):
@@ -193,7 +219,8 @@ class Section:
             raise ValueError(f"tube wall must be in (0, outer_radius = {outer_radius!r}], got {wall!r}")
         r = outer_radius - wall
         I = np.pi * (outer_radius**4 - r**4) / 4.0
-        return cls(E=E, G=G, rho=rho, A=np.pi * (outer_radius**2 - r**2), Iy=I, Iz=I, J=2 * I)
+        return cls(E=E, G=G, rho=rho, A=np.pi * (outer_radius**2 - r**2), Iy=I, Iz=I, J=2 * I, c_y=outer_radius,
+                   c_z=outer_radius, W_t=2 * I / outer_radius, round=True)
 
 
 def hermite(xi):

@@ -44,6 +44,7 @@ import scipy.linalg
 
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
+from sim.model.sections import COMPONENTS, UNITS
 
 # Whether ``build()`` assembles by default: a model file calls it itself, and a process that
 # only compiles kernels for the model's structure (sim.app.parallel_compile) turns it off
@@ -87,6 +88,11 @@ class Body:
     stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     stretch_slopes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    # Section forces and stresses (sim.model.sections): per element, the stiffness (n_el, 12, 12)
+    # in its frame, that frame's axes in the body frame R_BE (n_el, 3, 3), and the sections.
+    element_stiffness: np.ndarray = field(default_factory=lambda: np.zeros((0, 12, 12)))
+    element_frames: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    sections: tuple = ()
 
     @property
     def n_f(self):
@@ -439,7 +445,7 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
     stretch_rows[e, dofs] = T @ a_loc
     stretch_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = T @ G_loc @ np.transpose(T, (0, 2, 1))
     return dict(K=K, S=S, I=I, Jrot=np.einsum("e,eab->ab", L, Jsec_B), Grot=Grot, Mrot=Mrot,
-                R_BE=R_BE, L=L, mass=float(np.sum(prop["rho"] * prop["A"] * L)),
+                R_BE=R_BE, L=L, K_local=K_loc, mass=float(np.sum(prop["rho"] * prop["A"] * L)),
                 stretch_k=prop["E"] * prop["A"] / L, stretch_rows=stretch_rows, stretch_G=stretch_G)
 
 
@@ -672,9 +678,22 @@ class ModelBuilder:
         self._actuators.append(Actuator(name, idx[0], kind, None if stiffness is None else float(stiffness),
                                         float(damping)))
 
-    def add_sensor(self, name, kind, markers, axis=1, units="m", description=""):
-        """Declare a scalar output (see :func:`sim.model.kinematics.sensor_values`)."""
-        self._sensors.append(Sensor(name, kind, tuple(markers), axis, units, description))
+    def add_sensor(self, name, kind, markers, axis=1, units=None, description=""):
+        """Declare a scalar output (see :func:`sim.model.kinematics.sensor_values`): ``kind``
+        ``"deflection"`` (markers a, m, b; ``axis`` of a), ``"joint"`` (markers i, j) or
+        ``"section"`` (one marker on a flexible body; ``axis`` the section force, 0..5 or its name
+        N, Vy, Vz, T, My, Mz).  ``units`` default: the section force's (N, N m), else m."""
+        if kind == "section":
+            if axis in COMPONENTS:
+                axis = COMPONENTS.index(axis)
+            if axis not in range(6):
+                self._problems.append(f"sensor `{name}`: axis must be one of {', '.join(COMPONENTS)} "
+                                      f"(or 0..5), got {axis!r}")
+                axis = 0
+            if len(markers) != 1:
+                self._problems.append(f"sensor `{name}`: a section sensor takes one marker, got {len(markers)}")
+        default = UNITS[axis] if kind == "section" else "m"
+        self._sensors.append(Sensor(name, kind, tuple(markers), axis, units or default, description))
 
     def add_reference(self, quantity, values, *, units, source, at=(), modes=(), condition=""):
         """Declare a published value of one of the model's results (see :class:`Reference`).
@@ -804,6 +823,10 @@ class ModelBuilder:
             for m in s.markers:
                 if not any(x["name"] == m for x in self._markers):
                     problems.append(f"sensor `{s.name}`: unknown marker `{m}`")
+                elif s.kind == "section":
+                    body = self._markers[self._marker_index(m, "")]["body"]
+                    if body < 0 or self._bodies[body]["kind"] != "beam":
+                        problems.append(f"sensor `{s.name}`: marker `{m}` is not on a flexible (beam) body")
         problems += [f"reference `{r.quantity}`: {p}" for r in self._references for p in self._reference_problems(r)]
         if problems:
             raise ValueError("invalid model `" + self.name + "`: " + "; ".join(_grouped(problems)))
@@ -959,7 +982,8 @@ def _make_body(spec):
                 rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
                 mass_ff=np.einsum("kkab->ab", second[:, :, 1:, 1:]) + B.T @ mats["Mrot"] @ B,
                 stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
-                substructure=spec["substructure"])
+                substructure=spec["substructure"], element_stiffness=mats["K_local"], element_frames=mats["R_BE"],
+                sections=tuple(spec["sections"]))
     if spec["stiffening"]:
         body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
                                    stretch_slopes=B.T @ mats["stretch_G"] @ B)

@@ -22,6 +22,7 @@ from sim.kernels import frames, markers as kernel, pose as pose_kernel
 from sim.kernels.common import by_reference
 from sim.kernels.equations import Tables
 from sim.model.rotations import quat_to_matrix
+from sim.model.sections import section_forces
 from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
@@ -190,13 +191,18 @@ def sensor_values(model, q, ms=None):
 
     ``deflection`` (markers a, m, b): distance of m from the chord a–b, signed along axis
     ``axis`` of marker a (made perpendicular to the chord).  ``joint`` (markers i, j): angle of
-    x_j about z_i [rad].
+    x_j about z_i [rad].  ``section`` (marker m on a flexible body): section force ``axis`` (0..5:
+    N, Vy, Vz, T, My, Mz) at m's node (:func:`sim.model.sections.section_forces`).
     """
     ms = markers(model, q) if ms is None else ms
     p, A = ms.p, ms.A
     out = []
     for s in model.sensors:
-        if s.kind == "deflection":
+        if s.kind == "section":
+            marker = model.markers[s.markers[0]]
+            u_f = np.asarray(q, dtype=float)[..., model.q_slice(marker.body)][..., 7:]
+            out.append(section_forces(model.bodies[marker.body], u_f)[..., marker.node, s.axis])
+        elif s.kind == "deflection":
             a, m, b = s.markers
             chord = p[..., b, :] - p[..., a, :]
             e = chord / np.linalg.norm(chord, axis=-1, keepdims=True)
@@ -315,19 +321,23 @@ def skeleton_motion(model, q, dv):
     return np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)
 
 
+def body_point_starts(model):
+    """Index (n_b + 1,) of each body's first point among the points of :func:`skeleton` (its
+    nodes on a flexible body, its markers on a rigid one), then of the ground's markers."""
+    counts = [len(body.nodes_B) if body.flexible else int(np.sum(model.marker_body == b))
+              for b, body in enumerate(model.bodies)]
+    return np.concatenate([[0], np.cumsum(counts)]).astype(int)
+
+
 def marker_points(model):
     """Index (n_m,) of each marker's origin among the points of :func:`skeleton`: its node on
     a flexible body, itself on a rigid body or the ground."""
     index = np.empty(len(model.markers), dtype=int)
-    start = 0
+    starts = body_point_starts(model)
     for b, body in enumerate(model.bodies):
         idx = np.flatnonzero(model.marker_body == b)
-        if body.flexible:
-            index[idx] = start + np.array([model.markers[m].node for m in idx], dtype=int)
-            start += len(body.nodes_B)
-        else:
-            index[idx] = start + np.arange(idx.size)
-            start += idx.size
+        index[idx] = starts[b] + (np.array([model.markers[m].node for m in idx], dtype=int) if body.flexible
+                                  else np.arange(idx.size))
     idx = np.flatnonzero(model.marker_body < 0)
-    index[idx] = start + np.arange(idx.size)
+    index[idx] = starts[-1] + np.arange(idx.size)
     return index

@@ -212,9 +212,54 @@ def _lumped_owner(model, marker_i, marker_j):
     return b if b >= 0 else model.markers[marker_i].body
 
 
+def strain_energies(model, q, shapes, ms=None):
+    """Strain energy ``phi^T K_c phi`` of each deformable part ``c`` in each column of ``shapes``
+    (n_v, r): the flexible bodies' ``K_ff``, the linearised lumped springs and the compliant
+    drives.
+
+    Returns
+    -------
+    parts : list of str
+        Body names, ``spring:<name>``, ``actuator:<name>``.
+    energy : ndarray, shape (r, n_c)
+        Unnormalised (twice the energy); each row sums to ``phi^T K phi`` without the
+        geometric stiffness.
+    owners : ndarray of int, shape (n_c,)
+        The body each part's energy is booked to (a spring's and a drive's: that of its marker
+        j, or i on the ground).
+    """
+    parts, energy, owners = [], [], []
+    for b, body in enumerate(model.bodies):
+        if body.n_f:
+            f = shapes[model.v_slice(b)][6:]
+            parts.append(body.name)
+            energy.append(np.einsum("ik,ij,jk->k", f, body.stiffness_ff, f))
+            owners.append(b)
+    ms = markers(model, q) if ms is None else ms
+    if model.springs:
+        _, Jd = springs.deflections(model, ms)
+        for s, (spring, K6) in enumerate(zip(model.springs, model.spring_tables["K"])):
+            d = Jd[s] @ shapes
+            parts.append(f"spring:{spring.name}")
+            energy.append(np.einsum("ik,ij,jk->k", d, K6, d))
+            owners.append(_lumped_owner(model, spring.marker_i, spring.marker_j))
+    mask = compliant(model)
+    if mask.any():
+        J_s = actuator_values(model, q, ms)[1]
+        for a, act in enumerate(model.actuators):
+            if mask[a]:
+                joint = model.joints[act.joint]
+                parts.append(f"actuator:{act.name}")
+                energy.append(act.stiffness * (J_s[a] @ shapes) ** 2)
+                owners.append(_lumped_owner(model, joint.marker_i, joint.marker_j))
+    r = shapes.shape[1]
+    return parts, np.array(energy).T.reshape(r, len(parts)), np.array(owners, dtype=int)
+
+
 def body_energies(model, q, shapes, M=None):
     """Kinetic and elastic energy of each body in each mode (per unit ``omega^2`` / 2 for the
-    kinetic part: ``phi_b^T M_bb phi_b``; elastic ``phi^T K_b phi`` including lumped springs).
+    kinetic part: ``phi_b^T M_bb phi_b``; elastic ``phi^T K_b phi`` including lumped springs,
+    booked to their owners, :func:`strain_energies`).
 
     Returns
     -------
@@ -225,23 +270,9 @@ def body_energies(model, q, shapes, M=None):
     n_b, r = len(model.bodies), shapes.shape[1]
     kin = np.zeros((r, n_b))
     ela = np.zeros((r, n_b))
-    for b, body in enumerate(model.bodies):
+    for b in range(n_b):
         sl = model.v_slice(b)
         kin[:, b] = np.einsum("ik,ij,jk->k", shapes[sl], M[sl, sl], shapes[sl])
-        if body.n_f:
-            f = shapes[sl][6:]
-            ela[:, b] = np.einsum("ik,ij,jk->k", f, body.stiffness_ff, f)
-    ms = markers(model, q)
-    if model.springs:
-        _, Jd = springs.deflections(model, ms)
-        for s, (spring, K6) in enumerate(zip(model.springs, model.spring_tables["K"])):
-            d = Jd[s] @ shapes
-            ela[:, _lumped_owner(model, spring.marker_i, spring.marker_j)] += np.einsum("ik,ij,jk->k", d, K6, d)
-    mask = compliant(model)
-    if mask.any():
-        J_s = actuator_values(model, q, ms)[1]
-        for a, act in enumerate(model.actuators):
-            if mask[a]:
-                joint = model.joints[act.joint]
-                ela[:, _lumped_owner(model, joint.marker_i, joint.marker_j)] += act.stiffness * (J_s[a] @ shapes) ** 2
+    _, energy, owners = strain_energies(model, q, shapes)
+    np.add.at(ela.T, owners, energy.T)
     return kin, ela
