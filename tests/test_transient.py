@@ -89,7 +89,8 @@ def test_absurd_step_writes_incomplete_file(tmp_path):
     out = tmp_path / "sc.h5"
     proc = subprocess.run([sys.executable, "-m", "sim", "run", str(ROOT / "scenarios/slider_crank.toml"),
                            "--out", str(out), "--set", "transient.step=0.02", "--set", "transient.duration=0.1",
-                           "--set", "transient.output_step=0.02", "--set", "model.parameters.elements=2"],
+                           "--set", "transient.output_step=0.02", "--set", "model.parameters.elements=2",
+                           "--set", "transient.method=newmark"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode != 0, proc.stdout
     lines = proc.stderr.strip().splitlines()

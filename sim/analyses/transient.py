@@ -432,12 +432,21 @@ def run(model, scenario, group, progress):
         moves = from_scenario(scenario.data["trajectory"], model).moves
     gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
     damped = schedule(model, robot_damping(scenario, group), *samples[:2])
-    bar = progress(int(round(duration / h)), "transient")
-    result = simulate(model, q0, v0, duration, h, drive, method=table["method"],
-                      output_step=table["output_step"], rho_inf=table["rho_inf"],
-                      baumgarte=gains, newton_tol=table["newton_tol"],
-                      newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
-    bar.close()
+    method, fallback = table["method"] or "newmark", None
+
+    def integrate(method):
+        with progress(int(round(duration / h)), "transient") as bar:
+            return simulate(model, q0, v0, duration, h, drive, method=method, output_step=table["output_step"],
+                            rho_inf=table["rho_inf"], baumgarte=gains, newton_tol=table["newton_tol"],
+                            newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
+
+    result = integrate(method)
+    if result.status == "failed" and table["method"] is None:
+        # The default: Newmark keeps every mode undamped, those the step cannot resolve too (a
+        # locked loop's stiff ones at a change point), and they can stop Newton; generalized-
+        # alpha damps them and keeps second order.  Run again with it, and say so.
+        fallback, method = result.message, "generalized-alpha"
+        result = integrate(method)
     rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
     summary = write(model, group, result, rigid, static(result.t))
     if moves is not None:
@@ -456,7 +465,9 @@ def run(model, scenario, group, progress):
                                                       [model.q_home[model.q_slice(b)][:3] for b in range(len(model.bodies))]]))
     group.attrs["start"] = table["start"]
     group.attrs["drive"] = table["drive"]
-    group.attrs["method"] = table["method"]        # with rho_inf: sim.app.selfcheck's phase-error estimate
+    group.attrs["method"] = method                 # with rho_inf: sim.app.selfcheck's phase-error estimate
+    if fallback is not None:
+        group.attrs["newmark_failure"] = fallback  # the default's first attempt (sim.app.selfcheck warns)
     group.attrs["rho_inf"] = float(table["rho_inf"])
     if result.status == "interrupted":
         group.set_status("incomplete", result.message)
@@ -470,7 +481,8 @@ def run(model, scenario, group, progress):
 def _cure(table):
     """What else than a smaller step may let a failed transient through: under Newmark's
     average acceleration every mode keeps its amplitude, the stiff ones the step cannot resolve
-    too (a locked loop's axial modes, a stiff spring), and they can stop Newton."""
+    too (a locked loop's axial modes, a stiff spring), and they can stop Newton.  (Left to its
+    default, a failed Newmark run is run again with generalized-alpha: nothing to advise.)"""
     if table["method"] != "newmark":
         return ""
     return ("; or damp what the step cannot resolve: method = \"generalized-alpha\" (rho_inf = 0.9 "

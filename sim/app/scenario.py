@@ -222,8 +222,10 @@ SCHEMA = {
     },
     "transient": {
         "step": Key("float", "positive", REQUIRED, "s", "time step h"),
-        "method": Key("str", ("newmark", "hht", "generalized-alpha"), "newmark", "",
-                      "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4)"),
+        "method": Key("str", ("newmark", "hht", "generalized-alpha"), None, "",
+                      "implicit integrator (Newmark: average acceleration γ = 1/2, β = 1/4); by default "
+                      "Newmark, and where Newton fails with it the run again with generalized-alpha "
+                      "(rho_inf), said in a warning"),
         "alpha": Key("float", "nonnegative", None, "1/s",
                      "Baumgarte gain α in C̈ + 2αĊ + β²C = 0 (default 4/step: under Newmark the "
                      "constraint error left by a step is a third of it, of the other sign, the next)"),

@@ -462,6 +462,10 @@ def warnings(groups):
     """One line per failed check of :func:`check`'s attributes (empty when all pass)."""
     out = []
     tr, ked = groups.get("transient"), groups.get("ked")
+    if tr is not None and "newmark_failure" in tr.attrs:
+        out.append(f"transient: Newmark, the default, stopped ({tr.attrs['newmark_failure']}): the result is "
+                   f"generalized-alpha's (rho_inf = {float(tr.attrs['rho_inf']):g}), which damps what the step "
+                   f"cannot resolve; set transient.method to choose")
     if tr is not None and str(tr.attrs.get("reference", "exact")) == "least_squares":
         out.append(f"transient: the rigid robot cannot follow its actuators (a locked or misaligned loop, or one "
                    f"at its change point): its joints would be off by up to {tr.attrs['reference_residual']:.3g} m or "
