@@ -1,7 +1,8 @@
 """Bauchau et al. (2016) spatial four-bar (hinge at C turned 5 deg about the follower's axis DC),
 built in Exudyn 1.13.6 with geometrically exact 3D beams (ObjectBeamGeometricallyExact, two-node
 elements): an independent check of ffrsim's models/four_bar.py (tests/data/four_bar_exudyn.csv is
-its 16-element run at h = 5e-4 s, every 10 ms; tests/test_locked.py compares).  Exudyn is not a
+its 16-element run at h = 5e-4 s, every 10 ms, and four_bar_exudyn_crank_sections.csv the crank's
+mid-span section forces of that run up to 7.5 s; tests/test_locked.py compares).  Exudyn is not a
 dependency of ffrsim: run this in an environment of its own (``python3 -m venv /tmp/exu &&
 /tmp/exu/bin/pip install exudyn numpy``).
 
@@ -24,7 +25,8 @@ parallelogram motion (crank and follower at 0.6 rad/s about A and D, the coupler
 meets every joint row but C's tilted axis), or zero (--initial-velocity zero).
 
 Run with Exudyn's venv:  /tmp/exu/bin/python benchmarks/four_bar_exudyn.py --elements 8 --step 1e-3 --out exu.csv
-Writes CSV columns t, x, y, z: the coupler's mid-span node position [s, m].
+Writes CSV columns t, x, y, z: the coupler's mid-span node position [s, m]; and (--out-sections)
+t, N, Vy, Vz, T, My, Mz: the crank's mid-span section forces [s, N, N m] (see build()).
 """
 import argparse
 import warnings
@@ -33,7 +35,7 @@ import time
 import numpy as np
 import exudyn as exu
 from exudyn.itemInterface import (NodeRigidBodyRotVecLG, NodeRigidBodyEP, NodePointGround, ObjectBeamGeometricallyExact,
-                                  MarkerNodeRigid, ObjectJointGeneric, SensorNode)
+                                  MarkerNodeRigid, ObjectJointGeneric, SensorNode, SensorBody)
 from exudyn.rigidBodyUtilities import (RotationMatrix2RotationVector, RotationMatrix2EulerParameters,
                                        AngularVelocity2EulerParameters_t)
 
@@ -95,10 +97,13 @@ def build(n, shear_factor=5.0 / 6.0, tilt_deg=5.0, initial_velocity="parallelogr
                 nodes.append(mbs.AddNode(NodeRigidBodyEP(referenceCoordinates=list(x) + list(ep),
                                                          initialVelocities=list(v0[:3]) + list(ep_t))))
         L = np.linalg.norm(q - p) / n
+        elements = []
         for k in range(n):
-            mbs.AddObject(ObjectBeamGeometricallyExact(nodeNumbers=[nodes[k], nodes[k + 1]], length=L,
-                                                       sectionData=sec))
+            elements.append(mbs.AddObject(ObjectBeamGeometricallyExact(nodeNumbers=[nodes[k], nodes[k + 1]], length=L,
+                                                                       sectionData=sec)))
         bars[name] = (nodes, R)
+        if name == "crank":
+            crank_elements = elements
 
     gA = mbs.AddNode(NodePointGround(referenceCoordinates=list(A)))
     gD = mbs.AddNode(NodePointGround(referenceCoordinates=list(D)))
@@ -130,8 +135,17 @@ def build(n, shear_factor=5.0 / 6.0, tilt_deg=5.0, initial_velocity="parallelogr
                                      rotationMarker0=I3, rotationMarker1=fo[1].T))
     mid = cp[0][n // 2]
     sMid = mbs.AddSensor(SensorNode(nodeNumber=mid, storeInternal=True, outputVariableType=exu.OutputVariableType.Position))
+    # crank mid-span section forces: ForceLocal / TorqueLocal of a two-node geometrically exact element
+    # are its section resultants (stiffness times the element's constant strains, in the section's
+    # local frame: x along A->B, z ~ world z, y = z x x ~ -world x; the resultant the part beyond
+    # (larger x) exerts on the part before, N > 0 in tension), one value per element, that of its
+    # mid-point; the mid-span node (n/2) gets the mean of its two elements (exact where the moment is
+    # linear along the bar, static_check.py)
+    sF = [mbs.AddSensor(SensorBody(bodyNumber=crank_elements[e], localPosition=[0, 0, 0], storeInternal=True,
+                                   outputVariableType=v))
+          for e in (n // 2 - 1, n // 2) for v in (exu.OutputVariableType.ForceLocal, exu.OutputVariableType.TorqueLocal)]
     mbs.Assemble()
-    return SC, mbs, sMid
+    return SC, mbs, sMid, sF
 
 
 def main():
@@ -154,10 +168,12 @@ def main():
     ap.add_argument("--lg-tangent", type=int, default=0, help="generalizedAlpha.lieGroupAddTangentOperator (needs --dense 1)")
     ap.add_argument("--dense", type=int, default=0, help="EXUdense linear solver instead of EigenSparse")
     ap.add_argument("--out", default="exu.csv")
+    ap.add_argument("--out-sections", default="exu_crank_sections.csv",
+                    help="CSV of the crank's mid-span section forces t, N, Vy, Vz, T, My, Mz [s, N, N m]")
     a = ap.parse_args()
     if a.elements % 2:
         raise SystemExit("elements must be even (mid-span node)")
-    SC, mbs, sMid = build(a.elements, a.shear_factor, a.tilt, a.initial_velocity, node=a.node)
+    SC, mbs, sMid, sF = build(a.elements, a.shear_factor, a.tilt, a.initial_velocity, node=a.node)
     ss = exu.SimulationSettings()
     nsteps = int(round(a.duration / a.step))
     ss.timeIntegration.numberOfSteps = nsteps
@@ -176,6 +192,9 @@ def main():
     wall = time.perf_counter() - t0
     data = mbs.GetSensorStoredData(sMid)
     np.savetxt(a.out, data[:, :4], delimiter=",", header="t,x,y,z", comments="", fmt="%.10e")
+    F0, M0, F1, M1 = (mbs.GetSensorStoredData(k)[:, 1:4] for k in sF)
+    sec = np.column_stack([data[:, 0], 0.5 * (F0 + F1), 0.5 * (M0 + M1)])
+    np.savetxt(a.out_sections, sec, delimiter=",", header="t,N,Vy,Vz,T,My,Mz", comments="", fmt="%.10e")
     z = data[:, 3]
     print(f"ok={ok} n={a.elements} h={a.step} steps={nsteps} wall={wall:.2f}s per_step={wall / nsteps * 1e3:.3f}ms "
           f"zmin={z.min() * 1e3:.4f}mm@{data[z.argmin(), 0]:.3f}s zmax={z.max() * 1e3:.4f}mm@{data[z.argmax(), 0]:.3f}s")
