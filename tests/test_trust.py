@@ -684,3 +684,19 @@ def test_a_deviation_the_drift_makes_up_is_named(tmp_path, capsys):
             assert tr.attrs["drift_share"][0] > 0.3 and tr.attrs["drift_ratio"] < 1e-4
             peaks.append(np.abs(tr["deviation"][...]).max())
     assert peaks[1] == pytest.approx(peaks[0] / 10, rel=0.2)
+
+
+def test_the_integrators_oscillator_is_their_step():
+    """GeneralizedAlpha.oscillator: Newmark's average acceleration integrates a frequency as
+    2 atan(omega h / 2) / h without decay (closed form); generalized-alpha's spectral radius at
+    infinite frequency is rho_inf (decay -ln(rho) per half turn), and both are second order
+    (frequency error (omega h)^2 / 12 as omega h -> 0)."""
+    from sim.solvers.integrators import GeneralizedAlpha, Newmark
+    wh = np.array([1e-2, 0.1, 0.5, 1.0, 2.0])
+    error, zeta = Newmark.oscillator(wh)
+    np.testing.assert_allclose(error, 1 - 2 * np.arctan(wh / 2) / wh, rtol=1e-10)
+    np.testing.assert_allclose(zeta, 0.0, atol=1e-12)
+    error, zeta = GeneralizedAlpha.oscillator(np.array([1e-2]), 0.9)
+    assert error[0] == pytest.approx(1e-4 / 12, rel=0.05)
+    _, zeta = GeneralizedAlpha.oscillator(np.array([1e4]), 0.6)
+    assert zeta[0] == pytest.approx(-np.log(0.6) / np.pi, rel=0.01)
