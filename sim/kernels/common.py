@@ -7,9 +7,10 @@ zeroes entries below ``FLUSH_RTOL`` of the largest one (see :mod:`sim.linalg`).
 """
 import numpy as np
 from numba import njit, typeof, types
-from numba.core import cgutils
 from numba.experimental import structref
 from numba.extending import intrinsic, overload
+
+from sim.kernels import _numba
 
 FLUSH_RTOL = 1e-20
 SMALL_BLOCK = 8     # block_product: blocks up to this size by loops
@@ -86,8 +87,7 @@ def pointer(kernel, signature):
         # store the same machine code under another key, which the next process's Python calls
         # miss (and compile again, 12 s for the evaluation).
         kernel.compile(tuple(signature.args))
-        result = kernel.get_compile_result(signature)
-        _POINTERS[key] = result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+        _POINTERS[key] = _numba.address(kernel, signature)
     return _POINTERS[key]
 
 
@@ -101,11 +101,7 @@ def first_class(kind):
     """Code generation of a first-class function of type ``kind`` (a ``types.FunctionType``)
     from a machine-code address (:func:`pointer`; numba's calling convention, so exceptions
     reach the caller)."""
-    def codegen(context, builder, signature, args):
-        value = cgutils.create_struct_proxy(kind)(context, builder)
-        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
-        return value._getvalue()
-    return codegen
+    return _numba.function_at(kind)
 
 
 def caller(signature):

@@ -1,0 +1,266 @@
+"""numba, fenced: every use of numba's internals (what its documentation does not promise) is
+in this module, so that a numba release can break at most what is here.
+
+Two kinds of use:
+
+* **patches** that make numba's disk cache faster and safer (:func:`_tolerant_cache_index`,
+  :func:`_light_cache_loads`, :func:`_package_cache_stamp`) and compilations hold back stop
+  signals (:func:`_compiles_hold_signals`).  They are applied by :func:`apply` only on the numba
+  releases they were tested with (:data:`TESTED`, the range ``pyproject.toml`` pins) and unless
+  ``FFRSIM_NUMBA_PATCHES=0``; elsewhere, or where a patch no longer finds what it replaces,
+  numba keeps its own behaviour: slower cache loading, never a broken import;
+* **hooks** the compiled engine is built on: the LAPACK ``dgetrf`` symbol numba links its own
+  ``numpy.linalg`` support to (:func:`lapack_getrf`: ``None`` when unavailable or unpatched,
+  and :mod:`sim.kernels.lapack` then factorises with compiled loops), and the machine-code
+  address of a compiled kernel with the code generation that calls it as a first-class
+  function (:func:`address`, :func:`function_at`).
+"""
+import functools
+import os
+
+import numba
+from numba import types
+
+# numba releases the patches were tested with: [first, end).
+TESTED = ((0, 68), (0, 69))
+
+
+def version():
+    """numba's release as ``(major, minor)``."""
+    return tuple(int(part) for part in numba.__version__.split(".")[:2])
+
+
+def enabled():
+    """Whether the patches apply: a tested numba and ``FFRSIM_NUMBA_PATCHES`` not ``0``."""
+    return os.environ.get("FFRSIM_NUMBA_PATCHES", "1") != "0" and TESTED[0] <= version() < TESTED[1]
+
+
+def apply():
+    """Apply every patch that :func:`enabled` allows; returns the names of those applied.  A
+    patch that no longer finds what it replaces is skipped (each looks everything up before it
+    assigns anything)."""
+    applied = []
+    if not enabled():
+        return applied
+    for patch in (_tolerant_cache_index, _light_cache_loads, _package_cache_stamp, _compiles_hold_signals):
+        try:
+            patch()
+        except (ImportError, AttributeError, TypeError):
+            continue
+        applied.append(patch.__name__)
+    return applied
+
+
+def lapack_getrf():
+    """numba's external ``dgetrf`` function (LAPACK LU from ``scipy.linalg.cython_lapack``, a
+    symbol, so code calling it stays cacheable), or ``None`` where this numba does not offer it
+    or the patches are off (:func:`enabled`)."""
+    if not enabled():
+        return None
+    try:
+        from numba.np.linalg import _LAPACK, ensure_lapack
+        ensure_lapack()
+        return _LAPACK().numba_xxgetrf(types.float64)
+    except (ImportError, AttributeError, TypeError):
+        return None
+
+
+def address(kernel, signature):
+    """Machine-code address of the dispatcher ``kernel`` compiled (or loaded from the cache)
+    for the full ``signature``; :func:`sim.kernels.common.pointer` keeps the addresses."""
+    result = kernel.get_compile_result(signature)
+    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+
+
+def function_at(kind):
+    """Code generation of a first-class function of type ``kind`` (a ``types.FunctionType``)
+    from a machine-code address (numba's calling convention, so exceptions reach the caller)."""
+    from numba.core import cgutils
+
+    def codegen(context, builder, signature, args):
+        value = cgutils.create_struct_proxy(kind)(context, builder)
+        value.jit_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+        return value._getvalue()
+    return codegen
+
+
+def _tolerant_cache_index():
+    """Read a numba cache index that cannot be unpickled as a stale one (a miss: recompile).
+
+    numba unpickles an index before it compares the source stamp that would make it stale, so
+    an index written by an older ffrsim whose pickled types have since moved (a fresh checkout
+    over an old ``__pycache__``) raises there instead of recompiling.
+    """
+    import pickle
+
+    from numba.core.caching import IndexDataCacheFile
+
+    load = IndexDataCacheFile._load_index
+    if getattr(load, "tolerant", False):
+        return
+
+    def _load_index(self):
+        try:
+            return load(self)
+        except (AttributeError, ImportError, IndexError, TypeError, ValueError, EOFError, pickle.UnpicklingError):
+            return {}
+
+    _load_index.tolerant = True
+    IndexDataCacheFile._load_index = _load_index
+
+
+
+def _light_cache_loads():
+    """Load a cached kernel with only what running it needs.
+
+    numba does two things on every load from the disk cache that a process which only runs
+    the kernel does not need, 0.2 s of a warm `sim modes` (0.96 s):
+
+    * it refreshes its target context: imports and installs every implementation it can
+      compile (arrays, linalg, random, typed containers, ...).  Running machine code needs only
+      the symbols it refers to: the runtime's (NRT), and, for code that hashes strings, those
+      of the hash secret, which the import of ``numba.cpython.hashing`` registers (20 ms, so
+      only for such code).  Every compilation refreshes the context itself (numba's
+      ``CompilerBase``), so a miss after a light load compiles as before;
+    * it parses the library's LLVM bitcode (kept for linking it into a caller compiled later)
+      and lists the symbols it defines, so that the entry points can be looked up.  Here the
+      bitcode waits until a caller is linked against it, or a symbol is looked up that no
+      parsed library defines; the two entry points (the function and its Python wrapper,
+      named in the cached function descriptor) are listed at once.
+    """
+    import weakref
+
+    import llvmlite.binding as ll
+    from numba.core import caching, codegen
+    from numba.core.runtime import rtsys
+
+    library, engine = codegen.CPUCodeLibrary, codegen.JitEngine
+    if getattr(caching.Cache.load_overload, "light", False):
+        return
+    rebuild, unserialize = caching.CompileResultCacheImpl.rebuild, library._unserialize.__func__
+    for_linking, defined = library._get_module_for_linking, engine.is_symbol_defined
+    pending = weakref.WeakSet()     # loaded libraries whose bitcode is not parsed yet
+
+    def parse(lib):
+        bitcode = lib.__dict__.pop("_pending_bitcode", None)
+        if bitcode is not None:
+            pending.discard(lib)
+            lib._shared_module = ll.parse_bitcode(bitcode)
+            lib._codegen._engine._load_defined_symbols(lib._shared_module)
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    def rebuild_light(self, target_context, payload):
+        try:    # numba's payload: ((name, "object", (object code, bitcode)), fndesc, ...)
+            (_, kind, (code, _)), fndesc = payload[0], payload[1]
+            entries = {fndesc.llvm_func_name, fndesc.llvm_cpython_wrapper_name}
+            hashes = kind != "object" or b"_numba_hashsecret_" in code
+        except (TypeError, ValueError, IndexError, AttributeError):
+            entries, hashes = set(), True
+        if hashes:
+            import numba.cpython.hashing  # noqa: F401  (registers the hash secret's symbols)
+        symbols = target_context.codegen()._engine._defined_symbols
+        new = entries - symbols
+        symbols |= new
+        try:
+            return rebuild(self, target_context, payload)
+        except BaseException:
+            symbols -= new
+            raise
+
+    def unserialize_light(cls, cg, state):
+        name, kind, data = state
+        if kind != "object":
+            return unserialize(cls, cg, state)
+        code, bitcode = data
+        lib = cg.create_library(name)
+        lib.enable_object_caching()
+        lib._set_compiled_object(code)
+        lib._pending_bitcode = bitcode
+        pending.add(lib)
+        lib._finalize_final_module()
+        return lib
+
+    def get_module_for_linking(self):
+        parse(self)
+        return for_linking(self)
+
+    def is_symbol_defined(self, name):
+        if not defined(self, name):
+            for lib in list(pending):
+                parse(lib)
+        return defined(self, name)
+
+    load_overload.light = True
+    caching.Cache.load_overload = load_overload
+    caching.CompileResultCacheImpl.rebuild = rebuild_light
+    library._unserialize = classmethod(unserialize_light)
+    library._get_module_for_linking = get_module_for_linking
+    engine.is_symbol_defined = is_symbol_defined
+
+
+def _package_cache_stamp():
+    """Every kernel of ``sim`` is cached under one stamp, :func:`package_stamp` of the package.
+
+    numba stamps a cached kernel with its own source file only, and a kernel's cached machine
+    code contains its callees from other files (the bodies' terms inside the evaluation): after
+    an upgrade that changed a callee alone, the caller would load stale code.  One stamp over
+    all the kernels' files recompiles them all instead.
+    """
+    from numba.core.caching import _SourceFileBackedLocatorMixin as Located
+
+    own = Located.get_source_stamp
+    if getattr(own, "package", False):
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from sim.kernels import package_stamp
+
+    stamp = functools.lru_cache(maxsize=None)(package_stamp)
+
+    def get_source_stamp(self):
+        if os.path.abspath(self._py_file).startswith(root + os.sep):
+            return stamp(root)
+        return own(self)
+
+    get_source_stamp.package = True
+    Located.get_source_stamp = get_source_stamp
+
+
+
+def _compiles_hold_signals():
+    """Hold the stop signals back while numba compiles or loads any kernel in the main thread,
+    wherever it is called from (:func:`sim.errors.signals_deferred`: a signal handled inside
+    llvmlite's callbacks is lost, leaves numba broken, and an interrupted run would go on to
+    its end).  The signal is raised when the outermost compilation ends."""
+    import threading
+
+    from numba.core import event
+
+    from sim.errors import signals_deferred
+
+    class Hold(event.Listener):
+        def __init__(self):
+            self.local = threading.local()      # nested compilations, per thread
+
+        def _opened(self):
+            if not hasattr(self.local, "open"):
+                self.local.open = []
+            return self.local.open
+
+        def on_start(self, event):
+            opened, context = self._opened(), None
+            if not opened and threading.current_thread() is threading.main_thread():
+                context = signals_deferred()      # the outermost compilation only
+                context.__enter__()
+            opened.append(context)
+
+        def on_end(self, event):
+            opened = self._opened()
+            context = opened.pop() if opened else None
+            if context is not None:
+                context.__exit__(None, None, None)     # raises the held signal, if any
+
+    event.register("numba:compile", Hold())

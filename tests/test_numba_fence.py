@@ -1,0 +1,56 @@
+"""numba fenced in sim/kernels/_numba.py (issue 46): on the tested numba every patch applies;
+with the patches off (``FFRSIM_NUMBA_PATCHES=0``, as on an untested numba) ``import sim`` works
+and the compiled LU falls back to loops that give LAPACK's factors and pivots."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.linalg
+
+import sim.kernels
+from sim.kernels import _numba
+from sim.kernels.lapack import _getrf_loops
+
+ROOT = Path(sim.kernels.__file__).resolve().parents[2]
+
+
+def test_every_patch_applies_on_the_tested_numba():
+    assert _numba.TESTED[0] <= _numba.version() < _numba.TESTED[1]
+    assert sim.kernels.PATCHES == ["_tolerant_cache_index", "_light_cache_loads", "_package_cache_stamp",
+                                   "_compiles_hold_signals"]
+
+
+def test_the_pin_is_the_tested_range():
+    text = (ROOT / "pyproject.toml").read_text()
+    (a, b), (c, d) = _numba.TESTED
+    assert f'"numba>={a}.{b},<{c}.{d}"' in text
+
+
+def test_compiled_loops_factorise_as_lapack():
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 17):
+        A = rng.standard_normal((n, n))
+        A[:, 0] *= 1e-3                                   # pivoting matters
+        lu, piv = np.asfortranarray(A.copy()), np.zeros(n, np.int32)
+        assert _getrf_loops(lu, piv) == 0
+        ref, ref_piv = scipy.linalg.lu_factor(A)
+        np.testing.assert_array_equal(piv, ref_piv)
+        np.testing.assert_allclose(lu, ref, rtol=1e-12, atol=1e-12)
+    singular = np.asfortranarray(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    assert _getrf_loops(singular, np.zeros(2, np.int32)) == 2
+
+
+def test_import_and_a_factorisation_with_the_patches_off(tmp_path):
+    code = ("import numpy as np, sim, sim.kernels\n"
+            "from sim.kernels.lapack import getrf, _getrf_loops\n"
+            "assert sim.kernels.PATCHES == [] and getrf is _getrf_loops\n"
+            "a = np.asfortranarray([[0.0, 2.0], [3.0, 1.0]]); p = np.zeros(2, np.int32)\n"
+            "assert getrf(a, p) == 0 and list(p) == [1, 1]\n"
+            "print(a[0, 0], a[1, 1])\n")
+    env = dict(os.environ, FFRSIM_NUMBA_PATCHES="0", NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3.0", "2.0"]
