@@ -6,6 +6,7 @@ from numpy.testing import assert_allclose
 from conftest import load
 from problems import bar_extension, cantilever_tip_deflection, consistent_mass, shaft_twist
 from sim.model import beam
+from sim.model.builder import beam_structure_matrices
 
 #: Element cases: (L, E, G, rho, A, Iy, Iz, J, Ip) with distinct values so that no two terms
 #: can be swapped unnoticed.
@@ -17,10 +18,14 @@ ELEMENTS = {
 
 
 def element_matrices(case):
+    """The engine's matrices of one element along x (:func:`sim.model.builder.beam_structure_matrices`,
+    what every beam body is built from): stiffness, and mass as the model uses it, the trace of
+    the second-moment matrices (translation) plus the section's rotary inertia."""
     L, E, G, rho, A, Iy, Iz, J, Ip = ELEMENTS[case]
-    K = beam.stiffness([L], E, G, A, Iy, Iz, J)[0]
-    M = beam.mass([L], rho, A, Iy, Iz, Ip)[0]
-    return K, M
+    section = beam.Section(E=E, G=G, rho=rho, A=A, Iy=Iy, Iz=Iz, J=J, Ip=Ip)
+    full = beam_structure_matrices(np.array([[0.0, 0.0, 0.0], [L, 0.0, 0.0]]), np.array([[0, 1]]), [section],
+                                   np.array([[0.0, 0.0, 1.0]]))
+    return full["K"], np.einsum("kkij->ij", full["I"]) + full["Mrot"]
 
 
 def rigid_motions(L):

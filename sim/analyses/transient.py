@@ -24,7 +24,7 @@ gets the damping KED gives it.
 (:func:`static_start`: the elastic one, and the compliant drives' deflections that hold the
 preloads), ``"undeformed"`` from the rigid configuration; the
 initial velocities meet every constraint row (:func:`consistent_state`).  The Baumgarte gains
-default to ``BAUMGARTE_RATE / step``.  The group holds the static deflection along the path
+default to ``BAUMGARTE_RATE / step`` (:func:`sim.solvers.integrators.baumgarte_gains`).  The group holds the static deflection along the path
 (:func:`static_deviation`) and the dynamic rest of the deviation.
 
 ``drive_law`` (instead of a trajectory): ``{kind = "constant_rate", rate = ...}``
@@ -53,12 +53,6 @@ REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (at most)
 REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
 REFERENCE_TOL = 1e-11     # rad or m: largest interpolation error of the drive law (quintic Hermite)
 REFERENCE_MAX_SAMPLES = 200_001
-BAUMGARTE_RATE = 4.0      # default Baumgarte gains alpha = beta = BAUMGARTE_RATE / step.  Newmark's
-#                           trapezoidal rule maps the constraint error's decay to (1 - r/2) / (1 + r/2) per
-#                           step: -1/3 here.  The drift the integration leaves at velocity level (second
-#                           order in the step, along a curved path) is balanced at C ~ 2 b step / r: 20 times
-#                           less than at r = 0.2 (the five-bar: 0.13 nm, 0.4 % of its in-plane deviation);
-#                           r = 2 (dead-beat) took 28 % more Newton iterations on the slider-crank, r = 4 12 %
 REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (quintic Hermite)
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
@@ -396,6 +390,7 @@ def run(model, scenario, group, progress):
     from sim.model.evaluator import size as robot_size
     from sim.model.kinematics import markers
     from sim.solvers.damping import schedule
+    from sim.solvers.integrators import baumgarte_gains
     from sim.solvers.simulate import Drive, simulate
     from sim.model.sections import elastic_displacements
 
@@ -430,7 +425,7 @@ def run(model, scenario, group, progress):
     if table.get("drive_law") is None:
         from sim.solvers.trajectory import from_scenario
         moves = from_scenario(scenario.data["trajectory"], model).moves
-    gains = tuple(BAUMGARTE_RATE / h if table[k] is None else table[k] for k in ("alpha", "beta"))
+    gains = baumgarte_gains(h, table["alpha"], table["beta"])
     damped = schedule(model, robot_damping(scenario, group), *samples[:2])
     method, fallback = table["method"] or "newmark", None
 

@@ -200,7 +200,7 @@ def _analysis(analysis, function, model, parameters, options, trajectory=None, n
 
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, selfcheck
-    from sim.app.cli import make_progress
+    from sim.app.progress import make_progress
     from sim.app.results import GroupWriter, _tree
 
     where = f"sim.{function}()"
@@ -404,7 +404,7 @@ def _run(scenario, out, force, allow_long):
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
     from sim.solvers.trajectory import from_scenario
-    from sim.app.cli import make_progress
+    from sim.app.progress import make_progress
     from sim.app.results import ResultFile
 
     available(scenario)

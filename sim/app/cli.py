@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from sim.errors import (STOP_SIGNALS, Interrupted, SimError, check_stop, install_stop_handlers, nothing_to_keep,
+from sim.errors import (STOP_SIGNALS, Interrupted, SimError, install_stop_handlers, nothing_to_keep,
                         one_line, restore_handlers, stop_in, stop_line)
 
 EXIT_USER_ERROR = 2
@@ -26,23 +26,6 @@ EXIT_INTERRUPTED = 130
 STOPPED = {128 + sig for sig in STOP_SIGNALS}   # the exit codes of a run stopped by a signal
 EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell reports for a killed writer
 DEFAULT_MODE_COUNT = 6
-
-
-def make_progress():
-    """Return ``progress(total, desc) -> tqdm``: bars on an interactive stderr, outside CI."""
-    from tqdm import tqdm
-
-    disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
-
-    class Bar(tqdm):
-        def update(self, n=1):
-            check_stop()    # a stop whose exception was lost is raised here, between chunks
-            return super().update(n)
-
-    def progress(total, desc):
-        return Bar(total=total, desc=desc, disable=disable, file=sys.stderr,
-                   leave=False, dynamic_ncols=True)
-    return progress
 
 
 def parse_value(text):

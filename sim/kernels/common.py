@@ -1,4 +1,4 @@
-"""Small helpers of the compiled kernels: records by reference, run-time flags, 3-vector dot,
+"""Small helpers of the compiled kernels: records by reference, run-time flags, the angle wrap, 3-vector dot,
 flushing round-off, block-diagonal products.
 
 Round-off leaves entries of order 1e-40 .. 1e-80 where the exact value is zero; their products
@@ -122,6 +122,13 @@ def runtime(flag):
     everything it calls): flags pass through this, an array look-up, so that one compilation
     serves all calls."""
     return _BOOLS[1 if flag else 0]
+
+
+@njit(cache=True, inline="always")
+def wrap(angle):
+    """``angle`` [rad] (a number or an array) wrapped into ``[-pi, pi)``: the one home of the
+    angle wrap, for compiled and Python code."""
+    return (angle + np.pi) % (2 * np.pi) - np.pi
 
 
 @njit(cache=True)

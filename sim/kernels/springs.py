@@ -29,6 +29,8 @@ derivative of axis ``k``, ``Jw[m]`` (3, n_loc), whose column ``c`` is column ``c
 import numpy as np
 from numba import njit
 
+from sim.kernels.common import wrap
+
 
 @njit(cache=True, nogil=True)
 def deflection(i, j, home, p, A, Jp, Ja, Jw, d, Jd):
@@ -72,7 +74,7 @@ def deflection(i, j, home, p, A, Jp, Ja, Jw, d, Jd):
     d[3], d[4], d[5] = -zy, zx, np.arctan2(Y, X)
     for a in range(6):
         d[a] -= home[a]
-    d[5] = (d[5] + np.pi) % (2 * np.pi) - np.pi
+    d[5] = wrap(d[5])
 
 
 @njit(cache=True, nogil=True)
@@ -191,7 +193,7 @@ def actuator_springs(idx, k, c, angle, s, J_s, targets, v, Q, Q0, G, Kt, with_G,
         a = idx[r]
         e = s[a] - targets[a]
         if angle[a]:
-            e = (e + np.pi) % (2 * np.pi) - np.pi
+            e = wrap(e)
         rate = 0.0
         for col in range(n):
             rate += J_s[a, col] * v[col]

@@ -9,6 +9,7 @@ import numpy as np
 
 from sim.model.constraints import actuator_values, constraints, drive_residual
 from sim.errors import SimError
+from sim.kernels.common import wrap
 from sim.model.springs import deformation_rows
 from sim.model.kinematics import integrate, markers, pose_jacobian
 from sim.linalg import lstsq, null_space, singular_values, svd
@@ -44,7 +45,7 @@ def residual(model, q, targets, pose_target, ev=None, columns=None):
         x, Jx = pose_jacobian(model, q, ms) if ev is None else ev.pose()
         res = x - pose_target
         rot = np.array([k.startswith("r") for k in model.pose_kinds])
-        res[rot] = (res[rot] + np.pi) % (2 * np.pi) - np.pi
+        res[rot] = wrap(res[rot])
         phi, J = np.concatenate([phi, res]), np.vstack([J, Jx])
     return phi, J[:, model.v_rigid if columns is None else columns]
 

@@ -287,21 +287,6 @@ def stiffness(L, E, G, A, Iy, Iz, J):
     return K
 
 
-def mass(L, rho, A, Iy, Iz, Ip):
-    """Consistent element mass matrices (translation + section rotary inertia), element frame.
-
-    Integrated by Gauss quadrature from :func:`shape_functions`; arrays (n_el,) -> (n_el, 12, 12).
-    """
-    L = np.asarray(L, dtype=float)
-    Nt, Nr = shape_functions(L)
-    rho, A, Iy, Iz, Ip = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (rho, A, Iy, Iz, Ip)))
-    Jsec = np.zeros(L.shape + (3, 3))
-    Jsec[:, 0, 0], Jsec[:, 1, 1], Jsec[:, 2, 2] = rho * Ip, rho * Iy, rho * Iz
-    Mt = np.einsum("g,egki,egkj->eij", GAUSS_W, Nt, Nt) * (rho * A * L)[:, None, None]
-    Mr = np.einsum("g,egki,ekl,eglj->eij", GAUSS_W, Nr, Jsec, Nr) * L[:, None, None]
-    return Mt + Mr
-
-
 def rotation_12(R_BE):
     """Block-diagonal dof rotation ``q_body = T @ q_local``.  (n_el, 3, 3) -> (n_el, 12, 12)."""
     n_el = R_BE.shape[0]

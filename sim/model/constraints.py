@@ -17,7 +17,7 @@ The rows are evaluated by the compiled kernel :func:`sim.kernels.rows.rows`.
 import numpy as np
 
 from sim.kernels import rows as kernel
-from sim.kernels.common import by_reference
+from sim.kernels.common import by_reference, wrap
 from sim.model.kinematics import markers
 
 
@@ -42,7 +42,7 @@ def drive_residual(model, s, targets, angle=None):
     res = np.asarray(s, dtype=float) - np.asarray(targets, dtype=float)
     ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool) if angle is None else angle
     if ang.any():
-        res[ang] = (res[ang] + np.pi) % (2 * np.pi) - np.pi
+        res[ang] = wrap(res[ang])
     return res
 
 

@@ -28,7 +28,7 @@ from sim.errors import SimError
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
-from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff, runtime
+from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff, runtime, wrap
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
 from sim.kernels.pose import pose_terms
@@ -153,7 +153,7 @@ def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with
     for r in range(d):
         res = x[r] - x_target[r]
         if kinds[r] >= 3:
-            res = (res + np.pi) % (2 * np.pi) - np.pi
+            res = wrap(res)
         phi_out[nj + r] = res
         for k in range(rigid.size):
             A[nj + r, k] = Jx[r, rigid[k]]

@@ -144,7 +144,7 @@ class _Markers:
 
 
 def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None, t0=0.0, rho_inf=0.9,
-             baumgarte=(10.0, 10.0), newton_tol=None, newton_max_iter=None, damping=None, progress=None):
+             baumgarte=None, newton_tol=None, newton_max_iter=None, damping=None, progress=None):
     """Integrate the full FFR equations from ``(q0, v0)`` at ``t0`` to ``t_end``.
 
     Parameters
