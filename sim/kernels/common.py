@@ -72,7 +72,17 @@ def compile_for(kernel, *args):
     values ``args`` as a call would, without calling it; an argument that is a numba type
     stands for a value of that type (:func:`record_type`, the evaluation's addresses
     :data:`sim.kernels.equations.ADDRESSES`), so that a loop compiles before the evaluation it calls is."""
-    kernel.compile(tuple(arg if isinstance(arg, types.Type) else kernel.typeof_pyval(arg) for arg in args))
+    kernel.compile(tuple(_type_of(kernel, arg) for arg in args))
+
+
+def _type_of(kernel, value):
+    """numba type of ``value`` as :func:`compile_for` reads it: a numba type stands for itself,
+    also as a field of a named tuple (a record of arguments holding the tables' type)."""
+    if isinstance(value, types.Type):
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_fields") and any(isinstance(v, types.Type) for v in value):
+        return types.NamedTuple([_type_of(kernel, v) for v in value], type(value))
+    return kernel.typeof_pyval(value)
 
 
 def pointer(kernel, signature):

@@ -19,6 +19,7 @@ eigenvalues are iterated from the previous sample's (:func:`sim.linalg.condition
 same condition number, to round-off, for a quarter of a dense eigensolve).
 """
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -38,6 +39,43 @@ SEGMENT = 16              # samples per call of the compiled loop (then handed o
 CORRECTOR_MAX_ITER = 3    # plain Newton steps from the predictor before the line-search Newton takes over ...
 CORRECTOR_CONTRACTION = 0.1  # ... or as soon as a step cuts the residual by less than this factor
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
+
+
+class Loop(NamedTuple):
+    """The model's part of the sample loop :func:`_segment` (:func:`_fast_segments`)."""
+
+    tables: object          # the evaluator's tables, by reference
+    f: np.ndarray           # the addresses of their evaluation (sim.kernels.equations.addresses)
+    kinds: np.ndarray       # codes of the targets: the end effector's coordinates or the actuators'
+    e: int                  # the end-effector marker
+    rigid: np.ndarray       # the reference coordinates (columns of v)
+    nj: int                 # joint rows
+    rank: int               # expected rank of [C_q; J_x]
+    pkinds: np.ndarray      # codes of the end effector's coordinates
+    drive: bool             # targets are the actuators' values
+
+
+class Targets(NamedTuple):
+    """Sample times ``times`` (n,) and targets ``X``, ``XD``, ``XDD`` (n, d) with their rates."""
+
+    times: np.ndarray
+    X: np.ndarray
+    XD: np.ndarray
+    XDD: np.ndarray
+
+
+class Output(NamedTuple):
+    """What :func:`_segment` writes per sample: ``q`` (n, n_q), ``v``, ``a`` (n, n_v), the
+    actuators' ``s``, ``sd``, ``sdd`` (n, n_a), ``cond`` (n,), ``pose`` (3, n, d)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    s: np.ndarray
+    sd: np.ndarray
+    sdd: np.ndarray
+    cond: np.ndarray
+    pose: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -129,16 +167,19 @@ def _condition_estimate(F, A, u):
 
 
 @njit(cache=True)
-def _stack(J, nj, t, e, kinds, rigid, x_target, A, phi_out, phi, Jx, xq, v, with_rates, gamma, drive):
+def _stack(loop, terms, x_target, A, phi_out, Jx, xq, v, with_rates):
     """``A = [C_q; J_x]`` over the reference coordinates (flushed) and the residual
-    ``[C; x - x_target]`` (angles wrapped) from the last evaluation; ``Jx`` (d, n_v) and, with
-    ``with_rates`` at the velocity ``v``, ``xq`` (d,) of the end effector (marker ``e``).
-    With ``drive``, ``x`` is the actuators' values instead (the rows after the joints': ``Jx``
-    their rows of ``J``, ``xq = -gamma``; ``kinds`` 3 for an angle, 0 for a length)."""
+    ``[C; x - x_target]`` (angles wrapped) from the rows ``terms = (phi, J, gamma)`` of the last
+    evaluation; ``Jx`` (d, n_v) and, with ``with_rates`` at the velocity ``v``, ``xq`` (d,) of
+    the end effector (marker ``loop.e``).  With ``loop.drive``, ``x`` is the actuators' values
+    instead (the rows after the joints': ``Jx`` their rows of ``J``, ``xq = -gamma``;
+    ``kinds`` 3 for an angle, 0 for a length)."""
+    phi, J, gamma = terms
+    t, e, kinds, rigid, nj = loop.tables, loop.e, loop.kinds, loop.rigid, loop.nj
     d = kinds.size
     Jx[:] = 0.0
     x = np.zeros(d)
-    if drive:
+    if loop.drive:
         for r in range(d):
             x[r] = phi[nj + r]
             xq[r] = -gamma[nj + r]
@@ -174,34 +215,38 @@ def _kinematics(q, v, tables, f, phi, J, gamma):
 
 
 @njit(cache=True, nogil=True)
-def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, rigid, nj, rank, pkinds, drive, exact,
-             limit, u, warm, out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond, out_pose):
+def _segment(k0, k1, targets, state, predicted, loop, check, carry, out):
     """Samples ``k0 .. k1 - 1`` of :func:`rigid_motion` in one compiled loop: the rigid
     motion's only sample step.
 
-    The targets ``X, XD, XDD`` are the end effector's coordinates (codes ``kinds``) and rates
-    or, with ``drive``, the actuators' (:func:`_stack`); then ``out_pose`` (3, n, d) receives
-    the end effector's coordinates (codes ``pkinds``), velocity and acceleration (along a
-    trajectory they are the targets, and it is left as it is).
+    The targets (a :class:`Targets`) are the end effector's coordinates (codes ``loop.kinds``)
+    and rates or, with ``loop.drive``, the actuators' (:func:`_stack`); then ``out.pose``
+    (3, n, d) receives the end effector's coordinates (codes ``loop.pkinds``), velocity and
+    acceleration (along a trajectory they are the targets, and it is left as it is).
 
     ``state = (q, v, a, jerk)`` of sample ``k0 - 1``, updated as samples are done; with
     ``predicted``, ``q`` is instead sample ``k0``'s prediction (a configuration found
     otherwise: the start, a line-search Newton's result).  Each sample: the third-order
     predictor, at most ``CORRECTOR_MAX_ITER`` plain Newton steps, each cutting the residual by
     ``CORRECTOR_CONTRACTION``, then velocity and acceleration by the normal equations (the
-    minimum-norm solution below full rank) and the condition number (``exact``; otherwise
-    an estimate with a margin), refused from ``limit`` on.  ``u``: the vectors of
-    :func:`_condition_estimate`, ``warm``: the state of :func:`sim.linalg.condition_number`,
-    both carried from sample to sample.
+    minimum-norm solution below full rank) and the condition number (``check = (exact,
+    limit)``: exact, otherwise an estimate with a margin; refused from ``limit`` on).
+    ``carry = (u, warm)``: the vectors of :func:`_condition_estimate` and the state of
+    :func:`sim.linalg.condition_number`, carried from sample to sample.
 
     Returns
     -------
     k : int
         First sample not done (``k1`` when all are).  Its best configuration so far is left
-        in ``out_q[k]`` and, where the exact condition number refused it, that number in
-        ``out_cond[k]`` (inf: a singular factorisation).
+        in ``out.q[k]`` and, where the exact condition number refused it, that number in
+        ``out.cond[k]`` (inf: a singular factorisation).
     """
     q, v, a, jerk = state
+    times, X, XD, XDD = targets
+    tables, f, kinds, e, rigid, nj, rank, pkinds, drive = loop
+    exact, limit = check
+    u, warm = carry
+    out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond, out_pose = out
     n_v = v.size
     n_rows = nj + out_s.shape[1]
     n_r = rigid.size
@@ -230,7 +275,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
             integrate(q, dv, body_q, body_v, body_nf, q1)
         out_q[k] = q1
         _kinematics(q1, zero, tables, f, phi, J, gamma)
-        _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False), gamma, drive)
+        _stack(loop, (phi, J, gamma), X[k], A, res, Jx, xq, zero, runtime(False))
         norm = np.abs(res).max()
         ok = False
         for it in range(CORRECTOR_MAX_ITER + 1):
@@ -248,7 +293,7 @@ def _segment(k0, k1, times, X, XD, XDD, state, predicted, tables, f, kinds, e, r
                 dv[rigid[i]] = -step[i]
             integrate(q1, dv, body_q, body_v, body_nf, q_try)
             _kinematics(q_try, zero, tables, f, phi, J, gamma)
-            _stack(J, nj, tables, e, kinds, rigid, X[k], A, res, phi, Jx, xq, zero, runtime(False), gamma, drive)
+            _stack(loop, (phi, J, gamma), X[k], A, res, Jx, xq, zero, runtime(False))
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
                 break
@@ -332,8 +377,8 @@ def _fast_segments(model, ev, rank=None, drive=False):
     pkinds = pose_codes(model.pose_kinds)
     kinds = np.array([3 if a.kind == "angle" else 0 for a in model.actuators], dtype=np.int64) if drive else pkinds
     rank = int(model.ranks[1 if drive else 0]) if rank is None else int(rank)
-    return (ev.ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint),
-            rank, pkinds, bool(drive))
+    return Loop(ev.ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint),
+                rank, pkinds, bool(drive))
 
 
 class _Samples:
@@ -342,10 +387,10 @@ class _Samples:
 
     def __init__(self, model, n, q):
         n_v, n_a, n_r = model.n_v, len(model.actuators), len(model.v_rigid)
-        self.q, self.v, self.a = np.zeros((n, model.n_q)), np.zeros((n, n_v)), np.zeros((n, n_v))
-        self.s, self.sd, self.sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
-        self.cond = np.full(n, np.nan)
-        self.pose = np.zeros((3, n, len(model.pose_kinds)))    # end-effector coordinates and rates
+        self.out = Output(np.zeros((n, model.n_q)), np.zeros((n, n_v)), np.zeros((n, n_v)), np.zeros((n, n_a)),
+                          np.zeros((n, n_a)), np.zeros((n, n_a)), np.full(n, np.nan),
+                          np.zeros((3, n, len(model.pose_kinds))))    # end-effector coordinates and rates
+        self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond, self.pose = self.out
         self.state = (q.copy(), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v))
         self.u = np.ones((2, n_r)) / np.sqrt(n_r)       # the estimate's vectors
         self.warm = condition_state(n_r)                # the condition numbers'
@@ -356,8 +401,8 @@ class _Samples:
 
     def arguments(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
         """The arguments of :func:`_segment` for :meth:`run`."""
-        return (k0, k1, times, X, XD, XDD, self.state, predicted, *fast, exact, limit, self.u, self.warm,
-                self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond, self.pose)
+        return (k0, k1, Targets(times, X, XD, XDD), self.state, predicted, fast, (bool(exact), float(limit)),
+                (self.u, self.warm), self.out)
 
 
 def load_kernels(model, ev=None, drive=False):
