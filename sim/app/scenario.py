@@ -1002,8 +1002,8 @@ def _rst(text):
 
 
 def schema_rst():
-    """Return the scenario reference as reStructuredText: one table of every key (type, unit,
-    default, description) and the trajectory keys by ``kind``.
+    """Return the scenario reference as reStructuredText: a section per table, each key with
+    its type, unit, default and description, then the trajectory keys by ``kind``.
 
     Generated into ``docs/reference.rst`` by :func:`update_reference`; the tests check that
     the page holds the current text.
@@ -1013,14 +1013,16 @@ def schema_rst():
     str
     """
     rows, kinds = _schema_rows()
-    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 22 16 8 10 44", "",
-             "   * - key", "     - type", "     - unit", "     - default", "     - description"]
+    lines = ["Top level", "~~~~~~~~~", ""]
     for key, kind, unit, default, description in rows:
-        cells = ([f"**{key}**", "table", "", "", _rst(description)] if kind == "table"
-                 else [f"``{key}``", _rst(kind), unit, _rst(default), _rst(description)])
-        lines.append(f"   * - {cells[0]}")
-        lines += [f"     - {cell}".rstrip() for cell in cells[1:]]
-    lines += ["", "Trajectory keys by ``kind`` (any other trajectory key is an error):", "",
+        if kind == "table":
+            title = f"``{key}``"
+            lines += ["", title, "~" * len(title), "", _rst(description), ""]
+            continue
+        given = {"required": "required", "—": "optional"}.get(default, f"default {_rst(default)}")
+        lines += [f"``{key}`` -- {_rst(kind)}{f' [{unit}]' if unit else ''}; {given}", f"   {_rst(description)}", ""]
+    lines += ["", "Trajectory keys by ``kind``", "~~~~~~~~~~~~~~~~~~~~~~~~~~~", "",
+              "Any other trajectory key is an error.", "",
               ".. list-table::", "   :header-rows: 1", "",
               "   * - kind", "     - required", "     - optional"]
     for kind, required, optional in kinds:
