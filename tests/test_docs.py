@@ -63,3 +63,33 @@ def test_guide_quotes_every_part_of_its_example():
     assert parts == quoted and len(parts) >= 9
     for part in parts:
         assert f"# [/{part}]" in example, part
+
+
+def _written_datasets():
+    """The dataset names the analyses write (``group.put(NAME, ...)`` in ``sim/analyses``), as
+    regular expressions: an f-string's fields match a ``<placeholder>`` or a name."""
+    import ast
+
+    names = set()
+    for path in (DOCS.parent / "sim" / "analyses").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "put"
+                    and node.args):
+                continue
+            name = node.args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                names.add(re.escape(name.value))
+            elif isinstance(name, ast.JoinedStr):
+                names.add("".join(re.escape(part.value) if isinstance(part, ast.Constant) else r"(<[^>`]+>|[\w.]+)"
+                                  for part in name.values))
+    return names
+
+
+def test_result_layout_names_every_dataset():
+    """Every dataset an analysis writes is named (as ``name``) in the HDF5 layout of
+    ``docs/reference.rst``: a new dataset without its documentation fails here."""
+    layout = REFERENCE.read_text().split(".. _hdf5-layout:")[1]
+    names = _written_datasets()
+    assert len(names) > 80, len(names)
+    missing = sorted(name for name in names if not re.search(f"``{name}``", layout))
+    assert not missing, f"datasets written but not in docs/reference.rst's layout: {missing}"
