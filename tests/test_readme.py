@@ -53,3 +53,8 @@ def test_every_relative_link_points_to_a_file():
             assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: link to {target} names no file"
             checked += 1
     assert checked >= 20, checked
+
+
+def test_code_fences_are_closed():
+    """A block cut in two by an edit swallows the rest of the page on GitHub."""
+    assert README.count("```") % 2 == 0
