@@ -1,4 +1,5 @@
-"""Sphinx configuration of the documentation (``docs/``): the tour, the guide, the reference, the theory, validation, architecture and the API.
+"""Sphinx configuration of the documentation (``docs/``): the tour, the guide, the reference,
+the theory, validation, architecture and the API.
 
 Build: ``python -m sphinx -W -b html docs docs/_build`` (the tests build it warning-free).
 """

@@ -93,3 +93,29 @@ def test_result_layout_names_every_dataset():
     assert len(names) > 80, len(names)
     missing = sorted(name for name in names if not re.search(f"``{name}``", layout))
     assert not missing, f"datasets written but not in docs/reference.rst's layout: {missing}"
+
+
+#: Files the documentation names before they exist: the module issue 46 fences numba's
+#: internals into (docs/architecture.rst).  Remove an entry once its file has landed.
+PENDING = {"sim/kernels/_numba.py"}
+
+
+def test_files_and_tests_the_pages_name_exist():
+    """Every repository file a page names (``sim/...py``, ``tests/...``, ``models/...``,
+    ``benchmarks/...``, ``scenarios/...``) exists, and every test it cites
+    (``tests/FILE.py::test_name``) is defined there: the validation page stays exact as tests
+    are renamed and modules move."""
+    root = DOCS.parent
+    checked = 0
+    for page in sorted(DOCS.glob("*.rst")):
+        text = page.read_text()
+        for path in set(re.findall(r"\b((?:sim|tests|models|benchmarks|scenarios)/[a-z0-9_/]+\.(?:py|toml|csv))", text)):
+            assert (root / path).is_file() or path in PENDING, f"{page.name}: {path} does not exist"
+            checked += 1
+        for path, name in set(re.findall(r"(tests/\w+\.py)::(\w+)", text)):
+            assert f"def {name}(" in (root / path).read_text(), f"{page.name}: {path}::{name} is no test"
+            checked += 1
+        for name in set(re.findall(r"``(test_\w+)``", text)):         # a test named alone: in some test file
+            assert any(f"def {name}(" in t.read_text() for t in (root / "tests").glob("test_*.py")), \
+                f"{page.name}: {name} is no test"
+    assert checked > 60, checked
