@@ -16,3 +16,5 @@ html_theme = "alabaster"
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
+html_theme_options = {"page_width": "1200px", "sidebar_width": "230px"}
+html_static_path = ["_static"]      # custom.css: long literals wrap inside table cells
