@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 project = "ffrsim"
 author = "the ffrsim developers"
+copyright = "the ffrsim developers"
 extensions = ["sphinx.ext.autodoc", "numpydoc", "sphinx.ext.mathjax"]
 exclude_patterns = ["_build"]
 html_theme = "alabaster"
