@@ -28,7 +28,7 @@ Sources: paper 002 (platform 200 kg, inertia diag(17.333, 17.333, 33.333) kg m^2
 1.0 m, diameter 0.05 m, E = 206 GPa, G = 79.38 GPa, rho = 7800 kg/m^3, three elements each;
 spherical joints; sliders on ball screws with E_s = 206 GPa, A_s = 1.96e-3 m^2,
 L1 + L2 = 1.1 m; home height z0 = 1.744 m).  The paper's geometry tables are lost: the
-geometry above is the project's reconstruction (README, "Models").
+geometry above is the project's reconstruction (docs/tour.rst, "The shipped robots").
 
 *Assumed*: slider mass 15 kg, inertia of a 0.1 m steel-like cube (0.025 kg m^2 about each
 axis); nut stiffness 4e8 N/m, bearing stiffness 1e9 N/m; ``k_s`` frozen at the home slider
@@ -185,5 +185,5 @@ def build(strut_radius=0.025, screw_radius=0.024977, E=206e9, G=79.38e9, rho=780
         k_c = drive_stiffness(screw_radius, E_screw, ch["L1"], ch["L2"], nut_stiffness, bearing_stiffness)
         b.add_actuator(f"screw_{i}", f"P_{i}", stiffness=k_c if compliant_drives else None)
     b.set_end_effector("platform_centre", ("x", "y", "z", "rx", "ry", "rz"))
-    b.notes = "6-PSS seismic simulator (paper 002), geometry reconstructed (README, \"Models\")"
+    b.notes = "6-PSS seismic simulator (paper 002), geometry reconstructed (docs/tour.rst, \"The shipped robots\")"
     return b.build()

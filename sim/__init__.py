@@ -5,8 +5,10 @@ file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`stiffn
 :func:`transient`, :func:`ked`, :func:`inverse_dynamics`, :func:`frf`, :func:`identify` (each
 takes its scenario table's keys as keyword arguments and returns a :class:`Result`);
 :func:`run` runs a scenario file as ``sim run`` does and :func:`open_results` reads a result
-file's group as an xarray Dataset.  Lower level: :func:`solve_pose`, :func:`mass_matrix`,
-:func:`rigid_motion`, ...  See ``README.md`` and ``docs/``.
+file's group as an xarray Dataset.  The library beneath them: :func:`simulate` (the time loop,
+with a :class:`Drive`), :func:`natural_modes` (modes at a configuration, a
+:class:`ModalResult`), :class:`Evaluator` (the equations at a state), :func:`rigid_motion`,
+:func:`solve_pose`, :func:`mass_matrix`, ...  See ``README.md`` and ``docs/``.
 """
 import os
 import sys
@@ -63,15 +65,17 @@ if "numpy" in sys.modules:
 
     threadpool_limits(limits=1, user_api="blas")
 
-# What ``from sim import NAME`` gives, imported on first use: ``sim --help`` and the model files
+# What ``from sim import NAME`` gives (its module, or "module:attribute"), imported on first use: ``sim --help`` and the model files
 # pay only for what they use.
 _LAZY = {
     "Model": "sim.model.builder", "ModelBuilder": "sim.model.builder", "Section": "sim.model.beam", "Material": "sim.model.beam",
     "STEEL": "sim.model.beam", "ALUMINIUM": "sim.model.beam",
-    "SimError": "sim.errors", "load_model": "sim.model.loader", "assemble": "sim.model.assembly",
+    "SimError": "sim.errors", "assemble": "sim.model.assembly",
     "solve_pose": "sim.model.assembly", "mass_matrix": "sim.model.dynamics", "stiffness_matrix": "sim.model.dynamics",
-    "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "ModalResult": "sim.solvers.modal",
+    "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "Evaluator": "sim.model.evaluator",
+    "ModalResult": "sim.solvers.modal", "natural_modes": "sim.solvers.modal:modes",
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
+    "simulate": "sim.solvers.simulate", "Drive": "sim.solvers.simulate",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
                                         "inverse_dynamics", "frf", "identify", "run", "open_results")},
 }
@@ -81,7 +85,8 @@ __all__ = sorted(_LAZY)
 def __getattr__(name):
     if name in _LAZY:
         import importlib
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module, _, attribute = _LAZY[name].partition(":")     # "module:attribute" where the names differ
+        value = getattr(importlib.import_module(module), attribute or name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'sim' has no attribute {name!r}")

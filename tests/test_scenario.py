@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from sim.errors import SimError
-from sim.app.scenario import SCHEMA, Key, apply_overrides, load_scenario, schema_markdown
+from sim.app.scenario import SCHEMA, Key, apply_overrides, load_scenario, schema_rst
 
 SCENARIO = """\
 name = "circle"
@@ -239,9 +239,9 @@ def test_schema_is_data():
     assert all(isinstance(spec, Key) for spec in keys(SCHEMA))
 
 
-def test_schema_markdown_lists_every_key():
-    text = schema_markdown()
-    assert "`damping.ratio`" in text and "`ked.damping_ratio`" not in text and "`transient.newton_max_iter`" in text
+def test_schema_reference_lists_every_key():
+    text = schema_rst()
+    assert "``damping.ratio``" in text and "``ked.damping_ratio``" not in text and "``transient.newton_max_iter``" in text
 
 
 def test_damping_table_is_filled_when_absent(write):

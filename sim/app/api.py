@@ -2,7 +2,7 @@
 
 Each analysis is a function taking a model (a :class:`~sim.model.builder.Model`, or a model
 file's path with ``parameters``) and, as keyword arguments, the keys of its scenario table
-(README, "Scenario keys"); a trajectory analysis also takes ``trajectory``, the keys of the
+(``docs/reference.rst``); a trajectory analysis also takes ``trajectory``, the keys of the
 ``[trajectory]`` table.  The options go through the same validation as a scenario file, so a
 wrong key or value raises :class:`~sim.errors.SimError` with the message ``sim run`` would
 print, and the result is the analysis' group of the result file (:class:`Result`: the same

@@ -3,7 +3,7 @@
 A scenario names a model file and its parameters, a rigid end-effector trajectory and the
 analyses to run. The schema below is data: each key maps to a `Key` (type, constraint,
 default, unit, description), each table to a nested dict. Validation walks that data, so the
-same tables drive the error messages and the documentation (`schema_markdown`).
+same tables drive the error messages and the documentation (`schema_rst`, ``docs/reference.rst``).
 
 Validation happens once, here, at the boundary (STYLE §8.2 rule 17): analyses read
 `Scenario.data`, where every key of a present table exists (optional keys without a value
@@ -973,33 +973,60 @@ def _resolve_file(value, scenario_dir, keys, origin):
     raise SimError(f"{origin.of(keys)}: {_label(keys)} `{value}` not found in {places}")
 
 
-def schema_markdown():
-    """Return the scenario schema as Markdown tables (keys, types, units, defaults).
+def _schema_rows():
+    """The scenario reference's rows: ``(key, type, unit, default, description)`` per key, a
+    table as ``("[table]", "table", "", "", what it is)``; then the trajectory keys by kind."""
+    rows = []
+
+    def walk(schema, prefix):
+        for key, spec in schema.items():
+            dotted = ".".join(prefix + (key,))
+            if isinstance(spec, dict):
+                rows.append((f"[{dotted}]", "table", "", "", TABLE_DOCS.get(dotted, "")))
+                walk(spec, prefix + (key,))
+                continue
+            if key == AXIS_KEY:
+                dotted = ".".join(prefix) + "." + key
+            rows.append((dotted, _type_doc(spec), spec.unit, _default_doc(spec.default), spec.description))
+
+    walk(SCHEMA, ())
+    kinds = [(kind, ", ".join(required), ", ".join(optional) or "—") for kind, (required, optional) in KIND_KEYS.items()]
+    return rows, kinds
+
+
+def _rst(text):
+    """The schema's texts as reStructuredText: `code` as ``code``, and outside it the
+    characters that are markup there (``|x|`` a substitution, ``*`` emphasis) escaped."""
+    parts = re.split(r"`([^`]+)`", text)
+    return "".join(f"``{part}``" if k % 2 else re.sub(r"([|*\\])", r"\\\1", part) for k, part in enumerate(parts))
+
+
+def schema_rst():
+    """Return the scenario reference as reStructuredText: a section per table, each key with
+    its type, unit, default and description, then the trajectory keys by ``kind``.
+
+    Generated into ``docs/reference.rst`` by :func:`update_reference`; the tests check that
+    the page holds the current text.
 
     Returns
     -------
     str
     """
-    lines = ["| key | type | unit | default | description |",
-             "|---|---|---|---|---|"]
-
-    def rows(schema, prefix):
-        for key, spec in schema.items():
-            dotted = ".".join(prefix + (key,))
-            if isinstance(spec, dict):
-                lines.append(f"| **`[{dotted}]`** | table | | | {TABLE_DOCS.get(dotted, '')} |")
-                rows(spec, prefix + (key,))
-                continue
-            if key == AXIS_KEY:
-                dotted = ".".join(prefix) + "." + key
-            lines.append(f"| `{dotted}` | {_type_doc(spec)} | {spec.unit} | "
-                         f"{_default_doc(spec.default)} | {spec.description} |")
-
-    rows(SCHEMA, ())
-    lines += ["", "Trajectory keys by `kind` (any other trajectory key is an error):", "",
-              "| kind | required | optional |", "|---|---|---|"]
-    for kind, (required, optional) in KIND_KEYS.items():
-        lines.append(f"| `{kind}` | {', '.join(required)} | {', '.join(optional) or '—'} |")
+    rows, kinds = _schema_rows()
+    lines = ["Top level", "~~~~~~~~~", ""]
+    for key, kind, unit, default, description in rows:
+        if kind == "table":
+            title = f"``{key}``"
+            lines += ["", title, "~" * len(title), "", _rst(description), ""]
+            continue
+        given = {"required": "required", "—": "optional"}.get(default, f"default {_rst(default)}")
+        lines += [f"``{key}`` -- {_rst(kind)}{f' [{unit}]' if unit else ''}; {given}", f"   {_rst(description)}", ""]
+    lines += ["", "Trajectory keys by ``kind``", "~~~~~~~~~~~~~~~~~~~~~~~~~~~", "",
+              "Any other trajectory key is an error.", "",
+              ".. list-table::", "   :header-rows: 1", "",
+              "   * - kind", "     - required", "     - optional"]
+    for kind, required, optional in kinds:
+        lines += [f"   * - ``{kind}``", f"     - {required}", f"     - {optional}"]
     return "\n".join(lines) + "\n"
 
 
@@ -1022,16 +1049,25 @@ def _default_doc(default):
     return "`{}`" if default == {} else f"`{_toml_repr(default)}`"
 
 
-def _update_readme(path="README.md"):
-    """Rewrite the scenario reference between the README's schema markers."""
-    text = Path(path).read_text()
-    start = text.index("<!-- schema:start")
-    start = text.index("\n", start) + 1
-    end = text.index("<!-- schema:end -->")
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference.rst"
+
+
+def update_reference(path=REFERENCE):
+    """Rewrite the scenario reference between the schema markers of ``docs/reference.rst``
+    (``python -m sim.app.scenario``; run it after changing the schema)."""
+    path = Path(path)
+    text = path.read_text()
+    start = text.index(".. schema:start")
+    start = text.index("\n\n", start) + 2
+    end = text.index(".. schema:end")
     from sim.app import files
-    with files.replacing(path, "the README") as handle:
-        handle.write((text[:start] + schema_markdown() + "\n" + text[end:]).encode())
+    with files.replacing(path, "the scenario reference") as handle:
+        handle.write((text[:start] + schema_rst() + "\n" + text[end:]).encode())
+
+
+#: The former name, from when the reference lived in the README.
+_update_readme = update_reference
 
 
 if __name__ == "__main__":
-    _update_readme()
+    update_reference()
