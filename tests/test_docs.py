@@ -97,7 +97,7 @@ def test_result_layout_names_every_dataset():
 
 #: Files the documentation names before they exist: the module issue 46 fences numba's
 #: internals into (docs/architecture.rst).  Remove an entry once its file has landed.
-PENDING = {"sim/kernels/_numba.py"}
+PENDING = set()
 
 
 def test_files_and_tests_the_pages_name_exist():
