@@ -68,11 +68,10 @@ def damping(scenario, group):
     ``[damping]`` table, written to ``group`` as it is applied there: subgroup ``damping``, one
     scalar dataset per key with the key's unit and description (so a reader sees what each
     analysis of the file assumed)."""
-    from sim.app.scenario import SCHEMA
     from sim.solvers.damping import Damping
 
     table = scenario.data["damping"]
-    for key, spec in SCHEMA["damping"].items():
+    for key, spec in scenario.keys("damping").items():
         group.put(f"damping/{key}", table[key], spec.unit or "1", spec.description)
     return Damping.from_table(table)
 

@@ -141,12 +141,10 @@ def scenario_keys(scenario, values):
     """
     import copy
 
-    from sim.app.scenario import SCHEMA, _check, _Origin
-
     data = copy.deepcopy(scenario.data)
     for name, value in values.items():
         table, key = name.split(".", 1)
-        data[table][key] = _check(SCHEMA[table][key], value, (table, key), _Origin(f"{scenario.path}: [sweep]", set()))
+        data[table][key] = scenario.checked(table, key, value, f"{scenario.path}: [sweep]")
     return data
 
 
@@ -198,24 +196,19 @@ def headline(keys):
 def _check_key(scenario, name, where):
     """A swept scenario key (``trajectory.move_time``): a key of the schema, in a table the
     scenario has, that is not the sweep itself."""
-    from sim.app.scenario import SCHEMA, Key
-
     table, _, key = name.partition(".")
-    spec = SCHEMA.get(table)
-    if table == "sweep" or not isinstance(spec, dict) or not isinstance(spec.get(key), Key):
+    if table == "sweep" or key not in scenario.keys(table):
         raise SimError(f"{where} parameters: `{name}` is neither a model parameter nor a scenario key "
                        f"(`<table>.<key>`, e.g. `trajectory.move_time`)")
     if table not in scenario.data:
         raise SimError(f"{where} parameters: `{name}` sweeps a key of [{table}], which the scenario does not have")
 
 
-def _unit(name):
+def _unit(scenario, name):
     """Units of a swept parameter: a scenario key's from the schema, a model parameter's "model units"."""
-    from sim.app.scenario import SCHEMA
-
     if "." in name:
         table, key = name.split(".", 1)
-        return SCHEMA[table][key].unit or "1"
+        return scenario.keys(table)[key].unit or "1"
     return "model units"
 
 
@@ -257,7 +250,6 @@ def run_parameter_grid(model, scenario, group, progress):
     SimError
         A parameter the model does not have, an unreachable Dask scheduler.
     """
-    from sim.app.scenario import table_defaults
     from sim.solvers.sweep import run_cases
 
     table = scenario.data["sweep"]
@@ -266,7 +258,7 @@ def run_parameter_grid(model, scenario, group, progress):
     _check_names(scenario, grid_values, where)
     data = dict(scenario.data)
     if analysis not in data:
-        data[analysis] = table_defaults(analysis, f"{where} analysis = \"{analysis}\"")
+        data[analysis] = scenario.defaults(analysis, f"{where} analysis = \"{analysis}\"")
     # Cases carry the scenario without its sweep, so no case can start another sweep.
     data.pop("sweep")
     base = dataclasses.replace(scenario, data=data)
@@ -281,7 +273,7 @@ def run_parameter_grid(model, scenario, group, progress):
     names = list(grid_values)
     for name in names:
         column = _column([c[name] for c in cases], [False] * len(cases))
-        group.put(name, column, _unit(name),
+        group.put(name, column, _unit(scenario, name),
                   f"scenario key `{name}` of each case" if "." in name else
                   f"model parameter `{name}` of each case (builder keyword)")
     meta = {}

@@ -531,6 +531,25 @@ class Scenario:
         """Names of the analysis tables present, in execution order."""
         return tuple(name for name in ANALYSIS_TABLES if name in self.data)
 
+    # The schema, for the layers below the app: analyses get it through the scenario they are
+    # given rather than import this module.
+    @staticmethod
+    def keys(table):
+        """The keys of table ``table``: ``{name: Key}`` (empty for an unknown table)."""
+        spec = SCHEMA.get(table)
+        return {k: v for k, v in spec.items() if isinstance(v, Key)} if isinstance(spec, dict) else {}
+
+    def checked(self, table, key, value, where):
+        """``value`` for ``[table] key`` checked and converted as the file's value would be
+        (:class:`SimError` naming ``where`` if it is not valid)."""
+        return _check(SCHEMA[table][key], value, (table, key), _Origin(where, set()))
+
+    @staticmethod
+    def defaults(table, where):
+        """The resolved table ``table`` of an absent scenario table: its defaults
+        (:func:`table_defaults`)."""
+        return table_defaults(table, where)
+
 
 def load_scenario(path, overrides=()):
     """Read, override and validate a scenario file.
