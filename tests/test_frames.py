@@ -168,12 +168,13 @@ def test_frames_the_constant_solver_turns_down_are_the_general_ones(monkeypatch)
     rows) computes them: the same frequencies to 1e-9, shapes to 10 RESIDUAL_TOL, statics to
     1e-8, and the sweeps counted."""
     import sim.solvers.ked
+    import sim.solvers.subspace
 
     model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
     motion = rigid_motion(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4), np.linspace(0.0, 0.4, 9),
                           condition=False)
     fast = frames_along(model, motion, 4, workers=1)
-    monkeypatch.setattr(sim.solvers.ked, "BASIS_MAX", 1e-6)
+    monkeypatch.setattr(sim.solvers.subspace, "BASIS_MAX", 1e-6)
     pool = sim.solvers.ked.FramePool(model, 4, len(motion.q), 0)
     for state in zip(motion.q, motion.v, motion.a, motion.actuators):
         pool.add(*state)

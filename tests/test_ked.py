@@ -172,10 +172,10 @@ def test_rigid_motion_after_a_line_search_is_the_same_motion(rrru3_coarse, monke
     calls = []
     compiled = sim.solvers.motion._segment
 
-    def refusing(k0, k1, times, X, XD, XDD, state, predicted, *rest):
+    def refusing(k0, k1, targets, state, predicted, loop, check, carry, out):
         if predicted or k0 == k1:
-            return compiled(k0, k1, times, X, XD, XDD, state, predicted, *rest)
-        rest[-8][k0] = state[0]     # out_q: the best configuration so far, the last sample's
+            return compiled(k0, k1, targets, state, predicted, loop, check, carry, out)
+        out.q[k0] = state[0]     # the best configuration so far, the last sample's
         return k0
 
     monkeypatch.setattr(sim.solvers.motion, "assemble", lambda *a, **k: calls.append(1) or sim.model.assembly.assemble(*a, **k))

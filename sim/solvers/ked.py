@@ -38,6 +38,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -49,12 +50,10 @@ from sim.model.kinematics import pose_codes
 from sim.kernels.common import block_product, compile_for, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
-from sim.model.mobility import FREE_RTOL, NULL_RTOL
 from sim.solvers.modal import modes
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
-from sim.solvers.subspace import (BASIS_MAX, MAX_ITER, RESIDUAL_TOL, SEED_ITER, Tracker, elastic_stiffness, solver,
-                                  solver_address)
+from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, elastic_stiffness, solver, solver_address
 
 FRAME_CHUNK = 24   # frames per worker task (~3 ms on the 3-RRRU); the tracker restarts at each
 
@@ -274,20 +273,34 @@ class Frames:
 FIELDS = tuple(f.name for f in fields(Frame))
 
 
+class FrameModel(NamedTuple):
+    """The model's part of :func:`_frame_loop` (:func:`_loop_arguments`): the evaluation of
+    ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`), the
+    end-effector marker ``e`` and its coordinate codes ``kinds``, the ``n_all`` rows and the
+    locked ones ``keep`` (joints and rigid actuators), whether the tangent stiffness is wanted
+    (``stiff``), and the address ``solve`` of the modes solver
+    (:func:`sim.solvers.subspace.solver_address`)."""
+
+    tables: object
+    f: np.ndarray
+    kinds: np.ndarray
+    e: int
+    n_all: int
+    keep: np.ndarray
+    stiff: bool
+    solve: int
+
+
 @njit(cache=True, nogil=True)
-def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve, K_body, rigid, elastic, owner, blocks,
-                K_inv, K_inv_chol, bounds, n_free, seed, tol, max_iter, seed_iter, basis_max, null_rtol, free_rtol,
-                load, omega, shapes, mass_shapes, jac, static_load, static_rest, sweeps):
-    """The frames of the rigid states ``qs``, ``vs``, ``accs`` (n, ...) with the actuators
-    locked at ``ss`` (n, n_a), in one compiled loop, the tracker starting from ``seed``: the
-    evaluation of ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`;
-    ``M`` not flushed; with the forces at rest ``Q(q, 0)`` and, with ``stiff``, the tangent
-    stiffness of the springs, compliant drives and stiffening), of its ``n_all`` rows the
-    locked ones ``keep`` (joints and rigid actuators), the modes and static displacements by
-    the solver at the address ``solve`` (:func:`sim.solvers.subspace.solver_address`, with the
-    arguments of :meth:`sim.solvers.subspace.Tracker.arguments` from ``K_body`` to
-    ``n_free``), the load and the end-effector Jacobian (coordinate codes ``kinds`` of marker
-    ``e``: :func:`sim.kernels.pose.pose_terms`) into ``load`` .. ``static_rest`` (n, ...);
+def _frame_loop(states, model, layout, seed, options, out, sweeps):
+    """The frames of the rigid states ``states = (qs, vs, accs, ss)`` (n, ...; the actuators
+    locked at ``ss`` (n, n_a)) in one compiled loop, the tracker starting from ``seed``: the
+    evaluation of the :class:`FrameModel` ``model`` (``M`` not flushed; with the forces at rest
+    ``Q(q, 0)`` and, with ``stiff``, the tangent stiffness of the springs, compliant drives and
+    stiffening), the modes and static displacements by its solver with the tracker's
+    ``layout`` (:meth:`sim.solvers.subspace.Tracker.layout`) and ``options = (settings,
+    max_iter, seed_iter)``, the load and the end-effector Jacobian
+    (:func:`sim.kernels.pose.pose_terms`) into ``out``, the arrays of :class:`Frames` (n, ...);
     ``sweeps`` (n,) the solver's count per frame: -1 a dense solve, -2 where it turned the
     frame down (left unfilled, for :func:`_general` to take; the tracker then starts afresh),
     -3 where the stiffness is not positive definite on the elastic motions (unfilled too).
@@ -296,6 +309,11 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
     The solver is called through its address, so that this loop compiles once for every
     model and links neither solver: each compiles on its own, and only where a model needs it.
     """
+    qs, vs, accs, ss = states
+    tables, f, kinds, e, n_all, keep, stiff, solve = model
+    settings, max_iter, seed_iter = options
+    load, omega, shapes, mass_shapes, jac, static_load, static_rest = out
+    blocks = layout.blocks
     n_v = vs.shape[1]
     r = omega.shape[1]
     M = np.zeros((n_v, n_v))
@@ -335,10 +353,8 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
         for i in range(n_v):
             F[i, 0] = Q[i] - Ma[i, 0]
             F[i, 1] = Q0[i]
-        lam, sh, msh, X_new, sweeps[k], U = modes(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
-                                                  K_inv_chol, bounds, n_free, order, X, X_prev, r, tol,
-                                                  seed_iter if fresh else max_iter, basis_max, null_rtol, free_rtol,
-                                                  F)
+        lam, sh, msh, X_new, sweeps[k], U = modes(M, Kt, J, layout, (order, X, X_prev), settings,
+                                                  seed_iter if fresh else max_iter, F)
         if sweeps[k] < -1:     # turned down, or no positive stiffness: left unfilled
             X, X_prev, fresh = seed, none, True
             continue
@@ -361,12 +377,18 @@ def _frame_loop(qs, vs, accs, ss, tables, f, kinds, e, n_all, keep, stiff, solve
 
 
 def _loop_arguments(model, ev, tracker, general=False):
-    """The model arguments of :func:`_frame_loop` after the states: ``tables`` .. ``free_rtol``,
-    with the tracker's solver (:func:`sim.solvers.subspace._constant` where its stiffness is
-    constant, else :func:`sim.solvers.subspace._general`), or the general one."""
-    return (ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows), np.flatnonzero(ev.keep),
-            bool(ev.stiff), solver_address(tracker.constant and not general), tracker.K_body, *tracker.arguments(),
-            tracker.seed, RESIDUAL_TOL, MAX_ITER, SEED_ITER, BASIS_MAX, NULL_RTOL, FREE_RTOL)
+    """The arguments of :func:`_frame_loop` between the states and the output: ``model``,
+    ``layout``, ``seed`` and ``options``, with the tracker's solver
+    (:func:`sim.solvers.subspace._constant` where its stiffness is constant, else
+    :func:`sim.solvers.subspace._general`), or the general one."""
+    frame = FrameModel(ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
+                       np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general))
+    return frame, tracker.layout(), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
+
+
+def _out(frames, rows=slice(None)):
+    """The arrays of :class:`Frames` ``frames`` (rows ``rows``), as :func:`_frame_loop` writes them."""
+    return tuple(getattr(frames, name)[rows] for name in FIELDS)
 
 
 def _frames(model, ev, tracker, states, out, k0, progress=None):
@@ -385,13 +407,13 @@ def _frames(model, ev, tracker, states, out, k0, progress=None):
         rows = slice(k0 + chunk.start, k0 + chunk.stop)
         sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
         part = tuple(np.ascontiguousarray(x[chunk], dtype=float) for x in states)
-        _frame_loop(*part, *loop, *(getattr(out, name)[rows] for name in FIELDS), sweeps)
+        _frame_loop(part, *loop, _out(out, rows), sweeps)
         down = np.flatnonzero(sweeps == -2)
         if down.size:
             redo = np.zeros(down.size, dtype=np.int64)
             refill = Frames.empty(down.size, model.n_v, tracker.count, len(model.pose_kinds))
-            _frame_loop(*(x[down] for x in part), *_loop_arguments(model, ev, tracker, general=True),
-                        *(getattr(refill, name) for name in FIELDS), redo)
+            _frame_loop(tuple(x[down] for x in part), *_loop_arguments(model, ev, tracker, general=True),
+                        _out(refill), redo)
             for i, k in enumerate(down):
                 out.put(rows.start + k, refill[i])
             sweeps[down] = redo
@@ -406,9 +428,8 @@ def _seed(model, ev, tracker, state):
     (arrays of one sample)."""
     tracker.seed = np.zeros((0, 0))
     sweeps = np.zeros(1, dtype=np.int64)
-    return _frame_loop(*(np.ascontiguousarray(x, dtype=float) for x in state), *_loop_arguments(model, ev, tracker),
-                       *(getattr(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds)), name)
-                         for name in FIELDS), sweeps)
+    return _frame_loop(tuple(np.ascontiguousarray(x, dtype=float) for x in state), *_loop_arguments(model, ev, tracker),
+                       _out(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds))), sweeps)
 
 
 def _workers(workers, n):
@@ -595,9 +616,9 @@ def compile_loops(model, count):
         tracker = Tracker(model, count)
         loop = _loop_arguments(model, Evaluator(model, load=False), tracker)
         solver_address(not tracker.constant)
-        compile_for(_frame_loop, np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
-                    np.zeros((0, len(model.actuators))), *loop,
-                    *(getattr(Frames.empty(0, model.n_v, count, len(model.pose_kinds)), name) for name in FIELDS),
+        states = (np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
+                  np.zeros((0, len(model.actuators))))
+        compile_for(_frame_loop, states, *loop, _out(Frames.empty(0, model.n_v, count, len(model.pose_kinds))),
                     np.zeros(0, dtype=np.int64))
         integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1, np.zeros), np.zeros((1, 1)), 0.0)
 

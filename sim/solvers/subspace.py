@@ -53,6 +53,7 @@ References
 K.-J. Bathe, *Finite Element Procedures*, 2nd ed., §11.6 (subspace iteration).
 """
 import contextlib
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
@@ -70,6 +71,40 @@ SEED_ITER = 8          # the same from a seed (Tracker.seed), a subspace of anot
 BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
 GAP = 3.0              # the subspace reaches up to an eigenvalue this many times the r-th (_dense) ...
 EXTRA_MAX = 24         # ... with at most this many vectors beyond the r wanted
+
+
+
+class Layout(NamedTuple):
+    """The model's constant part of the modes solvers (:meth:`Tracker.layout`).
+
+    ``K_body`` (n_v, n_v) the bodies' stiffness; ``rigid``, ``elastic`` the reference and
+    elastic coordinates (columns of ``v``); ``owner`` the body of each elastic coordinate;
+    ``blocks`` the bodies' ranges of ``v`` (M is block diagonal over them); ``K_inv``,
+    ``K_inv_chol`` the inverse of the constant ``K_ee`` and of its Cholesky factor, block
+    diagonal over the flexible bodies' ranges ``bounds`` (empty where the stiffness is not
+    constant); ``n_free`` the free motions with the actuators locked.
+    """
+
+    K_body: np.ndarray
+    rigid: np.ndarray
+    elastic: np.ndarray
+    owner: np.ndarray
+    blocks: np.ndarray
+    K_inv: np.ndarray
+    K_inv_chol: np.ndarray
+    bounds: np.ndarray
+    n_free: int
+
+
+class Settings(NamedTuple):
+    """How the modes solvers iterate: ``r`` modes wanted, relative residual ``tol``, largest
+    basis entry ``basis_max``, and the null-space and free-motion tolerances."""
+
+    r: int
+    tol: float
+    basis_max: float
+    null_rtol: float
+    free_rtol: float
 
 
 @njit(cache=True)
@@ -669,12 +704,13 @@ def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
 
 
 @njit(cache=True, nogil=True)
-def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, n_free, order, X, X_prev, r,
-             tol, max_iter, basis_max, null_rtol, free_rtol, F):
-    """The modes of any model (:data:`SOLVER`'s arguments; ``owner``, ``K_inv``, ``K_inv_chol``
-    and ``bounds`` unused): the stiffness ``K = K_body + Kt`` (n_v, n_v; ``Kt`` the tangent of
-    the springs, compliant drives and stiffening, or empty), rows ``J``, ``n_free`` free
-    motions, the dependent columns ``order`` of the last call (in and out, :func:`_basis`).
+def _general(M, Kt, J, layout, memory, settings, max_iter, F):
+    """The modes of any model (:data:`SOLVER`'s arguments; of the ``layout``, ``owner``,
+    ``K_inv``, ``K_inv_chol`` and ``bounds`` unused): the stiffness ``K = K_body + Kt`` (n_v,
+    n_v; ``Kt`` the tangent of the springs, compliant drives and stiffening, or empty), rows
+    ``J``, ``n_free`` free motions; ``memory = (order, X, X_prev)``: the dependent columns
+    ``order`` of the last call (in and out, :func:`_basis`) and the last subspaces; at most
+    ``max_iter`` sweeps.
 
     The basis of :func:`_basis` less the free motions (:func:`_elastic_basis`), the reduced
     pencil ``(B^T K B, B^T M B)``, its lowest modes by subspace iteration from the motions
@@ -688,6 +724,9 @@ def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol,
     accelerate the free motions (``M`` times them) is taken off, and the displacement is
     mass-orthogonal to them, as the modes are.
     """
+    K_body, rigid, elastic, _, blocks, _, _, _, n_free = layout
+    order, X, X_prev = memory
+    r, tol, basis_max, null_rtol, free_rtol = settings
     n_v = M.shape[0]
     K = K_body.copy()
     if Kt.size:
@@ -731,16 +770,18 @@ def _general(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol,
 
 
 @njit(cache=True, nogil=True)
-def _constant(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, n_free, order, X, X_prev, r,
-              tol, max_iter, basis_max, null_rtol, free_rtol, F):
+def _constant(M, Kt, J, layout, memory, settings, max_iter, F):
     """The modes where the stiffness is the bodies' constant one and the rows ``J`` fix the
-    reference coordinates (:data:`SOLVER`'s arguments; ``K_inv``, ``K_inv_chol`` its inverse on
-    the elastic coordinates and the inverse of its Cholesky factor, block diagonal over
-    ``bounds``; ``K_body``, ``Kt``, ``n_free``, ``order``, ``null_rtol``, ``free_rtol``
-    unused): the partitioned basis of the module docstring.  Turned down (``sweeps = -2``,
+    reference coordinates (:data:`SOLVER`'s arguments; of the ``layout``, ``K_inv``,
+    ``K_inv_chol`` the inverse of the stiffness on the elastic coordinates and of its Cholesky
+    factor, block diagonal over ``bounds``; ``Kt``, ``K_body``, ``n_free``, ``order``,
+    ``null_rtol``, ``free_rtol`` unused): the partitioned basis of the module docstring.  Turned down (``sweeps = -2``,
     empty arrays, for :func:`_general` to take) where ``J`` is not square over the reference
     coordinates or the basis is ill-conditioned (an entry of ``G`` above ``basis_max``).
     """
+    _, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, _ = layout
+    _, X, X_prev = memory
+    r, tol, basis_max, _, _ = settings
     if J.shape[0] == rigid.size:
         g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
         if g <= basis_max:
@@ -761,14 +802,15 @@ def _constant(M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv, K_inv_chol
 
 
 _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
+LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64], Layout)
+SETTINGS = types.NamedTuple([types.int64] + [types.float64] * 4, Settings)
 # The one signature of the modes solvers, which the compiled frames (sim.solvers.ked) call
-# through an address (solver_address): (M, K_body, Kt, J, rigid, elastic, owner, blocks, K_inv,
-# K_inv_chol, bounds, n_free, order, X, X_prev, r, tol, max_iter, basis_max, null_rtol,
-# free_rtol, F) -> (lam (p,), shapes (n_v, r), mass_shapes (n_v, r), X, sweeps, static (n_v, m)),
-# sweeps the iterations (-1: a dense solve, -2: turned down, -3: no positive stiffness).
+# through an address (solver_address): (M, Kt, J, layout, memory = (order, X, X_prev),
+# settings, max_iter, F) -> (lam (p,), shapes (n_v, r), mass_shapes (n_v, r), X, sweeps,
+# static (n_v, m)), sweeps the iterations (-1: a dense solve, -2: turned down, -3: no positive
+# stiffness).
 SOLVER = types.Tuple((_VEC, _MAT, _MAT, _MAT, types.int64, _MAT))(
-    _MAT, _MAT, _MAT, _MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64, _IDX, _MAT, _MAT, types.int64,
-    types.float64, types.int64, types.float64, types.float64, types.float64, _MAT)
+    _MAT, _MAT, _MAT, LAYOUT, types.Tuple((_IDX, _MAT, _MAT)), SETTINGS, types.int64, _MAT)
 solver = caller(SOLVER)    # in compiled code: solver(address)(...)
 
 
@@ -847,11 +889,14 @@ class Tracker:
             return False
         return elastic_stiffness(model, K)[1]
 
-    def arguments(self):
-        """The model's arguments of the solvers (:data:`SOLVER`) after ``Kt``, ``J``: from
-        ``rigid`` to ``n_free``."""
-        return (self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol, self.bounds,
-                self.free)
+    def layout(self):
+        """The model's part of the solvers' arguments (:data:`SOLVER`)."""
+        return Layout(self.K_body, self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
+                      self.bounds, self.free)
+
+    def settings(self):
+        """How the solvers iterate for this tracker (:class:`Settings`)."""
+        return Settings(self.count, RESIDUAL_TOL, BASIS_MAX, NULL_RTOL, FREE_RTOL)
 
     def reset(self):
         """Forget the last subspaces: the next :meth:`modes` starts from :attr:`seed` (at most
@@ -894,14 +939,13 @@ class Tracker:
         with signals_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
             Kt = np.zeros((0, 0)) if Kt is None else np.ascontiguousarray(Kt, dtype=float)
-            arguments = (np.ascontiguousarray(M, dtype=float), self.K_body, Kt, np.ascontiguousarray(J, dtype=float),
-                         *self.arguments(), self.order)
-            rest = (self.count, RESIDUAL_TOL, SEED_ITER if self.fresh else MAX_ITER, BASIS_MAX, NULL_RTOL, FREE_RTOL, F)
-            found = _constant(*arguments, self.X, self.X_prev, *rest) if self.constant else None
+            arguments = (np.ascontiguousarray(M, dtype=float), Kt, np.ascontiguousarray(J, dtype=float), self.layout(),
+                         (self.order, self.X, self.X_prev), self.settings(), SEED_ITER if self.fresh else MAX_ITER, F)
+            found = _constant(*arguments) if self.constant else None
             if found is not None and found[4] == -2:    # turned down: the general basis
                 self.turned_down += 1
             if found is None or found[4] == -2:
-                found = _general(*arguments, self.X, self.X_prev, *rest)
+                found = _general(*arguments)
             lam, shapes, mass_shapes, X, sweeps, static = found
         self.loaded = True
         self.sweeps.append(sweeps)
