@@ -9,16 +9,37 @@ them): per body, with ``z = (1, q_f)``, ``s = S z``, ``U_kl = z^T T_kl z``,
 and ``Q`` = gravity + velocity-quadratic (d'Alembert) forces - ``K_ff q_f``.  A group holds
 bodies of one elastic size, their invariants stacked (:class:`sim.model.BodyGroup`).
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from sim.kernels.frames import quat_R_into
 
 
+class Group(NamedTuple):
+    """The invariants of one body group (:class:`sim.model.BodyGroup`; the tables' ``g_*``
+    entries, :class:`sim.kernels.equations.Tables`): each body's reference starts in ``q`` and
+    ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3, n+1, n+1)
+    and their nonzeros ``T_nz`` (nnz, 4), ``T_val`` (g, nnz), ``Jrot``, ``Grot``, ``Mff``,
+    ``Kff``."""
+
+    q_start: np.ndarray
+    v_start: np.ndarray
+    mass: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    T_nz: np.ndarray
+    T_val: np.ndarray
+    Jrot: np.ndarray
+    Grot: np.ndarray
+    Mff: np.ndarray
+    Kff: np.ndarray
+
+
 @njit(cache=True)
-def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, M, Q, Q0, G,
-                with_G):
-    """Write the mass blocks and forces of one body group into M (n_v, n_v) and Q (n_v,).
+def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
+    """Write the mass blocks and forces of one body :class:`Group` into M (n_v, n_v) and Q (n_v,).
 
     Same formulas as :func:`sim.model.dynamics.mass_and_forces`; scalar loops and scratch arrays
     allocated once per call (3-vectors: temporaries would cost more than the arithmetic).
@@ -27,6 +48,7 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
     With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
     velocity-quadratic forces (each body's block; see :func:`group_velocity`).
     """
+    q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff = group
     g_count = q_start.size
     n = Mff.shape[1]
     rest = Q0.size > 0
@@ -135,7 +157,7 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
         trP = P[0, 0] + P[1, 1] + P[2, 2]
         if n == 0:
             if with_G:
-                group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot, v, G)
+                group_velocity(b, vs, group, (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd), trP, v, G)
             continue
         for i in range(3):
             PTw_i = P[0, i] * w0 + P[1, i] * w1 + P[2, i] * w2
@@ -178,12 +200,14 @@ def group_terms(q, v, gravity, q_start, v_start, mass, S, T, T_nz, T_val, Jrot, 
                         - w1 * Tzd[2, 0, a] + w0 * Tzd[2, 1, a])
             Q[vs + 6 + f] = acc
         if with_G:
-            group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot, v, G)
+            group_velocity(b, vs, group, (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd), trP, v, G)
 
 
 @njit(cache=True)
-def group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot, v, G):
-    r"""Block of ``dQ/dv`` of one body (columns ``v_r, w, q_f_dot``; ``Q`` does not depend on ``v_r``).
+def group_velocity(b, vs, group, terms, trP, v, G):
+    r"""Block of ``dQ/dv`` of body ``b`` of the :class:`Group` ``group`` (columns ``v_r, w,
+    q_f_dot``, from ``vs`` in ``v``; ``Q`` does not depend on ``v_r``), from the body's terms
+    of :func:`group_terms` ``terms = (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd)`` and ``trP``.
 
     With ``c = w x (w x s + 2 s_d)``, ``s_d = S_f q_f_dot``, ``W = skew(w)``:
 
@@ -194,6 +218,9 @@ def group_velocity(b, vs, n, R, s, sd, Ith, Iw, Gq, P, trP, T, Tz, Tzd, S, Grot,
       (``dP_kl / dq_f_dot[f] = Tz_lk[f + 1]`` by the symmetry of ``T``);
     * ``Q_f[a] = ... - sum_kl (W W)_kl Tz_kl[a] - 2 sum_kl W_kl Tzd_kl[a]``, ``W W = w w^T - |w|^2 1``.
     """
+    R, s, sd, Ith, Iw, Gq, P, Tz, Tzd = terms
+    S, T, Grot = group.S, group.T, group.Grot
+    n = group.Mff.shape[1]
     w0, w1, w2 = v[vs + 3], v[vs + 4], v[vs + 5]
     # x = w x s + 2 s_d
     x0 = w1 * s[2] - w2 * s[1] + 2 * sd[0]

@@ -15,7 +15,7 @@ import numpy as np
 from numba import boolean, float64, literal_unroll, njit, typeof, types, void
 from numba.extending import intrinsic
 
-from sim.kernels.bodies import group_terms
+from sim.kernels.bodies import Group, group_terms
 from sim.kernels.common import FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pointer, runtime
 from sim.kernels.frames import quat_R_into
 from sim.kernels.markers import markers
@@ -136,8 +136,9 @@ _GROUP_INDICES = tuple(range(GROUPS))
 def _group(g, q, v, t, M, Q, Q0, G, with_G):
     """:func:`group_terms` of body group ``g`` of the tables ``t`` (none for padding)."""
     if t.g_qs[g].size:
-        group_terms(q, v, t.gravity, t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
-                    t.g_Tval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g], t.g_Kff[g], M, Q, Q0, G, with_G)
+        group_terms(q, v, t.gravity, Group(t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
+                                           t.g_Tval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g], t.g_Kff[g]),
+                    M, Q, Q0, G, with_G)
 
 
 @njit(cache=True, nogil=True)
