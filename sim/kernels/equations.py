@@ -133,6 +133,18 @@ _GROUP_INDICES = tuple(range(GROUPS))
 
 
 @njit(cache=True, inline="always")
+def _springs(t):
+    """The lumped springs' table of :func:`sim.kernels.springs.springs` from the tables ``t``."""
+    return t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home
+
+
+@njit(cache=True, inline="always")
+def _frames(t):
+    """The markers' state of :func:`sim.kernels.springs.springs` from the tables ``t``."""
+    return t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw
+
+
+@njit(cache=True, inline="always")
 def _group(g, q, v, t, M, Q, Q0, G, with_G):
     """:func:`group_terms` of body group ``g`` of the tables ``t`` (none for padding)."""
     if t.g_qs[g].size:
@@ -181,11 +193,10 @@ def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_
     markers(q, v, t, with_G)
     rows(t, phi, J, gamma, Gg, with_G)
     if bodies and t.sp_mi.size:
-        lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw, v, Q,
-                        Q0, G, Kt, with_G, with_K)
+        lumped_springs(_springs(t), _frames(t), v, Q, Q0, G, Kt, with_G, with_K)
     if bodies and t.ca_idx.size and targets.size:
         nj = t.n_joint
-        actuator_springs(t.ca_idx, t.ca_k, t.ca_c, t.angle, phi[nj:], J[nj:], targets, v, Q, Q0, G, Kt,
+        actuator_springs((t.ca_idx, t.ca_k, t.ca_c, t.angle), phi[nj:], J[nj:], targets, v, Q, Q0, G, Kt,
                          with_G, with_K)
 
 
@@ -335,6 +346,6 @@ def potential(q, t):
         v = np.zeros(t.n_v)
         markers(q, v, t, runtime(False))
         none = np.zeros((0, 0))
-        elastic += lumped_springs(t.sp_mi, t.sp_mj, t.sp_K, t.sp_C, t.sp_home, t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw,
-                                  v, v.copy(), v[:0], none, none, runtime(False), runtime(False))
+        elastic += lumped_springs(_springs(t), _frames(t), v, v.copy(), v[:0], none, none, runtime(False),
+                                  runtime(False))
     return grav, elastic

@@ -78,7 +78,7 @@ def deflection(i, j, home, p, A, Jp, Ja, Jw, d, Jd):
 
 
 @njit(cache=True, nogil=True)
-def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, Q0, G, Kt, with_G, with_K):
+def springs(table, frames, v, Q, Q0, G, Kt, with_G, with_K):
     """Add the springs' forces into ``Q`` (n_v,), and where ``Q0`` (n_v,) is not empty their
     forces at rest (``v = 0``: no damping) into it; with ``with_G`` their ``dQ/dv`` into ``G``
     (n_v, n_v), with ``with_K`` their linearised stiffness into ``Kt`` (n_v, n_v); return
@@ -86,17 +86,16 @@ def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, Q0, G, Kt, with_G,
 
     Parameters
     ----------
-    mi, mj : ndarray of int, shape (n_s,)
-        Markers of each spring.
-    K, C : ndarray, shape (n_s, 6, 6)
-        Stiffness and damping in the deflection coordinates.
-    home : ndarray, shape (n_s, 6)
-        Deflections at the unloaded state.
-    cols : ndarray of int, shape (n_m, n_loc)
-    p, A, Jp, Ja, Jw
-        Marker origins (n_m, 3), axes (n_m, 3, 3) and local Jacobians (see the module docstring).
+    table : tuple ``(mi, mj, K, C, home)``
+        Markers of each spring (n_s,) ints, stiffness and damping in the deflection
+        coordinates (n_s, 6, 6), deflections at the unloaded state (n_s, 6).
+    frames : tuple ``(cols, p, A, Jp, Ja, Jw)``
+        The markers' columns (n_m, n_loc), origins (n_m, 3), axes (n_m, 3, 3) and local
+        Jacobians (see the module docstring).
     v : ndarray, shape (n_v,)
     """
+    mi, mj, K, C, home = table
+    cols, p, A, Jp, Ja, Jw = frames
     n = Jp.shape[2]
     d = np.empty(6)
     Jd = np.empty((6, 2, n))
@@ -172,22 +171,22 @@ def springs(mi, mj, K, C, home, cols, p, A, Jp, Ja, Jw, v, Q, Q0, G, Kt, with_G,
 
 
 @njit(cache=True, nogil=True)
-def actuator_springs(idx, k, c, angle, s, J_s, targets, v, Q, Q0, G, Kt, with_G, with_K):
+def actuator_springs(table, s, J_s, targets, v, Q, Q0, G, Kt, with_G, with_K):
     """Add the compliant actuators' forces ``-J_s^T (k e + c J_s v)`` (``e = s - target``, wrapped
     for angles) into ``Q`` (n_v,), their forces at rest ``-J_s^T k e`` into ``Q0`` where it is not
     empty, ``-c J_s^T J_s`` into ``G`` with ``with_G``, ``k J_s^T J_s`` into ``Kt`` with ``with_K``.
 
     Parameters
     ----------
-    idx : ndarray of int, shape (n_c,)
-        The compliant actuators (rows of ``s``, ``J_s``, ``targets``).
-    k, c : ndarray, shape (n_c,)
-        Stiffness and damping [N/m or N m/rad, N s/m or N m s/rad].
-    angle : ndarray of bool, shape (n_a,)
+    table : tuple ``(idx, k, c, angle)``
+        The compliant actuators (n_c,) ints (rows of ``s``, ``J_s``, ``targets``), their
+        stiffness and damping (n_c,) [N/m or N m/rad, N s/m or N m s/rad], and which of all
+        actuators are angles (n_a,) bool.
     s : ndarray, shape (n_a,)
     J_s : ndarray, shape (n_a, n_v)
     targets : ndarray, shape (n_a,)
     """
+    idx, k, c, angle = table
     n = v.size
     for r in range(idx.size):
         a = idx[r]
