@@ -56,8 +56,19 @@ The drives (actuators ``s(q)``, ``J_s = ds/dq``) enter the residual as
 
 * ``prescribed``: driving constraints ``s(q) - s_ref(t) = 0`` (rows after the joint rows);
   compliant actuators are springs pulled towards ``s_ref``;
-* ``torque``: actuator forces ``tau = tau_ff(t) + kp (s_ref - s) + kd (s_ref_dot - s_dot)``;
+* ``torque``: actuator forces ``tau = tau_ff(t) + tau_pd + ki z``, ``tau_pd = kp (s_ref - s) +
+  kd (s_ref_dot - s_dot)`` (gains per actuator), ``z`` the time integral of ``tau_pd``
+  (trapezoidal over the step, carried from step to step, not an unknown of Newton: its
+  derivative enters the iteration matrix through ``kd (1 + ki h / 2)`` and the forward-difference
+  correction), clipped to ``|tau| <= limit``; while clipped, ``z`` is held (anti-windup) and the
+  force does not depend on the state, so Newton sees no drive stiffness or damping there (a step
+  that crosses the limit may take more iterations).  :mod:`sim.solvers.servo` maps a cascade
+  position/velocity servo onto this law;
 * ``free``: actuators unconstrained and unloaded,
+
+and on every kind the rigid actuators' reflected rotor inertia ``I = n^2 J_m`` as the force
+``-I s_ddot = -I (J_s a - gamma_s)`` on the joint coordinate (the actuator forces of
+prescribed drives then include the torque that accelerates the rotors);
 
 and a linear damping ``D`` (constant or piecewise constant in time) as ``Q -= D v``.
 
@@ -99,6 +110,9 @@ FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton di
             4: "singular iteration matrix (redundant or singular constraints)", 5: "the joints came apart"}
 GAP_RATIO = 0.01            # a joint's violation above this share of the robot's size [m or rad]: diverged
 DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
+# rows of Scheme.servo: the integral z and PD force tau_pd at the last accepted instant, the
+# same at the last evaluated iterate, and the actuator force there and at the accepted instant
+SERVO_ROWS = Z, E, Z1, E1, TAU1, TAU = range(6)
 ATTEMPTS = 3                # kept matrix, matrix fresh at the predictor, Newton proper
 CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
 
@@ -122,7 +136,10 @@ class Scheme(NamedTuple):
     ``c = (1 - alpha_f)/(1 - alpha_m)``, Baumgarte ``2 alpha`` and ``beta^2`` [1/s, 1/s^2],
     Newton ``tol`` [m or rad], ``max_iter``, ``diverged``, the largest constraint violation
     ``gap`` [m or rad] of a step that has not diverged; the drive ``kind``
-    (:data:`DRIVE_KINDS`) and its PD gains ``kp, kd``."""
+    (:data:`DRIVE_KINDS`) and, per actuator (n_a,), its gains ``kp, kd``, the integral gain
+    ``ki`` [1/s], the force ``limit`` [N m or N] (inf: none), the reflected rotor ``inertia``
+    [kg m^2 or kg], and the drive's state ``servo`` (:data:`SERVO_ROWS`, n_a), which the step
+    updates in place."""
 
     h: float
     alpha_m: float
@@ -137,8 +154,12 @@ class Scheme(NamedTuple):
     diverged: float
     gap: float
     kind: int
-    kp: float
-    kd: float
+    kp: np.ndarray
+    kd: np.ndarray
+    ki: np.ndarray
+    limit: np.ndarray
+    inertia: np.ndarray
+    servo: np.ndarray
 
 
 class State(NamedTuple):
@@ -189,7 +210,8 @@ class Samples(NamedTuple):
     """Output samples, preallocated: ``t`` (k,), ``q`` (k, n_q), ``v`` (k, n_v), ``energy`` (k, 3)
     (kinetic, gravitational, elastic [J]), ``violation`` (k,) (norm of the constraint rows),
     ``iterations`` (k,) (most Newton iterations of a step since the previous sample), marker
-    origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3)."""
+    origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3), actuator forces of torque drives
+    ``tau`` (k, n_a) [N m or N]."""
 
     t: np.ndarray
     q: np.ndarray
@@ -199,6 +221,7 @@ class Samples(NamedTuple):
     iterations: np.ndarray
     p: np.ndarray
     A: np.ndarray
+    tau: np.ndarray
 
 
 @njit(cache=True)
@@ -350,19 +373,35 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
                       s if sch.kind == 1 else s[:0], jacobian, jacobian, jacobian, runtime(True))
     Q, J = w.Q, w.J
     if sch.kind == 2:
+        sv = sch.servo
         for k in range(w.phi.size - nj):
             row = nj + k
             err = s[k] - w.phi[row]
             if t.angle[k]:
                 err = (err + np.pi) % (2 * np.pi) - np.pi
-            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - _dot(J, row, v1))
+            pd = sch.kp[k] * err + sch.kd[k] * (sd[k] - _dot(J, row, v1))
+            z = sv[Z, k] + 0.5 * sch.h * (sv[E, k] + pd)      # trapezoidal integral of tau_pd
+            tau = ff[k] + pd + sch.ki[k] * z
+            free = abs(tau) <= sch.limit[k]
+            if not free:
+                tau = sch.limit[k] if tau > 0 else -sch.limit[k]
+                z = sv[Z, k]                                # held while clipped (anti-windup)
+            sv[Z1, k], sv[E1, k], sv[TAU1, k] = z, pd, tau
             for j in range(n):
                 Q[j] += J[row, j] * tau
-            if jacobian and sch.kd != 0.0:
+            c = sch.kd[k] * (1.0 + 0.5 * sch.h * sch.ki[k])
+            if jacobian and c != 0.0 and free:
                 for i in range(n):
                     if J[row, i] != 0.0:
                         for j in range(n):
-                            w.G[i, j] -= sch.kd * J[row, i] * J[row, j]
+                            w.G[i, j] -= c * J[row, i] * J[row, j]
+    for k in range(sch.inertia.size):
+        if sch.inertia[k] != 0.0:
+            # the rotor's inertia force -I s_ddot on the joint coordinate
+            row = nj + k
+            f = -sch.inertia[k] * (_dot(J, row, a) - w.gamma[row])
+            for j in range(n):
+                Q[j] += J[row, j] * f
     if D.shape[0]:
         for i in range(n):
             Q[i] -= _dot(D, i, v1)
@@ -573,6 +612,10 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
     st.lam_prev[:] = st.lam
     st.a[:] = a
     st.lam[:] = lam
+    if sch.kind == 2:       # the drive's state at the accepted iterate
+        sch.servo[Z] = sch.servo[Z1]
+        sch.servo[E] = sch.servo[E1]
+        sch.servo[TAU] = sch.servo[TAU1]
     st.counts[HAVE_PREV] = 1
     st.time[0] += h
     return 0, iterations
@@ -601,6 +644,7 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     out.v[j] = st.v
     out.p[j] = t.p
     out.A[j] = t.A
+    out.tau[j] = sch.servo[TAU]
     kinetic = 0.0
     for b in range(t.body_v.size):       # v^T M v / 2, body block by body block (no BLAS calls)
         v0 = t.body_v[b]
@@ -711,9 +755,15 @@ class GeneralizedAlpha:
         am, af = self.coefficients(rho)
         gamma = 0.5 + af - am
         kind = DRIVE_KINDS[drive.kind]
+        n_a = ev.n_rows - ev.n_joint
+        per = lambda x: np.array(np.broadcast_to(np.asarray(x, dtype=float), (n_a,)))     # noqa: E731
+        # The reflected rotor inertia of the rigid actuators (a compliant one's rotor sits on its
+        # motor side, whose motion the drive prescribes).
+        inertia = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in ev.model.actuators])
         self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
                              baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
-                             float(drive.kp), float(drive.kd))
+                             per(drive.kp), per(drive.kd), per(getattr(drive, "ki", 0.0)),
+                             per(getattr(drive, "limit", np.inf)), per(inertia), np.zeros((len(SERVO_ROWS), n_a)))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
         self.D = np.zeros((0, 0)) if damping is None else \
@@ -804,17 +854,23 @@ class GeneralizedAlpha:
         self._call(EQUATIONS, self._no_samples)
         st.counts[EVALUATIONS] += 1
         J = w.J[self.rows]
-        A = np.block([[w.M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+        J_s, sch = w.J[self.ev.n_joint:], self.scheme
+        M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
+        A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
         x = scipy.linalg.lstsq(A, -w.r)[0]
         st.a[:], st.lam[:] = x[:n], x[n:]
         st.a_hat[:] = st.a
+        # the drive's state at t0: no integral yet, the force without it
+        sch.servo[E] = sch.servo[E1]
+        sch.servo[TAU] = np.clip(sch.servo[TAU1] - sch.ki * sch.servo[Z1], -sch.limit, sch.limit)
 
     def samples(self, count):
         """Empty :class:`Samples` for ``count`` output instants."""
         n_m = self.ev.tables.p.shape[0]
         return Samples(np.zeros(count), np.zeros((count, self.ev.n_q)), np.zeros((count, self.ev.n_v)),
                        np.zeros((count, 3)), np.zeros(count), np.zeros(count, dtype=np.int64),
-                       np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)))
+                       np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)),
+                       np.zeros((count, self.ev.n_rows - self.ev.n_joint)))
 
     def record(self, out):
         """Sample the current state into ``out`` (:class:`Samples`)."""
