@@ -6,7 +6,8 @@ file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`stiffn
 takes its scenario table's keys as keyword arguments and returns a :class:`Result`);
 :func:`run` runs a scenario file as ``sim run`` does and :func:`open_results` reads a result
 file's group as an xarray Dataset.  Lower level: :func:`solve_pose`, :func:`mass_matrix`,
-:func:`rigid_motion`, ...  See ``README.md`` and ``docs/``.
+:func:`rigid_motion`, :func:`state_space` (a python-control plant of the robot with its
+drives), ...  See ``README.md`` and ``docs/``.
 """
 import os
 import sys
@@ -72,6 +73,7 @@ _LAZY = {
     "solve_pose": "sim.model.assembly", "mass_matrix": "sim.model.dynamics", "stiffness_matrix": "sim.model.dynamics",
     "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "ModalResult": "sim.solvers.modal",
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
+    "state_space": "sim.solvers.servo", "Servo": "sim.solvers.servo",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
                                         "inverse_dynamics", "frf", "identify", "run", "open_results")},
 }

@@ -357,6 +357,9 @@ SCHEMA = {
                       "modal superposition (proportional damping), complex-mode (state-space) "
                       "superposition, or one solve per frequency"),
         "count": Key("int", "positive", 10, "", "damped natural frequencies reported"),
+        "drives": Key("str", ("locked", "servo"), "locked", "",
+                      "actuators locked, or the robot closed by its [servo] drives (inputs and outputs of "
+                      "[state_space] too; one solve per frequency)"),
     },
     "identification": {
         "parameters": Key("str[]", None, REQUIRED, "",
@@ -992,7 +995,7 @@ def _check_cross_tables(data, origin):
     if not present:
         tables = ", ".join(f"[{name}]" for name in ANALYSIS_TABLES)
         raise SimError(f"{origin.file}: no analysis to run; add one of {tables}")
-    servo = [f"[{name}] drives" for name in ("modes", "frequencies", "state_space")
+    servo = [f"[{name}] drives" for name in ("modes", "frequencies", "state_space", "frf")
              if (data.get(name) or {}).get("drives") == "servo"]
     servo += ["[transient] drive"] if (data.get("transient") or {}).get("drive") == "servo" else []
     if servo and "servo" not in data:

@@ -1,0 +1,256 @@
+"""Servo drives (sim.solvers.servo, issue 45): closed forms of a geared servo axis and a two-inertia
+drive, the transient against them and the linear response, the closed-loop modes of the 3-RRRU
+against an eigen-analysis built here, the state space against the FRF's direct solve."""
+from pathlib import Path
+
+import control
+import numpy as np
+import pytest
+import scipy.linalg
+from numpy.testing import assert_allclose
+
+from sim.errors import SimError
+from sim.model.loader import load_model
+from sim.solvers import servo as sv
+from sim.solvers.simulate import simulate
+
+HERE = Path(__file__).parent
+AXIS = HERE / "servo_axis_model.py"
+RRRU = HERE.parent / "models" / "rrru3.py"
+MASS, LENGTH, ROTOR, GEAR = 2.0, 0.5, 3e-5, 50.0
+J = MASS * LENGTH**2 / 3 + GEAR**2 * ROTOR         # the axis: link about its end + n^2 J_m
+KP, KV = 40.0, 2.0                                 # 1/s, N m s/rad
+RATE = 0.5                                         # rad/s
+
+
+@pytest.fixture(scope="module")
+def axis():
+    return load_model(AXIS)
+
+
+def ramp(t):
+    t = np.asarray(t, dtype=float)
+    return RATE * t, np.full_like(t, RATE), np.zeros_like(t)
+
+
+def gains(model, **table):
+    return sv.Servo.from_table(dict(dict(kp=KP, kv=KV), **table), model)
+
+
+def test_reflected_inertia_and_closed_loop_mode(axis):
+    """J = J_l + n^2 J_m on the axis; the closed loop's mode omega_n = sqrt(kv kp / J),
+    zeta = kv / (2 sqrt(J kv kp)), to 1e-9."""
+    p = sv.plant(axis, axis.q_home)
+    assert_allclose(p.M, [[J]], rtol=1e-12)
+    md = sv.modes(sv.closed_loop(p, gains(axis)))
+    assert_allclose(md.frequencies_hz * 2 * np.pi, [np.sqrt(KV * KP / J)], rtol=1e-9)
+    assert_allclose(md.damping_ratios, [KV / (2 * np.sqrt(J * KV * KP))], rtol=1e-9)
+
+
+def test_integral_loop_roots(axis):
+    """With the velocity-loop integral, the characteristic polynomial is
+    J s^3 + kv s^2 + kv (kp + ki) s + kv kp ki (the integral's real root included)."""
+    ki = 5.0
+    md = sv.modes(sv.closed_loop(sv.plant(axis, axis.q_home), gains(axis, ki=ki)))
+    roots = np.roots([J, KV, KV * (KP + ki), KV * KP * ki])
+    pair = roots[roots.imag > 0]
+    assert_allclose(md.eigenvalues, pair, rtol=1e-9)
+    assert_allclose(md.real_roots, roots[np.abs(roots.imag) < 1e-9].real, rtol=1e-9)
+
+
+@pytest.mark.parametrize("feedforward, lag", [("none", RATE / KP), ("velocity", 0.0)])
+def test_ramp_lag(axis, feedforward, lag):
+    """Following a ramp, the converged transient lags rate / kp without feedforward and nothing
+    with velocity feedforward, to 1e-6 rad (the start's ringing, zeta omega = 4.1/s, has decayed
+    by 1e-9 after 5 s)."""
+    r = simulate(axis, axis.q_home, np.zeros(axis.n_v), 5.0, 1e-3, gains(axis, feedforward=feedforward).drive(ramp),
+                 output_step=0.1)
+    assert r.status == "complete", r.message
+    assert abs(ramp(r.t[-1])[0] - r.pose[-1, 0] - lag) < 1e-6
+
+
+def test_transient_follows_closed_form_with_the_rotor(axis):
+    """From rest, no feedforward: the error obeys J e'' + kv e' + kv kp e = kv rate, e(0) = 0,
+    e'(0) = rate; the transient against it at every sample, within Newmark's phase error
+    (second order: 1.2e-6 rad at h = 1 ms, 7.4e-8 at 0.25 ms, of an error of 3e-2 rad)."""
+    errors = []
+    for h in (1e-3, 2.5e-4):
+        r = simulate(axis, axis.q_home, np.zeros(axis.n_v), 1.0, h, gains(axis, feedforward="none").drive(ramp),
+                     output_step=0.01)
+        e = ramp(r.t)[0] - r.pose[:, 0]
+        sigma = KV / (2 * J)
+        wd = np.sqrt(KV * KP / J - sigma**2)
+        a = -RATE / KP
+        b = (RATE + sigma * a) / wd
+        exact = RATE / KP + np.exp(-sigma * r.t) * (a * np.cos(wd * r.t) + b * np.sin(wd * r.t))
+        errors.append(np.abs(e - exact).max())
+    assert errors[1] < 1e-7
+    assert 12 < errors[0] / errors[1] < 20      # second order
+
+
+@pytest.mark.parametrize("feedforward, ki", [("none", 5.0), ("velocity", 5.0), ("velocity", 0.0)])
+def test_transient_equals_linear_response(axis, feedforward, ki):
+    """The transient (integral carried in the step, velocity feedforward) against the state
+    space's response to the reference (python-control, exact for a ramp): within 3e-7 rad at
+    h = 0.25 ms (the integration's error) -- the axis is linear."""
+    s = gains(axis, feedforward=feedforward, ki=ki)
+    r = simulate(axis, axis.q_home, np.zeros(axis.n_v), 1.0, 2.5e-4, s.drive(ramp), output_step=1e-3)
+    sys = sv.state_space(axis, inputs=["reference:motor"], outputs=["pose:rz"], drives="servo", servo=s)
+    linear = control.forced_response(sys, r.t, RATE * r.t).outputs
+    assert np.abs(linear - r.pose[:, 0]).max() < 3e-7
+    # the recorded force is the one that accelerates the axis: J theta'' (no other load; the
+    # second difference's error (w dt)^2 / 12 is 3e-5 here)
+    tau = J * (r.pose[2:, 0] - 2 * r.pose[1:-1, 0] + r.pose[:-2, 0]) / 1e-6
+    assert_allclose(r.actuator_forces[1:-1, 0], tau, atol=1e-3 * np.abs(tau).max())
+
+
+def test_torque_limit(axis):
+    """A reference far ahead (1 rad/s with a 0.05 N m limit): the force stays at the limit,
+    the axis accelerates at limit / J, and the integral is held meanwhile."""
+    limit = 0.05
+    s = gains(axis, torque_limit=limit, ki=5.0)
+    fast = lambda t: (np.asarray(t) * 1.0, np.ones_like(np.asarray(t, dtype=float)), np.zeros_like(np.asarray(t, dtype=float)))    # noqa: E731
+    r = simulate(axis, axis.q_home, np.zeros(axis.n_v), 0.5, 1e-3, s.drive(fast), output_step=0.01)
+    assert r.status == "complete", r.message
+    assert np.abs(r.actuator_forces).max() <= limit * (1 + 1e-12)
+    assert_allclose(r.actuator_forces[1:, 0], limit)
+    assert_allclose(r.pose[:, 0], 0.5 * limit / J * r.t**2, atol=1e-9)
+
+
+def test_two_inertia_drive(axis):
+    """A compliant transmission k between the rotor (I = n^2 J_m) and the link (J_l): from the
+    motor's torque to its angle, anti-resonance sqrt(k / J_l) and resonance
+    sqrt(k (1 / J_l + 1 / I)), to 1e-6; motor side (torque n times, angle n times: n^2)."""
+    k = 500.0
+    model = load_model(AXIS, {"k_drive": k})
+    J_l, I = MASS * LENGTH**2 / 3, GEAR**2 * ROTOR
+    sys = sv.state_space(model, inputs=["motor:motor"], outputs=["motor:motor"], drives="open")
+    zeros = control.zeros(sys)
+    poles = control.poles(sys)
+    assert_allclose(np.sort(np.abs(zeros.imag)), [np.sqrt(k / J_l)] * 2, rtol=1e-6)
+    assert_allclose(np.sort(np.abs(poles))[2:], [np.sqrt(k * (1 / J_l + 1 / I))] * 2, rtol=1e-6)
+    # low frequency: the whole axis, motor side: n^2 / (-(J_l + I) w^2)
+    w = 0.01
+    H = control.evalfr(sys, 1j * w)
+    assert_allclose(H.real, -GEAR**2 / ((J_l + I) * w**2), rtol=1e-6)
+    # closed by the servo, on the motor's encoder: modes of the linear system built here
+    s = gains(model, ki=5.0)
+    M = np.diag([J_l, I])
+    Kt = np.array([[k, -k], [-k, k + KV * KP]])
+    C = np.array([[0, 0], [0, KV]])
+    A = np.block([[np.zeros((2, 2)), np.eye(2), np.zeros((2, 1))],
+                  [-np.linalg.solve(M, Kt), -np.linalg.solve(M, C), np.linalg.solve(M, [[0], [5.0]])],
+                  [np.array([[0, -KV * KP]]), np.array([[0, -KV]]), np.zeros((1, 1))]])
+    lam = np.linalg.eigvals(A)
+    md = sv.modes(sv.closed_loop(sv.plant(model, model.q_home), s))
+    assert_allclose(md.eigenvalues, np.sort_complex(lam[lam.imag > 1e-9])[np.argsort(np.abs(lam[lam.imag > 1e-9]))],
+                    rtol=1e-8)
+
+
+def test_state_space_equals_frf(axis):
+    """The state space's frequency response equals the FRF's direct solve (sim.solvers.frf with
+    the same servo drives) on the two-inertia axis with integral and feedforward, to 1e-9."""
+    from sim.solvers.frf import frf
+
+    model = load_model(AXIS, {"k_drive": 500.0})
+    s = gains(model, ki=5.0)
+    ins, outs = ["motor:motor", "reference:motor", "torque:tip:z"], ["pose:rz", "motor:motor", "actuator:motor"]
+    sys = sv.state_space(model, inputs=ins, outputs=outs, drives="servo", servo=s)
+    f = np.geomspace(0.1, 100, 40)
+    H = frf(model, model.q_home, ins, outs, f, servo=s).H
+    Hs = np.moveaxis(control.frequency_response(sys, 2 * np.pi * f).complex, -1, 0)
+    assert_allclose(Hs, H, rtol=1e-9, atol=1e-12 * np.abs(H).max())
+
+
+@pytest.fixture(scope="module")
+def rrru3():
+    return load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4, "gear_ratio": 50.0, "gravity": 0.0})
+
+
+def test_rrru3_closed_loop_modes_against_oracle(rrru3):
+    """The 3-RRRU's closed-loop modes against an eigen-analysis built here from the model's
+    M, K, joint and actuator Jacobians (scipy's null space; the integral on the PD torque,
+    z' = tau_pd, as the transient carries it), to 1e-6."""
+    from sim.model.constraints import actuator_values, constraints
+    from sim.model.dynamics import mass_matrix, stiffness_matrix
+
+    q = rrru3.q_home
+    kp, kv, ki = 100.0, 60.0, 5.0
+    s = sv.Servo.from_table(dict(kp=kp, kv=kv, ki=ki), rrru3)
+    N = scipy.linalg.null_space(constraints(rrru3, q)[1])
+    J_s = actuator_values(rrru3, q)[1]
+    S = J_s @ N
+    M = N.T @ (mass_matrix(rrru3, q) + 0.3 * J_s.T @ J_s) @ N
+    K = N.T @ stiffness_matrix(rrru3, q) @ N
+    n, a = M.shape[0], S.shape[0]
+    Mi = np.linalg.inv(M)
+    A = np.block([[np.zeros((n, n)), np.eye(n), np.zeros((n, a))],
+                  [-Mi @ (K + kv * kp * S.T @ S), -kv * Mi @ S.T @ S, ki * Mi @ S.T],
+                  [-kv * kp * S, -kv * S, np.zeros((a, a))]])
+    lam = np.linalg.eigvals(A)
+    lam = lam[lam.imag > 1e-6]
+    lam = lam[np.argsort(np.abs(lam))][:10]
+    md = sv.modes(sv.closed_loop(sv.plant(rrru3, q), s))
+    assert_allclose(md.eigenvalues[:10], lam, rtol=1e-6)
+    # the servo modes sit below the locked robot's lowest (22.7 Hz at 2 elements a rod here)
+    assert md.frequencies_hz[0] < 20
+
+
+def test_rrru3_tracking_against_linear_response(rrru3, tmp_path):
+    """At low speed (a 5 mm move in 0.5 s) the servo transient's tracking errors equal the
+    linearised robot's (the state space from the references to the joint angles at the start
+    pose), within 0.5 % of their peak (0.13 %: what the configuration's change over the move leaves)."""
+    from sim.app.api import open_results, run
+
+    path = tmp_path / "servo.toml"
+    path.write_text(f"""name = "servo"
+[model]
+file = "{RRRU.as_posix()}"
+parameters = {{ elements_per_link = 2, rotor_inertia = 1.2e-4, gear_ratio = 50.0, gravity = 0.0 }}
+[trajectory]
+kind = "point_to_point"
+waypoints = [[0.0, 0.0, -0.7], [0.005, 0.003, -0.697]]
+move_time = 0.5
+dwell = 0.2
+[servo]
+kp = 100.0
+kv = 60.0
+ki = 5.0
+feedforward = "none"
+[transient]
+step = 5e-4
+output_step = 5e-3
+drive = "servo"
+start = "undeformed"
+""")
+    out = tmp_path / "servo.h5"
+    run(path, out=out)
+    ds = open_results(out, "transient")
+    t = ds["time"].values
+    err = ds["tracking_error"].values
+    s = ds["motor_angles"].values / 50.0
+    ref = s + err
+    sys = sv.state_space(rrru3, inputs=[f"reference:theta_{i}" for i in (1, 2, 3)],
+                         outputs=[f"actuator:theta_{i}" for i in (1, 2, 3)], drives="servo",
+                         servo=sv.Servo.from_table(dict(kp=100.0, kv=60.0, ki=5.0, feedforward="none"), rrru3))
+    lin = control.forced_response(sys, t, (ref - ref[0]).T).outputs.T
+    lin_err = (ref - ref[0]) - lin
+    assert np.abs(err).max() > 1e-4                     # a lag worth comparing
+    assert np.abs(lin_err - err).max() < 0.005 * np.abs(err).max()      # 0.13 % measured
+    # the deviation splits into the servo's and the structure's shares
+    dev = ds["deviation"].values
+    assert_allclose(ds["deviation_servo"].values + ds["deviation_structure"].values, dev, atol=1e-15)
+    assert np.abs(ds["deviation_servo"].values).max() > 10 * np.abs(ds["deviation_structure"].values).max()
+
+
+def test_servo_table_errors(axis):
+    """One line naming the key per mistake."""
+    for table, phrase in ((dict(kv=1.0), "`kp` is required"), (dict(kp=1.0, kv=[1.0, 2.0]), "`kv` must be"),
+                          (dict(kp=-1.0, kv=1.0), "`kp` must be > 0"),
+                          (dict(kp=1.0, kv=1.0, feedforward="torque"), "`feedforward` must be"),
+                          (dict(kp=1.0, kv=1.0, kx=1.0), "unknown key `kx`")):
+        with pytest.raises(SimError, match=phrase) as info:
+            sv.Servo.from_table(table, axis)
+        assert "\n" not in str(info.value)
+    with pytest.raises(SimError, match="needs drives = \"servo\""):
+        sv.state_space(axis, inputs=["reference:motor"], outputs=["pose:rz"], drives="open")
