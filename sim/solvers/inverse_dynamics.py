@@ -298,8 +298,9 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
 def actuator_forces(model, motion):
     """Actuator forces (n, n_a) [N m or N] that drive the rigid robot along ``motion``.
 
-    The open-loop input of a torque-driven transient; shares the kernel of
-    :func:`inverse_dynamics`.
+    The open-loop input of a torque-driven transient (and a servo's torque feedforward);
+    shares the kernel of :func:`inverse_dynamics`, plus the torque ``n^2 J_m s_ddot`` that
+    accelerates the rigid actuators' rotors (:attr:`sim.model.builder.Actuator.reflected_inertia`).
 
     Raises
     ------
@@ -314,6 +315,9 @@ def actuator_forces(model, motion):
         if bad.size:
             check_regular(motion.t[sl][bad[0]], condition[bad[0]])
         tau[sl] = -lam[:, nj:]
+    rotor = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in model.actuators])
+    if rotor.any():
+        tau += rotor * motion.actuators_ddot
     return tau
 
 

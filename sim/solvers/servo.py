@@ -339,7 +339,7 @@ def signals(model, q, plant, specs, what):
     :mod:`sim.solvers.frf` (``force:``, ``torque:``, ``actuator:`` a force on the joint
     coordinate).  Outputs: ``motor:<actuator>`` (the motor's angle, motor side [rad]) and those
     of :mod:`sim.solvers.frf` (``displacement:``, ``rotation:``, ``pose:``, ``actuator:`` the joint
-    coordinate).
+    coordinate), and ``sensor:<name>`` (a model sensor, linearised by central differences).
     """
     from sim.solvers.frf import _rows
 
@@ -356,6 +356,12 @@ def signals(model, q, plant, specs, what):
                 rows.append(plant.gear[a] * plant.P[a])
                 units.append("rad")
             refs.append(-1)
+        elif kind == "sensor" and what == "output":
+            row = np.zeros(plant.M.shape[0])
+            row[:plant.N.shape[1]] = _sensor_row(model, q, plant.N, name, spec)
+            rows.append(row)
+            units.append(model.sensors[[x.name for x in model.sensors].index(name)].units)
+            refs.append(-1)
         elif kind == "reference" and what == "input":
             a = _index(model, name, spec)
             rows.append(np.zeros(plant.M.shape[0]))
@@ -367,6 +373,22 @@ def signals(model, q, plant, specs, what):
             units.append(unit[0])
             refs.append(-1)
     return np.array(rows).reshape(len(specs), plant.M.shape[0]), tuple(units), np.array(refs, dtype=int)
+
+
+SENSOR_STEP = 1e-7     # m or rad along each admissible motion: central differences of the sensors
+
+
+def _sensor_row(model, q, N, name, spec):
+    """d sensor / d x (n,) on the admissible motions ``N`` (n_v, n) at ``q``."""
+    from sim.model.kinematics import integrate, sensor_values
+
+    names = [x.name for x in model.sensors]
+    if name not in names:
+        raise SimError(f"`{spec}`: unknown sensor `{name}` (sensors: {', '.join(names) or 'none'})")
+    k = names.index(name)
+    return np.array([(sensor_values(model, integrate(model, q, SENSOR_STEP * c))[k]
+                      - sensor_values(model, integrate(model, q, -SENSOR_STEP * c))[k]) / (2 * SENSOR_STEP)
+                     for c in N.T])
 
 
 def matrices(model, q, inputs, outputs, servo=None, damping=None):
