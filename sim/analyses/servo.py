@@ -75,8 +75,11 @@ def write_tracking(group, model, result, rigid, law, servo):
     names = ", ".join(model.actuator_names)
     group.put("actuator_forces", result.actuator_forces, units,
               f"joint-side actuator forces of the servos ({names}), the torque limit applied")
-    group.put("motor_angles", s * gear, "rad", f"motor-side angles gear_ratio * s of the actuators ({names})")
-    group.put("tracking_error", error, joint, f"reference minus joint coordinate s_ref - s ({names})")
+    compliant = np.array([a.stiffness is not None for a in model.actuators])
+    group.put("motor_angles", np.where(compliant, result.motor_angles, s) * gear, "rad",
+              f"motor-side angles of the actuators ({names}): gear_ratio times the joint coordinate, or "
+              f"behind a compliant transmission the motor's own")
+    group.put("tracking_error", error, joint, f"reference minus joint coordinate s_ref - s ({names}), joint side")
     pose_units = list(model.pose_units)
     deviation = result.pose - rigid
     group.put("deviation_servo", share, pose_units,

@@ -64,6 +64,9 @@ The drives (actuators ``s(q)``, ``J_s = ds/dq``) enter the residual as
   force does not depend on the state, so Newton sees no drive stiffness or damping there (a step
   that crosses the limit may take more iterations).  :mod:`sim.solvers.servo` maps a cascade
   position/velocity servo onto this law;
+  With ``Drive.transmission`` (servo drives), a compliant actuator's force acts on its motor
+  (reflected inertia ``n^2 J_m``), joined to the joint coordinate by the actuator's spring and
+  damper; the motor's coordinate is condensed within the step (:func:`_transmission`);
 * ``free``: actuators unconstrained and unloaded,
 
 and on every kind the rigid actuators' reflected rotor inertia ``I = n^2 J_m`` as the force
@@ -112,7 +115,8 @@ GAP_RATIO = 0.01            # a joint's violation above this share of the robot'
 DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
 # rows of Scheme.servo: the integral z and PD force tau_pd at the last accepted instant, the
 # same at the last evaluated iterate, and the actuator force there and at the accepted instant
-SERVO_ROWS = Z, E, Z1, E1, TAU1, TAU = range(6)
+SERVO_ROWS = Z, E, Z1, E1, TAU1, TAU, TH, THD, THDD, TH1, THD1, THDD1 = range(12)
+# (TH, THD, THDD: a transmission's motor angle, rate and acceleration, accepted; TH1...: at the iterate)
 ATTEMPTS = 3                # kept matrix, matrix fresh at the predictor, Newton proper
 CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
 
@@ -138,8 +142,10 @@ class Scheme(NamedTuple):
     ``gap`` [m or rad] of a step that has not diverged; the drive ``kind``
     (:data:`DRIVE_KINDS`) and, per actuator (n_a,), its gains ``kp, kd``, the integral gain
     ``ki`` [1/s], the force ``limit`` [N m or N] (inf: none), the reflected rotor ``inertia``
-    [kg m^2 or kg], and the drive's state ``servo`` (:data:`SERVO_ROWS`, n_a), which the step
-    updates in place."""
+    [kg m^2 or kg], the ``transmission`` (3, n_a) -- stiffness, damping and the motor's
+    reflected inertia of the actuators whose torque acts on a motor joined to the joint by a
+    spring (zero stiffness: none) -- and the drive's state ``servo`` (:data:`SERVO_ROWS`, n_a),
+    which the step updates in place."""
 
     h: float
     alpha_m: float
@@ -159,6 +165,7 @@ class Scheme(NamedTuple):
     ki: np.ndarray
     limit: np.ndarray
     inertia: np.ndarray
+    transmission: np.ndarray
     servo: np.ndarray
 
 
@@ -211,7 +218,8 @@ class Samples(NamedTuple):
     (kinetic, gravitational, elastic [J]), ``violation`` (k,) (norm of the constraint rows),
     ``iterations`` (k,) (most Newton iterations of a step since the previous sample), marker
     origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3), actuator forces of torque drives
-    ``tau`` (k, n_a) [N m or N]."""
+    ``tau`` (k, n_a) [N m or N] and the angles of the motors behind transmissions ``motor``
+    (k, n_a) [rad or m, joint units; zero for the others]."""
 
     t: np.ndarray
     q: np.ndarray
@@ -222,6 +230,7 @@ class Samples(NamedTuple):
     p: np.ndarray
     A: np.ndarray
     tau: np.ndarray
+    motor: np.ndarray
 
 
 @njit(cache=True)
@@ -376,6 +385,11 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
         sv = sch.servo
         for k in range(w.phi.size - nj):
             row = nj + k
+            if sch.transmission[0, k] > 0.0:
+                Q_k = _transmission(sch, k, s[k], sd[k], ff[k], w.phi[row], _dot(J, row, v1), t.angle[k])
+                for j in range(n):
+                    Q[j] += J[row, j] * Q_k
+                continue
             err = s[k] - w.phi[row]
             if t.angle[k]:
                 err = (err + np.pi) % (2 * np.pi) - np.pi
@@ -435,6 +449,44 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
             r[j] += J_rj * lk
         C_dot = Jv - sd[row - nj] if row >= nj else Jv
         r[n + k] = Ja - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
+
+
+@njit(cache=True, inline="always")
+def _wrap(x, angle):
+    return (x + np.pi) % (2 * np.pi) - np.pi if angle else x
+
+
+@njit(cache=True)
+def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
+    """The force on joint coordinate ``s`` of actuator ``k`` through its transmission spring,
+    its motor (reflected inertia ``I``) driven by the drive law, and the motor's state at the
+    iterate into ``sch.servo``.  The motor's coordinate is condensed within the step: Newmark's
+    update (the scheme's ``beta, gamma``) makes its angle and rate linear in its acceleration
+    ``A``, which ``I A = tau - f`` (``f = k (theta - s) + c (theta_dot - s_dot)``, ``tau`` the drive
+    law on the motor's angle, clipped) gives in closed form."""
+    sv, h = sch.servo, sch.h
+    K, C, I = sch.transmission[0, k], sch.transmission[1, k], sch.transmission[2, k]
+    bh2, gh = sch.beta * h * h, sch.gamma * h
+    th = sv[TH, k] + h * sv[THD, k] + h * h * (0.5 - sch.beta) * sv[THDD, k]     # the predictor's part
+    thd = sv[THD, k] + h * (1.0 - sch.gamma) * sv[THDD, k]
+    kp, kd, ki = sch.kp[k], sch.kd[k], sch.ki[k]
+    P0 = kp * _wrap(s_ref - th, angle) + kd * (sd_ref - thd)       # tau_pd = P0 + P1 A
+    P1 = -(kp * bh2 + kd * gh)
+    g = 1.0 + 0.5 * h * ki
+    T0 = ff + ki * (sv[Z, k] + 0.5 * h * sv[E, k]) + g * P0        # tau = T0 + T1 A
+    T1 = g * P1
+    F0 = K * _wrap(th - s, angle) + C * (thd - s_dot)               # f = F0 + F1 A
+    F1 = K * bh2 + C * gh
+    A = (T0 - F0) / (I - T1 + F1)
+    tau = T0 + T1 * A
+    z = sv[Z, k] + 0.5 * h * (sv[E, k] + P0 + P1 * A)
+    if abs(tau) > sch.limit[k]:
+        tau = sch.limit[k] if tau > 0 else -sch.limit[k]
+        A = (tau - F0) / (I + F1)
+        z = sv[Z, k]                                    # held while clipped (anti-windup)
+    sv[Z1, k], sv[E1, k], sv[TAU1, k] = z, P0 + P1 * A, tau
+    sv[TH1, k], sv[THD1, k], sv[THDD1, k] = th + bh2 * A, thd + gh * A, A
+    return F0 + F1 * A
 
 
 @njit(cache=True, inline="always")
@@ -616,6 +668,9 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
         sch.servo[Z] = sch.servo[Z1]
         sch.servo[E] = sch.servo[E1]
         sch.servo[TAU] = sch.servo[TAU1]
+        sch.servo[TH] = sch.servo[TH1]
+        sch.servo[THD] = sch.servo[THD1]
+        sch.servo[THDD] = sch.servo[THDD1]
     st.counts[HAVE_PREV] = 1
     st.time[0] += h
     return 0, iterations
@@ -645,6 +700,7 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     out.p[j] = t.p
     out.A[j] = t.A
     out.tau[j] = sch.servo[TAU]
+    out.motor[j] = sch.servo[TH]
     kinetic = 0.0
     for b in range(t.body_v.size):       # v^T M v / 2, body block by body block (no BLAS calls)
         v0 = t.body_v[b]
@@ -758,12 +814,20 @@ class GeneralizedAlpha:
         n_a = ev.n_rows - ev.n_joint
         per = lambda x: np.array(np.broadcast_to(np.asarray(x, dtype=float), (n_a,)))     # noqa: E731
         # The reflected rotor inertia of the rigid actuators (a compliant one's rotor sits on its
-        # motor side, whose motion the drive prescribes).
-        inertia = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in ev.model.actuators])
+        # motor side, whose motion the drive prescribes -- or, through a transmission, on the
+        # motor's own coordinate).
+        acts = ev.model.actuators
+        inertia = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in acts])
+        transmission = np.zeros((3, n_a))
+        if kind == 2 and getattr(drive, "transmission", False):
+            for i, a in enumerate(acts):
+                if a.stiffness is not None:
+                    transmission[:, i] = a.stiffness, a.damping, a.reflected_inertia
         self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
                              baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
                              per(drive.kp), per(drive.kd), per(getattr(drive, "ki", 0.0)),
-                             per(getattr(drive, "limit", np.inf)), per(inertia), np.zeros((len(SERVO_ROWS), n_a)))
+                             per(getattr(drive, "limit", np.inf)), per(inertia), transmission,
+                             np.zeros((len(SERVO_ROWS), n_a)))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
         self.D = np.zeros((0, 0)) if damping is None else \
@@ -853,8 +917,15 @@ class GeneralizedAlpha:
         st, w, n = self.state, self.work, self.ev.n_v
         self._call(EQUATIONS, self._no_samples)
         st.counts[EVALUATIONS] += 1
+        sch = self.scheme
+        if sch.transmission[0].any():
+            # The motors start at their joints' angle and rate (transmissions unloaded).
+            nj = self.ev.n_joint
+            sch.servo[TH], sch.servo[THD] = w.phi[nj:], w.J[nj:] @ st.v
+            self._call(EQUATIONS, self._no_samples)
+            st.counts[EVALUATIONS] += 1
         J = w.J[self.rows]
-        J_s, sch = w.J[self.ev.n_joint:], self.scheme
+        J_s = w.J[self.ev.n_joint:]
         M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
         A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
         x = scipy.linalg.lstsq(A, -w.r)[0]
@@ -863,6 +934,8 @@ class GeneralizedAlpha:
         # the drive's state at t0: no integral yet, the force without it
         sch.servo[E] = sch.servo[E1]
         sch.servo[TAU] = np.clip(sch.servo[TAU1] - sch.ki * sch.servo[Z1], -sch.limit, sch.limit)
+        motor = sch.transmission[2]
+        sch.servo[THDD] = np.divide(sch.servo[TAU], motor, out=np.zeros_like(motor), where=motor > 0)
 
     def samples(self, count):
         """Empty :class:`Samples` for ``count`` output instants."""
@@ -870,6 +943,7 @@ class GeneralizedAlpha:
         return Samples(np.zeros(count), np.zeros((count, self.ev.n_q)), np.zeros((count, self.ev.n_v)),
                        np.zeros((count, 3)), np.zeros(count), np.zeros(count, dtype=np.int64),
                        np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)),
+                       np.zeros((count, self.ev.n_rows - self.ev.n_joint)),
                        np.zeros((count, self.ev.n_rows - self.ev.n_joint)))
 
     def record(self, out):

@@ -137,17 +137,16 @@ class Servo:
             raise SimError("servo feedforward \"velocity+torque\" needs the rigid inverse dynamics (a [trajectory])")
         ff = (lambda t: torque(t) * g) if g.any() else None     # noqa: E731
         return Drive("torque", reference=reference, feedforward=ff, kp=self.kv * self.kp, kd=self.kv, ki=self.ki,
-                     limit=self.torque_limit, velocity=lambda t: np.asarray(reference(t)[1]) * f)
+                     limit=self.torque_limit, velocity=lambda t: np.asarray(reference(t)[1]) * f, transmission=True)
 
 
 def check_transient(model, where):
-    """Refuse a servo transient the time loop does not integrate: a compliant transmission
-    needs the motor's own coordinate (the linear analyses have it, the transient not yet)."""
-    bad = [a.name for a in model.actuators if a.stiffness is not None]
+    """Refuse a servo on a compliant transmission without a rotor: the motor's own coordinate
+    needs its inertia."""
+    bad = [a.name for a in model.actuators if a.stiffness is not None and not a.reflected_inertia > 0]
     if bad:
-        raise SimError(f"{where}: drive = \"servo\" with the compliant actuator `{bad[0]}` (a transmission with "
-                       f"the motor's own coordinate) is not integrated by the transient; [modes] and "
-                       f"[state_space] with drives = \"servo\" take it")
+        raise SimError(f"{where}: drive = \"servo\" on the compliant actuator `{bad[0]}` (a transmission between "
+                       f"the motor and the joint) needs the motor's rotor_inertia > 0")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,9 @@ class Drive:
     velocity : callable or None
         ``velocity(t) -> s_dot`` (n_a,): the rate reference of the PD law when it differs from
         the reference's own rate (a servo without velocity feedforward: zero).
+    transmission : bool
+        Torque drives: a compliant actuator's force acts on its motor (its reflected rotor
+        inertia), joined to the joint by the actuator's spring (servo drives); else on the joint.
     """
 
     kind: str
@@ -50,6 +53,7 @@ class Drive:
     ki: object = 0.0
     limit: object = np.inf
     velocity: object = None
+    transmission: bool = False
 
     def table(self, times, n_a):
         """The laws at ``times`` (k,): ``s, s_dot, s_ddot, tau_ff``, each (k, n_a) (zeros where
@@ -111,6 +115,9 @@ class Result:
         Newton iterations of the step ending at each sample (0 at t0).
     actuator_forces : ndarray, shape (n, n_a)
         Forces of torque drives [N m or N] (zero under other drives).
+    motor_angles : ndarray, shape (n, n_a)
+        Angles of the motors behind transmissions (servo drives on compliant actuators) in
+        joint units [rad or m]; zero for the others.
     status : {"complete", "failed", "interrupted"}
     message : str
     counters : dict
@@ -133,6 +140,7 @@ class Result:
     counters: dict = field(default_factory=dict)
     stop: BaseException = field(default=None, repr=False, compare=False)
     actuator_forces: np.ndarray = None
+    motor_angles: np.ndarray = None
 
 
 def load_kernels(model):
@@ -222,4 +230,5 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
                   counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
                                 jacobians=integrator.n_jacobians, wall_time_s=time.perf_counter() - start),
-                  stop=stop, actuator_forces=out.tau[:k].copy())
+                  stop=stop, actuator_forces=out.tau[:k].copy(),
+                  motor_angles=out.motor[:k].copy())
