@@ -333,3 +333,36 @@ def test_two_inertia_transient_equals_linear_response(feedforward, ki):
                           np.abs(linear[1] - GEAR * r.motor_angles[:, 0]).max() / GEAR))
     assert errors[1] < 5e-7
     assert 10 < errors[0] / errors[1] < 20
+
+
+@pytest.mark.parametrize("servo, fragment", [
+    (None, "[transient] drive = \"servo\" needs a [servo] table"),
+    ("kp = 10.0", "missing required key `servo.kv`"),
+    ("kp = 10.0\nkv = [1.0, 2.0]", "`kv` must be a number or a list of 1 numbers"),
+    ("kp = 10.0\nkv = -1.0", "[servo] kv must be a positive number"),
+    ("kp = 10.0\nkv = 1.0\nfeedforward = \"torque\"", "`feedforward` must be one of"),
+    ("kp = 10.0\nkv = 1.0\ngain = 1.0", "unknown key `servo.gain`"),
+])
+def test_scenario_errors(tmp_path, capsys, servo, fragment):
+    """A mistake in the servo's scenario ends with one line naming the key, exit code 2, before
+    any file is written (the analyses' checks run first)."""
+    from sim.app.cli import main
+
+    text = f"""name = "axis"
+[model]
+file = "{AXIS.as_posix()}"
+[transient]
+step = 1e-3
+duration = 0.1
+drive = "servo"
+drive_law = {{kind = "constant_rate", rate = 0.5}}
+""" + ("" if servo is None else f"[servo]\n{servo}\n")
+    path = tmp_path / "a.toml"
+    path.write_text(text)
+    out = tmp_path / "a.h5"
+    code = main(["run", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert not out.exists()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], err
