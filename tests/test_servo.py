@@ -366,3 +366,17 @@ drive_law = {{kind = "constant_rate", rate = 0.5}}
     assert not out.exists()
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], err
+
+
+def test_inverse_dynamics_with_the_rotor(axis):
+    """The rigid inverse dynamics of the geared axis on a cycloid: tau = (J_l + n^2 J_m) s_ddot,
+    to 1e-9 (the prescribed transient's actuator force includes the rotor likewise)."""
+    from sim.solvers.inverse_dynamics import actuator_forces, inverse_dynamics
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import from_scenario
+
+    trajectory = from_scenario(dict(kind="cycloidal", axes=["rz"], amplitude=0.5, period=0.5), axis)
+    motion = rigid_motion(axis, trajectory, np.linspace(0, 0.5, 11))
+    expected = J * motion.actuators_ddot
+    assert_allclose(inverse_dynamics(axis, motion).actuator_forces, expected, atol=1e-9 * np.abs(expected).max())
+    assert_allclose(actuator_forces(axis, motion), expected, atol=1e-9 * np.abs(expected).max())
