@@ -461,14 +461,16 @@ def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
     """The force on joint coordinate ``s`` of actuator ``k`` through its transmission spring,
     its motor (reflected inertia ``I``) driven by the drive law, and the motor's state at the
     iterate into ``sch.servo``.  The motor's coordinate is condensed within the step: Newmark's
-    update (the scheme's ``beta, gamma``) makes its angle and rate linear in its acceleration
+    average-acceleration update makes its angle and rate linear in its acceleration
     ``A``, which ``I A = tau - f`` (``f = k (theta - s) + c (theta_dot - s_dot)``, ``tau`` the drive
     law on the motor's angle, clipped) gives in closed form."""
     sv, h = sch.servo, sch.h
     K, C, I = sch.transmission[0, k], sch.transmission[1, k], sch.transmission[2, k]
-    bh2, gh = sch.beta * h * h, sch.gamma * h
-    th = sv[TH, k] + h * sv[THD, k] + h * h * (0.5 - sch.beta) * sv[THDD, k]     # the predictor's part
-    thd = sv[THD, k] + h * (1.0 - sch.gamma) * sv[THDD, k]
+    # Newmark's average acceleration whatever the scheme (second order; generalized-alpha's
+    # gamma > 1/2 on the true acceleration would be first order)
+    bh2, gh = 0.25 * h * h, 0.5 * h
+    th = sv[TH, k] + h * sv[THD, k] + 0.25 * h * h * sv[THDD, k]     # the predictor's part
+    thd = sv[THD, k] + 0.5 * h * sv[THDD, k]
     kp, kd, ki = sch.kp[k], sch.kd[k], sch.ki[k]
     P0 = kp * _wrap(s_ref - th, angle) + kd * (sd_ref - thd)       # tau_pd = P0 + P1 A
     P1 = -(kp * bh2 + kd * gh)
