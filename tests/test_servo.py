@@ -383,3 +383,49 @@ def test_inverse_dynamics_with_the_rotor(axis):
     expected = J * motion.actuators_ddot
     assert_allclose(inverse_dynamics(axis, motion).actuator_forces, expected, atol=1e-9 * np.abs(expected).max())
     assert_allclose(actuator_forces(axis, motion), expected, atol=1e-9 * np.abs(expected).max())
+
+
+def test_plot_draws_bode_and_split(tmp_path):
+    """`sim plot` of a servo run: the Bode plot of [state_space] (its magnitude the state
+    space's |H| at the stored frequencies) and the transient's deviation split."""
+    import matplotlib.pyplot as plt
+    from sim.app.api import open_results, run
+    from sim.app.plots import _panels
+    from sim.app.results import read_result
+
+    path = tmp_path / "axis.toml"
+    path.write_text(f"""name = "axis"
+[model]
+file = "{AXIS.as_posix()}"
+[servo]
+kp = {KP}
+kv = {KV}
+feedforward = "none"
+[transient]
+step = 1e-3
+duration = 0.2
+drive = "servo"
+drive_law = {{kind = "constant_rate", rate = 0.5}}
+[state_space]
+inputs = ["motor:motor"]
+outputs = ["pose:rz"]
+drives = "servo"
+f_min = 0.1
+f_max = 10.0
+points = 50
+""")
+    out = tmp_path / "axis.h5"
+    run(path, out=out)
+    ds = open_results(out, "state_space")
+    f = ds["frequency"].values
+    w = 2 * np.pi * f
+    # motor torque (motor side) to the link angle: n / (J (iw)^2 + kv iw + kv kp)
+    exact = GEAR / np.abs(-J * w**2 + 1j * KV * w + KV * KP)
+    assert_allclose(ds["magnitude"].values[:, 0, 0], exact, rtol=1e-9)
+    panels = dict(_panels(read_result(out)))
+    for title in ("state_space: frequency response (Bode)", "state_space: phase",
+                  "transient: deviation, servo and structure shares"):
+        fig, ax = plt.subplots()
+        panels[title](ax)
+        assert ax.lines, title
+        plt.close(fig)
