@@ -72,7 +72,8 @@ def _rod_inertia(mass, p, q, axial_fraction=1e-3):
     return I_t * (np.eye(3) - np.outer(e, e)) + axial_fraction * I_t * np.outer(e, e)
 
 
-def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gravity=9.81):
+def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gravity=9.81, rotor_inertia=0.0,
+          gear_ratio=1.0):
     """3-RRRU robot at its home posture.
 
     Parameters
@@ -85,6 +86,11 @@ def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gr
         Radius of the solid circular rod section [m].
     gravity : float
         Gravity along -z [m/s^2].
+    rotor_inertia : float
+        Each actuator's motor rotor (and gear input) inertia, motor side [kg m^2] (0: none).
+    gear_ratio : float
+        Each actuator's gear ratio, motor angle per joint angle [-]; the joint sees
+        ``gear_ratio^2 rotor_inertia``.
     """
     n = int(elements_per_link)
     if n != elements_per_link or n < 1:
@@ -128,7 +134,7 @@ def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gr
         b.add_joint(f"B_{s}", "revolute", f"B1_{s}", f"B2_{s}")
         b.add_joint(f"C_{s}", "revolute", f"C2_{s}", f"C3_{s}")
         b.add_joint(f"P_{s}", "universal", f"P3_{s}", f"P4_{s}")
-        b.add_actuator(f"theta_{s}", f"A_{s}")
+        b.add_actuator(f"theta_{s}", f"A_{s}", rotor_inertia=rotor_inertia, gear_ratio=gear_ratio)
         # Sensor frame on the rod: x along the rod, y in the leg plane (main bending direction).
         b.add_marker(f"rod_start_{s}", f"CP_{s}", C, frame_u2)
         if n % 2 == 0 and i == 0:

@@ -8,7 +8,8 @@ takes its scenario table's keys as keyword arguments and returns a :class:`Resul
 file's group as an xarray Dataset.  The library beneath them: :func:`simulate` (the time loop,
 with a :class:`Drive`), :func:`natural_modes` (modes at a configuration, a
 :class:`ModalResult`), :class:`Evaluator` (the equations at a state), :func:`rigid_motion`,
-:func:`solve_pose`, :func:`mass_matrix`, ...  See ``README.md`` and ``docs/``.
+:func:`solve_pose`, :func:`mass_matrix`, :func:`state_space` (a python-control plant of the robot with
+its drives), ...  See ``README.md`` and ``docs/``.
 """
 import os
 import sys
@@ -76,6 +77,7 @@ _LAZY = {
     "ModalResult": "sim.solvers.modal", "natural_modes": "sim.solvers.modal:modes",
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
     "simulate": "sim.solvers.simulate", "Drive": "sim.solvers.simulate",
+    "state_space": "sim.solvers.servo", "Servo": "sim.solvers.servo",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
                                         "inverse_dynamics", "frf", "identify", "run", "open_results")},
 }

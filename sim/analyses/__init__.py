@@ -88,3 +88,4 @@ from sim.analyses import ked  # noqa: E402,F401
 from sim.analyses import frequencies  # noqa: E402,F401
 from sim.analyses import sweep  # noqa: E402,F401
 from sim.analyses import design  # noqa: E402,F401
+from sim.analyses import servo  # noqa: E402,F401

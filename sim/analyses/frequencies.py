@@ -1,6 +1,8 @@
 """Natural frequencies along the trajectory, tracked by MAC: group ``frequencies``.
 
-Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants.  The modes are those
+Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants; with ``drives =
+"servo"`` also the lowest ``count`` complex modes of the robot closed by its ``[servo]`` drives
+at each instant (:mod:`sim.solvers.servo`; ascending, not tracked).  The modes are those
 of KED's frozen structures (actuators locked; :func:`sim.solvers.ked.frames_along`, its
 compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
 that a tracked mode crossing the ``count``-th one is still found; pairing uses the
@@ -115,4 +117,27 @@ def run(model, scenario, group, progress):
     group.put("pose_rigid", motion.pose, list(model.pose_units), "end-effector coordinates at the sampling instants")
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["mac_metric"] = "mass-weighted, M(q) of the later instant"
-    return {"frequency_range_hz": (float(tracked.min()), float(tracked.max()))}
+    summary = {"frequency_range_hz": (float(tracked.min()), float(tracked.max()))}
+    if table["drives"] == "servo":
+        summary.update(_servo(model, scenario, group, motion.q, k, progress))
+    return summary
+
+
+def _servo(model, scenario, group, qs, k, progress):
+    """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path
+    (:func:`sim.analyses.servo.closed_modes`), ascending (not tracked)."""
+    from sim.analyses import damping as robot_damping
+    from sim.analyses.servo import closed_modes, gains
+
+    servo, damping = gains(model, scenario), robot_damping(scenario, group)
+    f, z = np.full((len(qs), k), np.nan), np.full((len(qs), k), np.nan)
+    with progress(len(qs), "frequencies: servo modes") as bar:
+        for i, q in enumerate(qs):
+            closed = closed_modes(model, q, servo, damping)
+            j = min(k, closed.frequencies_hz.size)
+            f[i, :j], z[i, :j] = closed.frequencies_hz[:j], closed.damping_ratios[:j]
+            bar.update(1)
+    group.put("servo_frequencies", f, "Hz", "the lowest closed-loop natural frequencies |lambda| / 2 pi of the "
+              "robot with its servo drives, ascending at each instant (NaN: fewer complex modes)")
+    group.put("servo_damping_ratios", z, "1", "their damping ratios -Re lambda / |lambda|")
+    return {"servo_frequency_range_hz": (float(np.nanmin(f)), float(np.nanmax(f)))}

@@ -37,7 +37,11 @@ def run(model, scenario, group, progress):
     grid = np.geomspace if t["spacing"] == "log" else np.linspace
     f = grid(t["f_min"], t["f_max"], t["points"])
     damping = robot_damping(scenario, group)
-    r = frf(model, q, t["inputs"], t["outputs"], f, damping, t["method"])
+    servo = None
+    if t["drives"] == "servo":
+        from sim.analyses.servo import gains
+        servo = gains(model, scenario)
+    r = frf(model, q, t["inputs"], t["outputs"], f, damping, t["method"], servo=servo)
     units = [u for row in r.units for u in row]
     group.put("frequency", f, "Hz", "excitation frequency")
     group.put("H_real", r.H.real, units,
@@ -57,6 +61,7 @@ def run(model, scenario, group, progress):
     group.attrs["input_units"] = list(r.input_units)
     group.attrs["output_units"] = list(r.output_units)
     group.attrs["method"] = r.method
+    group.attrs["drives"] = t["drives"]
     return {"damped_frequencies_hz": tuple(np.round(r.damped_hz[:min(k, 5)], 2).tolist()),
             "peak_H": f"{np.abs(r.H[:, 0, 0]).max():.3g} {r.units[0][0]} at "
                       f"{f[np.argmax(np.abs(r.H[:, 0, 0]))]:.3g} Hz"}

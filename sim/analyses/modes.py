@@ -90,6 +90,14 @@ def run(model, scenario, group, progress):
     group.attrs["body_names"] = list(model.body_names)
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["rigid_modes"] = int(result.rigid_count)
+    summary = {}
+    if table["drives"] == "servo":
+        # The robot closed by its servos: complex modes beside the locked ones.
+        from sim.analyses import damping as robot_damping
+        from sim.analyses.servo import closed_modes, gains, write_modes
+        closed = closed_modes(model, q, gains(model, scenario), robot_damping(scenario, group))
+        write_modes(group, closed, table["count"], "servo/")
+        summary["servo_frequencies_hz"] = tuple(np.round(closed.frequencies_hz[:5], 2).tolist())
     if frequencies.size == 0:
-        return {"frequency_range_hz": ()}
-    return {"frequency_range_hz": (float(frequencies.min()), float(frequencies.max()))}
+        return {"frequency_range_hz": (), **summary}
+    return {"frequency_range_hz": (float(frequencies.min()), float(frequencies.max())), **summary}

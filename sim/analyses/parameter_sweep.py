@@ -34,6 +34,7 @@ HEADLINES = {
     "modes": ("frequencies",),
     "design": ("frequencies",),
     "frf": ("natural_frequencies", "damped_frequencies"),
+    "state_space": ("frequencies", "damping_ratios"),
     "identification": ("parameters", "rms_error"),
     "ked": ("settle_time", "residual_amplitude"),
     "transient": ("settle_time", "residual_amplitude"),

@@ -10,6 +10,11 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
 * ``prescribed``: driving constraints follow the rigid actuator motion;
 * ``torque``: the rigid inverse-dynamics actuator forces ``tau = -lam_s`` of
   ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
+* ``servo``: the ``[servo]`` controllers (:mod:`sim.solvers.servo`) follow the rigid actuator
+  motion, with the motors' reflected rotor inertia; the group also holds the actuator forces,
+  the motor angles, the tracking errors and the deviation split into the servo's share (the
+  rigid robot's pose change for the actuators' lag) and the structure's
+  (:func:`sim.analyses.servo.write_tracking`);
 * ``free``: actuators neither driven nor loaded.
 
 Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as KED and the FRF
@@ -269,8 +274,9 @@ def reference(model, scenario, table, progress):
         pose_rigid = lambda t: pose_law(t)[0]   # noqa: E731
         s, sd, sdd = law(0.0)
         v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
-        if table["drive"] == "torque":
-            raise SimError(f"{where} drive = \"torque\" needs a [trajectory] (rigid inverse dynamics)")
+        if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
+            raise SimError(f"{where} drive = \"{table['drive']}\" with torque feedforward needs a [trajectory] "
+                           f"(rigid inverse dynamics)")
         return law, pose_rigid, qs[0], v0, None, duration, (times, qs, residual)
     if traj is None:
         raise SimError(f"{where} needs a [trajectory] table or a drive_law")
@@ -290,11 +296,17 @@ def reference(model, scenario, table, progress):
         n = min(REFERENCE_MAX_SAMPLES, int(np.ceil(n * 1.2 * (error / REFERENCE_TOL) ** (1 / 6))))
     law = hermite_law(times, motion.actuators, motion.actuators_dot, motion.actuators_ddot)
     torque = None
-    if table["drive"] == "torque":
+    if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
         from sim.solvers.inverse_dynamics import actuator_forces
         import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q, None)
+
+
+def _torque_feedforward(model, scenario):
+    """Whether the scenario's servos feed the rigid inverse dynamics' forces forward."""
+    from sim.analyses.servo import gains
+    return bool(gains(model, scenario).torque.any())
 
 
 def rigid_configurations(model, scenario, law, samples, times):
@@ -364,6 +376,11 @@ def check(model, scenario):
                        f"\"generalized-alpha\" takes rho_inf down to 0")
     if table["drive"] == "prescribed":
         determined(model, scenario)
+    if table["drive"] == "servo":
+        from sim.analyses.servo import gains
+        from sim.solvers.servo import check_transient
+        gains(model, scenario)
+        check_transient(model, f"{scenario.path}: [transient]")
     if table.get("drive_law") is None:
         from sim.solvers.moves import check_resolution
         from sim.solvers.trajectory import from_scenario
@@ -418,7 +435,13 @@ def run(model, scenario, group, progress):
         free = table["drive"] == "free"
         q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)
     kind = table["drive"]
-    drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
+    servo = None
+    if kind == "servo":
+        from sim.analyses.servo import gains
+        servo = gains(model, scenario)
+        drive = servo.drive(law, torque)
+    else:
+        drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
     h = table["step"]
     moves = None
@@ -444,6 +467,9 @@ def run(model, scenario, group, progress):
         result = integrate(method)
     rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
     summary = write(model, group, result, rigid, static(result.t))
+    if servo is not None:
+        from sim.analyses.servo import write_tracking
+        summary.update(write_tracking(group, model, result, rigid, law, servo))
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, scenario, group, result, law, samples)

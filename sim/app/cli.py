@@ -201,7 +201,9 @@ def cmd_model(args):
         unit = "rad" if a.kind == "angle" else "m"
         compliance = (f", compliant: {a.stiffness:g} N{' m' if unit == 'rad' else ''}/{unit}" if a.stiffness is not None
                       else ", rigid")
-        lines.append(f"  {a.name:<16} {a.kind} [{unit}] of joint {model.joints[a.joint].name}{compliance}")
+        motor = (f", rotor {a.rotor_inertia:g} kg m^2 through gear {a.gear_ratio:g}" if a.rotor_inertia
+                 else "")
+        lines.append(f"  {a.name:<16} {a.kind} [{unit}] of joint {model.joints[a.joint].name}{compliance}{motor}")
     if model.springs:
         lines += ["", f"springs ({len(model.springs)}):"]
         lines += [f"  {sp.name:<16} {model.markers[sp.marker_i].name} -> {model.markers[sp.marker_j].name}"

@@ -645,6 +645,18 @@ def _panels(tree):
         if name == "frf" and "H_real" in group and "frequency" in group:
             panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
             panels.append(("frf: phase", lambda ax, g=group: _draw_frf(ax, g, phase=True)))
+        if name == "state_space" and "magnitude" in group and "frequency" in group:
+            from sim.app import servo_plots
+            panels.append(("state_space: frequency response (Bode)", lambda ax, g=group: servo_plots.draw_bode(ax, g)))
+            panels.append(("state_space: phase", lambda ax, g=group: servo_plots.draw_bode(ax, g, phase=True)))
+        if name == "frequencies" and "servo_frequencies" in group:
+            from sim.app import servo_plots
+            panels.append(("frequencies: servo drives beside locked", lambda ax, g=group:
+                           servo_plots.draw_servo_frequencies(ax, g)))
+        if name == "transient" and "deviation_servo" in group:
+            from sim.app import servo_plots
+            panels.append(("transient: deviation, servo and structure shares", lambda ax, g=group:
+                           servo_plots.draw_split(ax, g)))
         if name == "identification" and "parameters" in group:
             panels.append(("identification: measured vs computed frequencies", lambda ax, g=group:
                            plot_identification(ax, g)))

@@ -46,7 +46,7 @@ class Key(NamedTuple):
 
 # Analysis tables in the order `sim run` executes them.
 ANALYSIS_TABLES = ("modes", "stiffness", "inverse_dynamics", "frequencies", "ked", "transient",
-                   "sweep", "design", "frf", "identification")
+                   "sweep", "design", "frf", "state_space", "identification")
 
 # Name of the schema entry that stands for keys chosen by the file (the `[sweep]` grid axes).
 AXIS_KEY = "<axis>"
@@ -211,6 +211,9 @@ SCHEMA = {
         "pose": Key("float[]", None, None, "m, rad",
                     "end-effector pose, in the model's order (default: home)"),
         "count": Key("int", "positive", 6, "", "number of elastic modes"),
+        "drives": Key("str", ("locked", "servo"), "locked", "",
+                      "actuators locked, or also the complex modes of the robot closed by its [servo] "
+                      "(subgroup `servo`)"),
     },
     "stiffness": {
         "pose": Key("float[]", None, None, "m, rad",
@@ -241,9 +244,10 @@ SCHEMA = {
                           "it leaves (estimated from the contraction rate), is below this; the "
                           "error is systematic, so keep it well below the deflections of interest"),
         "newton_max_iter": Key("int", "positive", 12, "", "Newton iterations per step"),
-        "drive": Key("str", ("prescribed", "torque", "free"), "prescribed", "",
-                     "actuators follow the rigid inverse kinematics (prescribed) or apply the "
-                     "rigid inverse-dynamics forces (torque, open loop plus PD)"),
+        "drive": Key("str", ("prescribed", "torque", "servo", "free"), "prescribed", "",
+                     "actuators follow the rigid inverse kinematics (prescribed), apply the "
+                     "rigid inverse-dynamics forces (torque, open loop plus PD), or follow their "
+                     "references through the [servo] controllers with the motors' rotors (servo)"),
         "kp": Key("float", "nonnegative", 0.0, "N m/rad or N/m",
                   "PD proportional gain (drive = torque)"),
         "kd": Key("float", "nonnegative", 0.0, "N m s/rad or N s/m",
@@ -274,6 +278,38 @@ SCHEMA = {
     "frequencies": {
         "count": Key("int", "positive", 6, "", "elastic modes tracked (MAC)"),
         "samples": Key("int", "positive", 200, "", "instants along the trajectory"),
+        "drives": Key("str", ("locked", "servo"), "locked", "",
+                      "actuators locked, or also the lowest `count` complex modes of the robot closed by "
+                      "its [servo] at each instant (`servo_frequencies`, `servo_damping_ratios`)"),
+    },
+    "servo": {
+        "kp": Key("float|float[]", "positive_each", REQUIRED, "1/s",
+                  "position-loop gain, one or one per actuator"),
+        "kv": Key("float|float[]", "positive_each", REQUIRED, "N m s/rad or N s/m",
+                  "velocity-loop gain on the joint side, one or one per actuator"),
+        "ki": Key("float|float[]", "nonnegative_each", 0.0, "1/s",
+                  "velocity-loop integral gain, one or one per actuator"),
+        "feedforward": Key("str|str[]", None, "velocity", "",
+                           "`\"none\"`, `\"velocity\"` or `\"velocity+torque\"` (the rigid inverse dynamics), "
+                           "one or one per actuator"),
+        "torque_limit": Key("float|float[]", "positive_each", None, "N m or N",
+                            "largest joint-side actuator force, one or one per actuator (default: none)"),
+    },
+    "state_space": {
+        "inputs": Key("str[]", None, REQUIRED, "",
+                      "`motor:<actuator>` (motor torque, motor side), `reference:<actuator>` (servo "
+                      "reference), or an [frf] input"),
+        "outputs": Key("str[]", None, REQUIRED, "",
+                       "`motor:<actuator>` (motor angle, motor side), or an [frf] output (`pose:<name>`, ...)"),
+        "pose": Key("float[]", None, None, "m, rad",
+                    "end-effector pose, in the model's order (default: home)"),
+        "drives": Key("str", ("open", "servo"), "open", "",
+                      "motors as torque inputs (open), or closed by the [servo] controllers"),
+        "modes": Key("int", "positive", None, "",
+                     "keep the lowest modes only (modal truncation, static gain kept; default: all)"),
+        "f_min": Key("float", "positive", 0.5, "Hz", "lowest frequency of the stored frequency response"),
+        "f_max": Key("float", "positive", 500.0, "Hz", "highest frequency of the stored frequency response"),
+        "points": Key("int", "positive", 400, "", "frequencies of the stored response (log-spaced)"),
     },
     "inverse_dynamics": {
         "samples": Key("int", "positive", 200, "", "instants along the trajectory"),
@@ -321,6 +357,9 @@ SCHEMA = {
                       "modal superposition (proportional damping), complex-mode (state-space) "
                       "superposition, or one solve per frequency"),
         "count": Key("int", "positive", 10, "", "damped natural frequencies reported"),
+        "drives": Key("str", ("locked", "servo"), "locked", "",
+                      "actuators locked, or the robot closed by its [servo] drives (inputs and outputs of "
+                      "[state_space] too; one solve per frequency)"),
     },
     "identification": {
         "parameters": Key("str[]", None, REQUIRED, "",
@@ -429,6 +468,10 @@ TYPES = {
                        lambda v: isinstance(v, list) and bool(v) and all(isinstance(r, list) and r for r in v)
                        and len({len(r) for r in v}) == 1 and all(_is_finite(x) for r in v for x in r),
                        lambda v: [[float(x) for x in r] for r in v], "list of lists of numbers (rows)"),
+    "str|str[]": _Type("a string or a non-empty list of strings", "string",
+                       lambda v: isinstance(v, str) or (isinstance(v, list) and bool(v)
+                                                        and all(isinstance(x, str) for x in v)),
+                       lambda v: v if isinstance(v, str) else list(v), "string or list of strings"),
     "str[]": _Type("a non-empty list of strings", "list",
                    lambda v: isinstance(v, list) and bool(v)
                    and all(isinstance(x, str) for x in v),
@@ -483,6 +526,10 @@ TABLE_DOCS = {
     "frequencies": "natural frequencies along the trajectory",
     "inverse_dynamics": "actuator forces and joint reactions of the rigid robot",
     "frf": "frequency response functions at one configuration, actuators locked",
+    "servo": "the actuators' cascade position/velocity controllers (`[transient] drive = \"servo\"`, "
+             "`drives = \"servo\"` of [modes], [frequencies], [state_space])",
+    "state_space": "the robot linearised at a pose with its drives, A, B, C, D (python-control's "
+                   "`sim.state_space`) and its frequency response",
     "identification": "fit of model parameters to measured natural frequencies",
     "identification.configuration_1": "the reference configuration: its modes are paired by order, "
                                       "`modes` or `shapes`, and tracked configurations start from them",
@@ -967,6 +1014,11 @@ def _check_cross_tables(data, origin):
     if not present:
         tables = ", ".join(f"[{name}]" for name in ANALYSIS_TABLES)
         raise SimError(f"{origin.file}: no analysis to run; add one of {tables}")
+    servo = [f"[{name}] drives" for name in ("modes", "frequencies", "state_space", "frf")
+             if (data.get(name) or {}).get("drives") == "servo"]
+    servo += ["[transient] drive"] if (data.get("transient") or {}).get("drive") == "servo" else []
+    if servo and "servo" not in data:
+        raise SimError(f"{origin.file}: {servo[0]} = \"servo\" needs a [servo] table (kp, kv)")
     if "trajectory" not in data:
         for name in present:
             if name in NEEDS_TRAJECTORY and not (name == "transient"

@@ -168,13 +168,25 @@ class Joint:
 @dataclass(frozen=True)
 class Actuator:
     """Drive of a joint coordinate; rigid (a driving constraint) unless ``stiffness`` is set,
-    in which case it is a spring [N m/rad or N/m] (and damper [N m s/rad or N s/m]) on it."""
+    in which case it is a spring [N m/rad or N/m] (and damper [N m s/rad or N s/m]) on it.
+
+    ``rotor_inertia`` [kg m^2] is the motor's rotor (and gear input) on the motor side and
+    ``gear_ratio`` the motor angle per joint coordinate (rad/rad, or rad/m for a screw:
+    ``2 pi / lead``); the joint sees the reflected inertia ``gear_ratio^2 rotor_inertia``
+    [kg m^2 or kg] (:attr:`reflected_inertia`)."""
 
     name: str
     joint: int
     kind: str  # "angle" [rad] or "slide" [m]
     stiffness: float | None = None
     damping: float = 0.0
+    rotor_inertia: float = 0.0
+    gear_ratio: float = 1.0
+
+    @property
+    def reflected_inertia(self):
+        """``n^2 J_m`` [kg m^2 or kg]: the rotor's inertia seen on the joint coordinate."""
+        return self.gear_ratio ** 2 * self.rotor_inertia
 
 
 @dataclass(frozen=True)
@@ -657,12 +669,23 @@ class ModelBuilder:
                                     self._marker_index(marker_j, f"spring `{name}`"), K, C))
         return name
 
-    def add_actuator(self, name, joint, stiffness=None, damping=0.0):
+    def add_actuator(self, name, joint, stiffness=None, damping=0.0, rotor_inertia=0.0, gear_ratio=1.0):
         """Actuator on the coordinate of ``joint`` (revolute: angle; prismatic/cylindrical: slide).
 
         With ``stiffness`` [N m/rad or N/m] the drive is compliant (a spring on the joint
         coordinate towards its target, e.g. a ball screw), with optional ``damping``.
+
+        ``rotor_inertia`` [kg m^2]: the motor's rotor on the motor side (a base-mounted motor:
+        its carrier's rotation is neglected); ``gear_ratio`` ``n`` > 0: motor angle per joint
+        coordinate [rad/rad; rad/m for a screw of lead ``L``: ``n = 2 pi / L``].  The joint
+        sees ``n^2 rotor_inertia``.  With ``stiffness`` too, the transmission is a spring
+        between the motor (its own coordinate, joint-side units) and the joint (servo drives,
+        :mod:`sim.solvers.servo`).
         """
+        if not (np.isfinite(rotor_inertia) and rotor_inertia >= 0):
+            self._problems.append(f"actuator `{name}`: rotor_inertia must be >= 0, got {rotor_inertia!r}")
+        if not (np.isfinite(gear_ratio) and gear_ratio > 0):
+            self._problems.append(f"actuator `{name}`: gear_ratio must be > 0, got {gear_ratio!r}")
         if stiffness is not None and not (np.isfinite(stiffness) and stiffness > 0):
             self._problems.append(f"actuator `{name}`: stiffness must be > 0, got {stiffness!r}")
         if not (np.isfinite(damping) and damping >= 0):
@@ -676,7 +699,7 @@ class ModelBuilder:
             self._problems.append(f"actuator `{name}`: joint `{joint}` of kind {self._joints[idx[0]].kind} has no drivable coordinate")
             return
         self._actuators.append(Actuator(name, idx[0], kind, None if stiffness is None else float(stiffness),
-                                        float(damping)))
+                                        float(damping), float(rotor_inertia), float(gear_ratio)))
 
     def add_sensor(self, name, kind, markers, axis=1, units=None, description=""):
         """Declare a scalar output (see :func:`sim.model.kinematics.sensor_values`): ``kind``

@@ -188,7 +188,7 @@ def frf_reduced(red, B, Cout, frequencies_hz, damping, method="auto"):
     return H, omega, cm, method
 
 
-def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", locked=True):
+def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", locked=True, servo=None):
     """FRFs between named inputs and outputs at configuration ``q``.
 
     Parameters
@@ -203,6 +203,10 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
     method : {"auto", "modal", "state", "direct"}
     locked : bool
         Actuators locked (default).
+    servo : sim.solvers.servo.Servo, optional
+        The robot closed by these servo drives instead (motors, rotors and transmissions,
+        :mod:`sim.solvers.servo`; inputs and outputs of :func:`sim.solvers.servo.signals`,
+        ``eta`` ignored): one solve per frequency (method ``direct``).
 
     Returns
     -------
@@ -212,6 +216,8 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
     if not inputs or not outputs:
         raise SimError("FRF needs at least one input and one output")
     damping = dmp.Damping() if damping is None else damping
+    if servo is not None:
+        return _servo_frf(model, q, inputs, outputs, frequencies_hz, damping, servo)
     red = dmp.reduce(model, q, locked)
     Bv, in_units = _rows(model, q, inputs, "input", locked)
     Cv, out_units = _rows(model, q, outputs, "output", locked)
@@ -224,6 +230,21 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
     return FRF(frequencies_hz=np.asarray(frequencies_hz, dtype=float), H=H, inputs=inputs, outputs=outputs,
                input_units=in_units, output_units=out_units, natural_hz=natural[natural > floor],
                damped_hz=cm.damped_hz[keep], ratios=cm.ratios[keep], method=used)
+
+
+def _servo_frf(model, q, inputs, outputs, frequencies_hz, damping, servo):
+    """:func:`frf` of the robot closed by ``servo``."""
+    from sim.solvers import servo as sv
+
+    p = sv.plant(model, q, damping)
+    in_units = sv.signals(model, q, p, inputs, "input")[1]
+    out_units = sv.signals(model, q, p, outputs, "output")[1]
+    H = sv.frequency_response(model, q, inputs, outputs, frequencies_hz, servo, damping)
+    closed = sv.modes(sv.closed_loop(p, servo))
+    return FRF(frequencies_hz=np.asarray(frequencies_hz, dtype=float), H=H, inputs=inputs, outputs=outputs,
+               input_units=in_units, output_units=out_units, natural_hz=closed.frequencies_hz,
+               damped_hz=np.abs(closed.eigenvalues.imag) / (2 * np.pi), ratios=closed.damping_ratios,
+               method="direct")
 
 
 def static_compliance(model, q, inputs, outputs, locked=True):

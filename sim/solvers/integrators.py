@@ -56,8 +56,22 @@ The drives (actuators ``s(q)``, ``J_s = ds/dq``) enter the residual as
 
 * ``prescribed``: driving constraints ``s(q) - s_ref(t) = 0`` (rows after the joint rows);
   compliant actuators are springs pulled towards ``s_ref``;
-* ``torque``: actuator forces ``tau = tau_ff(t) + kp (s_ref - s) + kd (s_ref_dot - s_dot)``;
+* ``torque``: actuator forces ``tau = tau_ff(t) + tau_pd + ki z``, ``tau_pd = kp (s_ref - s) +
+  kd (s_ref_dot - s_dot)`` (gains per actuator), ``z`` the time integral of ``tau_pd``
+  (trapezoidal over the step, carried from step to step, not an unknown of Newton: its
+  derivative enters the iteration matrix through ``kd (1 + ki h / 2)`` and the forward-difference
+  correction), clipped to ``|tau| <= limit``; while clipped, ``z`` is held (anti-windup) and the
+  force does not depend on the state, so Newton sees no drive stiffness or damping there (a step
+  that crosses the limit may take more iterations).  :mod:`sim.solvers.servo` maps a cascade
+  position/velocity servo onto this law;
+  With ``Drive.transmission`` (servo drives), a compliant actuator's force acts on its motor
+  (reflected inertia ``n^2 J_m``), joined to the joint coordinate by the actuator's spring and
+  damper; the motor's coordinate is condensed within the step (:func:`_transmission`);
 * ``free``: actuators unconstrained and unloaded,
+
+and on every kind the rigid actuators' reflected rotor inertia ``I = n^2 J_m`` as the force
+``-I s_ddot = -I (J_s a - gamma_s)`` on the joint coordinate (the actuator forces of
+prescribed drives then include the torque that accelerates the rotors);
 
 and a linear damping ``D`` (constant or piecewise constant in time) as ``Q -= D v``.
 
@@ -99,6 +113,10 @@ FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton di
             4: "singular iteration matrix (redundant or singular constraints)", 5: "the joints came apart"}
 GAP_RATIO = 0.01            # a joint's violation above this share of the robot's size [m or rad]: diverged
 DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
+# rows of Scheme.servo: the integral z and PD force tau_pd at the last accepted instant, the
+# same at the last evaluated iterate, and the actuator force there and at the accepted instant
+SERVO_ROWS = Z, E, Z1, E1, TAU1, TAU, TH, THD, THDD, TH1, THD1, THDD1 = range(12)
+# (TH, THD, THDD: a transmission's motor angle, rate and acceleration, accepted; TH1...: at the iterate)
 ATTEMPTS = 3                # kept matrix, matrix fresh at the predictor, Newton proper
 CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
 BAUMGARTE_RATE = 4.0        # default Baumgarte gains alpha = beta = BAUMGARTE_RATE / step.  Newmark's
@@ -135,7 +153,12 @@ class Scheme(NamedTuple):
     ``c = (1 - alpha_f)/(1 - alpha_m)``, Baumgarte ``2 alpha`` and ``beta^2`` [1/s, 1/s^2],
     Newton ``tol`` [m or rad], ``max_iter``, ``diverged``, the largest constraint violation
     ``gap`` [m or rad] of a step that has not diverged; the drive ``kind``
-    (:data:`DRIVE_KINDS`) and its PD gains ``kp, kd``."""
+    (:data:`DRIVE_KINDS`) and, per actuator (n_a,), its gains ``kp, kd``, the integral gain
+    ``ki`` [1/s], the force ``limit`` [N m or N] (inf: none), the reflected rotor ``inertia``
+    [kg m^2 or kg], the ``transmission`` (3, n_a) -- stiffness, damping and the motor's
+    reflected inertia of the actuators whose torque acts on a motor joined to the joint by a
+    spring (zero stiffness: none) -- and the drive's state ``servo`` (:data:`SERVO_ROWS`, n_a),
+    which the step updates in place."""
 
     h: float
     alpha_m: float
@@ -150,8 +173,13 @@ class Scheme(NamedTuple):
     diverged: float
     gap: float
     kind: int
-    kp: float
-    kd: float
+    kp: np.ndarray
+    kd: np.ndarray
+    ki: np.ndarray
+    limit: np.ndarray
+    inertia: np.ndarray
+    transmission: np.ndarray
+    servo: np.ndarray
 
 
 class State(NamedTuple):
@@ -202,7 +230,9 @@ class Samples(NamedTuple):
     """Output samples, preallocated: ``t`` (k,), ``q`` (k, n_q), ``v`` (k, n_v), ``energy`` (k, 3)
     (kinetic, gravitational, elastic [J]), ``violation`` (k,) (norm of the constraint rows),
     ``iterations`` (k,) (most Newton iterations of a step since the previous sample), marker
-    origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3)."""
+    origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3), actuator forces of torque drives
+    ``tau`` (k, n_a) [N m or N] and the angles of the motors behind transmissions ``motor``
+    (k, n_a) [rad or m, joint units; zero for the others]."""
 
     t: np.ndarray
     q: np.ndarray
@@ -212,6 +242,8 @@ class Samples(NamedTuple):
     iterations: np.ndarray
     p: np.ndarray
     A: np.ndarray
+    tau: np.ndarray
+    motor: np.ndarray
 
 
 @njit(cache=True)
@@ -363,19 +395,40 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
                       s if sch.kind == 1 else s[:0], jacobian, jacobian, jacobian, runtime(True))
     Q, J = w.Q, w.J
     if sch.kind == 2:
+        sv = sch.servo
         for k in range(w.phi.size - nj):
             row = nj + k
+            if sch.transmission[0, k] > 0.0:
+                Q_k = _transmission(sch, k, s[k], sd[k], ff[k], w.phi[row], _dot(J, row, v1), t.angle[k])
+                for j in range(n):
+                    Q[j] += J[row, j] * Q_k
+                continue
             err = s[k] - w.phi[row]
             if t.angle[k]:
                 err = wrap(err)
-            tau = ff[k] + sch.kp * err + sch.kd * (sd[k] - _dot(J, row, v1))
+            pd = sch.kp[k] * err + sch.kd[k] * (sd[k] - _dot(J, row, v1))
+            z = sv[Z, k] + 0.5 * sch.h * (sv[E, k] + pd)      # trapezoidal integral of tau_pd
+            tau = ff[k] + pd + sch.ki[k] * z
+            free = abs(tau) <= sch.limit[k]
+            if not free:
+                tau = sch.limit[k] if tau > 0 else -sch.limit[k]
+                z = sv[Z, k]                                # held while clipped (anti-windup)
+            sv[Z1, k], sv[E1, k], sv[TAU1, k] = z, pd, tau
             for j in range(n):
                 Q[j] += J[row, j] * tau
-            if jacobian and sch.kd != 0.0:
+            c = sch.kd[k] * (1.0 + 0.5 * sch.h * sch.ki[k])
+            if jacobian and c != 0.0 and free:
                 for i in range(n):
                     if J[row, i] != 0.0:
                         for j in range(n):
-                            w.G[i, j] -= sch.kd * J[row, i] * J[row, j]
+                            w.G[i, j] -= c * J[row, i] * J[row, j]
+    for k in range(sch.inertia.size):
+        if sch.inertia[k] != 0.0:
+            # the rotor's inertia force -I s_ddot on the joint coordinate
+            row = nj + k
+            f = -sch.inertia[k] * (_dot(J, row, a) - w.gamma[row])
+            for j in range(n):
+                Q[j] += J[row, j] * f
     if D.shape[0]:
         for i in range(n):
             Q[i] -= _dot(D, i, v1)
@@ -409,6 +462,46 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
             r[j] += J_rj * lk
         C_dot = Jv - sd[row - nj] if row >= nj else Jv
         r[n + k] = Ja - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
+
+
+@njit(cache=True, inline="always")
+def _wrap(x, angle):
+    return (x + np.pi) % (2 * np.pi) - np.pi if angle else x
+
+
+@njit(cache=True)
+def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
+    """The force on joint coordinate ``s`` of actuator ``k`` through its transmission spring,
+    its motor (reflected inertia ``I``) driven by the drive law, and the motor's state at the
+    iterate into ``sch.servo``.  The motor's coordinate is condensed within the step: Newmark's
+    average-acceleration update makes its angle and rate linear in its acceleration
+    ``A``, which ``I A = tau - f`` (``f = k (theta - s) + c (theta_dot - s_dot)``, ``tau`` the drive
+    law on the motor's angle, clipped) gives in closed form."""
+    sv, h = sch.servo, sch.h
+    K, C, I = sch.transmission[0, k], sch.transmission[1, k], sch.transmission[2, k]
+    # Newmark's average acceleration whatever the scheme (second order; generalized-alpha's
+    # gamma > 1/2 on the true acceleration would be first order)
+    bh2, gh = 0.25 * h * h, 0.5 * h
+    th = sv[TH, k] + h * sv[THD, k] + 0.25 * h * h * sv[THDD, k]     # the predictor's part
+    thd = sv[THD, k] + 0.5 * h * sv[THDD, k]
+    kp, kd, ki = sch.kp[k], sch.kd[k], sch.ki[k]
+    P0 = kp * _wrap(s_ref - th, angle) + kd * (sd_ref - thd)       # tau_pd = P0 + P1 A
+    P1 = -(kp * bh2 + kd * gh)
+    g = 1.0 + 0.5 * h * ki
+    T0 = ff + ki * (sv[Z, k] + 0.5 * h * sv[E, k]) + g * P0        # tau = T0 + T1 A
+    T1 = g * P1
+    F0 = K * _wrap(th - s, angle) + C * (thd - s_dot)               # f = F0 + F1 A
+    F1 = K * bh2 + C * gh
+    A = (T0 - F0) / (I - T1 + F1)
+    tau = T0 + T1 * A
+    z = sv[Z, k] + 0.5 * h * (sv[E, k] + P0 + P1 * A)
+    if abs(tau) > sch.limit[k]:
+        tau = sch.limit[k] if tau > 0 else -sch.limit[k]
+        A = (tau - F0) / (I + F1)
+        z = sv[Z, k]                                    # held while clipped (anti-windup)
+    sv[Z1, k], sv[E1, k], sv[TAU1, k] = z, P0 + P1 * A, tau
+    sv[TH1, k], sv[THD1, k], sv[THDD1, k] = th + bh2 * A, thd + gh * A, A
+    return F0 + F1 * A
 
 
 @njit(cache=True, inline="always")
@@ -586,6 +679,13 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
     st.lam_prev[:] = st.lam
     st.a[:] = a
     st.lam[:] = lam
+    if sch.kind == 2:       # the drive's state at the accepted iterate
+        sch.servo[Z] = sch.servo[Z1]
+        sch.servo[E] = sch.servo[E1]
+        sch.servo[TAU] = sch.servo[TAU1]
+        sch.servo[TH] = sch.servo[TH1]
+        sch.servo[THD] = sch.servo[THD1]
+        sch.servo[THDD] = sch.servo[THDD1]
     st.counts[HAVE_PREV] = 1
     st.time[0] += h
     return 0, iterations
@@ -614,6 +714,8 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     out.v[j] = st.v
     out.p[j] = t.p
     out.A[j] = t.A
+    out.tau[j] = sch.servo[TAU]
+    out.motor[j] = sch.servo[TH]
     kinetic = 0.0
     for b in range(t.body_v.size):       # v^T M v / 2, body block by body block (no BLAS calls)
         v0 = t.body_v[b]
@@ -725,9 +827,23 @@ class GeneralizedAlpha:
         am, af = self.coefficients(rho)
         gamma = 0.5 + af - am
         kind = DRIVE_KINDS[drive.kind]
+        n_a = ev.n_rows - ev.n_joint
+        per = lambda x: np.array(np.broadcast_to(np.asarray(x, dtype=float), (n_a,)))     # noqa: E731
+        # The reflected rotor inertia of the rigid actuators (a compliant one's rotor sits on its
+        # motor side, whose motion the drive prescribes -- or, through a transmission, on the
+        # motor's own coordinate).
+        acts = ev.model.actuators
+        inertia = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in acts])
+        transmission = np.zeros((3, n_a))
+        if kind == 2 and getattr(drive, "transmission", False):
+            for i, a in enumerate(acts):
+                if a.stiffness is not None:
+                    transmission[:, i] = a.stiffness, a.damping, a.reflected_inertia
         self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
                              baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
-                             float(drive.kp), float(drive.kd))
+                             per(drive.kp), per(drive.kd), per(getattr(drive, "ki", 0.0)),
+                             per(getattr(drive, "limit", np.inf)), per(inertia), transmission,
+                             np.zeros((len(SERVO_ROWS), n_a)))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
         self.D = np.zeros((0, 0)) if damping is None else \
@@ -817,18 +933,34 @@ class GeneralizedAlpha:
         st, w, n = self.state, self.work, self.ev.n_v
         self._call(EQUATIONS, self._no_samples)
         st.counts[EVALUATIONS] += 1
+        sch = self.scheme
+        if sch.transmission[0].any():
+            # The motors start at their joints' angle and rate (transmissions unloaded).
+            nj = self.ev.n_joint
+            sch.servo[TH], sch.servo[THD] = w.phi[nj:], w.J[nj:] @ st.v
+            self._call(EQUATIONS, self._no_samples)
+            st.counts[EVALUATIONS] += 1
         J = w.J[self.rows]
-        A = np.block([[w.M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+        J_s = w.J[self.ev.n_joint:]
+        M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
+        A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
         x = scipy.linalg.lstsq(A, -w.r)[0]
         st.a[:], st.lam[:] = x[:n], x[n:]
         st.a_hat[:] = st.a
+        # the drive's state at t0: no integral yet, the force without it
+        sch.servo[E] = sch.servo[E1]
+        sch.servo[TAU] = np.clip(sch.servo[TAU1] - sch.ki * sch.servo[Z1], -sch.limit, sch.limit)
+        motor = sch.transmission[2]
+        sch.servo[THDD] = np.divide(sch.servo[TAU], motor, out=np.zeros_like(motor), where=motor > 0)
 
     def samples(self, count):
         """Empty :class:`Samples` for ``count`` output instants."""
         n_m = self.ev.tables.p.shape[0]
         return Samples(np.zeros(count), np.zeros((count, self.ev.n_q)), np.zeros((count, self.ev.n_v)),
                        np.zeros((count, 3)), np.zeros(count), np.zeros(count, dtype=np.int64),
-                       np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)))
+                       np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)),
+                       np.zeros((count, self.ev.n_rows - self.ev.n_joint)),
+                       np.zeros((count, self.ev.n_rows - self.ev.n_joint)))
 
     def record(self, out):
         """Sample the current state into ``out`` (:class:`Samples`)."""

@@ -59,7 +59,8 @@ FRAMES = ("world", "joint")
 class InverseDynamics:
     """Kineto-statics along a rigid motion sampled at ``t`` (n,) [s].
 
-    ``actuator_forces`` (n, n_a) [N m or N]; ``joint_reactions`` (n, n_j, 6): force [N] then
+    ``actuator_forces`` (n, n_a) [N m or N], the rotors' (:func:`rotor_forces`) included;
+    ``joint_reactions`` (n, n_j, 6): force [N] then
     moment [N m] of each joint on the body of its marker j, at marker j's origin, in
     ``frame``; ``multipliers`` (n, n_c) over joint then actuator rows; ``kinetic_energy``,
     ``potential_energy`` (gravity plus frozen elastic) [J], ``actuator_power`` [W],
@@ -289,7 +290,7 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
         wrench[sl] = _wrenches(model, motion.q[sl], lam[sl], Jr, p, A, frame, tables)
         if progress is not None:
             progress.update(sl.stop - sl.start)
-    tau = -lam[:, nj:]
+    tau = -lam[:, nj:] + rotor_forces(model, motion)
     return InverseDynamics(t=motion.t, actuator_forces=tau, joint_reactions=wrench, multipliers=lam,
                            kinetic_energy=T, potential_energy=V, actuator_power=np.sum(tau * motion.actuators_dot, axis=1),
                            condition=condition, residual=residual, frame=frame)
@@ -298,8 +299,9 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
 def actuator_forces(model, motion):
     """Actuator forces (n, n_a) [N m or N] that drive the rigid robot along ``motion``.
 
-    The open-loop input of a torque-driven transient; shares the kernel of
-    :func:`inverse_dynamics`.
+    The open-loop input of a torque-driven transient (and a servo's torque feedforward);
+    shares the kernel of :func:`inverse_dynamics`, plus the torque ``n^2 J_m s_ddot`` that
+    accelerates the rigid actuators' rotors (:attr:`sim.model.builder.Actuator.reflected_inertia`).
 
     Raises
     ------
@@ -314,7 +316,15 @@ def actuator_forces(model, motion):
         if bad.size:
             check_regular(motion.t[sl][bad[0]], condition[bad[0]])
         tau[sl] = -lam[:, nj:]
-    return tau
+    return tau + rotor_forces(model, motion)
+
+
+def rotor_forces(model, motion):
+    """The forces (n, n_a) [N m or N] that accelerate the rigid actuators' rotors along
+    ``motion``: ``n^2 J_m s_ddot`` (:attr:`sim.model.builder.Actuator.reflected_inertia`; a
+    compliant actuator's rotor is on its prescribed motor side)."""
+    rotor = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in model.actuators])
+    return rotor * motion.actuators_ddot
 
 
 def check_regular(t, condition):

@@ -31,15 +31,29 @@ class Drive:
         of steps; any other is called once per step (:meth:`table`).
     feedforward : callable or None
         ``feedforward(t) -> tau`` (n_a,) [N m or N] (torque drives), likewise.
-    kp, kd : float
-        PD gains (torque drives).
+    kp, kd : float or ndarray, shape (n_a,)
+        PD gains (torque drives) [N m/rad or N/m, N m s/rad or N s/m].
+    ki : float or ndarray, shape (n_a,)
+        Gain [1/s] on the time integral of the PD force (torque drives).
+    limit : float or ndarray, shape (n_a,)
+        Largest actuator force [N m or N] (torque drives; inf: none).
+    velocity : callable or None
+        ``velocity(t) -> s_dot`` (n_a,): the rate reference of the PD law when it differs from
+        the reference's own rate (a servo without velocity feedforward: zero).
+    transmission : bool
+        Torque drives: a compliant actuator's force acts on its motor (its reflected rotor
+        inertia), joined to the joint by the actuator's spring (servo drives); else on the joint.
     """
 
     kind: str
     reference: object = None
     feedforward: object = None
-    kp: float = 0.0
-    kd: float = 0.0
+    kp: object = 0.0
+    kd: object = 0.0
+    ki: object = 0.0
+    limit: object = np.inf
+    velocity: object = None
+    transmission: bool = False
 
     def table(self, times, n_a):
         """The laws at ``times`` (k,): ``s, s_dot, s_ddot, tau_ff``, each (k, n_a) (zeros where
@@ -51,6 +65,8 @@ class Drive:
             _tabulate(self.reference, times, n_a, 3)
         ff = _tabulate(self.feedforward, times, n_a, 1)[0] if self.kind == "torque" and self.feedforward else \
             np.zeros((k, n_a))
+        if self.kind == "torque" and self.velocity is not None:
+            ref = (ref[0], _tabulate(self.velocity, times, n_a, 1)[0], ref[2])
         return (*ref, ff)
 
 
@@ -97,6 +113,11 @@ class Result:
         Norm of ``C`` (joint and driving rows) [m, rad].
     newton_iterations : ndarray, shape (n,)
         Newton iterations of the step ending at each sample (0 at t0).
+    actuator_forces : ndarray, shape (n, n_a)
+        Forces of torque drives [N m or N] (zero under other drives).
+    motor_angles : ndarray, shape (n, n_a)
+        Angles of the motors behind transmissions (servo drives on compliant actuators) in
+        joint units [rad or m]; zero for the others.
     status : {"complete", "failed", "interrupted"}
     message : str
     counters : dict
@@ -118,6 +139,8 @@ class Result:
     message: str
     counters: dict = field(default_factory=dict)
     stop: BaseException = field(default=None, repr=False, compare=False)
+    actuator_forces: np.ndarray = None
+    motor_angles: np.ndarray = None
 
 
 def load_kernels(model):
@@ -207,4 +230,5 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
                   counters=dict(steps=integrator.n_steps, iterations=integrator.n_iterations,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
                                 jacobians=integrator.n_jacobians, wall_time_s=time.perf_counter() - start),
-                  stop=stop)
+                  stop=stop, actuator_forces=out.tau[:k].copy(),
+                  motor_angles=out.motor[:k].copy())

@@ -1,0 +1,172 @@
+"""Servo drives in the analyses: the ``[servo]`` gains, the transient's tracking record, the
+closed-loop modes of ``[modes]`` and ``[frequencies]`` (``drives = "servo"``) and the
+``[state_space]`` group (:mod:`sim.solvers.servo`)."""
+
+import numpy as np
+
+from sim.analyses import register
+from sim.errors import SimError
+
+
+def gains(model, scenario):
+    """:class:`sim.solvers.servo.Servo` of the scenario's ``[servo]`` table."""
+    from sim.solvers.servo import Servo
+
+    table = scenario.data.get("servo")
+    if table is None:
+        raise SimError(f"{scenario.path}: drives by servo need a [servo] table (kp, kv)")
+    return Servo.from_table({k: v for k, v in table.items() if v is not None}, model, f"{scenario.path}: [servo]")
+
+
+def tracking(model, q, t, law):
+    """The actuators' tracking along a transient.
+
+    Parameters
+    ----------
+    model : Model
+    q : ndarray, shape (n, n_q)
+        Sampled configurations.
+    t : ndarray, shape (n,)
+    law : callable
+        The references, ``law(t) -> (s, s_dot, s_ddot)``.
+
+    Returns
+    -------
+    s : ndarray, shape (n, n_a)
+        Joint coordinates [rad or m].
+    error : ndarray, shape (n, n_a)
+        ``s_ref - s`` (angles wrapped).
+    share : ndarray, shape (n, d)
+        The servo's share of the end-effector deviation: the rigid robot's pose change for the
+        actuators' lag ``s - s_ref`` (linearised at the sampled configuration: ``G (s - s_ref)``,
+        ``G = J_x N (J_s N)^+`` on the rigid coordinates, ``N`` the joints' null space); the rest
+        of the deviation is the structure's.
+    """
+    from sim.linalg import null_space
+    from sim.model.constraints import actuator_values, constraints
+    from sim.model.kinematics import pose_jacobian
+
+    n_a, d = len(model.actuators), len(model.pose_names)
+    s, error, share = np.zeros((len(t), n_a)), np.zeros((len(t), n_a)), np.zeros((len(t), d))
+    ref = np.asarray(law(np.asarray(t, dtype=float))[0]).reshape(len(t), n_a)
+    angle = np.array([a.kind == "angle" for a in model.actuators])
+    rigid = model.v_rigid
+    for i, qi in enumerate(q):
+        values, J_s = actuator_values(model, qi)
+        s[i] = values
+        e = ref[i] - values
+        error[i] = np.where(angle, (e + np.pi) % (2 * np.pi) - np.pi, e)
+        N = null_space(constraints(model, qi)[1][:, rigid], 1e-10)
+        G = pose_jacobian(model, qi)[1][:, rigid] @ N @ np.linalg.pinv(J_s[:, rigid] @ N)
+        share[i] = -G @ error[i]
+    return s, error, share
+
+
+def write_tracking(group, model, result, rigid, law, servo):
+    """The servo transient's datasets: actuator forces, motor angles, tracking errors and the
+    deviation's split into the servo's and the structure's shares (``rigid`` (n, d) the rigid
+    robot's poses).  Returns summary items."""
+    from sim.analyses import Quantity
+
+    s, error, share = tracking(model, result.q, result.t, law)
+    units = ["N m" if a.kind == "angle" else "N" for a in model.actuators]
+    joint = ["rad" if a.kind == "angle" else "m" for a in model.actuators]
+    gear = np.array([a.gear_ratio for a in model.actuators])
+    names = ", ".join(model.actuator_names)
+    group.put("actuator_forces", result.actuator_forces, units,
+              f"joint-side actuator forces of the servos ({names}), the torque limit applied")
+    compliant = np.array([a.stiffness is not None for a in model.actuators])
+    group.put("motor_angles", np.where(compliant, result.motor_angles, s) * gear, "rad",
+              f"motor-side angles of the actuators ({names}): gear_ratio times the joint coordinate, or "
+              f"behind a compliant transmission the motor's own")
+    group.put("tracking_error", error, joint, f"reference minus joint coordinate s_ref - s ({names}), joint side")
+    pose_units = list(model.pose_units)
+    deviation = result.pose - rigid
+    group.put("deviation_servo", share, pose_units,
+              "the servo's share of the deviation: the rigid robot's pose change for the actuators' "
+              "lag s - s_ref (linearised at the sampled configuration)")
+    group.put("deviation_structure", deviation - share, pose_units,
+              "the structure's share of the deviation: deviation - deviation_servo")
+    group.attrs["actuator_names"] = list(model.actuator_names)
+    group.attrs["servo_kp"], group.attrs["servo_kv"] = servo.kp, servo.kv
+    group.attrs["servo_ki"], group.attrs["servo_feedforward"] = servo.ki, list(servo.feedforward)
+    out = {}
+    for n, p, u in zip(model.pose_names, np.abs(share).max(axis=0) if len(share) else np.zeros(len(pose_units)),
+                       pose_units):
+        out[f"peak_deviation_servo_{n}"] = Quantity(float(p), u)
+    out["peak_tracking_error"] = Quantity(float(np.abs(error).max()) if error.size else 0.0, "rad or m")
+    return out
+
+
+def closed_modes(model, q, servo, damping=None):
+    """:class:`sim.solvers.servo.Modes` of the robot at ``q`` closed by ``servo``."""
+    from sim.solvers.servo import closed_loop, modes, plant
+    return modes(closed_loop(plant(model, q, damping), servo))
+
+
+def write_modes(group, result, count, prefix=""):
+    """Datasets ``<prefix>frequencies`` ... of closed-loop modes (the ``count`` lowest) into
+    ``group``."""
+    k = min(count, result.frequencies_hz.size)
+    group.put(f"{prefix}frequencies", result.frequencies_hz[:k], "Hz",
+              "closed-loop natural frequencies |lambda| / 2 pi (servo drives), ascending")
+    group.put(f"{prefix}damping_ratios", result.damping_ratios[:k], "1", "closed-loop damping ratios -Re lambda / |lambda|")
+    group.put(f"{prefix}eigenvalues_real", result.eigenvalues[:k].real, "1/s", "Re lambda of the closed-loop modes")
+    group.put(f"{prefix}eigenvalues_imag", result.eigenvalues[:k].imag, "rad/s", "Im lambda of the closed-loop modes")
+    group.put(f"{prefix}real_roots", result.real_roots, "1/s",
+              "real eigenvalues of the closed loop (integral loops, overdamped motions)")
+
+
+def check(model, scenario):
+    """Validate the ``[servo]`` gains and the inputs and outputs (see :mod:`sim.analyses`)."""
+    gains(model, scenario) if scenario.data["state_space"]["drives"] == "servo" else None
+
+
+@register("state_space", check=check)
+def run(model, scenario, group, progress):
+    """Write group ``state_space``: ``A, B, C, D`` of the robot linearised at the pose with its
+    drives, and its frequency response (the Bode plot's data).
+
+    Returns
+    -------
+    dict
+        The states' count and the lowest closed-loop (or open-loop) frequencies.
+    """
+    from sim.analyses import damping as robot_damping
+    from sim.analyses.modes import configuration
+    from sim.solvers.servo import matrices, modes, truncate, Closed
+
+    t = scenario.data["state_space"]
+    where = f"{scenario.path}: [state_space]"
+    if not t["f_max"] > t["f_min"]:
+        raise SimError(f"{where} f_max must exceed f_min, got {t['f_min']} and {t['f_max']}")
+    servo = gains(model, scenario) if t["drives"] == "servo" else None
+    pose, q = configuration(model, t["pose"], f"{where} pose")
+    damping = robot_damping(scenario, group)
+    try:
+        A, B, C, D, in_units, out_units, _ = matrices(model, q, t["inputs"], t["outputs"], servo, damping)
+    except SimError as exc:
+        raise SimError(f"{where} {exc}") from None
+    if t["modes"] is not None:
+        A, B, C, D = truncate(A, B, C, D, t["modes"])
+    f = np.geomspace(t["f_min"], t["f_max"], t["points"])
+    s = 2j * np.pi * f
+    H = np.array([C @ np.linalg.solve(x * np.eye(A.shape[0]) - A, B) + D for x in s])
+    units = [f"{o}/{i}" for o in out_units for i in in_units]
+    group.put("A", A, "SI (1/s, 1/s^2)", "state matrix, states x' = A x + B u (positions, rates, integrals)",
+              dims=("state", "state_to"))
+    group.put("B", B, "SI", "input matrix (inputs: attribute inputs)", dims=("state", "input"))
+    group.put("C", C, "SI", "output matrix (outputs: attribute outputs)", dims=("output", "state"))
+    group.put("D", D, "SI", "feedthrough matrix", dims=("output", "input"))
+    group.put("frequency", f, "Hz", "frequencies of the response")
+    group.put("magnitude", np.abs(H), units, "|H[f, output, input]| = |C (i w - A)^-1 B + D|")
+    group.put("phase", np.unwrap(np.angle(H), axis=0), "rad", "phase of H[f, output, input], unwrapped")
+    group.put("pose", pose, list(model.pose_units), "end-effector pose, coordinates " + " ".join(model.pose_names))
+    md = modes(Closed(A, None, None, 0))
+    group.put("frequencies", md.frequencies_hz, "Hz", "|lambda| / 2 pi of the state matrix's complex pairs")
+    group.put("damping_ratios", md.damping_ratios, "1", "-Re lambda / |lambda|")
+    group.attrs["inputs"], group.attrs["outputs"] = list(t["inputs"]), list(t["outputs"])
+    group.attrs["input_units"], group.attrs["output_units"] = list(in_units), list(out_units)
+    group.attrs["drives"] = t["drives"]
+    return {"states": int(A.shape[0]),
+            "frequencies_hz": tuple(np.round(md.frequencies_hz[:5], 2).tolist())}

@@ -1,0 +1,65 @@
+"""Panels of ``sim plot`` for servo drives (:mod:`sim.solvers.servo`): the Bode plot of a
+``state_space`` group, the closed-loop frequencies along the path beside the locked ones, and
+the transient's deviation split into the servo's and the structure's shares."""
+import numpy as np
+
+
+def _units(group, name):
+    units = group[name]["attrs"].get("units", "")
+    return units
+
+
+def draw_bode(ax, group, phase=False):
+    """Magnitude (log-log) or phase [deg] of every output/input pair of a ``state_space`` group."""
+    f = np.asarray(group["frequency"]["data"])
+    H = np.asarray(group["phase" if phase else "magnitude"]["data"])
+    ins, outs = list(group["attrs"].get("inputs", [])), list(group["attrs"].get("outputs", []))
+    units = _units(group, "magnitude")
+    units = [units] * (H.shape[1] * H.shape[2]) if isinstance(units, str) else list(units)
+    for i in range(H.shape[1]):
+        for j in range(H.shape[2]):
+            label = f"{outs[i] if i < len(outs) else i} / {ins[j] if j < len(ins) else j}"
+            if phase:
+                ax.plot(f, np.degrees(H[:, i, j]), label=label)
+            else:
+                ax.loglog(f, H[:, i, j], label=f"{label} [{units[i * H.shape[2] + j]}]")
+    ax.set_xscale("log")
+    ax.set_xlabel("frequency [Hz]")
+    ax.set_ylabel("phase [deg]" if phase else "|H|")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def draw_servo_frequencies(ax, group):
+    """The closed-loop (servo) frequencies along the path, beside the locked robot's (grey)."""
+    t = np.asarray(group["frequency_time"]["data"])
+    locked = np.asarray(group["frequencies_sorted" if "frequencies_sorted" in group else "frequencies"]["data"])
+    servo = np.asarray(group["servo_frequencies"]["data"])
+    for k in range(locked.shape[1]):
+        ax.plot(t, locked[:, k], color="0.6", lw=1, label="actuators locked" if k == 0 else None)
+    for k in range(servo.shape[1]):
+        ax.plot(t, servo[:, k], lw=1.5, label=f"servo drives, mode {k + 1}")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("natural frequency [Hz]")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def draw_split(ax, group):
+    """Norm of the translational deviation [um]: the whole, the servo's share and the
+    structure's, over time."""
+    t = np.asarray(group["time"]["data"])
+    units = _units(group, "deviation")
+    d = np.shape(group["deviation"]["data"])[1]
+    units = [units] * d if isinstance(units, str) else list(units)
+    cols = [j for j, u in enumerate(units) if u == "m"] or list(range(d))
+    for name, style in (("deviation", "-"), ("deviation_servo", "--"), ("deviation_structure", ":")):
+        x = np.linalg.norm(np.asarray(group[name]["data"])[:, cols], axis=1) * 1e6
+        ax.plot(t, x, style, label=name.replace("deviation_", "") if name != "deviation" else "flexible - rigid")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("deviation (translation norm) [um]")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return ax
