@@ -370,6 +370,7 @@ def check(model, scenario):
                        f"\"generalized-alpha\" takes rho_inf down to 0")
     if table["drive"] == "prescribed":
         determined(model, scenario)
+    check_marker_sensors(model, table.get("marker_sensors"), "")
     if table.get("drive_law") is None:
         from sim.solvers.moves import check_resolution
         from sim.solvers.trajectory import from_scenario
@@ -449,6 +450,8 @@ def run(model, scenario, group, progress):
         result = integrate(method)
     rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
     summary = write(model, group, result, rigid, static(result.t))
+    sensors = check_marker_sensors(model, table.get("marker_sensors"), where + " ")
+    write_motion(model, group, sensors, *motion_terms(model, result, drive, damped, sensors))
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, scenario, group, result, law, samples)
@@ -535,6 +538,27 @@ def static_deviation(model, times, qs, lock=False):
     return lambda t: spline(np.atleast_1d(t))
 
 
+def write_motion(model, group, sensors, velocity, acceleration, forces, values):
+    """Datasets of :func:`motion_terms`: the end effector's ``velocity`` and ``acceleration``,
+    the ``actuator_forces`` of the flexible robot and the marker sensors
+    (``sensors/<marker>_<kind>``, world x, y, z)."""
+    names = " ".join(model.pose_names)
+    group.put("velocity", velocity, [u + "/s" for u in model.pose_units],
+              f"end-effector coordinate rates ({names}) of the flexible robot")
+    group.put("acceleration", acceleration, [u + "/s^2" for u in model.pose_units],
+              f"end-effector coordinate accelerations ({names}) of the flexible robot, from the "
+              f"accelerations solved from the equations of motion at each sample")
+    if model.actuators:
+        group.put("actuator_forces", forces, ["N m" if a.kind == "angle" else "N" for a in model.actuators],
+                  "actuator force or torque along each driven joint coordinate of the flexible robot "
+                  "(driving constraint's multiplier; torque drive: its law; NaN: a compliant actuator, a spring) "
+                  "(columns: " + ", ".join(model.actuator_names) + ")")
+        group.attrs["actuator_names"] = list(model.actuator_names)
+    for (kind, name, _), value in zip(sensors, values):
+        unit, text = MARKER_SENSORS[kind]
+        group.put(f"sensors/{name}_{kind}", value, unit, text.format(m=name), dims=("time", "component"))
+
+
 def write(model, group, result, pose_rigid, static):
     """Datasets of group ``transient`` and the summary dict; ``static`` (n, d) the
     static deflection at rest along the path."""
@@ -573,3 +597,104 @@ def write(model, group, result, pose_rigid, static):
     for k, s in enumerate(model.sensors):
         summary[f"{s.name}_final"] = Quantity(float(result.sensors[-1, k]), s.units)
     return summary
+
+
+# What a marker sensor of `[transient] marker_sensors` gives: (units, description).
+MARKER_SENSORS = {"position": ("m", "world position of marker {m}'s origin"),
+                  "velocity": ("m/s", "world velocity of marker {m}'s origin (J v, the integrated velocities)"),
+                  "acceleration": ("m/s^2", "world acceleration of marker {m}'s origin (J a + the velocity-"
+                                            "quadratic part; a solved from the equations of motion at the sample)")}
+
+
+def check_marker_sensors(model, spec, where):
+    """``[(kind, marker name, marker index)]`` of a ``marker_sensors`` table ``{kind: [marker,
+    ...]}``; SimError naming the unknown kind or marker (after ``where``, a prefix)."""
+    names = [m.name for m in model.markers]
+    found = []
+    for kind, markers in (spec or {}).items():
+        if kind not in MARKER_SENSORS:
+            raise SimError(f"{where}marker_sensors.{kind}: unknown sensor kind; expected one of "
+                           f"{', '.join(MARKER_SENSORS)}")
+        if not isinstance(markers, list) or not markers or not all(isinstance(m, str) for m in markers):
+            raise SimError(f"{where}marker_sensors.{kind}: expected a non-empty list of marker names")
+        for m in markers:
+            if m not in names:
+                raise SimError(f"{where}marker_sensors.{kind}: `{model.name}` has no marker {m!r} "
+                               f"(`sim model FILE` lists them)")
+            found.append((kind, m, names.index(m)))
+    return found
+
+
+def motion_terms(model, result, drive, damping=None, sensors=()):
+    """What the transient's samples imply at each instant: the generalized accelerations
+    solved from the equations of motion ``[M J^T; J 0] [a; lam] = [Q - D v; gamma]`` (the
+    integrator's, without its Baumgarte terms, which vanish on the constraint manifold), the
+    end effector's velocity and acceleration, the actuator forces and the marker sensors.
+
+    Parameters
+    ----------
+    model : Model
+    result : sim.solvers.simulate.Result
+        ``t`` (n,), ``q`` (n, n_q), ``v`` (n, n_v).
+    drive : sim.solvers.simulate.Drive
+    damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
+    sensors : sequence of (kind, name, marker index)
+        :func:`check_marker_sensors`.
+
+    Returns
+    -------
+    velocity, acceleration : ndarray, shape (n, d)
+        End-effector coordinate rates [m/s, rad/s] and second derivatives [m/s^2, rad/s^2].
+    forces : ndarray, shape (n, n_a)
+        Actuator force or torque [N, N m] along each driven coordinate: the driving constraint's
+        (prescribed), the open-loop plus PD law's (torque), zero (free); NaN for a compliant
+        actuator under a prescribed drive (a spring, not a constraint).
+    values : list of ndarray, shape (n, 3)
+        One per sensor [m, m/s, m/s^2].
+    """
+    import scipy.linalg
+
+    from sim.model.evaluator import Evaluator
+    from sim.model.kinematics import markers, pose_rates
+    from sim.model.tables import compliant
+
+    n, n_v, n_a, d = len(result.t), model.n_v, len(model.actuators), len(model.pose_kinds)
+    ev = Evaluator(model)
+    nj = ev.n_joint
+    s, sd, sdd, ff = drive.table(result.t, n_a)
+    soft = compliant(model) if n_a else np.zeros(0, bool)
+    angle = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
+    velocity, acceleration = np.empty((n, d)), np.empty((n, d))
+    forces = np.zeros((n, n_a))
+    values = [np.empty((n, 3)) for _ in sensors]
+    for k in range(n):
+        q, v = result.q[k], result.v[k]
+        prescribed = drive.kind == "prescribed" and n_a
+        E = ev.evaluate(q, v, targets=s[k], target_acc=sdd[k]) if prescribed else ev.evaluate(q, v)
+        Q = E.Q.copy()
+        if drive.kind == "torque" and n_a:
+            error = s[k] - E.s
+            error[angle] = (error[angle] + np.pi) % (2 * np.pi) - np.pi
+            forces[k] = ff[k] + drive.kp * error + drive.kd * (sd[k] - E.J_s @ v)
+            Q += E.J_s.T @ forces[k]
+        if damping is not None:
+            if not isinstance(damping, np.ndarray):
+                damping.at(result.t[k])
+            Q -= (damping if isinstance(damping, np.ndarray) else damping.matrix) @ v
+        m = E.J.shape[0]
+        A = np.zeros((n_v + m, n_v + m))
+        A[:n_v, :n_v], A[:n_v, n_v:], A[n_v:, :n_v] = E.M, E.J.T, E.J
+        # Least squares: a planar robot's redundant joint rows leave the multipliers free
+        # (the accelerations are not), as in the integrator's minimum-norm solve.
+        x = scipy.linalg.lstsq(A, np.concatenate([Q, E.gamma]), lapack_driver="gelsy")[0]
+        a, lam = x[:n_v], x[n_v:]
+        if prescribed:
+            forces[k, ~soft] = -lam[nj:]
+            forces[k, soft] = np.nan
+        ms = markers(model, q, v)
+        _, J, velocity[k], xq = pose_rates(model, q, v, ms)
+        acceleration[k] = J @ a + xq
+        for values_k, (kind, _, i) in zip(values, sensors):
+            values_k[k] = (ms.p[i] if kind == "position" else ms.pd[i] if kind == "velocity"
+                           else ms.Jp[i] @ a + ms.pq[i])
+    return velocity, acceleration, forces, values

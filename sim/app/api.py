@@ -399,12 +399,13 @@ def _named(scenario, name):
 def _run(scenario, out, force, allow_long):
     """Build the model and run the analyses into ``out``: ``(summaries, warnings)``."""
     import dataclasses
+    import json
     import time
 
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
     from sim.solvers.trajectory import from_scenario
-    from sim.app.cli import make_progress
+    from sim.app.cli import _format, make_progress
     from sim.app.results import ResultFile
 
     available(scenario)
@@ -446,10 +447,13 @@ def _run(scenario, out, force, allow_long):
                 group = result.group(name)
                 with _named(scenario, name):
                     summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
+                # What `sim run` prints, for `sim report` (text: values with their units)
+                group.attrs["summary"] = json.dumps({key: _format(value) for key, value in summaries[name].items()})
                 group.finish()
             groups = {name: writer._group for name, writer in result.groups.items()}
             selfcheck.check(groups)
             notes = list(model.warnings) + selfcheck.warnings(groups)
+            result._file.attrs["warnings"] = json.dumps(notes)
     finally:
         if helper is not None:
             helper.close()
@@ -484,4 +488,14 @@ def open_results(path, group):
     except ImportError:
         raise SimError("open_results needs xarray and h5netcdf: pip install xarray h5netcdf") from None
     with xarray.open_dataset(path, group=group, engine="h5netcdf") as data:
-        return data.load()
+        data = data.load()
+    for variable in data.variables.values():
+        # One unit per column, all alike ("m, m, m"): the unit; else one text ("m, m, rad"),
+        # which xarray's labels print as it is.
+        units = variable.attrs.get("units")
+        if isinstance(units, str) and not units:
+            del variable.attrs["units"]      # names, counts: no "[]" in xarray's labels
+        elif units is not None and not isinstance(units, str):
+            units = [str(u) for u in np.atleast_1d(units)]
+            variable.attrs["units"] = units[0] if len(set(units)) == 1 else ", ".join(units)
+    return data

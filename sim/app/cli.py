@@ -1,4 +1,4 @@
-"""Command line: ``sim run | validate | modes | model | plot | compare | animate | export | info``.
+"""Command line: ``sim run | validate | modes | model | plot | report | compare | animate | export | info``.
 
 Every error the user can cause ends as one line ``error: <message>`` on stderr with exit
 code 2 and no traceback.  Ctrl-C, SIGTERM and SIGHUP stop a run the same way (what was
@@ -92,6 +92,11 @@ def _format(value):
     from sim.analyses import Quantity
 
     if isinstance(value, Quantity):
+        if value.unit in ("m", "rad") and np.isscalar(value.value) and np.isfinite(value.value):
+            # as the figures show it (sim.app.units): 34.1 µm, not 3.41e-05 m
+            from sim.app.units import readable
+            factor, unit = readable(value.value, value.unit)
+            return f"{_format(float(value.value) / factor)} {unit}"
         return f"{_format(value.value)} {value.unit}"
 
     if isinstance(value, tuple) and len(value) == 2 and all(np.isscalar(v) for v in value):
@@ -242,13 +247,14 @@ def cmd_model(args):
 
 
 def cmd_plot(args):
-    """Draw a result file's figures into a PNG."""
+    """Draw a result file's figures, one image per question (deviation, frequencies, modes,
+    forces, ...)."""
     from sim.app.plots import plot_result
 
     path = _existing_file(args.results, "result file")
     out = Path(args.out) if args.out else path.with_suffix(".png")
-    plot_result(path, out)
-    print(f"wrote {out}")
+    for key, target in plot_result(path, out):
+        print(f"wrote {target} ({key})")
     newer = newer_runs(path)
     if newer:
         print(f"warning: {path} is not the latest run of its scenario: {', '.join(map(str, newer))} "
@@ -317,6 +323,16 @@ def cmd_animate(args):
     return 0
 
 
+def cmd_report(args):
+    """Write one self-contained HTML page of a result file."""
+    from sim.app.report import report
+
+    path = _existing_file(args.results, "result file")
+    out = report(path, args.out, animation=not args.no_animation)
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_info(args):
     """List what a result file holds."""
     from sim.app.results import describe
@@ -343,6 +359,7 @@ EXAMPLES = {
              "  sim modes models/rrru3.py --param elements_per_link=8 --json",
     "plot": "examples:\n  sim plot results/rrru3_circle.h5\n  sim plot results/rrru3_circle.h5 --out figure.pdf",
     "info": "examples:\n  sim info results/navaro_modes.h5",
+    "report": "examples:\n  sim report results/rrru3_circle.h5\n  sim report results/navaro_modes.h5 --out navaro.html",
     "export": "examples:\n  sim export results/rrru3_circle.h5 --format vtk\n"
               "  sim export results/rrru3_circle.h5 --format vtk --group ked --out paraview/rrru3.vtu.series",
     "animate": "examples:\n  sim animate results/rrru3_circle.h5\n"
@@ -403,8 +420,18 @@ def build_parser():
     plot = commands.add_parser("plot", help="draw a result file's figures", description="draw a result file's figures",
                                epilog=EXAMPLES["plot"], formatter_class=argparse.RawDescriptionHelpFormatter)
     plot.add_argument("results", metavar="RESULTS.h5")
-    plot.add_argument("--out", metavar="FILE.png", help="image (default: RESULTS.png)")
+    plot.add_argument("--out", metavar="FILE.png", help="image of the first figure (default: RESULTS.png); the others beside it, FILE-<question>.png")
     plot.set_defaults(func=cmd_plot)
+
+    report = commands.add_parser("report", help="write one self-contained HTML page of a run",
+                                 description="Write one self-contained HTML page of a result file: scenario and "
+                                             "model, each analysis' summary and warnings, the figures, the "
+                                             "animation and the provenance (no network needed to view it).",
+                                 epilog=EXAMPLES["report"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("results", metavar="RESULTS.h5")
+    report.add_argument("--out", metavar="FILE.html", help="page (default: RESULTS.html)")
+    report.add_argument("--no-animation", action="store_true", help="leave the animation out (faster)")
+    report.set_defaults(func=cmd_report)
 
     compare = commands.add_parser(
         "compare", help="overlay the deviations and frequencies of several runs",
