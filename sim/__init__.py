@@ -5,7 +5,9 @@ file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`stiffn
 :func:`transient`, :func:`ked`, :func:`inverse_dynamics`, :func:`frf`, :func:`identify` (each
 takes its scenario table's keys as keyword arguments and returns a :class:`Result`);
 :func:`run` runs a scenario file as ``sim run`` does and :func:`open_results` reads a result
-file's group as an xarray Dataset.  Lower level: :func:`solve_pose`, :func:`mass_matrix`,
+file's group as an xarray Dataset; :func:`plot`, :func:`animate` and :func:`report` draw and
+gather results as ``sim plot``, ``sim animate`` and ``sim report``; :func:`static_deflection`
+gives the gravity sag and the deflection under a load at a pose.  Lower level: :func:`solve_pose`, :func:`mass_matrix`,
 :func:`rigid_motion`, ...  See ``README.md`` and ``docs/``.
 """
 import os
@@ -73,7 +75,8 @@ _LAZY = {
     "mass_and_forces": "sim.model.dynamics", "energy": "sim.model.dynamics", "ModalResult": "sim.solvers.modal",
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
-                                        "inverse_dynamics", "frf", "identify", "run", "open_results")},
+                                        "inverse_dynamics", "frf", "identify", "run", "open_results", "plot",
+                                        "animate", "report", "static_deflection", "StaticDeflection")},
 }
 __all__ = sorted(_LAZY)
 

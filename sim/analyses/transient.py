@@ -501,11 +501,11 @@ def static_start(model, q, ev=None, lock=False):
     return integrate(model, q, rest_deflection(model, q, ev, lock))
 
 
-def rest_deflection(model, q, ev=None, lock=False):
+def rest_deflection(model, q, ev=None, lock=False, load=None):
     """Static displacement (n_v,) of the robot at rest at ``q``, rigid actuators locked where
-    they are (``lock``: the compliant ones too): gravity and preloads,
-    :func:`sim.solvers.modal.static_response`.  Its reference coordinates are the joints'
-    motions that go with the deflection (a compliant drive's)."""
+    they are (``lock``: the compliant ones too): gravity and preloads, and ``load`` (n_v,), a
+    generalized force held constant, :func:`sim.solvers.modal.static_response`.  Its reference
+    coordinates are the joints' motions that go with the deflection (a compliant drive's)."""
     from sim.model.evaluator import Evaluator
     from sim.model.tables import compliant
     from sim.solvers.modal import static_response
@@ -513,10 +513,11 @@ def rest_deflection(model, q, ev=None, lock=False):
     ev = Evaluator(model) if ev is None else ev
     rest = np.zeros(model.n_v)
     E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
-    if not E.Q.any():      # no gravity, no preloads: nothing to solve for
+    Q = E.Q if load is None else E.Q + load
+    if not Q.any():      # no gravity, no preloads: nothing to solve for
         return rest
     J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    return static_response(model, q, E.Q[:, None], J=J, J_s=E.J_s)[:, 0]
+    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0]
 
 
 def static_deviation(model, times, qs, lock=False):

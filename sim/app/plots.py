@@ -636,7 +636,8 @@ def _panels(tree):
                 if sensor == "attrs" or data["attrs"].get("role") == "dimension":
                     continue
                 if np.ndim(data["data"]) == 2:
-                    panels.append((f"{name}: motion of marker {sensor.replace('_', ' ')}",
+                    marker, _, kind = sensor.rpartition("_")
+                    panels.append((f"{name}: motion of marker {marker}, {kind}",
                                    lambda ax, g=group, d=data, s=sensor:
                                    plot_components(ax, g["time"]["data"], along(d, g["time"]), s.rsplit("_", 1)[-1],
                                                    ["x", "y", "z"], d["attrs"].get("units", ""))))
@@ -666,7 +667,8 @@ def _panels(tree):
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"], _mode_reference(tree, g))))
-        if "stress" in group and "peak" in group["stress"]:
+        if "stress" in group and "peak" in group["stress"] and not (
+                name == "ked" and "stress" in tree.get("transient", {})):      # the transient's once
             if len(group["stress"]["time"]["data"]) > 1:
                 panels.append((f"{name}: peak von Mises stress per flexible body",
                                lambda ax, g=group: plot_peak_stress(ax, g)))
@@ -694,7 +696,8 @@ def _panels(tree):
             panels.append(("transient: driving forces of the flexible robot" + (
                            " (dashed: the rigid robot's, inverse dynamics)" if "actuator_forces" in
                            tree.get("inverse_dynamics", {}) else ""), lambda ax, g=group: _draw_actuators(ax, g, tree)))
-        if name == "inverse_dynamics" and "actuator_forces" in group:
+        if name == "inverse_dynamics" and "actuator_forces" in group \
+                and "actuator_forces" not in tree.get("transient", {}):     # else dashed in the transient's
             panels.append(("inverse_dynamics: driving forces", lambda ax, g=group:
                            _draw_actuators(ax, g)))
             if "joint_reactions" in group:
