@@ -607,6 +607,32 @@ MARKER_SENSORS = {"position": ("m", "world position of marker {m}'s origin"),
                                             "quadratic part; a solved from the equations of motion at the sample)")}
 
 
+def _accelerations(M, Q, J, gamma):
+    """``(a, lam)`` of ``M a + J^T lam = Q``, ``J a = gamma``: ``lam`` from the Schur complement
+    ``J M^-1 J^T`` by a pivoted (rank-revealing) Cholesky factorisation, zero on redundant rows
+    (a planar robot's out-of-plane rows: the accelerations are unique, those multipliers not)."""
+    import scipy.linalg
+    from scipy.linalg.lapack import dpstrf
+
+    factor = scipy.linalg.cho_factor(M, check_finite=False)
+    X = scipy.linalg.cho_solve(factor, np.column_stack([J.T, Q]), check_finite=False)
+    MiJt, MiQ = X[:, :-1], X[:, -1]
+    S = J @ MiJt
+    lam = np.zeros(len(gamma))
+    if len(gamma):
+        scale = max(float(np.abs(np.diag(S)).max()), np.finfo(float).tiny)
+        c, piv, rank, _ = dpstrf(S / scale, lower=1, tol=NULL_RATIO)
+        rows = piv[:rank] - 1
+        L = np.tril(c[:rank, :rank])
+        rhs = (J @ MiQ - gamma)[rows] / scale
+        lam[rows] = scipy.linalg.cho_solve((L, True), rhs, check_finite=False)
+    return MiQ - MiJt @ lam, lam
+
+
+# Pivots of the scaled J M^-1 J^T below this: redundant constraint rows.
+NULL_RATIO = 1e-10
+
+
 def check_marker_sensors(model, spec, where):
     """``[(kind, marker name, marker index)]`` of a ``marker_sensors`` table ``{kind: [marker,
     ...]}``; SimError naming the unknown kind or marker (after ``where``, a prefix)."""
@@ -653,8 +679,6 @@ def motion_terms(model, result, drive, damping=None, sensors=()):
     values : list of ndarray, shape (n, 3)
         One per sensor [m, m/s, m/s^2].
     """
-    import scipy.linalg
-
     from sim.model.evaluator import Evaluator
     from sim.model.kinematics import markers, pose_rates
     from sim.model.tables import compliant
@@ -682,13 +706,7 @@ def motion_terms(model, result, drive, damping=None, sensors=()):
             if not isinstance(damping, np.ndarray):
                 damping.at(result.t[k])
             Q -= (damping if isinstance(damping, np.ndarray) else damping.matrix) @ v
-        m = E.J.shape[0]
-        A = np.zeros((n_v + m, n_v + m))
-        A[:n_v, :n_v], A[:n_v, n_v:], A[n_v:, :n_v] = E.M, E.J.T, E.J
-        # Least squares: a planar robot's redundant joint rows leave the multipliers free
-        # (the accelerations are not), as in the integrator's minimum-norm solve.
-        x = scipy.linalg.lstsq(A, np.concatenate([Q, E.gamma]), lapack_driver="gelsy")[0]
-        a, lam = x[:n_v], x[n_v:]
+        a, lam = _accelerations(E.M, Q, E.J, E.gamma)
         if prescribed:
             forces[k, ~soft] = -lam[nj:]
             forces[k, soft] = np.nan

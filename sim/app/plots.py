@@ -299,7 +299,11 @@ def plot_sensor(ax, time, values, name, units, reference=None):
     matplotlib.axes.Axes
     """
     factor, shown = readable(values, units)
-    ax.plot(time, np.asarray(values) / factor, lw=1.2, label="computed")
+    if dense(values):
+        ax.fill_between(*envelope(time, np.asarray(values) / factor), color="C0", alpha=0.35, lw=0,
+                        label="computed (envelope)")
+    else:
+        ax.plot(time, np.asarray(values) / factor, lw=1.2, label="computed")
     if reference is not None:
         ax.plot(reference[0], np.asarray(reference[1]) / factor, "x", color="C3", markersize=9,
                 markeredgewidth=2, label=reference[2])
@@ -709,14 +713,17 @@ def _panels(tree):
     return panels
 
 
-# Columns of an envelope view (a panel is 400-600 pixels wide): a series with more turning
-# points than this fills its panel as a solid band when drawn as a line.
-ENVELOPE_BINS = 300
+# Spans of an envelope view: each holds a period or more of the vibration that makes a series
+# dense (:data:`DENSE_SPANS`), so the envelope's edges are smooth.
+ENVELOPE_BINS = 100
+# A series going back and forth within each of this many spans fills its panel as a solid band
+# when drawn as a line (a period in 2-3 pixels, with the line's width).
+DENSE_SPANS = 120
 # Runs longer than this [s] get a panel zoomed on their worst second.
 ZOOM_AFTER = 2.0
 
 
-def dense(values, bins=ENVELOPE_BINS, share=0.05):
+def dense(values, bins=DENSE_SPANS, share=0.05):
     """Whether ``values`` (n,), drawn as a line ``bins`` pixels wide, would be a solid band: in
     half the pixel columns or more the line goes back and forth over ``share`` of the whole
     range (a 65 Hz vibration over 5 s: a period per column), beyond the climb or fall of the
@@ -1291,15 +1298,16 @@ def figure(tree, panels, title=None):
 
 def _legend_outside(ax):
     """Move the legend of the 2D axes ``ax`` (if any) out of the data: beside the panel, on its
-    right, in small type (a frequency map keeps its colour bar there: below it instead)."""
+    right, in small type (below it where a frequency map keeps its colour bar on the right, or
+    where the labels are long: `sim compare`'s runs)."""
     legend = ax.get_legend()
     if legend is None or ax.name == "3d":
         return
     handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
     legend.remove()
-    if ax.child_axes:          # a colour bar on the right
+    if ax.child_axes or max(map(len, labels), default=0) > 40:    # a colour bar on the right, long labels
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize="x-small",
-                  ncol=min(3, len(labels)), frameon=False)
+                  ncol=1 if max(map(len, labels), default=0) > 40 else min(3, len(labels)), frameon=False)
     else:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small",
                   frameon=False, borderaxespad=0.0)
@@ -1441,6 +1449,8 @@ def _compare(trees, paths, out):
             ax.grid(True, alpha=0.3)
             ax.legend(loc="best", fontsize="small")
         axes[-1, 0].set_xlabel("time [s]")
+        for ax in axes[:, 0]:
+            _legend_outside(ax)
         fig.suptitle("comparison of " + ", ".join(labels), fontsize="medium")
         _note_strides(fig, *trees)
         fig.tight_layout()
@@ -1482,8 +1492,8 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True, window=None):
             if g == "transient":
                 ax.fill_between(t, low, high, color=color, alpha=0.35, lw=0, label=f"{label} (envelope)")
             else:
-                ax.plot(t, low, color=color, linestyle="--", lw=1.0, label=f"{label} (envelope)")
-                ax.plot(t, high, color=color, linestyle="--", lw=1.0)
+                ax.fill_between(t, low, high, facecolor="none", edgecolor=color, lw=1.0, linestyle="--",
+                                label=f"{label} (envelope)")
             continue
         ax.plot(time, values / factor, color=color, linestyle="-" if g == "transient" else "--",
                 lw=1.0 if g == "transient" else 1.4, label=label)

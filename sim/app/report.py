@@ -35,6 +35,8 @@ td.value { font-family: ui-monospace, monospace; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
 nav a { margin-right: 1em; }
+.cards { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+.cards h3 { font-size: 1em; }
 """
 
 
@@ -201,7 +203,7 @@ def render(path, facts, figures, gif, gif_note):
     parts.append(f'<section id=scenario><h2>Scenario and model</h2>{_table(rows)}'
                  f"<details><summary>scenario file as run</summary><pre>{_e(scenario)}</pre></details></section>")
     # analyses
-    parts.append("<section id=analyses><h2>Analyses</h2>")
+    parts.append("<section id=analyses><h2>Analyses</h2><div class=cards>")
     for group, info in analyses.items():
         head = (f'<h3>{_e(group)} <span class=status-{_e(info["status"])}>({_e(info["status"])}'
                 + (f': {_e(info["message"])}' if info["message"] else "") + f")</span>, {_seconds(info['wall_time_s'])}</h3>")
@@ -213,7 +215,7 @@ def render(path, facts, figures, gif, gif_note):
         else:
             table = _table(list(summary.items()), ("quantity", "value"))
         parts.append(f'<div id="analysis-{_e(group)}">{head}{table}</div>')
-    parts.append("</section>")
+    parts.append("</div></section>")
     # warnings
     warnings = facts["warnings"]
     parts.append("<section id=warnings><h2>Warnings</h2>"
