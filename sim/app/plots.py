@@ -976,7 +976,7 @@ def _draw_sensitivities(ax, group):
         ax.bar(modes - 0.4 + (j + 0.5) * width, S[:, j], width, label=label)
     ax.set_xticks(modes)
     ax.set_xlabel("mode")
-    ax.set_ylabel("frequency change for +10 % of the parameter [Hz]" if relative
+    ax.set_ylabel("frequency change [Hz]\nfor +10 % of the parameter" if relative
                   else f"d f / d p [{_units_text(group['sensitivities']['attrs'].get('units', ''))}]")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
@@ -1168,6 +1168,7 @@ def _draw_map(ax, group, tree=None, key="frequencies"):
 # :func:`_panels` belongs to one (:func:`question`); `sim plot` draws a figure per question.
 QUESTIONS = (("deviation", "How far does the end effector stray from the rigid robot's path?"),
              ("frequencies", "Which natural frequencies along the motion, or over the workspace?"),
+             ("stiffness", "How stiff is the end effector over the workspace?"),
              ("modes", "Which modes, at which frequencies?"),
              ("motion", "How fast do the end effector and the markers move and accelerate?"),
              ("forces", "Which forces and stresses do the actuators, joints and bodies carry?"),
@@ -1184,7 +1185,7 @@ def question(title):
     if group in ("modes", "design"):
         return "modes"
     if group == "sweep":
-        return "frequencies" if "frequency" in what or "compliance" in what else "sweep"
+        return "frequencies" if "frequency" in what else "stiffness" if "compliance" in what else "sweep"
     if "motion of" in what:
         return "motion"
     if "force" in what or "stress" in what or "section loads" in what:
@@ -1309,7 +1310,9 @@ def _legend_outside(ax):
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize="x-small",
                   ncol=1 if max(map(len, labels), default=0) > 40 else min(3, len(labels)), frameon=False)
     else:
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small",
+        # past the tick labels of a second y axis on the right (rotations beside translations)
+        right = 1.3 if getattr(ax, "right", None) is not None else 1.01
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(right, 1.0), fontsize="x-small",
                   frameon=False, borderaxespad=0.0)
 
 
