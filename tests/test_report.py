@@ -154,3 +154,58 @@ def test_short_reprs_and_units_of_coordinates(run):
     assert data["deviation"].attrs["units"] == "m"
     assert data["actuator_forces"].attrs["units"] == "N m" and list(data["actuator"].values) == ["theta_1",
                                                                                                   "theta_2"]
+
+
+def _synthetic(path, duration=5.0, rate=2000, hz=65.0):
+    """A transient and a KED of one coordinate x over ``duration`` [s]: a 1 mm, 0.5 Hz drift and
+    a 0.2 mm vibration at ``hz`` (KED's 10 % smaller), and their paths in x-y."""
+    from sim.app.results import ResultFile
+    t = np.linspace(0.0, duration, int(duration * rate) + 1)
+    with ResultFile(path, scenario='name = "s"\n', model_file="robot.py", model_parameters={}) as rf:
+        for name, share in (("ked", 0.9), ("transient", 1.0)):
+            g = rf.group(name)
+            g.attrs["pose_names"] = ["x", "y"]
+            g.put("time", t, "s", "time")
+            deviation = 1e-3 * np.sin(np.pi * t) + share * 200e-6 * np.sin(2 * np.pi * hz * t) * (1 + (t > 3) * (t < 3.4))
+            d = np.column_stack([deviation, 0.5 * deviation])
+            rigid = 0.1 * np.column_stack([np.cos(t), np.sin(t)])
+            g.put("deviation", d, ["m", "m"], "pose - pose_rigid")
+            g.put("pose_rigid", rigid, ["m", "m"], "rigid")
+            g.put("pose", rigid + 1e-3 * d, ["m", "m"], "flexible")
+    return t
+
+
+def test_deviation_figure_overlays_envelopes_difference_and_the_worst_second(tmp_path):
+    """Issue 43: a 65 Hz vibration over 5 s is drawn as its envelope (min and max per span,
+    checked against the samples), the transient minus KED has its own panel, the worst second is
+    the one holding the largest deviation, and the path is drawn once."""
+    from sim.app import plots
+    from sim.app.results import read_result
+    path = tmp_path / "s.h5"
+    t = _synthetic(path)
+    vibration = 200e-6 * np.sin(2 * np.pi * 65 * t)
+    assert plots.dense(1e-3 * np.sin(np.pi * t) + vibration)
+    assert not plots.dense(1e-3 * np.sin(np.pi * t)) and not plots.dense(1e-3 * np.sin(2 * np.pi * 3 * t))
+    centre, low, high = plots.envelope(t, vibration, bins=50)
+    span = (t >= centre[7] - 0.05) & (t < centre[7] + 0.05)
+    assert low[7] == vibration[span].min() and high[7] == vibration[span].max()
+    tree = read_result(path)
+    titles = [title for title, _ in plots._panels(tree)]
+    assert sum("path" in title for title in titles) == 1, titles
+    assert any(title.startswith("deviation: transient − KED") for title in titles)
+    window = plots.worst_window(tree["transient"])
+    assert window[0] <= 3.0 + 0.4 and window[1] >= 3.0 and window[1] - window[0] == pytest.approx(1.0)
+    written = plots.plot_result(path, tmp_path / "s.png")
+    assert [key for key, _ in written] == ["deviation"]
+    import matplotlib.pyplot as plt
+    ((key, text, panels),) = plots.figures(tree)
+    fig = plots.figure(tree, panels, text)
+    try:
+        width, height = fig.get_size_inches() * fig.dpi
+        assert width <= 1600 and height <= 1100, (width, height)
+        ax = fig.axes[0]           # deviation x: the transient's envelope band, KED's outline
+        assert [c.get_label() for c in ax.collections] == ["transient (envelope)", "ked (envelope)"]
+        legend = ax.get_legend().get_window_extent()
+        assert legend.x0 >= ax.get_window_extent().x1, "the legend is beside the data"
+    finally:
+        plt.close(fig)

@@ -614,7 +614,15 @@ def _accelerations(M, Q, J, gamma):
     import scipy.linalg
     from scipy.linalg.lapack import dpstrf
 
-    factor = scipy.linalg.cho_factor(M, check_finite=False)
+    try:
+        factor = scipy.linalg.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        # A massless motion (a strut's spin about its axis, held by no inertia): the saddle-point
+        # system whole, minimum-norm.
+        n, m = M.shape[0], len(gamma)
+        A = np.block([[M, J.T], [J, np.zeros((m, m))]])
+        x = scipy.linalg.lstsq(A, np.concatenate([Q, gamma]), lapack_driver="gelsy", check_finite=False)[0]
+        return x[:n], x[n:]
     X = scipy.linalg.cho_solve(factor, np.column_stack([J.T, Q]), check_finite=False)
     MiJt, MiQ = X[:, :-1], X[:, -1]
     S = J @ MiJt

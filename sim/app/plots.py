@@ -1304,6 +1304,9 @@ def _legend_outside(ax):
     legend = ax.get_legend()
     if legend is None or ax.name == "3d":
         return
+    anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+    if anchor.x0 >= 1.0 or anchor.y1 <= 0.0:      # placed outside already (the joints' and legs' legends)
+        return
     handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
     legend.remove()
     if ax.child_axes or max(map(len, labels), default=0) > 40:    # a colour bar on the right, long labels
