@@ -661,10 +661,12 @@ class StaticDeflection:
     def __repr__(self):
         from sim.app.units import readable
 
-        def text(values, units):
-            return ", ".join(f"{n} = {v / readable(v, u)[0]:.4g} {readable(v, u)[1]}"
-                             for n, v, u in zip(self.pose_names, values, units))
         units = ["rad" if n.startswith("r") else "m" for n in self.pose_names]
+        # one unit per kind, from the largest deflection of that kind (the figures' choice)
+        scales = {u: readable([abs(v) for v, w in zip(self.deflection, units) if w == u], u) for u in set(units)}
+
+        def text(values, units):
+            return ", ".join(f"{n} = {v / scales[u][0]:.4g} {scales[u][1]}" for n, v, u in zip(self.pose_names, values, units))
         return (f"<static deflection at {', '.join(f'{n} = {p:.4g}' for n, p in zip(self.pose_names, self.pose))}: "
                 f"{text(self.deflection, units)} (gravity {text(self.gravity, units)}); "
                 f"{len(self.markers)} markers>")
