@@ -255,12 +255,17 @@ def cmd_plot(args):
     out = Path(args.out) if args.out else path.with_suffix(".png")
     for key, target in plot_result(path, out):
         print(f"wrote {target} ({key})")
+    _warn_newer(path)
+    return 0
+
+
+def _warn_newer(path):
+    """Warn on stderr when a later run of the same scenario was written beside ``path``."""
     newer = newer_runs(path)
     if newer:
         print(f"warning: {path} is not the latest run of its scenario: {', '.join(map(str, newer))} "
               f"{'is' if len(newer) == 1 else 'are'} newer (sim run writes <name>-2.h5, ... beside an existing "
               f"result)", file=sys.stderr)
-    return 0
 
 
 def newer_runs(path):
@@ -330,6 +335,7 @@ def cmd_report(args):
     path = _existing_file(args.results, "result file")
     out = report(path, args.out, animation=not args.no_animation)
     print(f"wrote {out}")
+    _warn_newer(path)
     return 0
 
 
