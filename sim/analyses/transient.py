@@ -607,38 +607,41 @@ MARKER_SENSORS = {"position": ("m", "world position of marker {m}'s origin"),
                                             "quadratic part; a solved from the equations of motion at the sample)")}
 
 
-def _accelerations(M, Q, J, gamma):
-    """``(a, lam)`` of ``M a + J^T lam = Q``, ``J a = gamma``: ``lam`` from the Schur complement
-    ``J M^-1 J^T`` by a pivoted (rank-revealing) Cholesky factorisation, zero on redundant rows
-    (a planar robot's out-of-plane rows: the accelerations are unique, those multipliers not)."""
+def accelerations_of(M, Q, J, gamma):
+    """``(a, lam)`` (k, n_v), (k, m) of ``M a + J^T lam = Q``, ``J a = gamma`` at ``k`` instants
+    (``M`` (k, n_v, n_v), ``Q`` (k, n_v), ``J`` (k, m, n_v), ``gamma`` (k, m)), all at once:
+    ``lam`` from the Schur complement ``S = J M^-1 J^T``, regularised by a ``NULL_RATIO`` share
+    of its largest diagonal entry.  Redundant rows (a planar robot's out-of-plane rows) make
+    ``S`` singular: their multipliers are not determined (those of the others and the
+    accelerations are, to that share); a mass matrix that is not positive definite (a massless
+    motion) is solved whole, minimum-norm, instant by instant."""
     import scipy.linalg
-    from scipy.linalg.lapack import dpstrf
 
+    rhs = np.concatenate([np.swapaxes(J, 1, 2), Q[:, :, None]], axis=2)
     try:
-        factor = scipy.linalg.cho_factor(M, check_finite=False)
+        X = np.linalg.solve(M, rhs)
     except np.linalg.LinAlgError:
-        # A massless motion (a strut's spin about its axis, held by no inertia): the saddle-point
-        # system whole, minimum-norm.
-        n, m = M.shape[0], len(gamma)
-        A = np.block([[M, J.T], [J, np.zeros((m, m))]])
-        x = scipy.linalg.lstsq(A, np.concatenate([Q, gamma]), lapack_driver="gelsy", check_finite=False)[0]
-        return x[:n], x[n:]
-    X = scipy.linalg.cho_solve(factor, np.column_stack([J.T, Q]), check_finite=False)
-    MiJt, MiQ = X[:, :-1], X[:, -1]
+        X = None
+    if X is None or not np.isfinite(X).all():
+        n, m = M.shape[1], J.shape[1]
+        out = [scipy.linalg.lstsq(np.block([[M_k, J_k.T], [J_k, np.zeros((m, m))]]), np.concatenate([Q_k, g_k]),
+                                  lapack_driver="gelsy", check_finite=False)[0]
+               for M_k, Q_k, J_k, g_k in zip(M, Q, J, gamma)]
+        return np.array([x[:n] for x in out]), np.array([x[n:] for x in out])
+    MiJt, MiQ = X[:, :, :-1], X[:, :, -1]
+    if J.shape[1] == 0:
+        return MiQ, np.zeros(gamma.shape)
     S = J @ MiJt
-    lam = np.zeros(len(gamma))
-    if len(gamma):
-        scale = max(float(np.abs(np.diag(S)).max()), np.finfo(float).tiny)
-        c, piv, rank, _ = dpstrf(S / scale, lower=1, tol=NULL_RATIO)
-        rows = piv[:rank] - 1
-        L = np.tril(c[:rank, :rank])
-        rhs = (J @ MiQ - gamma)[rows] / scale
-        lam[rows] = scipy.linalg.cho_solve((L, True), rhs, check_finite=False)
-    return MiQ - MiJt @ lam, lam
+    diagonal = np.einsum("kii->ki", S)
+    S = S + (NULL_RATIO * np.abs(diagonal).max(axis=1))[:, None, None] * np.eye(S.shape[1])
+    lam = np.linalg.solve(S, (np.einsum("kmv,kv->km", J, MiQ) - gamma)[:, :, None])[:, :, 0]
+    return MiQ - np.einsum("kvm,km->kv", MiJt, lam), lam
 
 
-# Pivots of the scaled J M^-1 J^T below this: redundant constraint rows.
-NULL_RATIO = 1e-10
+# Instants solved together by :func:`accelerations_of` (numpy's batched LAPACK calls).
+CHUNK = 256
+# Share of J M^-1 J^T's largest diagonal entry added to its diagonal: redundant rows solvable.
+NULL_RATIO = 1e-12
 
 
 def check_marker_sensors(model, spec, where):
@@ -700,28 +703,37 @@ def motion_terms(model, result, drive, damping=None, sensors=()):
     velocity, acceleration = np.empty((n, d)), np.empty((n, d))
     forces = np.zeros((n, n_a))
     values = [np.empty((n, 3)) for _ in sensors]
-    for k in range(n):
-        q, v = result.q[k], result.v[k]
-        prescribed = drive.kind == "prescribed" and n_a
-        E = ev.evaluate(q, v, targets=s[k], target_acc=sdd[k]) if prescribed else ev.evaluate(q, v)
-        Q = E.Q.copy()
-        if drive.kind == "torque" and n_a:
-            error = s[k] - E.s
-            error[angle] = (error[angle] + np.pi) % (2 * np.pi) - np.pi
-            forces[k] = ff[k] + drive.kp * error + drive.kd * (sd[k] - E.J_s @ v)
-            Q += E.J_s.T @ forces[k]
-        if damping is not None:
-            if not isinstance(damping, np.ndarray):
-                damping.at(result.t[k])
-            Q -= (damping if isinstance(damping, np.ndarray) else damping.matrix) @ v
-        a, lam = _accelerations(E.M, Q, E.J, E.gamma)
-        if prescribed:
-            forces[k, ~soft] = -lam[nj:]
-            forces[k, soft] = np.nan
-        ms = markers(model, q, v)
-        _, J, velocity[k], xq = pose_rates(model, q, v, ms)
-        acceleration[k] = J @ a + xq
-        for values_k, (kind, _, i) in zip(values, sensors):
-            values_k[k] = (ms.p[i] if kind == "position" else ms.pd[i] if kind == "velocity"
-                           else ms.Jp[i] @ a + ms.pq[i])
+    prescribed = drive.kind == "prescribed" and n_a
+    for c0 in range(0, n, CHUNK):
+        chunk = range(c0, min(n, c0 + CHUNK))
+        Ms, Qs, Js, gammas, states = [], [], [], [], []
+        for k in chunk:
+            q, v = result.q[k], result.v[k]
+            E = ev.evaluate(q, v, targets=s[k], target_acc=sdd[k]) if prescribed else ev.evaluate(q, v)
+            Q = E.Q.copy()
+            if drive.kind == "torque" and n_a:
+                error = s[k] - E.s
+                error[angle] = (error[angle] + np.pi) % (2 * np.pi) - np.pi
+                forces[k] = ff[k] + drive.kp * error + drive.kd * (sd[k] - E.J_s @ v)
+                Q += E.J_s.T @ forces[k]
+            if damping is not None:
+                if not isinstance(damping, np.ndarray):
+                    damping.at(result.t[k])
+                Q -= (damping if isinstance(damping, np.ndarray) else damping.matrix) @ v
+            Ms.append(E.M)
+            Qs.append(Q)
+            Js.append(E.J)
+            gammas.append(E.gamma)
+            ms = markers(model, q, v)
+            _, J, velocity[k], xq = pose_rates(model, q, v, ms)
+            states.append((ms, J, xq))
+        accelerations, multipliers = accelerations_of(np.array(Ms), np.array(Qs), np.array(Js), np.array(gammas))
+        for k, a, lam, (ms, J, xq) in zip(chunk, accelerations, multipliers, states):
+            if prescribed:
+                forces[k, ~soft] = -lam[nj:]
+                forces[k, soft] = np.nan
+            acceleration[k] = J @ a + xq
+            for values_k, (kind, _, i) in zip(values, sensors):
+                values_k[k] = (ms.p[i] if kind == "position" else ms.pd[i] if kind == "velocity"
+                               else ms.Jp[i] @ a + ms.pq[i])
     return velocity, acceleration, forces, values
