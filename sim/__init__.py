@@ -5,11 +5,13 @@ file with :func:`load_model`) and ask it questions: :func:`modes`, :func:`stiffn
 :func:`transient`, :func:`ked`, :func:`inverse_dynamics`, :func:`frf`, :func:`identify` (each
 takes its scenario table's keys as keyword arguments and returns a :class:`Result`);
 :func:`run` runs a scenario file as ``sim run`` does and :func:`open_results` reads a result
-file's group as an xarray Dataset.  The library beneath them: :func:`simulate` (the time loop,
-with a :class:`Drive`), :func:`natural_modes` (modes at a configuration, a
-:class:`ModalResult`), :class:`Evaluator` (the equations at a state), :func:`rigid_motion`,
-:func:`solve_pose`, :func:`mass_matrix`, :func:`state_space` (a python-control plant of the robot with
-its drives), ...  See ``README.md`` and ``docs/``.
+file's group as an xarray Dataset; :func:`plot`, :func:`animate` and :func:`report` draw and
+gather results as ``sim plot``, ``sim animate`` and ``sim report``; :func:`static_deflection`
+gives the gravity sag and the deflection under a load at a pose.  The library beneath them:
+:func:`simulate` (the time loop, with a :class:`Drive`), :func:`natural_modes` (modes at a
+configuration, a :class:`ModalResult`), :class:`Evaluator` (the equations at a state),
+:func:`rigid_motion`, :func:`solve_pose`, :func:`mass_matrix`, :func:`state_space` (a
+python-control plant of the robot with its drives), ...  See ``README.md`` and ``docs/``.
 """
 import os
 import sys
@@ -79,7 +81,8 @@ _LAZY = {
     "simulate": "sim.solvers.simulate", "Drive": "sim.solvers.simulate",
     "state_space": "sim.solvers.servo", "Servo": "sim.solvers.servo",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
-                                        "inverse_dynamics", "frf", "identify", "run", "open_results")},
+                                        "inverse_dynamics", "frf", "identify", "run", "open_results", "plot",
+                                        "animate", "report", "static_deflection", "StaticDeflection")},
 }
 __all__ = sorted(_LAZY)
 

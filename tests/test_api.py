@@ -211,8 +211,9 @@ def test_short_reprs_and_one_based_modes(tmp_path):
     assert repr(robot) == ("Model('navaro': 13 bodies (13 flexible), 186 velocity coordinates, 18 joints, "
                            "6 actuators, end effector x y theta)")
     result = sim.modes(robot, pose=[0, 0, 0], count=3)
-    assert repr(result).startswith("<modes result, complete>")
+    assert repr(result).startswith("<modes result, complete, ")
     path = sim.run(ROOT / "scenarios" / "navaro_modes.toml", out=tmp_path / "n.h5")
     data = sim.open_results(path, "modes")
     assert data["mode"].values[0] == 1 and list(data["mode"].values) == list(range(1, data.sizes["mode"] + 1))
     assert data["frequencies"].sel(mode=1).item() == pytest.approx(44.10, abs=0.01)
+    assert "units" not in data["mode"].attrs, "a mode number has no unit: not `mode = 1 [1]`"

@@ -69,12 +69,9 @@ def write_tracking(group, model, result, rigid, law, servo):
     from sim.analyses import Quantity
 
     s, error, share = tracking(model, result.q, result.t, law)
-    units = ["N m" if a.kind == "angle" else "N" for a in model.actuators]
     joint = ["rad" if a.kind == "angle" else "m" for a in model.actuators]
     gear = np.array([a.gear_ratio for a in model.actuators])
     names = ", ".join(model.actuator_names)
-    group.put("actuator_forces", result.actuator_forces, units,
-              f"joint-side actuator forces of the servos ({names}), the torque limit applied")
     compliant = np.array([a.stiffness is not None for a in model.actuators])
     group.put("motor_angles", np.where(compliant, result.motor_angles, s) * gear, "rad",
               f"motor-side angles of the actuators ({names}): gear_ratio times the joint coordinate, or "

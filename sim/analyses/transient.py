@@ -381,6 +381,7 @@ def check(model, scenario):
         from sim.solvers.servo import check_transient
         gains(model, scenario)
         check_transient(model, f"{scenario.path}: [transient]")
+    check_marker_sensors(model, table.get("marker_sensors"), "")
     if table.get("drive_law") is None:
         from sim.solvers.moves import check_resolution
         from sim.solvers.trajectory import from_scenario
@@ -467,6 +468,8 @@ def run(model, scenario, group, progress):
         result = integrate(method)
     rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
     summary = write(model, group, result, rigid, static(result.t))
+    sensors = check_marker_sensors(model, table.get("marker_sensors"), where + " ")
+    write_motion(model, group, sensors, *motion_terms(model, result, drive, damped, sensors))
     if servo is not None:
         from sim.analyses.servo import write_tracking
         summary.update(write_tracking(group, model, result, rigid, law, servo))
@@ -519,11 +522,11 @@ def static_start(model, q, ev=None, lock=False):
     return integrate(model, q, rest_deflection(model, q, ev, lock))
 
 
-def rest_deflection(model, q, ev=None, lock=False):
+def rest_deflection(model, q, ev=None, lock=False, load=None):
     """Static displacement (n_v,) of the robot at rest at ``q``, rigid actuators locked where
-    they are (``lock``: the compliant ones too): gravity and preloads,
-    :func:`sim.solvers.modal.static_response`.  Its reference coordinates are the joints'
-    motions that go with the deflection (a compliant drive's)."""
+    they are (``lock``: the compliant ones too): gravity and preloads, and ``load`` (n_v,), a
+    generalized force held constant, :func:`sim.solvers.modal.static_response`.  Its reference
+    coordinates are the joints' motions that go with the deflection (a compliant drive's)."""
     from sim.model.evaluator import Evaluator
     from sim.model.tables import compliant
     from sim.solvers.modal import static_response
@@ -531,10 +534,11 @@ def rest_deflection(model, q, ev=None, lock=False):
     ev = Evaluator(model) if ev is None else ev
     rest = np.zeros(model.n_v)
     E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
-    if not E.Q.any():      # no gravity, no preloads: nothing to solve for
+    Q = E.Q if load is None else E.Q + load
+    if not Q.any():      # no gravity, no preloads: nothing to solve for
         return rest
     J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    return static_response(model, q, E.Q[:, None], J=J, J_s=E.J_s)[:, 0]
+    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0]
 
 
 def static_deviation(model, times, qs, lock=False):
@@ -554,6 +558,27 @@ def static_deviation(model, times, qs, lock=False):
     import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
     spline = scipy.interpolate.CubicSpline(times, np.array(values), axis=0)
     return lambda t: spline(np.atleast_1d(t))
+
+
+def write_motion(model, group, sensors, velocity, acceleration, forces, values):
+    """Datasets of :func:`motion_terms`: the end effector's ``velocity`` and ``acceleration``,
+    the ``actuator_forces`` of the flexible robot and the marker sensors
+    (``sensors/<marker>_<kind>``, world x, y, z)."""
+    names = " ".join(model.pose_names)
+    group.put("velocity", velocity, [u + "/s" for u in model.pose_units],
+              f"end-effector coordinate rates ({names}) of the flexible robot")
+    group.put("acceleration", acceleration, [u + "/s^2" for u in model.pose_units],
+              f"end-effector coordinate accelerations ({names}) of the flexible robot, from the "
+              f"accelerations solved from the equations of motion at each sample")
+    if model.actuators:
+        group.put("actuator_forces", forces, ["N m" if a.kind == "angle" else "N" for a in model.actuators],
+                  "actuator force or torque along each driven joint coordinate of the flexible robot "
+                  "(driving constraint's multiplier; torque drive: its law; NaN: a compliant actuator, a spring) "
+                  "(columns: " + ", ".join(model.actuator_names) + ")")
+        group.attrs["actuator_names"] = list(model.actuator_names)
+    for (kind, name, _), value in zip(sensors, values):
+        unit, text = MARKER_SENSORS[kind]
+        group.put(f"sensors/{name}_{kind}", value, unit, text.format(m=name), dims=("time", "component"))
 
 
 def write(model, group, result, pose_rigid, static):
@@ -594,3 +619,139 @@ def write(model, group, result, pose_rigid, static):
     for k, s in enumerate(model.sensors):
         summary[f"{s.name}_final"] = Quantity(float(result.sensors[-1, k]), s.units)
     return summary
+
+
+# What a marker sensor of `[transient] marker_sensors` gives: (units, description).
+MARKER_SENSORS = {"position": ("m", "world position of marker {m}'s origin"),
+                  "velocity": ("m/s", "world velocity of marker {m}'s origin (J v, the integrated velocities)"),
+                  "acceleration": ("m/s^2", "world acceleration of marker {m}'s origin (J a + the velocity-"
+                                            "quadratic part; a solved from the equations of motion at the sample)")}
+
+
+def accelerations_of(M, Q, J, gamma):
+    """``(a, lam)`` (k, n_v), (k, m) of ``M a + J^T lam = Q``, ``J a = gamma`` at ``k`` instants
+    (``M`` (k, n_v, n_v), ``Q`` (k, n_v), ``J`` (k, m, n_v), ``gamma`` (k, m)), all at once:
+    ``lam`` from the Schur complement ``S = J M^-1 J^T``, regularised by a ``NULL_RATIO`` share
+    of its largest diagonal entry.  Redundant rows (a planar robot's out-of-plane rows) make
+    ``S`` singular: their multipliers are not determined (those of the others and the
+    accelerations are, to that share); a mass matrix that is not positive definite (a massless
+    motion) is solved whole, minimum-norm, instant by instant."""
+    import scipy.linalg
+
+    rhs = np.concatenate([np.swapaxes(J, 1, 2), Q[:, :, None]], axis=2)
+    try:
+        X = np.linalg.solve(M, rhs)
+    except np.linalg.LinAlgError:
+        X = None
+    if X is None or not np.isfinite(X).all():
+        n, m = M.shape[1], J.shape[1]
+        out = [scipy.linalg.lstsq(np.block([[M_k, J_k.T], [J_k, np.zeros((m, m))]]), np.concatenate([Q_k, g_k]),
+                                  lapack_driver="gelsy", check_finite=False)[0]
+               for M_k, Q_k, J_k, g_k in zip(M, Q, J, gamma)]
+        return np.array([x[:n] for x in out]), np.array([x[n:] for x in out])
+    MiJt, MiQ = X[:, :, :-1], X[:, :, -1]
+    if J.shape[1] == 0:
+        return MiQ, np.zeros(gamma.shape)
+    S = J @ MiJt
+    diagonal = np.einsum("kii->ki", S)
+    S = S + (NULL_RATIO * np.abs(diagonal).max(axis=1))[:, None, None] * np.eye(S.shape[1])
+    lam = np.linalg.solve(S, (np.einsum("kmv,kv->km", J, MiQ) - gamma)[:, :, None])[:, :, 0]
+    return MiQ - np.einsum("kvm,km->kv", MiJt, lam), lam
+
+
+# Instants solved together by :func:`accelerations_of` (numpy's batched LAPACK calls).
+CHUNK = 256
+# Share of J M^-1 J^T's largest diagonal entry added to its diagonal: redundant rows solvable.
+NULL_RATIO = 1e-12
+
+
+def check_marker_sensors(model, spec, where):
+    """``[(kind, marker name, marker index)]`` of a ``marker_sensors`` table ``{kind: [marker,
+    ...]}``; SimError naming the unknown kind or marker (after ``where``, a prefix)."""
+    names = [m.name for m in model.markers]
+    found = []
+    for kind, markers in (spec or {}).items():
+        if kind not in MARKER_SENSORS:
+            raise SimError(f"{where}marker_sensors.{kind}: unknown sensor kind; expected one of "
+                           f"{', '.join(MARKER_SENSORS)}")
+        if not isinstance(markers, list) or not markers or not all(isinstance(m, str) for m in markers):
+            raise SimError(f"{where}marker_sensors.{kind}: expected a non-empty list of marker names")
+        for m in markers:
+            if m not in names:
+                raise SimError(f"{where}marker_sensors.{kind}: `{model.name}` has no marker {m!r} "
+                               f"(`sim model FILE` lists them)")
+            found.append((kind, m, names.index(m)))
+    return found
+
+
+def motion_terms(model, result, drive, damping=None, sensors=()):
+    """What the transient's samples imply at each instant: the generalized accelerations
+    solved from the equations of motion ``[M J^T; J 0] [a; lam] = [Q - D v; gamma]`` (the
+    integrator's, without its Baumgarte terms, which vanish on the constraint manifold), the
+    end effector's velocity and acceleration, the actuator forces and the marker sensors.
+
+    Parameters
+    ----------
+    model : Model
+    result : sim.solvers.simulate.Result
+        ``t`` (n,), ``q`` (n, n_q), ``v`` (n, n_v).
+    drive : sim.solvers.simulate.Drive
+    damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
+    sensors : sequence of (kind, name, marker index)
+        :func:`check_marker_sensors`.
+
+    Returns
+    -------
+    velocity, acceleration : ndarray, shape (n, d)
+        End-effector coordinate rates [m/s, rad/s] and second derivatives [m/s^2, rad/s^2].
+    forces : ndarray, shape (n, n_a)
+        Actuator force or torque [N, N m] along each driven coordinate: the driving constraint's
+        (prescribed), the open-loop plus PD law's (torque), zero (free); NaN for a compliant
+        actuator under a prescribed drive (a spring, not a constraint).
+    values : list of ndarray, shape (n, 3)
+        One per sensor [m, m/s, m/s^2].
+    """
+    from sim.model.evaluator import Evaluator
+    from sim.model.kinematics import markers, pose_rates
+    from sim.model.tables import compliant
+
+    n, n_a, d = len(result.t), len(model.actuators), len(model.pose_kinds)
+    ev = Evaluator(model)
+    nj = ev.n_joint
+    s, sd, sdd, ff = drive.table(result.t, n_a)
+    soft = compliant(model) if n_a else np.zeros(0, bool)
+    velocity, acceleration = np.empty((n, d)), np.empty((n, d))
+    forces = np.zeros((n, n_a))
+    values = [np.empty((n, 3)) for _ in sensors]
+    prescribed = drive.kind == "prescribed" and n_a
+    for c0 in range(0, n, CHUNK):
+        chunk = range(c0, min(n, c0 + CHUNK))
+        Ms, Qs, Js, gammas, states = [], [], [], [], []
+        for k in chunk:
+            q, v = result.q[k], result.v[k]
+            E = ev.evaluate(q, v, targets=s[k], target_acc=sdd[k]) if prescribed else ev.evaluate(q, v)
+            Q = E.Q.copy()
+            if drive.kind == "torque" and n_a:     # torque and servo drives: the step's applied forces
+                forces[k] = result.actuator_forces[k]
+                Q += E.J_s.T @ forces[k]
+            if damping is not None:
+                if not isinstance(damping, np.ndarray):
+                    damping.at(result.t[k])
+                Q -= (damping if isinstance(damping, np.ndarray) else damping.matrix) @ v
+            Ms.append(E.M)
+            Qs.append(Q)
+            Js.append(E.J)
+            gammas.append(E.gamma)
+            ms = markers(model, q, v)
+            _, J, velocity[k], xq = pose_rates(model, q, v, ms)
+            states.append((ms, J, xq))
+        accelerations, multipliers = accelerations_of(np.array(Ms), np.array(Qs), np.array(Js), np.array(gammas))
+        for k, a, lam, (ms, J, xq) in zip(chunk, accelerations, multipliers, states):
+            if prescribed:
+                forces[k, ~soft] = -lam[nj:]
+                forces[k, soft] = np.nan
+            acceleration[k] = J @ a + xq
+            for values_k, (kind, _, i) in zip(values, sensors):
+                values_k[k] = (ms.p[i] if kind == "position" else ms.pd[i] if kind == "velocity"
+                               else ms.Jp[i] @ a + ms.pq[i])
+    return velocity, acceleration, forces, values

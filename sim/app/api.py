@@ -27,7 +27,11 @@ import numpy as np
 from sim.errors import SimError, check_stop, nothing_to_keep
 
 __all__ = ["Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked", "inverse_dynamics", "frf",
-           "identify", "run", "open_results"]
+           "identify", "run", "open_results", "plot", "animate", "report", "static_deflection", "StaticDeflection"]
+
+
+# Summary entries and datasets a result's repr shows at most.
+REPR_ITEMS = 8
 
 
 class Result:
@@ -49,33 +53,37 @@ class Result:
     summary : dict
     """
 
-    def __init__(self, analysis, data, units, descriptions, attrs, summary):
+    def __init__(self, analysis, data, units, descriptions, attrs, summary, tree=None):
         self.analysis = analysis
         self.data = data
         self.units = units
         self.descriptions = descriptions
         self.attrs = attrs
         self.summary = summary
+        self.tree = tree       # the group as the figures read it (:func:`plot`)
 
     @classmethod
     def from_group(cls, analysis, tree, summary=None):
         """From a group as :func:`sim.app.results.read_result` reads it."""
         data, units, descriptions = {}, {}, {}
 
-        def walk(node, prefix, into):
+        def walk(node, prefix, into, plain):
+            plain["attrs"] = dict(node["attrs"])
             for name, child in node.items():
                 if name == "attrs":
                     continue
-                if "data" in child and child["attrs"].get("role") == "dimension":
-                    continue      # axis labels made for the netCDF view (open_results)
                 if "data" in child:
-                    into[name] = child["data"]
+                    plain[name] = {"data": child["data"], "attrs": dict(child["attrs"])}
+                    if child["attrs"].get("role") == "dimension":
+                        continue      # axis labels made for the netCDF view (open_results)
+                    into[name] = plain[name]["data"]
                     units[prefix + name] = child["attrs"].get("units")
                     descriptions[prefix + name] = child["attrs"].get("description")
                 else:
-                    walk(child, f"{prefix}{name}/", into.setdefault(name, {}))
-        walk(tree, "", data)
-        return cls(analysis, data, units, descriptions, dict(tree["attrs"]), dict(summary or {}))
+                    walk(child, f"{prefix}{name}/", into.setdefault(name, {}), plain.setdefault(name, {}))
+        plain = {}
+        walk(tree, "", data, plain)
+        return cls(analysis, data, units, descriptions, dict(tree["attrs"]), dict(summary or {}), plain)
 
     @property
     def status(self):
@@ -110,11 +118,19 @@ class Result:
         return sorted(set(super().__dir__()) | set(self.data))
 
     def __repr__(self):
-        lines = [f"<{self.analysis} result, {self.status}>"]
-        for name, unit in self.units.items():
+        """A few lines: the analysis, its status, what ``sim run`` prints of it and the first
+        datasets (``units`` lists them all)."""
+        from sim.app.units import summary_text
+
+        lines = [f"<{self.analysis} result, {self.status}" + (f": {self.message}" if self.message else "")
+                 + f", {len(self.units)} datasets>"]
+        lines += [f"  {key} = {summary_text(value)}" for key, value in list(self.summary.items())[:REPR_ITEMS]]
+        for name, unit in list(self.units.items())[:REPR_ITEMS]:
             shape = "x".join(map(str, np.shape(self[name]))) or "scalar"
-            unit = unit if isinstance(unit, str) else ", ".join(unit)
-            lines.append(f"  {name:<24} {shape:<12} [{unit}]")
+            unit = unit if isinstance(unit, str) else ", ".join(dict.fromkeys(map(str, unit)))
+            lines.append(f"  .{name:<24} {shape:<12} [{unit}]")
+        if len(self.units) > REPR_ITEMS:
+            lines.append(f"  ... {len(self.units) - REPR_ITEMS} more datasets: result.units lists them")
         return "\n".join(lines)
 
 
@@ -399,12 +415,14 @@ def _named(scenario, name):
 def _run(scenario, out, force, allow_long):
     """Build the model and run the analyses into ``out``: ``(summaries, warnings)``."""
     import dataclasses
+    import json
     import time
 
     from sim.analyses import ANALYSES, CHECK, PREPARE
     from sim.app import cost, parallel_compile, selfcheck
     from sim.solvers.trajectory import from_scenario
     from sim.app.progress import make_progress
+    from sim.app.units import summary_text
     from sim.app.results import ResultFile
 
     available(scenario)
@@ -446,10 +464,13 @@ def _run(scenario, out, force, allow_long):
                 group = result.group(name)
                 with _named(scenario, name):
                     summaries[name] = ANALYSES[name](model, scenario, group, progress) or {}
+                # What `sim run` prints, for `sim report` (text: values with their units)
+                group.attrs["summary"] = json.dumps({key: summary_text(value) for key, value in summaries[name].items()})
                 group.finish()
             groups = {name: writer._group for name, writer in result.groups.items()}
             selfcheck.check(groups)
             notes = list(model.warnings) + selfcheck.warnings(groups)
+            result._file.attrs["warnings"] = json.dumps(notes)
     finally:
         if helper is not None:
             helper.close()
@@ -484,4 +505,224 @@ def open_results(path, group):
     except ImportError:
         raise SimError("open_results needs xarray and h5netcdf: pip install xarray h5netcdf") from None
     with xarray.open_dataset(path, group=group, engine="h5netcdf") as data:
-        return data.load()
+        data = data.load()
+    for variable in data.variables.values():
+        # One unit per column, all alike ("m, m, m"): the unit; else one text ("m, m, rad"),
+        # which xarray's labels print as it is.
+        units = variable.attrs.get("units")
+        if isinstance(units, str) and not units:
+            del variable.attrs["units"]      # names, counts: no "[]" in xarray's labels
+        elif units is not None and not isinstance(units, str):
+            units = [str(u) for u in np.atleast_1d(units)]
+            variable.attrs["units"] = units[0] if len(set(units)) == 1 else ", ".join(units)
+    return data
+
+
+def _result_file(results, where):
+    """``results`` as the path of an existing result file; SimError naming what it is otherwise."""
+    if isinstance(results, Result):
+        raise SimError(f"{where}: needs a result file (sim.run(...) writes one); a {results.analysis} "
+                       f"result in memory can be drawn with sim.plot")
+    if not isinstance(results, (str, Path)):
+        raise SimError(f"{where}: expected a result file's path, got {type(results).__name__}")
+    path = Path(results)
+    if not path.is_file():
+        raise SimError(f"{path}: result file not found")
+    return path
+
+
+def plot(results, out=None):
+    """The figures of ``sim plot``, one per question (deviation, frequencies, modes, motion,
+    forces, ...).
+
+    Parameters
+    ----------
+    results : str or Path or Result
+        A result file, or a result in memory (``sim.transient(...)``).
+    out : str or Path, optional
+        Write the figures as ``sim plot --out`` does (``out``, then ``<stem>-<question>``
+        beside it) and close them.
+
+    Returns
+    -------
+    list of matplotlib.figure.Figure, or list of (str, Path)
+        Without ``out``, the open figures (a notebook shows them; close them with
+        ``matplotlib.pyplot.close``); with it, each question's key and image.
+
+    Examples
+    --------
+    >>> figures = sim.plot("results/rrru3_circle.h5")                      # doctest: +SKIP
+    >>> sim.plot(sim.modes(robot), out="modes.png")                       # doctest: +SKIP
+    """
+    from sim.app import plots
+    from sim.app.results import lazy_result
+
+    if isinstance(results, Result):
+        tree = {"attrs": {}, results.analysis: results.tree}
+        stack = contextlib.nullcontext(tree)
+        name = f"the {results.analysis} result"
+    else:
+        path = _result_file(results, "sim.plot()")
+        stack = lazy_result(path, rows=plots.PLOT_ROWS)
+        name = str(path)
+    with stack as tree, plots.nan_quiet():
+        questions = plots.figures(tree)
+        if not questions:
+            raise SimError(f"{name}: nothing to plot (no deviation, frequencies or modes)")
+        if out is None:
+            return [plots.figure(tree, panels, text) for _, text, panels in questions]
+        plots._check_format(out)
+        written = []
+        for (key, text, panels), target in zip(questions, plots.figure_paths(out, [q[0] for q in questions])):
+            fig = plots.figure(tree, panels, text)
+            try:
+                plots.save(fig, target)
+            finally:
+                plots.plt.close(fig)
+            written.append((key, Path(target)))
+        return written
+
+
+def animate(results, out=None, group=None, mode=None, frames=None, scale=None, view="auto"):
+    """Animate the robot of a result file, as ``sim animate`` (its deformation magnified).
+
+    Parameters
+    ----------
+    results : str or Path
+        Result file.
+    out : str or Path, optional
+        ``.gif`` or ``.mp4``; default ``<stem>_<group>[_mode<N>].gif`` beside the file.
+    group : {"transient", "ked", "modes"}, optional
+    mode : int, optional
+        1-based mode number (group ``modes``).
+    frames : int, optional
+    scale : float, optional
+        Magnification (default: the largest deflection drawn at a tenth of the robot's size).
+    view : {"auto", "iso", "top", "front", "side"}
+
+    Returns
+    -------
+    Path
+        The animation written.
+    """
+    from sim.app.animate import check_output, default_output, load_motion, render
+
+    path = _result_file(results, "sim.animate()")
+    if out is not None:
+        check_output(out)
+    motion = load_motion(path, group, mode, frames)
+    out = Path(out) if out is not None else default_output(path, motion)
+    render(motion, out, scale=scale, view=view)
+    return out
+
+
+def report(results, out=None, animation=True):
+    """One self-contained HTML page of a result file, as ``sim report``: scenario and model,
+    summaries and warnings, figures, animation, provenance.
+
+    Parameters
+    ----------
+    results : str or Path
+    out : str or Path, optional
+        Default ``RESULTS.html`` beside the file.
+    animation : bool
+        Embed an animation (a GIF of ``sim animate`` beside the file, else a short one).
+
+    Returns
+    -------
+    Path
+    """
+    from sim.app.report import report as write
+
+    return write(_result_file(results, "sim.report()"), out, animation=animation)
+
+
+class StaticDeflection:
+    """The static deflection of a robot at a pose (:func:`static_deflection`), linearised.
+
+    Attributes
+    ----------
+    pose : ndarray, shape (d,)
+        End-effector coordinates of the rigid robot [m, rad]; ``pose_names`` name them.
+    deflection : ndarray, shape (d,)
+        Change of the end-effector coordinates under gravity, preloads and the load [m, rad].
+    gravity, load : ndarray, shape (d,)
+        Its parts: gravity and preloads, and the load (zeros without one).
+    markers : dict of str to ndarray, shape (3,)
+        Displacement of each marker's origin, world x, y, z [m].
+    u : ndarray, shape (n_v,)
+        The displacement in the model's velocity coordinates.
+    """
+
+    def __init__(self, pose_names, pose, gravity, load, markers, u):
+        self.pose_names, self.pose = tuple(pose_names), pose
+        self.gravity, self.load, self.deflection = gravity, load, gravity + load
+        self.markers, self.u = markers, u
+
+    def __repr__(self):
+        from sim.app.units import readable
+
+        units = ["rad" if n.startswith("r") else "m" for n in self.pose_names]
+        # one unit per kind, from the largest deflection of that kind (the figures' choice)
+        scales = {u: readable([abs(v) for v, w in zip(self.deflection, units) if w == u], u) for u in set(units)}
+
+        def text(values, units):
+            return ", ".join(f"{n} = {v / scales[u][0]:.4g} {scales[u][1]}" for n, v, u in zip(self.pose_names, values, units))
+        return (f"<static deflection at {', '.join(f'{n} = {p:.4g}' for n, p in zip(self.pose_names, self.pose))}: "
+                f"{text(self.deflection, units)} (gravity {text(self.gravity, units)}); "
+                f"{len(self.markers)} markers>")
+
+
+def static_deflection(model, pose=None, load=None, parameters=None):
+    """The static deflection of the robot at rest at a pose, actuators locked: the gravity sag
+    (and preloads), and with ``load`` the deflection under an end-effector wrench, from the
+    engine's static solver (:func:`sim.solvers.modal.static_response`, linearised at the
+    pose; as the transient's static start).
+
+    Parameters
+    ----------
+    model : Model or str or Path
+        A built model, or a model file (then ``parameters``).
+    pose : sequence of float, optional
+        End-effector coordinates (d,) [m, rad]; default: home.
+    load : sequence of float, optional
+        End-effector wrench (d,): a force along [N] or a moment about [N m] the world axis of
+        each end-effector coordinate, as ``[stiffness] load``.
+    parameters : dict, optional
+
+    Returns
+    -------
+    StaticDeflection
+        ``deflection`` (d,) and its ``gravity`` and ``load`` parts [m, rad], ``markers``
+        (name -> (3,) [m]).
+
+    Examples
+    --------
+    >>> sim.static_deflection(sim.load_model("models/delta_pick.py"), pose=[0, 0, -0.85])   # doctest: +SKIP
+    """
+    from sim.analyses.modes import configuration
+    from sim.analyses.transient import rest_deflection
+    from sim.model.builder import Model
+    from sim.model.evaluator import Evaluator
+    from sim.model.kinematics import markers, pose_jacobian
+
+    where = "sim.static_deflection()"
+    if isinstance(model, (str, Path)):
+        model = load_model(model, **(parameters or {}))
+    elif not isinstance(model, Model):
+        raise SimError(f"{where}: `model` must be a Model or a model file's path, got {type(model).__name__}")
+    elif parameters:
+        raise SimError(f"{where}: `parameters` apply to a model file; the model is already built")
+    pose, q = configuration(model, pose, f"{where} pose")
+    d = len(model.pose_names)
+    wrench = np.zeros(d) if load is None else np.asarray(load, dtype=float)
+    if wrench.shape != (d,) or not np.isfinite(wrench).all():
+        raise SimError(f"{where} load: expected {d} finite numbers ({', '.join(model.pose_names)}), got {load!r}")
+    ev = Evaluator(model)
+    sag = rest_deflection(model, q, ev)
+    J = pose_jacobian(model, q)[1]
+    u = rest_deflection(model, q, ev, load=J.T @ wrench) if wrench.any() else sag
+    ms = markers(model, q)
+    moved = np.einsum("mkv,v->mk", ms.Jp, u)
+    return StaticDeflection(model.pose_names, np.asarray(pose, dtype=float), J @ sag, J @ (u - sag),
+                            {m.name: moved[i] for i, m in enumerate(model.markers)}, u)

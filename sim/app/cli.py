@@ -1,4 +1,4 @@
-"""Command line: ``sim run | validate | modes | model | plot | compare | animate | export | info``.
+"""Command line: ``sim run | validate | modes | model | plot | report | compare | animate | export | info``.
 
 Every error the user can cause ends as one line ``error: <message>`` on stderr with exit
 code 2 and no traceback.  Ctrl-C, SIGTERM and SIGHUP stop a run the same way (what was
@@ -68,24 +68,6 @@ def _load(args):
     return available(load_scenario(args.scenario, args.set))
 
 
-def _format(value):
-    """Compact text of a summary value (with its unit: :class:`sim.analyses.Quantity`)."""
-    import numpy as np
-
-    from sim.analyses import Quantity
-
-    if isinstance(value, Quantity):
-        return f"{_format(value.value)} {value.unit}"
-
-    if isinstance(value, tuple) and len(value) == 2 and all(np.isscalar(v) for v in value):
-        return f"{value[0]:.4g} .. {value[1]:.4g}"
-    if isinstance(value, (np.ndarray, list, tuple)):
-        return np.array2string(np.asarray(value), precision=4, separator=", ")
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def cmd_run(args):
     """Run every analysis of a scenario into one HDF5 file."""
     from sim.app.api import execute
@@ -98,9 +80,11 @@ def cmd_run(args):
         if "sweep" not in scenario.data:
             raise SimError(f"--scheduler: {scenario.path} has no [sweep] table to distribute")
         scenario = _with_scheduler(scenario, args.scheduler)
+    from sim.app.units import summary_text
+
     out, summaries, notes = execute(scenario, args.out, args.force, args.yes)
     for name, summary in summaries.items():
-        items = ", ".join(f"{key} = {_format(value)}" for key, value in summary.items())
+        items = ", ".join(f"{key} = {summary_text(value)}" for key, value in summary.items())
         print(f"{name}: {items}" if items else name)
     for line in notes:
         print(f"warning: {line}", file=sys.stderr)
@@ -227,19 +211,25 @@ def cmd_model(args):
 
 
 def cmd_plot(args):
-    """Draw a result file's figures into a PNG."""
+    """Draw a result file's figures, one image per question (deviation, frequencies, modes,
+    forces, ...)."""
     from sim.app.plots import plot_result
 
     path = _existing_file(args.results, "result file")
     out = Path(args.out) if args.out else path.with_suffix(".png")
-    plot_result(path, out)
-    print(f"wrote {out}")
+    for key, target in plot_result(path, out):
+        print(f"wrote {target} ({key})")
+    _warn_newer(path)
+    return 0
+
+
+def _warn_newer(path):
+    """Warn on stderr when a later run of the same scenario was written beside ``path``."""
     newer = newer_runs(path)
     if newer:
         print(f"warning: {path} is not the latest run of its scenario: {', '.join(map(str, newer))} "
               f"{'is' if len(newer) == 1 else 'are'} newer (sim run writes <name>-2.h5, ... beside an existing "
               f"result)", file=sys.stderr)
-    return 0
 
 
 def newer_runs(path):
@@ -302,6 +292,17 @@ def cmd_animate(args):
     return 0
 
 
+def cmd_report(args):
+    """Write one self-contained HTML page of a result file."""
+    from sim.app.report import report
+
+    path = _existing_file(args.results, "result file")
+    out = report(path, args.out, animation=not args.no_animation)
+    print(f"wrote {out}")
+    _warn_newer(path)
+    return 0
+
+
 def cmd_info(args):
     """List what a result file holds."""
     from sim.app.results import describe
@@ -328,6 +329,7 @@ EXAMPLES = {
              "  sim modes models/rrru3.py --param elements_per_link=8 --json",
     "plot": "examples:\n  sim plot results/rrru3_circle.h5\n  sim plot results/rrru3_circle.h5 --out figure.pdf",
     "info": "examples:\n  sim info results/navaro_modes.h5",
+    "report": "examples:\n  sim report results/rrru3_circle.h5\n  sim report results/navaro_modes.h5 --out navaro.html",
     "export": "examples:\n  sim export results/rrru3_circle.h5 --format vtk\n"
               "  sim export results/rrru3_circle.h5 --format vtk --group ked --out paraview/rrru3.vtu.series",
     "animate": "examples:\n  sim animate results/rrru3_circle.h5\n"
@@ -388,8 +390,18 @@ def build_parser():
     plot = commands.add_parser("plot", help="draw a result file's figures", description="draw a result file's figures",
                                epilog=EXAMPLES["plot"], formatter_class=argparse.RawDescriptionHelpFormatter)
     plot.add_argument("results", metavar="RESULTS.h5")
-    plot.add_argument("--out", metavar="FILE.png", help="image (default: RESULTS.png)")
+    plot.add_argument("--out", metavar="FILE.png", help="image of the first figure (default: RESULTS.png); the others beside it, FILE-<question>.png")
     plot.set_defaults(func=cmd_plot)
+
+    report = commands.add_parser("report", help="write one self-contained HTML page of a run",
+                                 description="Write one self-contained HTML page of a result file: scenario and "
+                                             "model, each analysis' summary and warnings, the figures, the "
+                                             "animation and the provenance (no network needed to view it).",
+                                 epilog=EXAMPLES["report"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("results", metavar="RESULTS.h5")
+    report.add_argument("--out", metavar="FILE.html", help="page (default: RESULTS.html)")
+    report.add_argument("--no-animation", action="store_true", help="leave the animation out (faster)")
+    report.set_defaults(func=cmd_report)
 
     compare = commands.add_parser(
         "compare", help="overlay the deviations and frequencies of several runs",

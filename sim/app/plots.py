@@ -17,11 +17,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sim.app import files  # noqa: E402
+from sim.app import files, servo_plots  # noqa: E402
 from sim.errors import SimError  # noqa: E402
-from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, scale_text, setup_axes  # noqa: E402
+from sim.app.animate import auto_scale, draw_robot, limits, motion_view, plane_view, setup_axes  # noqa: E402
 from sim.app.results import along, lazy_result, stored_overrides, strided  # noqa: E402
 from sim.app.selfcheck import at_roundoff  # noqa: E402
+from sim.app.units import readable  # noqa: E402
 
 
 def _units_text(units):
@@ -63,8 +64,14 @@ def plot_deviation(ax, time, deviation, names, units=None):
         columns = [i for i, u in enumerate(unit_list) if u == kind]
         factor, shown = readable(deviation[:, columns], kind) if kind else (1.0, "")
         for i in columns:
-            lines += target.plot(time, deviation[:, i] / factor, linestyle="-" if target is ax else "--",
-                                 color=f"C{i}", label=f"{names[i]} [{shown}]" if shown else names[i])
+            label = f"{names[i]} [{shown}]" if shown else names[i]
+            if dense(deviation[:, i]):
+                t, low, high = envelope(time, deviation[:, i] / factor)
+                lines.append(target.fill_between(t, low, high, color=f"C{i}", alpha=0.35, lw=0,
+                                                 label=label + " (envelope)"))
+            else:
+                lines += target.plot(time, deviation[:, i] / factor, linestyle="-" if target is ax else "--",
+                                     color=f"C{i}", label=label)
         target.set_ylabel(f"deviation [{shown}]" if shown else "deviation")
     ax.set_xlabel("time [s]")
     ax.legend(lines, [line.get_label() for line in lines], loc="best", fontsize="small")
@@ -164,6 +171,7 @@ def plot_mode_frequencies(ax, f, reference=None):
     modes = np.arange(1, f.size + 1)
     bars = ax.bar(modes, f, label="computed")
     ax.bar_label(bars, fmt="%.4g", fontsize="small")
+    ax.set_ylim(0, 1.12 * f.max(initial=0) if f.size and f.max() > 0 else None)     # room for the labels
     if reference is not None:
         at, values = np.asarray(reference[0], dtype=int), np.asarray(reference[1], dtype=float)
         shown = at <= f.size
@@ -246,11 +254,13 @@ def plot_mode_shape(ax, points, segments, displacement, scale=None):
     segments = np.asarray(segments, dtype=int).reshape(-1, 2)
     scale = auto_scale(points, displacement) if scale is None else scale
     moved = points + scale * displacement
-    label = f"mode shape (x {scale_text(scale)})"
+    label = "mode shape"
     if ax.name == "3d":
         setup_axes(ax, *limits(points, moved), view=motion_view(displacement))
         draw_robot(ax, points, moved, segments, label=label, rigid_label="undeformed")
-        ax.legend(loc="upper left", fontsize=7, frameon=False)
+        # No legend over the drawing (the panel's title says grey is the undeformed robot);
+        # the box drawn larger in its panel (a 3D box leaves a wide margin).
+        ax.set_box_aspect(None, zoom=1.2)
         return ax
     extent = np.ptp(points, axis=0)
     i, j = np.sort(np.argsort(extent)[-2:])
@@ -289,7 +299,11 @@ def plot_sensor(ax, time, values, name, units, reference=None):
     matplotlib.axes.Axes
     """
     factor, shown = readable(values, units)
-    ax.plot(time, np.asarray(values) / factor, lw=1.2, label="computed")
+    if dense(values):
+        ax.fill_between(*envelope(time, np.asarray(values) / factor), color="C0", alpha=0.35, lw=0,
+                        label="computed (envelope)")
+    else:
+        ax.plot(time, np.asarray(values) / factor, lw=1.2, label="computed")
     if reference is not None:
         ax.plot(reference[0], np.asarray(reference[1]) / factor, "x", color="C3", markersize=9,
                 markeredgewidth=2, label=reference[2])
@@ -572,6 +586,10 @@ def _panels(tree):
     incomplete analysis say so in their title."""
     panels = []
     both = all(g in tree and "deviation" in tree[g] and "time" in tree[g] for g in ("transient", "ked"))
+    # The end-effector path once: the transient's where it shows something, else KED's.
+    path_group = next((g for g in ("transient", "ked") if g in tree and "pose" in tree[g] and "pose_rigid" in tree[g]
+                       and np.ndim(tree[g]["pose"]["data"]) == 2 and np.shape(tree[g]["pose"]["data"])[1] >= 2
+                       and _path_shows(tree[g])), None)
     for name, group in tree.items():
         if name == "attrs":
             continue
@@ -583,15 +601,24 @@ def _panels(tree):
             for i, coordinate in enumerate(names):
                 panels.append((f"end-effector deviation {coordinate}: transient and KED",
                                lambda ax, i=i, c=coordinate: _draw_runs_deviation(ax, [tree], [""], i, c)))
+            panels.append(("deviation: transient − KED (what KED's frozen modes miss)",
+                           lambda ax: _draw_difference(ax, tree)))
         elif "deviation" in group and "time" in group and not (name == "ked" and both):
             panels.append((f"{name}: end-effector deviation (flexible − rigid)",
                            lambda ax, g=group: _draw_deviation(ax, g)))
+        if "deviation" in group and "time" in group and (name == "transient" or not both):
+            window = worst_window(group)
+            if window is not None:
+                i, coordinate = _worst_coordinate(group)
+                panels.append((f"the worst second of {coordinate}: {window[0]:.2f} to {window[1]:.2f} s"
+                               + (", transient and KED" if both else f" ({name})"),
+                               lambda ax, i=i, c=coordinate, w=window, g=name:
+                               _draw_runs_deviation(ax, [tree if both else {g: tree[g]}], [""], i, c, window=w)))
         if "settle_time" in group and "time" in group and not (name == "ked" and "settle_time" in tree.get("transient", {})):
             panels.append(("settling: dynamic deviation, the largest still to come in each dwell (bold), tolerance, "
                            "settle instants (dots)",
                            lambda ax: plot_settling(ax, [tree], [""])))
-        if "pose" in group and "pose_rigid" in group and np.ndim(group["pose"]["data"]) == 2 \
-                and np.shape(group["pose"]["data"])[1] >= 2 and _path_shows(group):
+        if name == path_group:
             panels.append((f"{name}: end-effector path, rigid and flexible", lambda ax, g=group:
                            plot_path(ax, g["pose_rigid"]["data"], g["pose"]["data"],
                                      g["attrs"].get("pose_names", ("x", "y")),
@@ -605,12 +632,20 @@ def _panels(tree):
                 def draw(ax, points=points, segments=skeleton["segments"]["data"], shape=shapes[k], scale=scale):
                     return plot_mode_shape(ax, points, segments, shape, scale)
                 draw.projection = mode_projection(points, shapes[k])
-                draw.pair = True
-                panels.append((f"modes: mode {k + 1}, {group['frequencies']['data'][k]:.2f} Hz "
-                               f"(shape x {scale_text(scale)})", draw))
+                panels.append((f"modes: mode {k + 1}, {group['frequencies']['data'][k]:.2f} Hz: "
+                               f"{_drawn_motion(group, points, scale * np.asarray(shapes[k]))} "
+                               f"(grey: undeformed)", draw))
         if "sensors" in group and "time" in group:
             for sensor, data in group["sensors"].items():
-                if sensor != "attrs" and np.ndim(data["data"]) == 1:
+                if sensor == "attrs" or data["attrs"].get("role") == "dimension":
+                    continue
+                if np.ndim(data["data"]) == 2:
+                    marker, _, kind = sensor.rpartition("_")
+                    panels.append((f"{name}: motion of marker {marker}, {kind}",
+                                   lambda ax, g=group, d=data, s=sensor:
+                                   plot_components(ax, g["time"]["data"], along(d, g["time"]), s.rsplit("_", 1)[-1],
+                                                   ["x", "y", "z"], d["attrs"].get("units", ""))))
+                elif np.ndim(data["data"]) == 1:
                     ref = _sensor_reference(tree, sensor, group["time"]["data"])
                     panels.append((f"{name}: sensor {sensor}", lambda ax, g=group, d=data, s=sensor, r=ref:
                                    plot_sensor(ax, g["time"]["data"], along(d, g["time"]), s,
@@ -636,7 +671,8 @@ def _panels(tree):
         elif name == "modes" and "frequencies" in group:
             panels.append(("modes: natural frequencies", lambda ax, g=group:
                            plot_mode_frequencies(ax, g["frequencies"]["data"], _mode_reference(tree, g))))
-        if "stress" in group and "peak" in group["stress"]:
+        if "stress" in group and "peak" in group["stress"] and not (
+                name == "ked" and "stress" in tree.get("transient", {})):      # the transient's once
             if len(group["stress"]["time"]["data"]) > 1:
                 panels.append((f"{name}: peak von Mises stress per flexible body",
                                lambda ax, g=group: plot_peak_stress(ax, g)))
@@ -646,15 +682,12 @@ def _panels(tree):
             panels.append(("frf: receptance magnitude", lambda ax, g=group: _draw_frf(ax, g)))
             panels.append(("frf: phase", lambda ax, g=group: _draw_frf(ax, g, phase=True)))
         if name == "state_space" and "magnitude" in group and "frequency" in group:
-            from sim.app import servo_plots
             panels.append(("state_space: frequency response (Bode)", lambda ax, g=group: servo_plots.draw_bode(ax, g)))
             panels.append(("state_space: phase", lambda ax, g=group: servo_plots.draw_bode(ax, g, phase=True)))
         if name == "frequencies" and "servo_frequencies" in group:
-            from sim.app import servo_plots
             panels.append(("frequencies: servo drives beside locked", lambda ax, g=group:
                            servo_plots.draw_servo_frequencies(ax, g)))
         if name == "transient" and "deviation_servo" in group:
-            from sim.app import servo_plots
             panels.append(("transient: deviation, servo and structure shares", lambda ax, g=group:
                            servo_plots.draw_split(ax, g)))
         if name == "identification" and "parameters" in group:
@@ -666,7 +699,18 @@ def _panels(tree):
             if "sensitivities" in group:
                 panels.append(("design: frequency sensitivities", lambda ax, g=group:
                                _draw_sensitivities(ax, g)))
-        if name == "inverse_dynamics" and "actuator_forces" in group:
+        if name == "transient" and "velocity" in group and "acceleration" in group:
+            names = group["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(np.shape(group["velocity"]["data"])[1])]
+            for key in ("velocity", "acceleration"):
+                panels.append((f"transient: motion of the end effector, {key}", lambda ax, g=group, k=key, n=names:
+                               plot_components(ax, g["time"]["data"], along(g[k], g["time"]), k, n,
+                                               g[k]["attrs"].get("units", ""))))
+        if name == "transient" and "actuator_forces" in group:
+            panels.append(("transient: driving forces of the flexible robot" + (
+                           " (dashed: the rigid robot's, inverse dynamics)" if "actuator_forces" in
+                           tree.get("inverse_dynamics", {}) else ""), lambda ax, g=group: _draw_actuators(ax, g, tree)))
+        if name == "inverse_dynamics" and "actuator_forces" in group \
+                and "actuator_forces" not in tree.get("transient", {}):     # else dashed in the transient's
             panels.append(("inverse_dynamics: driving forces", lambda ax, g=group:
                            _draw_actuators(ax, g)))
             if "joint_reactions" in group:
@@ -676,6 +720,97 @@ def _panels(tree):
             mark = f" — INCOMPLETE ({group['attrs'].get('message', '')})"
             panels[start:] = [(title + mark, draw) for title, draw in panels[start:]]
     return panels
+
+
+# Spans of an envelope view: each holds a period or more of the vibration that makes a series
+# dense (:data:`DENSE_SPANS`), so the envelope's edges are smooth.
+ENVELOPE_BINS = 100
+# A series going back and forth within each of this many spans fills its panel as a solid band
+# when drawn as a line (a period in 2-3 pixels, with the line's width).
+DENSE_SPANS = 120
+# Runs longer than this [s] get a panel zoomed on their worst second.
+ZOOM_AFTER = 2.0
+
+
+def dense(values, bins=DENSE_SPANS, share=0.05):
+    """Whether ``values`` (n,), drawn as a line ``bins`` pixels wide, would be a solid band: in
+    half the pixel columns or more the line goes back and forth over ``share`` of the whole
+    range (a 65 Hz vibration over 5 s: a period per column), beyond the climb or fall of the
+    column (a steep but smooth curve is no band)."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 4 * bins or not np.isfinite(values).all():
+        return False
+    spread = values.max() - values.min()
+    chunks = np.array_split(values, bins)
+    back_and_forth = np.array([np.ptp(c) - abs(c[-1] - c[0]) for c in chunks])
+    return bool(spread > 0 and np.median(back_and_forth) > share * spread)
+
+
+def envelope(time, values, bins=ENVELOPE_BINS):
+    """The lowest and highest of ``values`` (n,) in each of ``bins`` equal spans of ``time`` (n,):
+    ``(t, low, high)``, each (bins,), ``t`` the spans' middles (NaN where a span holds no sample
+    or a NaN)."""
+    time, values = np.asarray(time, dtype=float), np.asarray(values, dtype=float)
+    edges = np.linspace(time[0], time[-1], bins + 1)
+    index = np.clip(np.searchsorted(edges, time, side="right") - 1, 0, bins - 1)
+    low, high = np.full(bins, np.inf), np.full(bins, -np.inf)
+    np.minimum.at(low, index, values)
+    np.maximum.at(high, index, values)
+    empty = ~np.isfinite(low) | ~np.isfinite(high)
+    low[empty] = high[empty] = np.nan
+    return 0.5 * (edges[:-1] + edges[1:]), low, high
+
+
+def _worst_coordinate(group):
+    """``(index, name)`` of the coordinate with the largest deviation relative to the largest of
+    its unit (a translation before a rotation of the same share)."""
+    deviation = _deviation(group)
+    names = group["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(deviation.shape[1])]
+    peaks = np.nan_to_num(np.nanmax(np.abs(deviation), axis=0)) if deviation.size else np.zeros(1)
+    return int(np.argmax(peaks)), names[int(np.argmax(peaks))]
+
+
+def worst_window(group, width=1.0):
+    """``(start, end)`` [s] of the ``width``-second span around the largest deviation of
+    ``group`` (of its worst coordinate, :func:`_worst_coordinate`), within the run; None for a
+    run shorter than :data:`ZOOM_AFTER`."""
+    time = np.asarray(group["time"]["data"], dtype=float)
+    if time.size < 2 or time[-1] - time[0] <= ZOOM_AFTER:
+        return None
+    column = np.abs(_deviation(group)[:, _worst_coordinate(group)[0]])
+    if not np.isfinite(column).any():
+        return None
+    at = time[int(np.nanargmax(column))]
+    start = float(np.clip(at - width / 2, time[0], time[-1] - width))
+    return start, start + width
+
+
+def _draw_difference(ax, tree):
+    """Transient minus KED per coordinate, KED's samples interpolated at the transient's."""
+    transient, ked = tree["transient"], tree["ked"]
+    time = np.asarray(transient["time"]["data"], dtype=float)
+    mine, theirs = _deviation(transient), _deviation(ked)
+    other = np.asarray(ked["time"]["data"], dtype=float)
+    inside = (time >= other[0]) & (time <= other[-1])
+    difference = np.column_stack([np.interp(time[inside], other, theirs[:, j]) for j in range(theirs.shape[1])])
+    names = transient["attrs"].get("pose_names") or [f"q{i + 1}" for i in range(mine.shape[1])]
+    return plot_deviation(ax, time[inside], mine[inside] - difference, names,
+                          transient["deviation"]["attrs"].get("units"))
+
+
+def _drawn_motion(group, points, drawn):
+    """What a mode-shape drawing shows in physical units: ``"end effector moves 12 mm in this
+    drawing"``, or the largest motion where the end effector stays still in the mode."""
+    moves = np.linalg.norm(np.asarray(drawn), axis=1)
+    ee = group["attrs"].get("skeleton_end_effector_point")
+    largest = float(moves.max()) if moves.size else 0.0
+    if ee is not None and 0 <= int(ee) < moves.size and moves[int(ee)] >= 0.1 * largest:
+        what, value = "end effector moves", float(moves[int(ee)])
+    else:
+        what, value = "largest point motion", largest
+    factor, unit = readable(value, "m")
+    return f"{what} {value / factor:.3g} {unit} in this drawing"
+
 
 
 def plot_settling(ax, trees, labels):
@@ -754,12 +889,57 @@ def _deviation(group):
     return np.asarray(along(group["deviation"], group["time"])).reshape(len(group["time"]["data"]), -1)
 
 
-def _draw_actuators(ax, group):
-    """Driving-force panel; actuator names from the group's `actuator_names` attribute."""
+def _draw_actuators(ax, group, tree=None):
+    """Driving-force panel; actuator names from the group's `actuator_names` attribute; with
+    ``tree``, the rigid robot's (its ``inverse_dynamics``) dashed over them."""
     time = group["time"]["data"]
     forces = np.asarray(along(group["actuator_forces"], group["time"])).reshape(len(time), -1)
     names = group["attrs"].get("actuator_names") or [f"actuator {i + 1}" for i in range(forces.shape[1])]
-    return plot_actuator_forces(ax, time, forces, names, group["actuator_forces"]["attrs"].get("units"))
+    plot_actuator_forces(ax, time, forces, names, group["actuator_forces"]["attrs"].get("units"))
+    rigid = (tree or {}).get("inverse_dynamics", {})
+    if "actuator_forces" in rigid and rigid is not group:
+        values = np.asarray(along(rigid["actuator_forces"], rigid["time"])).reshape(len(rigid["time"]["data"]), -1)
+        for i in range(min(values.shape[1], forces.shape[1])):
+            ax.plot(rigid["time"]["data"], values[:, i], color=f"C{i}", linestyle="--", lw=1.0,
+                    label=f"{names[i]} (rigid)")
+        ax.legend(fontsize="small")
+    return ax
+
+
+def plot_components(ax, time, values, quantity, names, units):
+    """A vector over time, one line per component (a marker's velocity x, y, z; the end
+    effector's acceleration per coordinate), lengths in readable units (mm, µm).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    time : ndarray, shape (n,)
+        s
+    values : ndarray, shape (n, k)
+    quantity : str
+        What is drawn (``"velocity"``).
+    names : sequence of str, length k
+    units : str or sequence of str
+        SI units, one or one per component.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    values = np.asarray(values, dtype=float).reshape(len(time), -1)
+    units = [units] * values.shape[1] if isinstance(units, str) else [str(u) for u in units]
+    shown = {}
+    for unit in dict.fromkeys(units):
+        columns = [j for j, u in enumerate(units) if u == unit]
+        shown[unit] = readable(values[:, columns], unit)
+    for j, (name, unit) in enumerate(zip(names, units)):
+        factor, text = shown[unit]
+        ax.plot(time, values[:, j] / factor, color=f"C{j}", lw=1.0, label=f"{name} [{text}]")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel(f"{quantity} [{', '.join(dict.fromkeys(t for _, t in shown.values()))}]")
+    ax.legend(fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
 
 
 def _draw_joint_forces(ax, group):
@@ -805,7 +985,7 @@ def _draw_sensitivities(ax, group):
         ax.bar(modes - 0.4 + (j + 0.5) * width, S[:, j], width, label=label)
     ax.set_xticks(modes)
     ax.set_xlabel("mode")
-    ax.set_ylabel("frequency change for +10 % of the parameter [Hz]" if relative
+    ax.set_ylabel("frequency change [Hz]\nfor +10 % of the parameter" if relative
                   else f"d f / d p [{_units_text(group['sensitivities']['attrs'].get('units', ''))}]")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
@@ -993,15 +1173,67 @@ def _draw_map(ax, group, tree=None, key="frequencies"):
                               equal=units[0] == units[1] == "m", label=label)
 
 
+# The questions a result answers, in the order of the figures: (key, title).  Each panel of
+# :func:`_panels` belongs to one (:func:`question`); `sim plot` draws a figure per question.
+QUESTIONS = (("deviation", "How far does the end effector stray from the rigid robot's path?"),
+             ("frequencies", "Which natural frequencies along the motion, or over the workspace?"),
+             ("stiffness", "How stiff is the end effector over the workspace?"),
+             ("modes", "Which modes, at which frequencies?"),
+             ("motion", "How fast do the end effector and the markers move and accelerate?"),
+             ("forces", "Which forces and stresses do the actuators, joints and bodies carry?"),
+             ("frf", "How does the robot respond to a harmonic force?"),
+             ("identification", "How well do the fitted parameters reproduce the measured frequencies?"),
+             ("sweep", "How does the answer change with the parameters?"))
+
+
+def question(title):
+    """The key of :data:`QUESTIONS` a panel of :func:`_panels` answers, from its title."""
+    group, _, what = title.partition(":")
+    if group in ("frf", "identification"):
+        return group
+    if group in ("modes", "design"):
+        return "modes"
+    if group == "sweep":
+        return "frequencies" if "frequency" in what else "stiffness" if "compliance" in what else "sweep"
+    if "motion of" in what:
+        return "motion"
+    if "force" in what or "stress" in what or "section loads" in what:
+        return "forces"
+    if "frequencies" in what:
+        return "frequencies"
+    return "deviation"
+
+
+def figures(tree):
+    """``[(key, title, panels)]``: the panels of :func:`_panels` gathered by the question they
+    answer, in the order of :data:`QUESTIONS`."""
+    panels = _panels(tree)
+    return [(key, text, [p for p in panels if question(p[0]) == key]) for key, text in QUESTIONS
+            if any(question(p[0]) == key for p in panels)]
+
+
+def figure_paths(out, keys):
+    """The image of each question: ``out`` for the first, ``<stem>-<key><suffix>`` beside it for
+    the others."""
+    out = Path(out)
+    return [out if n == 0 else out.with_name(f"{out.stem}-{key}{out.suffix}") for n, key in enumerate(keys)]
+
+
 def plot_result(path, out):
-    """Draw every recognised quantity of a result file into one PNG.
+    """Draw the figures of a result file, one per question it answers (:data:`QUESTIONS`):
+    ``out`` the first, ``<stem>-<question><suffix>`` beside it the others.
 
     Parameters
     ----------
     path : str or Path
         Result file.
     out : str or Path
-        Image file.
+        Image file of the first figure.
+
+    Returns
+    -------
+    list of (str, Path)
+        Each question's key and image, in order.
 
     Raises
     ------
@@ -1010,54 +1242,90 @@ def plot_result(path, out):
     """
     _check_format(out)
     with lazy_result(path, rows=PLOT_ROWS) as tree, nan_quiet():
-        panels = _panels(tree)
-        if not panels:
+        questions = figures(tree)
+        if not questions:
             raise SimError(f"{path}: nothing to plot (no deviation, frequencies or modes)")
-        fig = figure(tree, panels)
-        try:
-            save(fig, out)
-        finally:
-            plt.close(fig)
+        written = []
+        for (key, text, panels), target in zip(questions, figure_paths(out, [q[0] for q in questions])):
+            fig = figure(tree, panels, text)
+            try:
+                save(fig, target)
+            finally:
+                plt.close(fig)
+            written.append((key, target))
+        return written
 
 
 def save(fig, out):
     """Write ``fig`` to the image ``out`` (its format from the suffix), all or nothing
     (:func:`sim.app.files.replacing`)."""
     with files.replacing(out, "the figure") as handle:
-        fig.savefig(handle, format=Path(out).suffix.lower().lstrip("."), dpi=120)
+        fig.savefig(handle, format=Path(out).suffix.lower().lstrip("."), dpi=DPI)
 
 
-def figure(tree, panels):
-    """The figure of the ``panels`` (:func:`_panels`) of the result ``tree``, laid out
-    (:func:`_layout`); the caller closes it."""
+# A panel's size [inches] at the figures' 100 dots per inch: three to a row fit a 1600-pixel screen.
+PANEL = (5.0, 3.3)
+DPI = 100
+
+
+def figure(tree, panels, title=None):
+    """The figure of the ``panels`` (:func:`_panels`) of the result ``tree``: a grid of equal
+    panels (:func:`_layout`), each legend outside its data, on the panel's right; the caller
+    closes it."""
     rows = _layout(panels)
-    fig = plt.figure(figsize=(8, sum(3.2 if len(row) == 1 else 3.6 for row in rows)))
-    grid = fig.add_gridspec(len(rows), 2, height_ratios=[1.0 if len(row) == 1 else 1.125 for row in rows])
+    columns = max(len(row) for row in rows)
+    fig = plt.figure(figsize=(PANEL[0] * columns + (0.6 if columns == 1 else 0), PANEL[1] * len(rows) + 0.5),
+                     dpi=DPI)
+    grid = fig.add_gridspec(len(rows), columns)
     try:
         for r, row in enumerate(rows):
-            for c, (title, draw) in enumerate(row):
-                spec = grid[r, :] if len(row) == 1 else grid[r, c]
-                ax = fig.add_subplot(spec, projection=getattr(draw, "projection", None))
+            for c, (text, draw) in enumerate(row):
+                ax = fig.add_subplot(grid[r, c], projection=getattr(draw, "projection", None))
                 draw(ax)
-                ax.set_title(title, fontsize="medium" if len(row) == 1 else "small",
-                             color="C3" if "INCOMPLETE" in title else "black")
+                ax.set_title(textwrap.fill(text, 62), fontsize="small",
+                             color="C3" if "INCOMPLETE" in text else "black")
+                _legend_outside(ax)
+        heading = title or ""
         if tree["attrs"].get("status") == "incomplete":
-            fig.suptitle(f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}", color="C3")
+            heading = f"INCOMPLETE RUN: {tree['attrs'].get('message', '')}" + (f"\n{heading}" if heading else "")
+        if heading:
+            fig.suptitle(heading, color="C3" if heading.startswith("INCOMPLETE") else "black", fontsize="medium")
         _note_strides(fig, tree)
         fig.tight_layout()
         for ax in fig.axes:
             if ax.name == "3d":
                 # tight_layout fits a 3D box, not the tick labels and axis labels that stand out
                 # of it, on its right mostly (over the neighbouring panel, past the figure's
-                # edge): room for them, on the right of a panel in the left column.
+                # edge): room for them.
                 box = ax.get_position()
-                left = ax.get_subplotspec().colspan.stop == 1
-                ax.set_position(box.shrunk(0.8, 0.9).anchored("W" if left else "C", box))
+                ax.set_position(box.shrunk(0.8, 0.9).anchored("W", box))
                 spread_ticks(ax)
     except BaseException:
         plt.close(fig)
         raise
     return fig
+
+
+def _legend_outside(ax):
+    """Move the legend of the 2D axes ``ax`` (if any) out of the data: beside the panel, on its
+    right, in small type (below it where a frequency map keeps its colour bar on the right, or
+    where the labels are long: `sim compare`'s runs)."""
+    legend = ax.get_legend()
+    if legend is None or ax.name == "3d":
+        return
+    anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+    if anchor.x0 >= 1.0 or anchor.y1 <= 0.0:      # placed outside already (the joints' and legs' legends)
+        return
+    handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
+    legend.remove()
+    if ax.child_axes or max(map(len, labels), default=0) > 40:    # a colour bar on the right, long labels
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize="x-small",
+                  ncol=1 if max(map(len, labels), default=0) > 40 else min(3, len(labels)), frameon=False)
+    else:
+        # past the tick labels of a second y axis on the right (rotations beside translations)
+        right = 1.3 if getattr(ax, "right", None) is not None else 1.01
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(right, 1.0), fontsize="x-small",
+                  frameon=False, borderaxespad=0.0)
 
 
 def spread_ticks(ax, gap=3.0):
@@ -1096,16 +1364,9 @@ def mode_projection(points, displacement):
 
 
 def _layout(panels):
-    """Rows of the figure: each panel on its own row, but consecutive mode shapes two to a
-    row, where they fill the width."""
-    rows = []
-    for panel in panels:
-        pair = getattr(panel[1], "pair", False)
-        if pair and rows and len(rows[-1]) == 1 and getattr(rows[-1][0][1], "pair", False):
-            rows[-1].append(panel)
-        else:
-            rows.append([panel])
-    return rows
+    """Rows of the figure's grid: one panel alone, two to four two to a row, more three to a row."""
+    columns = 1 if len(panels) == 1 else 2 if len(panels) <= 4 else 3
+    return [list(panels[k:k + columns]) for k in range(0, len(panels), columns)]
 
 
 # Entries drawn per series at most: a figure is ~1000 pixels wide, and a million-sample
@@ -1122,21 +1383,6 @@ def _note_strides(fig, *trees):
 
 
 # --- comparing runs ---------------------------------------------------------------------------
-
-# Readable multiples of the SI units: (unit, factor, name) from the largest down.
-SCALES = {"m": ((1.0, "m"), (1e-3, "mm"), (1e-6, "µm"), (1e-9, "nm")),
-          "rad": ((1.0, "rad"), (1e-3, "mrad"), (1e-6, "µrad"), (1e-9, "nrad"))}
-
-
-def readable(values, unit):
-    """``(factor, unit)`` showing ``values`` [unit] with one to three integer digits: metres as
-    mm or µm, radians as mrad or µrad; other units unchanged (factor 1)."""
-    peak = float(np.nanmax(np.abs(values))) if np.size(values) else 0.0
-    for factor, name in SCALES.get(unit, ()):
-        if peak >= factor:
-            return factor, name
-    return (SCALES[unit][-1] if unit in SCALES and peak > 0 else (1.0, unit))
-
 
 def run_labels(trees, paths):
     """One label per run: the ``--set`` overrides that differ between the runs (``as written``:
@@ -1218,6 +1464,8 @@ def _compare(trees, paths, out):
             ax.grid(True, alpha=0.3)
             ax.legend(loc="best", fontsize="small")
         axes[-1, 0].set_xlabel("time [s]")
+        for ax in axes[:, 0]:
+            _legend_outside(ax)
         fig.suptitle("comparison of " + ", ".join(labels), fontsize="medium")
         _note_strides(fig, *trees)
         fig.tight_layout()
@@ -1227,13 +1475,18 @@ def _compare(trees, paths, out):
     return labels
 
 
-def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
+def _draw_runs_deviation(ax, trees, labels, i, name, legend=True, window=None):
     """Coordinate ``i`` (``name``) of the deviation of every run in ``trees``, one colour per
-    run, the transient solid and KED dashed, in units readable for all of them."""
+    run, the transient solid and KED dashed, in units readable for all of them; a series too
+    dense for its panel (:func:`dense`) as its envelope (transient filled, KED outlined);
+    ``window`` ``(start, end)`` [s]: only that span, as lines."""
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    series = [(t[g]["time"]["data"], _deviation(t[g])[:, i], g, c)
+    series = [(np.asarray(t[g]["time"]["data"]), _deviation(t[g])[:, i], g, c)
               for t, c in zip(trees, colors * len(trees)) for g in ("transient", "ked")
               if g in t and "deviation" in t[g] and "time" in t[g]]
+    if window is not None:
+        series = [(time[(time >= window[0]) & (time <= window[1])], values[(time >= window[0]) & (time <= window[1])],
+                   g, c) for time, values, g, c in series]
     unit = _column_unit(trees, i)
     values = np.concatenate([s[1] for s in series]) if series else np.zeros(0)
     peak = float(np.nanmax(np.abs(values))) if values.size else 0.0
@@ -1249,6 +1502,14 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True):
     for (time, values, g, color), label in zip(series, _series_labels(trees, labels)):
         if len(trees) == 1:         # one run: tell the analyses apart by colour too
             color = "C0" if g == "transient" else "C3"
+        if window is None and not roundoff and time.size and dense(values):
+            t, low, high = envelope(time, values / factor)
+            if g == "transient":
+                ax.fill_between(t, low, high, color=color, alpha=0.35, lw=0, label=f"{label} (envelope)")
+            else:
+                ax.fill_between(t, low, high, facecolor="none", edgecolor=color, lw=1.0, linestyle="--",
+                                label=f"{label} (envelope)")
+            continue
         ax.plot(time, values / factor, color=color, linestyle="-" if g == "transient" else "--",
                 lw=1.0 if g == "transient" else 1.4, label=label)
     ax.set_ylabel(f"{name} [{shown}]")

@@ -46,6 +46,15 @@ def sim_version():
         return "unknown"
 
 
+def machine():
+    """What ran the analyses, for a reader comparing run times: operating system, processor,
+    logical CPUs, Python and numpy (no host name: a result file is shared)."""
+    import platform
+
+    return {"system": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__}
+
+
 def check_target(path, force=False):
     """Raise `SimError` unless `path` may be written.
 
@@ -374,7 +383,14 @@ def dimension_scales(group, named=None):
         if attr in group.attrs and dim not in group:
             names = [str(_value(v)) for v in np.atleast_1d(group.attrs[attr])]
             ds = group.create_dataset(dim, data=np.array(names, dtype=object), dtype=h5py.string_dtype())
-            ds.attrs["units"], ds.attrs["description"] = "1", f"names of the {dim} entries (attribute {attr})"
+            # Names have no unit ("1" would read "coordinate = x [1]" in xarray's plots): the unit
+            # their entries are measured in where they share one, else none, each entry's beside.
+            ds.attrs["units"], ds.attrs["description"] = "", f"names of the {dim} entries (attribute {attr})"
+            units = _entry_units(group, dim, len(names))
+            if units is not None:
+                ds.attrs["entry_units"] = units
+                if len(set(units)) == 1:         # all lengths, say: the coordinates' unit
+                    ds.attrs["units"] = units[0]
             ds.attrs["role"] = "dimension"
             ds.make_scale(dim)
             labels.append(ds)
@@ -385,7 +401,7 @@ def dimension_scales(group, named=None):
             ds = group[name]
             return ds if ds.shape == (n,) and ds.is_scale else None
         ds = group.create_dataset(name, data=_numbers(name, n))
-        ds.attrs["units"], ds.attrs["description"] = "1", _index_description(name)
+        ds.attrs["units"], ds.attrs["description"] = "", _index_description(name)
         ds.attrs["role"] = "dimension"
         ds.make_scale(name)
         return ds
@@ -407,10 +423,10 @@ def dimension_scales(group, named=None):
         labels = AXIS_LABELS.get(name)
         if labels is not None and len(labels) == n:
             scale = ds.parent.create_dataset(name, data=np.array(labels, dtype=object), dtype=h5py.string_dtype())
-            scale.attrs["units"], scale.attrs["description"] = "1", f"names of the {name} entries"
+            scale.attrs["units"], scale.attrs["description"] = "", f"names of the {name} entries"
         else:
             scale = ds.parent.create_dataset(name, data=_numbers(name, n))
-            scale.attrs["units"], scale.attrs["description"] = "1", _index_description(name)
+            scale.attrs["units"], scale.attrs["description"] = "", _index_description(name)
         scale.attrs["role"] = "dimension"
         scale.make_scale(name)
         return scale
@@ -453,6 +469,20 @@ def dimension_scales(group, named=None):
             elif not child.is_scale and child.ndim:
                 attach(child, stem or name)
     visit(group, "")
+
+
+# Datasets whose per-column units are those of a labelled axis' entries.
+ENTRY_UNITS = {"coordinate": ("pose", "pose_rigid", "deviation"), "actuator": ("actuator_forces",)}
+
+
+def _entry_units(group, dim, n):
+    """The units (n,) of the entries of the labelled axis ``dim`` (``coordinate``: m, rad), from
+    a dataset of ``group`` with one unit per entry; None if none says."""
+    for name in ENTRY_UNITS.get(dim, ()):
+        if isinstance(group.get(name), h5py.Dataset) and "units" in group[name].attrs:
+            units = [str(_value(u)) for u in np.atleast_1d(group[name].attrs["units"])]
+            return units * n if len(units) == 1 else units if len(units) == n else None
+    return None
 
 
 def _numbers(name, n):
@@ -523,6 +553,7 @@ class ResultFile:
             "model_parameters": json.dumps(model_parameters, sort_keys=True),
             "overrides": json.dumps(list(overrides)),
             "format_version": FORMAT_VERSION,
+            "machine": json.dumps(machine()),
         }
         if kernels_load_time_s is not None:
             self._root_attrs["kernels_load_time_s"] = float(kernels_load_time_s)

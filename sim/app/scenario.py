@@ -256,6 +256,9 @@ SCHEMA = {
                         "simulated time (default: the trajectory's duration)"),
         "output_step": Key("float", "positive", None, "s",
                            "spacing of the written samples (default: step)"),
+        "marker_sensors": Key("table", None, None, "m, m/s, m/s^2",
+                              "sensors on markers, world x, y, z: {position = [\"P\"], velocity = [...], "
+                              "acceleration = [...]} written as sensors/<marker>_<kind>"),
         "drive_law": Key("table", None, None, "",
                          "actuator law instead of a trajectory: {kind = \"constant_rate\" or "
                          "\"spinup\", rate = rad/s or m/s (one or per actuator), ramp = s}"),
