@@ -25,7 +25,7 @@ def run(model, scenario, group, progress):
         Peak |H| of the first pair and the damped natural-frequency range.
     """
     from sim.analyses import damping as robot_damping
-    from sim.analyses.modes import configuration
+    from sim.model.assembly import configuration
     from sim.solvers.frf import frf
 
     t = scenario.data["frf"]

@@ -3,42 +3,7 @@
 import numpy as np
 
 from sim.analyses import register
-from sim.errors import SimError
-
-
-def configuration(model, pose, where):
-    """Assemble the model at an end-effector pose.
-
-    Parameters
-    ----------
-    model : Model
-    pose : sequence of float or None
-        End-effector coordinates in ``model.pose_names`` order (m, rad); ``None`` for home.
-    where : str
-        Origin of `pose` for messages (``"--pose"``, ``"a.toml: [modes] pose"``).
-
-    Returns
-    -------
-    pose : ndarray, shape (d,)
-    q : ndarray, shape (n_q,)
-
-    Raises
-    ------
-    SimError
-        Wrong number of coordinates, or an unreachable or singular pose.
-    """
-    if pose is None:
-        return np.asarray(model.pose_home, dtype=float), model.q_home
-    pose = np.asarray(pose, dtype=float)
-    names = tuple(model.pose_names)
-    if pose.shape != (len(names),):
-        raise SimError(f"{where}: expected {len(names)} values ({' '.join(names)}), "
-                       f"got {pose.size}")
-    from sim.model.assembly import solve_pose
-    try:
-        return pose, solve_pose(model, pose)
-    except SimError as exc:
-        raise SimError(f"{where}: {exc}") from None
+from sim.model.assembly import configuration
 
 
 @register("modes")

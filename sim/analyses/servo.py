@@ -130,7 +130,7 @@ def run(model, scenario, group, progress):
         The states' count and the lowest closed-loop (or open-loop) frequencies.
     """
     from sim.analyses import damping as robot_damping
-    from sim.analyses.modes import configuration
+    from sim.model.assembly import configuration
     from sim.solvers.servo import matrices, modes, truncate, Closed
 
     t = scenario.data["state_space"]

@@ -25,7 +25,7 @@ def run(model, scenario, group, progress):
     dict
         The largest translational compliance and, with a load, the deflection per coordinate.
     """
-    from sim.analyses.modes import configuration
+    from sim.model.assembly import configuration
     from sim.solvers.stiffness import TRANSLATIONS, load_units, stiffness
 
     table = scenario.data["stiffness"]

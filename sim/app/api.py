@@ -700,7 +700,7 @@ def static_deflection(model, pose=None, load=None, parameters=None):
     --------
     >>> sim.static_deflection(sim.load_model("models/delta_pick.py"), pose=[0, 0, -0.85])   # doctest: +SKIP
     """
-    from sim.analyses.modes import configuration
+    from sim.model.assembly import configuration
     from sim.analyses.transient import rest_deflection
     from sim.model.builder import Model
     from sim.model.evaluator import Evaluator

@@ -117,7 +117,7 @@ def cmd_modes(args):
     if args.count < 1:
         raise SimError(f"--count must be a positive integer, got {args.count}")
     path = _existing_file(args.model, "model file")
-    from sim.analyses.modes import configuration
+    from sim.model.assembly import configuration
     from sim.app.api import load_model
     from sim.solvers.modal import modes
 

@@ -471,7 +471,7 @@ def state_space(model, pose=None, inputs=(), outputs=(), drives="open", servo=No
         States, inputs and outputs named; SI units (``sys.input_labels`` ...).
     """
     import control
-    from sim.analyses.modes import configuration
+    from sim.model.assembly import configuration
 
     if drives not in ("open", "servo"):
         raise SimError(f"state space drives must be \"open\" or \"servo\", got {drives!r}")
