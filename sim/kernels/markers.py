@@ -15,9 +15,13 @@ from sim.kernels.frames import quat_R_into, skew_into
 
 
 @njit(cache=True)
-def marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, t, BX):
-    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` into the tables ``t`` (see
-    :func:`markers`); ``BX`` (2, 3, 3): scratch."""
+def marker_velocity(m, nf, R, terms, w, t, BX):
+    """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` (``nf`` elastic coordinates
+    of its body, rotated by ``R``) into the tables ``t`` (see :func:`markers`), from the
+    marker's ``terms = (u, ud, Ap, ta, wa)`` of :func:`markers` and the body's angular velocity
+    ``w = (w0, w1, w2)``; ``BX`` (2, 3, 3): scratch."""
+    u, ud, Ap, ta, wa = terms
+    w0, w1, w2 = w
     D, E, R_BM, dpq, dAq = t.D, t.E, t.R_BM, t.dpq, t.dAq
     B, X = BX[0], BX[1]
     # point: B = skew(w x u + 2 u_dot) + W skew(u),  W skew(u) = u w^T - (w.u) 1
@@ -85,7 +89,7 @@ def markers(q, v, t, with_G):
     ``dAq_k/dq_f_dot = -2 R W skew(R_BM e_k) E`` (``W = skew(w)``).
     """
     body, body_q, body_v, qf_idx, D, E, p0, R_BM = t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM
-    p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq, dpq, dAq = t.p, t.A, t.Jp, t.Ja, t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t.dpq, t.dAq
+    p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq = t.p, t.A, t.Jp, t.Ja, t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq
     n_m = body.size
     nf = D.shape[2]
     # One heap allocation for all the scratch, none per marker (marker_velocity's too).
@@ -193,4 +197,4 @@ def markers(q, v, t, with_G):
                     Ja[m, k, i, 6 + f] = (Ri0 * (e1 * r2 - e2 * r1) + Ri1 * (e2 * r0 - e0 * r2)
                                           + Ri2 * (e0 * r1 - e1 * r0))
         if with_G:
-            marker_velocity(m, nf, R, u, ud, Ap, ta, wa, w0, w1, w2, t, BX)
+            marker_velocity(m, nf, R, (u, ud, Ap, ta, wa), (w0, w1, w2), t, BX)

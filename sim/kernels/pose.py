@@ -34,25 +34,32 @@ def angles_of(R, out):
         angles_zyx(R[k], out[k])
 
 
+@njit(cache=True, inline="always")
+def marker_terms(t, e):
+    """The terms of marker ``e`` that :func:`pose_terms` reads, from the tables ``t`` after an
+    evaluation (:class:`sim.kernels.equations.Tables`)."""
+    return t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], t.pq[e], t.wq[e]
+
+
 @njit(cache=True)
-def pose_terms(kinds, p, R, Jp, Jw, cols, v, pq, wq, x, Jx, xq, with_rates):
+def pose_terms(kinds, marker, v, out, with_rates):
     """End-effector coordinates ``x`` (d,), Jacobian rows ``Jx`` (d, n_v; only the marker's
     columns are written, the caller zeroes the rest) and, with ``with_rates``, ``xq`` (d,)
-    such that ``x_ddot = Jx a + xq``.
+    such that ``x_ddot = Jx a + xq``, into ``out = (x, Jx, xq)``.
 
     Parameters
     ----------
     kinds : ndarray of int, shape (d,)
         Codes of :data:`KINDS`.
-    p, R : ndarray, shapes (3,), (3, 3)
-        Origin and axes (columns, world) of the end-effector marker.
-    Jp, Jw : ndarray, shape (3, m)
-        Jacobians of the origin and of the world angular velocity on the columns ``cols``
-        (m,) of ``v`` (-1: none).
+    marker : tuple ``(p, R, Jp, Jw, cols, pq, wq)``
+        Origin (3,) and axes (3, 3; columns, world) of the end-effector marker, the Jacobians
+        (3, m) of the origin and of the world angular velocity on the columns ``cols`` (m,) of
+        ``v`` (-1: none), and the velocity-quadratic accelerations (3,) of the origin and of
+        the angular velocity (:func:`marker_terms`).
     v : ndarray, shape (n_v,)
-    pq, wq : ndarray, shape (3,)
-        Velocity-quadratic accelerations of the origin and of the angular velocity.
     """
+    p, R, Jp, Jw, cols, pq, wq = marker
+    x, Jx, xq = out
     d = kinds.size
     m = cols.size
     rotations = False

@@ -177,11 +177,12 @@ def _pose_terms(kinds, p, A, Jp, Jw, cols, n_v, v=None, pq=None, wq=None):
     x, J, xq = np.zeros(d), np.zeros((d, n_v)), np.zeros(d)
     rates = v is not None
     zero = np.zeros(3)
-    pose_kernel.pose_terms(pose_codes(kinds), np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(A, dtype=float),
-                           np.ascontiguousarray(Jp, dtype=float), np.ascontiguousarray(Jw, dtype=float), cols,
-                           np.ascontiguousarray(v, dtype=float) if rates else np.zeros(n_v),
-                           np.ascontiguousarray(pq, dtype=float) if rates else zero,
-                           np.ascontiguousarray(wq, dtype=float) if rates else zero, x, J, xq, rates)
+    marker = (np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(A, dtype=float),
+              np.ascontiguousarray(Jp, dtype=float), np.ascontiguousarray(Jw, dtype=float), cols,
+              np.ascontiguousarray(pq, dtype=float) if rates else zero,
+              np.ascontiguousarray(wq, dtype=float) if rates else zero)
+    pose_kernel.pose_terms(pose_codes(kinds), marker, np.ascontiguousarray(v, dtype=float) if rates else np.zeros(n_v),
+                           (x, J, xq), rates)
     return (x, J, xq) if rates else (x, J)
 
 

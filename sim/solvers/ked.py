@@ -371,8 +371,8 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
             static_rest[k, i] = U[i, 1]
             for j in range(kinds.size):
                 jac[k, j, i] = 0.0
-        pose_terms(kinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], rest, zero3, zero3, x,
-                   jac[k], xq, off)
+        pose_terms(kinds, (tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], zero3, zero3), rest,
+                   (x, jac[k], xq), off)
     return X
 
 

@@ -32,7 +32,7 @@ from sim.model.kinematics import pose_codes
 from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff, runtime, wrap
 from sim.kernels.equations import function
 from sim.kernels.frames import integrate
-from sim.kernels.pose import pose_terms
+from sim.kernels.pose import marker_terms, pose_terms
 from sim.linalg import condition_number, condition_state, lu_solve_vector, sparse_lu
 
 SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
@@ -186,7 +186,7 @@ def _stack(loop, terms, x_target, A, phi_out, Jx, xq, v, with_rates):
             for k in range(Jx.shape[1]):
                 Jx[r, k] = J[nj + r, k]
     else:
-        pose_terms(kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], v, t.pq[e], t.wq[e], x, Jx, xq, with_rates)
+        pose_terms(kinds, marker_terms(t, e), v, (x, Jx, xq), with_rates)
     for i in range(nj):
         phi_out[i] = phi[i]
         for k in range(rigid.size):
@@ -330,8 +330,7 @@ def _segment(k0, k1, targets, state, predicted, loop, check, carry, out):
         _kinematics(q1, v1, tables, f, phi, J, gamma)
         # x_q at (q1, v1); A (and J_x) at q1 are already built
         Jp_pose[:] = 0.0
-        pose_terms(pkinds, tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], v1, tables.pq[e],
-                   tables.wq[e], x_pose, Jp_pose, xq_pose, runtime(True))
+        pose_terms(pkinds, marker_terms(tables, e), v1, (x_pose, Jp_pose, xq_pose), runtime(True))
         if drive:
             for r in range(d):
                 xq[r] = -gamma[nj + r]
