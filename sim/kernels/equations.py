@@ -275,14 +275,17 @@ def mass_products(qs, t, f, X, out):
 
 
 @njit(cache=True, nogil=True)
-def inverse_terms(qs, vs, accs, t, f, rigid, Jr, rhs, p, A, T, V):
-    """What the inverse dynamics needs of each sample ``k`` of a rigid motion ``(qs, vs, accs)``
-    (m, n_q), (m, n_v), (m, n_v), through the evaluation's addresses ``f`` (:func:`addresses`):
+def inverse_terms(motion, t, f, rigid, out):
+    """What the inverse dynamics needs of each sample ``k`` of a rigid motion ``motion = (qs,
+    vs, accs)`` (m, n_q), (m, n_v), (m, n_v), through the evaluation's addresses ``f``
+    (:func:`addresses`), into ``out = (Jr, rhs, p, A, T, V)``:
     the constraint rows' Jacobian (joints, then every actuator) on the reference coordinates
     ``rigid`` (n_r,), ``Jr[k]`` (n_rows, n_r); ``rhs[k] = (Q - M a)[rigid]``; the markers'
     origins and axes ``p[k]`` (n_m, 3), ``A[k]`` (n_m, 3, 3); the kinetic energy ``T[k] =
     v M v / 2`` and the potential ``V[k]`` (:func:`potential`).  One call from Python for
     the whole motion (``M`` flushed, as :meth:`sim.model.evaluator.Evaluator.evaluate`'s)."""
+    qs, vs, accs = motion
+    Jr, rhs, p, A, T, V = out
     n_v, n_rows = vs.shape[1], Jr.shape[1]
     M, Q = np.zeros((n_v, n_v)), np.zeros(n_v)
     phi, J, gamma = np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows)

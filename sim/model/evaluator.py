@@ -146,17 +146,17 @@ class Evaluator:
         """
         arguments = self.inverse_arguments(qs, vs, accs)
         inverse_terms(*arguments)
-        return arguments[-6:]
+        return arguments[-1]
 
     def inverse_arguments(self, qs, vs, accs):
         """The arguments of :func:`sim.kernels.equations.inverse_terms` for :meth:`inverse_terms`,
-        its results ``Jr, rhs, p, A, T, V`` the last six (allocated, not filled)."""
+        its results ``(Jr, rhs, p, A, T, V)`` the last (allocated, not filled)."""
         rigid = np.asarray(self.model.v_rigid, dtype=np.int64)
         m, n_m = len(qs), len(self.model.markers)
         Jr, rhs = np.empty((m, self.n_rows, rigid.size)), np.empty((m, rigid.size))
         p, A, T, V = np.empty((m, n_m, 3)), np.empty((m, n_m, 3, 3)), np.empty(m), np.empty(m)
-        return (*(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.f, rigid,
-                Jr, rhs, p, A, T, V)
+        return (tuple(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.f, rigid,
+                (Jr, rhs, p, A, T, V))
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""

@@ -128,7 +128,7 @@ def compile_loops(model):
     ev = Evaluator(model, load=False)
     none, n_r = np.zeros((0, model.n_v)), len(model.v_rigid)
     arguments = ev.inverse_arguments(np.zeros((0, model.n_q)), none, none)
-    Jr, rhs = arguments[-6:-4]
+    Jr, rhs = arguments[-1][:2]
     with signals_deferred():
         compile_for(inverse_terms, *arguments)
         if ev.n_rows == n_r:        # J_r square: _solve's compiled path

@@ -132,13 +132,18 @@ def _ramp(omega, zeta, dt, eta, eta_dot, a, b_end, eta_end, eta_dot_end, inner):
 
 
 @njit(cache=True)
-def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end, dt, eta, eta_dot, inner):
-    """One interval of the modal superposition, in place: ``u``, ``u_dot`` (n_v,) advanced over
-    ``dt`` on the modes ``(omega, shapes, mass_shapes)``; ``eta``, ``eta_dot`` (r,) the modal
-    state at the end, ``inner[j - 1]`` (r,) the modal coordinates at ``j dt / m`` (``m =
-    inner.shape[0] + 1``; no rows: none): the same ramp response, stopped part-way with the
-    load reached there.  Products by loops: a BLAS call costs more than their few hundred
-    operations."""
+def _modal_step(state, frozen, loads, dt, out):
+    """One interval of the modal superposition, in place: ``state = (u, u_dot)`` (n_v,)
+    advanced over ``dt`` on the modes ``frozen = (omega, shapes, mass_shapes, zeta)`` under the
+    load going linearly over ``loads = (load_start, load_end)`` (n_v,); ``out = (eta, eta_dot,
+    inner)``: the modal state (r,) at the end and ``inner[j - 1]`` (r,) the modal coordinates at
+    ``j dt / m`` (``m = inner.shape[0] + 1``; no rows: none), the same ramp response stopped
+    part-way with the load reached there.  Products by loops: a BLAS call costs more than
+    their few hundred operations."""
+    u, u_dot = state
+    omega, shapes, mass_shapes, zeta = frozen
+    load_start, load_end = loads
+    eta, eta_dot, inner = out
     n_v, r = shapes.shape
     e0, ed0, p0, p1 = np.zeros(r), np.zeros(r), np.zeros(r), np.zeros(r)
     for i in range(n_v):
@@ -157,13 +162,18 @@ def _modal_step(u, u_dot, omega, shapes, mass_shapes, zeta, load_start, load_end
 
 
 @njit(cache=True)
-def _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U, inner):
-    """All the intervals of :func:`integrate_frames` (frames and ``zeta`` stacked on the first
-    axis); rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled, and ``inner`` (n - 1, m - 1, r)
-    the modal coordinates inside the intervals (:func:`_modal_step`)."""
+def _modal_steps(time, frames, zeta, state, out):
+    """All the intervals of :func:`integrate_frames`: ``frames = (omega, shapes, mass_shapes,
+    load)`` and ``zeta`` stacked on the first axis, from ``state = (u, u_dot)``; of ``out =
+    (eta, eta_dot, U, inner)`` rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled, and
+    ``inner`` (n - 1, m - 1, r) the modal coordinates inside the intervals
+    (:func:`_modal_step`)."""
+    omega, shapes, mass_shapes, load = frames
+    eta, eta_dot, U, inner = out
+    u = state[0]
     for i in range(time.size - 1):
-        _modal_step(u, u_dot, omega[i], shapes[i], mass_shapes[i], zeta[i], load[i], load[i + 1],
-                    time[i + 1] - time[i], eta[i + 1], eta_dot[i + 1], inner[i])
+        _modal_step(state, (omega[i], shapes[i], mass_shapes[i], zeta[i]), (load[i], load[i + 1]),
+                    time[i + 1] - time[i], (eta[i + 1], eta_dot[i + 1], inner[i]))
         U[i + 1] = u
 
 
@@ -677,9 +687,9 @@ class ModalStepper:
         r = fr.omega.size
         eta, eta_dot = np.empty(r), np.empty(r)
         c = np.ascontiguousarray
-        _modal_step(self.u, self.u_dot, c(fr.omega), c(fr.shapes), c(fr.mass_shapes),
-                    np.broadcast_to(self.zeta, r).astype(float), c(fr.load), c(load_end, dtype=float), float(dt),
-                    eta, eta_dot, np.zeros((0, r)))
+        _modal_step((self.u, self.u_dot), (c(fr.omega), c(fr.shapes), c(fr.mass_shapes),
+                                           np.broadcast_to(self.zeta, r).astype(float)),
+                    (c(fr.load), c(load_end, dtype=float)), float(dt), (eta, eta_dot, np.zeros((0, r))))
         return eta, eta_dot
 
 
@@ -834,7 +844,7 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
     eta[0], eta_dot[0] = u @ mass_shapes[0], u_dot @ mass_shapes[0]
     U[0] = shapes[0] @ eta[0]
     inner = np.zeros((max(n - 1, 0), int(parts) - 1, r))
-    _modal_steps(time, omega, shapes, mass_shapes, load, zeta, u, u_dot, eta, eta_dot, U, inner)
+    _modal_steps(time, (omega, shapes, mass_shapes, load), zeta, (u, u_dot), (eta, eta_dot, U, inner))
     correction = static_correction(frames)
     U += correction
     deviation = _apply(frames.pose_jacobian, U)
