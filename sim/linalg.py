@@ -391,9 +391,11 @@ def _cholesky_solve(L, ptr, row, x):
 
 
 @njit(cache=True, nogil=True)
-def _extreme(A, ptr, col, G, s, X, w, top, L, lptr, lrow):
+def _extreme(sparse, G, s, X, w, top, factor):
     """Largest eigenvalue of ``s A^T A`` (``s = 1``: the top of the spectrum of ``A^T A``;
-    ``-1``: minus the bottom), certified: ``(theta, ok, w0)``.
+    ``-1``: minus the bottom), certified: ``(theta, ok, w0)``; ``sparse = (A, ptr, col)`` the
+    matrix with its rows' nonzero pattern (:func:`_rows`), ``G`` the lower triangle of
+    ``A^T A``, ``factor = (L, lptr, lrow)`` room for the Cholesky factors.
 
     The Ritz value ``theta`` of the block ``X`` (p, n; the previous matrix's Ritz vectors,
     updated in place) is a lower bound.  A Cholesky factor of ``mu I - s A^T A`` at
@@ -407,6 +409,8 @@ def _extreme(A, ptr, col, G, s, X, w, top, L, lptr, lrow):
     for a tolerance above ``CONDITION_TOL_MAX``.  ``w0``: the relative correction of the first
     Ritz value, the shift to try first at the next matrix.
     """
+    A, ptr, col = sparse
+    L, lptr, lrow = factor
     theta = _ritz(A, ptr, col, s, X)
     first = theta[0]
     p = X.shape[0]
@@ -474,10 +478,10 @@ def condition_number(A, basis, shift):
                 G[i, col[b]] += A[r, i] * A[r, col[b]]
     L = np.empty((n, n))
     lptr, lrow = np.zeros(n + 1, dtype=np.int64), np.empty(n * n, dtype=np.int64)
-    top, ok, w = _extreme(A, ptr, col, G, 1.0, basis[0], shift[0], 0.0, L, lptr, lrow)
+    top, ok, w = _extreme((A, ptr, col), G, 1.0, basis[0], shift[0], 0.0, (L, lptr, lrow))
     if ok:
         shift[0] = min(max(4.0 * w, CONDITION_TOL), 1e-2)
-        bottom, ok, w = _extreme(A, ptr, col, G, -1.0, basis[1], shift[1], top, L, lptr, lrow)
+        bottom, ok, w = _extreme((A, ptr, col), G, -1.0, basis[1], shift[1], top, (L, lptr, lrow))
         if ok and bottom < 0.0:
             shift[1] = min(max(4.0 * w, CONDITION_TOL), 1e-2)
             return np.sqrt(top / -bottom)

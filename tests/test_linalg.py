@@ -143,9 +143,9 @@ def test_extreme_eigenvalues_are_bracketed():
         G = np.tril(A.T @ A)
         ptr, col = _rows(A)
         L, lptr, lrow = np.empty((10, 10)), np.zeros(11, dtype=np.int64), np.empty(100, dtype=np.int64)
-        top, ok, _ = _extreme(A, ptr, col, G, 1.0, basis[0], shift[0], 0.0, L, lptr, lrow)
+        top, ok, _ = _extreme((A, ptr, col), G, 1.0, basis[0], shift[0], 0.0, (L, lptr, lrow))
         assert ok and -1e-14 <= (s[0] ** 2 - top) / s[0] ** 2 <= CONDITION_TOL      # -: A to round-off
-        bottom, ok, _ = _extreme(A, ptr, col, G, -1.0, basis[1], shift[1], top, L, lptr, lrow)
+        bottom, ok, _ = _extreme((A, ptr, col), G, -1.0, basis[1], shift[1], top, (L, lptr, lrow))
         assert ok and -1e-13 <= (-bottom - s[-1] ** 2) / s[-1] ** 2 <= 1e-10   # 512 eps cond^2 < 5e-8
         assert_allclose(-bottom, s[-1] ** 2, rtol=1e-12)                # eps cond, not eps cond^2
 

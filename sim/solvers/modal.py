@@ -102,7 +102,7 @@ def constrained_basis(model, J):
     return null_space(J, NULL_RTOL) if N is None else N
 
 
-def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True, J=None, J_s=None, N=None):
+def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies=True, J=None, J_s=None):
     """Natural modes of the linearised model at ``q``.
 
     Parameters
@@ -123,9 +123,6 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     J, J_s : ndarray, optional
         Constraint Jacobian at ``q`` (joint rows, plus the rigid actuators' rows when
         ``locked``) and actuator Jacobian (all actuators), when the caller has them already.
-    N : ndarray, shape (n_v, n_N), optional
-        The constrained motions' basis (:func:`constrained_basis` of that Jacobian), when the
-        caller has it already.
 
     Returns
     -------
@@ -133,8 +130,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     """
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q) if K is None else K
-    if N is None:
-        N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
+    N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
     Mn = N.T @ M @ N
     Mn = 0.5 * (Mn + Mn.T)
     Z = np.zeros((N.shape[1], 0))
