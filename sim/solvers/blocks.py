@@ -53,6 +53,7 @@ PIVOT_RTOL = 1e-13          # smallest pivot of an interior block, relative to i
 # benchmarks/bench_scaling.py, docs/performance.rst), "dense" and "block" force one.
 BLOCK_MIN = 150
 MODES = {"auto": 0, "dense": 1, "block": 2}
+MODES_DENSE = MODES["dense"]
 # info entries
 N_BORDER, ACTIVE, MODE, BLOCKED = range(4)
 
@@ -226,6 +227,10 @@ def factor(A, blk, lu, piv):
     usable: factorise densely); the Schur complement's largest and smallest pivots."""
     blk.info[ACTIVE] = 0
     if not _partition(A, blk):
+        # No body keeps an interior: the joints' layout on too short bodies (an entry that
+        # vanishes only at some states would add to the interiors, not remove), so the
+        # partition's scan is not repeated: dense from here on.
+        blk.info[MODE] = MODES_DENSE
         return False, 0.0, 0.0
     data, index = blk.data, blk.index
     nB = blk.info[N_BORDER]
