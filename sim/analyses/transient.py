@@ -209,10 +209,40 @@ def consistent_state(model, q_guess, v_elastic, targets, rates):
 def hermite_law(t, s, s_dot, s_ddot):
     """``law(x) -> (s, s_dot, s_ddot)`` from samples of a motion and its two rates: piecewise
     quintic Hermite interpolation, exact (to all three) at the samples, so that the drive
-    starts from the rigid motion's own state, and C2 in between; error ``h^6 |s^(6)| / 46080``."""
-    import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
-    poly = scipy.interpolate.BPoly.from_derivatives(t, np.stack([s, s_dot, s_ddot], axis=1))
-    return lambda x: (poly(x), poly(x, 1), poly(x, 2))
+    starts from the rigid motion's own state, and C2 in between; error ``h^6 |s^(6)| / 46080``.
+
+    Each interval's quintic in ``u = (x - t_i) / h_i`` has the coefficients ``c_0 .. c_2`` of
+    its left end and ``c_3 .. c_5`` that meet the right end's value and rates; beyond the
+    samples, the end intervals' quintics extend.  Plain numpy: ``scipy.interpolate`` (the same
+    interpolant as ``BPoly.from_derivatives``) costs a transient's run more to import than to use.
+
+    Parameters
+    ----------
+    t : ndarray, shape (m,)
+        Increasing sample instants [s].
+    s, s_dot, s_ddot : ndarray, shape (m, n)
+        Samples and their first two time derivatives.
+    """
+    t = np.asarray(t, dtype=float)
+    h = np.diff(t)[:, None]
+    s, s_dot, s_ddot = (np.asarray(x, dtype=float) for x in (s, s_dot, s_ddot))
+    c0, c1, c2 = s[:-1], h * s_dot[:-1], 0.5 * h * h * s_ddot[:-1]
+    A = s[1:] - c0 - c1 - c2                    # what c_3 + c_4 + c_5 must add at u = 1
+    B = h * s_dot[1:] - c1 - 2 * c2
+    C = h * h * s_ddot[1:] - 2 * c2
+    c = np.stack([c0, c1, c2, 10 * A - 4 * B + 0.5 * C, -15 * A + 7 * B - C, 6 * A - 3 * B + 0.5 * C])
+
+    def law(x):
+        x = np.asarray(x, dtype=float)
+        i = np.clip(np.searchsorted(t, x, side="right") - 1, 0, t.size - 2)
+        hi = h[i, 0][..., None]
+        u = ((x - t[i]) / h[i, 0])[..., None]
+        k = c[:, i]
+        p = k[0] + u * (k[1] + u * (k[2] + u * (k[3] + u * (k[4] + u * k[5]))))
+        dp = k[1] + u * (2 * k[2] + u * (3 * k[3] + u * (4 * k[4] + u * 5 * k[5])))
+        ddp = 2 * k[2] + u * (6 * k[3] + u * (12 * k[4] + u * 20 * k[5]))
+        return p, dp / hi, ddp / (hi * hi)
+    return law
 
 
 def hermite_error(t, s_ddot):
@@ -555,8 +585,11 @@ def static_deviation(model, times, qs, lock=False):
     for q in qs:
         u = rest_deflection(model, q, ev, lock)      # leaves ev evaluated at q
         values.append(ev.pose()[1] @ u)
+    values = np.array(values)
+    if not values.any():     # no gravity, no preloads: no spline to import and build
+        return lambda t: np.zeros((np.size(t), values.shape[1]))
     import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
-    spline = scipy.interpolate.CubicSpline(times, np.array(values), axis=0)
+    spline = scipy.interpolate.CubicSpline(times, values, axis=0)
     return lambda t: spline(np.atleast_1d(t))
 
 

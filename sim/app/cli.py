@@ -319,6 +319,18 @@ def _version():
         return "(not installed)"
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for (the package
+    metadata costs every other command its search of the installation)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"ffrsim {_version()}")
+        parser.exit()
+
+
 EXAMPLES = {
     "run": "examples:\n  sim run scenarios/navaro_modes.toml\n"
            "  sim run scenarios/rrru3_circle.toml --set trajectory.omega=12 --out results/fast.h5\n"
@@ -342,7 +354,7 @@ def build_parser():
     """The argparse parser of ``sim``."""
     parser = argparse.ArgumentParser(
         prog="sim", description="Rigid-flexible multibody dynamics of parallel robots.")
-    parser.add_argument("--version", action="version", version=f"ffrsim {_version()}")
+    parser.add_argument("--version", action=_Version, help="show the installed version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def scenario_command(name, help_text, func, examples):

@@ -47,6 +47,13 @@ correction ``beta' h^2 |delta a|_inf`` [m or rad], or (from the third iteration)
 leaves estimated from the contraction rate ``rho`` as ``rho / (1 - rho)`` times it, falls below
 ``newton_tol``.
 
+From :data:`sim.solvers.blocks.BLOCK_MIN` unknowns the iteration matrix is factorised by
+blocks (:mod:`sim.solvers.blocks`): each flexible body's elastic coordinates that couple to
+nothing outside the body are eliminated by a banded LU, the rest (reference coordinates,
+marker nodes, joint rows) by a dense one, and the modal damping, which couples every body, is
+added by Woodbury's identity; below, LAPACK's dense LU.  The same matrix either way: the
+forward differences' round-off (entries below ``DROP_RTOL`` of their row) is zeroed in both.
+
 The whole step -- predictor, drive law, residual, factorisation (LAPACK ``getrf``, see
 :mod:`sim.kernels.lapack`), Newton and Broyden updates, acceptance, output samples -- runs in
 one compiled loop over a chunk of steps (:func:`_run`); Python only tabulates the drive law
@@ -99,6 +106,8 @@ from sim.kernels.common import compile_for, runtime, wrap
 from sim.kernels.equations import function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
+from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, add_low_rank, blocks, low_rank, solve
+from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
 # m or rad: configuration correction at convergence.  Four orders below the micrometre a robot
@@ -125,6 +134,7 @@ BAUMGARTE_RATE = 4.0        # default Baumgarte gains alpha = beta = BAUMGARTE_R
 #                           order in the step, along a curved path) is balanced at C ~ 2 b step / r: 20 times
 #                           less than at r = 0.2 (the five-bar: 0.13 nm, 0.4 % of its in-plane deviation);
 #                           r = 2 (dead-beat) took 28 % more Newton iterations on the slider-crank, r = 4 12 %
+RANK_MAX = 64               # modal damping on at most this many modes stays a low-rank term (blocks)
 
 # counters of State.counts
 # (CURRENT: the work arrays hold the equations of the current state, to the Newton tolerance:
@@ -186,7 +196,9 @@ class State(NamedTuple):
     """What the compiled loop advances, in place: ``time = (t, last correction)``, ``q``
     (n_q,), ``v, a, a_hat, a_prev`` (n_v,), ``lam, lam_prev`` (n_c,), the factorised iteration
     matrix ``lu`` (n, n, Fortran order), ``piv`` (n,), the Jacobian correction ``delta`` (n, n)
-    (``n = n_v + n_c``) and ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...)."""
+    (``n = n_v + n_c``), ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...) and the block
+    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`; the Schur complement's
+    factors in ``lu``'s memory when it is active)."""
 
     time: np.ndarray
     q: np.ndarray
@@ -200,10 +212,13 @@ class State(NamedTuple):
     piv: np.ndarray
     delta: np.ndarray
     counts: np.ndarray
+    blocks: tuple
 
 
 class Work(NamedTuple):
-    """Scratch arrays of the compiled step (allocated once per integrator)."""
+    """Scratch arrays of the compiled step (allocated once per integrator); ``low`` (n_v, r)
+    and ``low_rate`` (r,): the modal part of the damping, ``Q -= low diag(low_rate) low^T v``,
+    kept apart from ``D`` (it couples every elastic coordinate; :mod:`sim.solvers.blocks`)."""
 
     q1: np.ndarray
     v1: np.ndarray
@@ -224,6 +239,8 @@ class Work(NamedTuple):
     x: np.ndarray
     steps: np.ndarray
     known: np.ndarray
+    low: np.ndarray
+    low_rate: np.ndarray
 
 
 class Samples(NamedTuple):
@@ -244,28 +261,6 @@ class Samples(NamedTuple):
     A: np.ndarray
     tau: np.ndarray
     motor: np.ndarray
-
-
-@njit(cache=True)
-def lu_solve(lu, piv, b):
-    """In place: ``b <- A^-1 b`` from LAPACK ``getrf``'s factors of ``A`` (``piv`` 0-based, as
-    scipy returns them).  Column-oriented sweeps: ``lu`` is Fortran-ordered."""
-    n = b.size
-    for i in range(n):
-        p = piv[i]
-        if p != i:
-            b[i], b[p] = b[p], b[i]
-    for j in range(n):              # L y = P b, L unit lower triangular
-        bj = b[j]
-        if bj != 0.0:
-            for i in range(j + 1, n):
-                b[i] -= lu[i, j] * bj
-    for j in range(n - 1, -1, -1):  # U x = y
-        b[j] /= lu[j, j]
-        bj = b[j]
-        if bj != 0.0:
-            for i in range(j):
-                b[i] -= lu[i, j] * bj
 
 
 @njit(cache=True)
@@ -301,11 +296,12 @@ def _broyden(z, steps, k):
 
 
 @njit(cache=True)
-def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol, diverged):
+def newton_update(r, lu, piv, blk, steps, k, a, lam, iteration, previous, scale, tol, diverged):
     """One quasi-Newton correction of the step unknowns ``(a, lam)`` (updated in place).
 
     The core shared by the Python and the compiled Newton loops: ``-A^-1 r`` from the
-    factorised iteration matrix, Broyden's update (:func:`_broyden`), the divergence guard
+    factorised iteration matrix (dense ``lu, piv``, or ``blk``'s blocks:
+    :func:`sim.solvers.blocks.solve`), Broyden's update (:func:`_broyden`), the divergence guard
     and the stopping test on the configuration correction ``err = scale |delta a|_inf``
     (``scale = beta' h^2``): done when ``err``, or from the third iteration on the error it
     leaves as estimated from the contraction rate ``rho`` (``rho / (1 - rho) err``, Hairer &
@@ -325,7 +321,7 @@ def newton_update(r, lu, piv, steps, k, a, lam, iteration, previous, scale, tol,
     """
     n = a.size
     z = -r
-    lu_solve(lu, piv, z)
+    solve(lu, piv, blk, z)
     k = _broyden(z, steps, k)
     big = 0.0
     ok = True
@@ -437,6 +433,14 @@ def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
             for i in range(n):
                 for j in range(n):
                     G[i, j] -= D[i, j]
+    for k in range(w.low.shape[1]):      # the low-rank damping (not in G: _factorize adds it)
+        u = 0.0
+        for i in range(n):
+            u += w.low[i, k] * v1[i]
+        u *= w.low_rate[k]
+        if u != 0.0:
+            for i in range(n):
+                Q[i] -= w.low[i, k] * u
     # The products below are written as updates along contiguous rows, several independent
     # sums per pass: one dot product at a time waits on each addition's latency.
     r = w.r
@@ -546,6 +550,7 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
     when the matrix is singular."""
     n = a.size
     m = w.r.size
+    fv = sch.h * sch.gamma * sch.c      # d v / d a
     _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(True))
     st.counts[EVALUATIONS] += 1
     st.counts[CURRENT] = 1
@@ -555,6 +560,15 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
         x[:n] = a
         x[n:] = lam
         r0 = w.r.copy()
+        # The low-rank damping is exact in the iteration matrix (_factorize's end): the
+        # differences are taken without it, where its round-off would couple every body.
+        rates = w.low_rate.copy()
+        base = r0
+        if rates.size:
+            w.low_rate[:] = 0.0
+            _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            base = w.r.copy()
+            st.counts[EVALUATIONS] += 1
         for k in range(m):
             # The residual is linear in lam and nearly linear in a (through beta' h^2 << 1):
             # steps of order 1 in SI units resolve the position terms far above round-off.
@@ -564,24 +578,57 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
             _residual(x[:n], x[n:], st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
             x[k] = keep
             for i in range(m):
-                st.delta[i, k] = (w.r[i] - r0[i]) / step - w.known[i, k]
+                st.delta[i, k] = (w.r[i] - base[i]) / step - w.known[i, k]
+        w.low_rate[:] = rates
+        # Differences below DROP_RTOL of their row's largest entry are the residual's
+        # round-off: zero, so that the bodies' elastic blocks stay uncoupled where they are
+        # (sim.solvers.blocks); the dense path factorises the same matrix.
+        for i in range(m):
+            big = 0.0
+            for j in range(m):
+                big = max(big, abs(w.known[i, j] + st.delta[i, j]))
+            floor = DROP_RTOL * big
+            for j in range(m):
+                if abs(st.delta[i, j]) <= floor:
+                    st.delta[i, j] = 0.0
         w.r[:] = r0
         st.counts[CURRENT] = 0           # the work arrays hold the last perturbed state
         st.counts[EVALUATIONS] += m
         st.counts[JACOBIANS] += 1
         st.counts[DELTA_OK] = 1
     lu = st.lu
-    for j in range(m):
+    blk = st.blocks
+    blocked = False
+    top, low = 0.0, np.inf
+    info = 0
+    if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
+        # The sum in place of the known part (rebuilt at the next factorisation), C-ordered
+        # for the row scans of the partition.
+        A = w.known
         for i in range(m):
-            lu[i, j] = w.known[i, j] + st.delta[i, j]
-    info = getrf(lu, st.piv)
+            for j in range(m):
+                A[i, j] += st.delta[i, j]
+        blocked, top, low = block_factor(A, blk, lu, st.piv)
+        if blocked and w.low.shape[1]:
+            blocked = low_rank(lu, st.piv, blk, w.low, w.low_rate, fv)
+        if not blocked:
+            for j in range(m):
+                for i in range(m):
+                    lu[i, j] = A[i, j]
+    else:
+        for j in range(m):
+            for i in range(m):
+                lu[i, j] = w.known[i, j] + st.delta[i, j]
+    if not blocked:
+        blk.info[ACTIVE] = 0
+        add_low_rank(lu, w.low, w.low_rate, fv)
+        info = getrf(lu, st.piv)
+        top, low = 0.0, np.inf
+        for i in range(m):
+            d = abs(lu[i, i])
+            top = max(top, d)
+            low = min(low, d)
     st.counts[FACTORIZATIONS] += 1
-    top = 0.0
-    low = np.inf
-    for i in range(m):
-        d = abs(lu[i, i])
-        top = max(top, d)
-        low = min(low, d)
     ok = info >= 0 and np.isfinite(top) and low > PIVOT_RTOL * top
     st.counts[LU_OK] = 1 if ok else 0
     return ok
@@ -615,7 +662,7 @@ def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh, full):
         refresh = full
         # Newton proper is judged on its correction alone (its rate says nothing until it
         # reaches its quadratic range): as a first iteration.
-        code, k, err, rate = newton_update(w.r, st.lu, st.piv, w.steps, k, a, lam, 1 if full else iteration,
+        code, k, err, rate = newton_update(w.r, st.lu, st.piv, st.blocks, w.steps, k, a, lam, 1 if full else iteration,
                                            previous, scale, sch.tol, sch.diverged)
         if code >= 0:
             return code, iteration, err, rate
@@ -803,6 +850,10 @@ class GeneralizedAlpha:
     consistent : bool
         Start from the consistent acceleration and multipliers of ``(q0, v0)`` (a first
         evaluation); False: from zero, nothing evaluated (for :meth:`compile`).
+    solver : {"auto", "dense", "block"}
+        How the iteration matrix is factorised: LAPACK's dense LU, or the bodies' elastic
+        blocks eliminated first (:mod:`sim.solvers.blocks`); "auto" takes the blocks from
+        :data:`sim.solvers.blocks.BLOCK_MIN` unknowns.  The same matrix either way.
 
     Attributes
     ----------
@@ -815,7 +866,7 @@ class GeneralizedAlpha:
     order = 2
 
     def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=0.9, baumgarte=None, newton_tol=NEWTON_TOL,
-                 newton_max_iter=NEWTON_MAX_ITER, damping=None, consistent=True):
+                 newton_max_iter=NEWTON_MAX_ITER, damping=None, consistent=True, solver="auto"):
         rho = float(rho_inf)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"`rho_inf` must be in [0, 1], got {rho_inf!r}")
@@ -848,6 +899,14 @@ class GeneralizedAlpha:
         self.schedule = damping if hasattr(damping, "at") else None
         self.D = np.zeros((0, 0)) if damping is None else \
             (self.schedule.matrix if self.schedule is not None else np.ascontiguousarray(damping, dtype=float))
+        # Modal damping on a few modes: the material part in D, the modal one as a low-rank term.
+        rank = self.schedule.factors.shape[2] if self.schedule is not None else 0
+        if not 0 < rank <= RANK_MAX:
+            rank = 0
+        elif self.schedule.base.any():
+            self.D = np.ascontiguousarray(self.schedule.base, dtype=float)
+        else:
+            self.D = np.zeros((0, 0))
         n_v, n_rows = ev.n_v, ev.n_rows
         # Constraint rows: the joints', and with prescribed drives the rigid actuators'.
         self.rows = np.flatnonzero(ev.keep if kind == 1 else np.arange(n_rows) < ev.n_joint).astype(np.int64)
@@ -856,16 +915,25 @@ class GeneralizedAlpha:
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
                            np.zeros((m, m), order="F"), np.zeros(m, dtype=np.int32), np.zeros((m, m)),
-                           np.zeros(12, dtype=np.int64))
+                           np.zeros(12, dtype=np.int64), blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank))
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)), np.zeros((n_v, n_v)),
                          np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
-                         np.zeros((m, m)))
+                         np.zeros((m, m)), np.zeros((n_v, rank)), np.zeros(rank))
+        if rank:
+            self._low_rank()
         self.status, self.message = "running", ""
         self._no_samples = self.samples(0)
         if consistent:
             self._initial_acceleration()
+
+    def _low_rank(self):
+        """The schedule's modal damping at its last instant into ``work.low, low_rate``."""
+        w, sc = self.work, self.schedule
+        if w.low.shape[1]:
+            w.low[sc.elastic[0][:, 0]] = sc.factors[sc.index]
+            w.low_rate[:] = sc.rates[sc.index]
 
     @staticmethod
     def coefficients(rho):
@@ -923,6 +991,8 @@ class GeneralizedAlpha:
     last_iterations = property(lambda self: int(self.state.counts[LAST]))
     n_samples = property(lambda self: int(self.state.counts[SAMPLES]))
     residual = property(lambda self: float(self.state.time[1]))
+    # factorisations by blocks (sim.solvers.blocks) so far
+    n_blocked = property(lambda self: int(self.state.blocks.info[BLOCKED]))
 
     def _drive(self, times):
         """The drive law at ``times`` (k,): ``S, SD, SDD, FF``, each (k, n_a)."""
@@ -1019,6 +1089,7 @@ class GeneralizedAlpha:
                 index = np.searchsorted(self.schedule.times, starts, side="right")
                 chunk = max(1, int(np.count_nonzero(index == index[0])))
                 self.schedule.at(self.t)
+                self._low_rank()
             code, done = self._call(ADVANCE, out, chunk, k0, every if out is not self._no_samples else 0, total)
             taken += done + (1 if code else 0)
             if progress is not None:

@@ -167,7 +167,8 @@ class _Markers:
 
 
 def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None, t0=0.0, rho_inf=0.9,
-             baumgarte=None, newton_tol=None, newton_max_iter=None, damping=None, progress=None):
+             baumgarte=None, newton_tol=None, newton_max_iter=None, damping=None, progress=None,
+             solver="auto"):
     """Integrate the full FFR equations from ``(q0, v0)`` at ``t0`` to ``t_end``.
 
     Parameters
@@ -189,6 +190,8 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
         the start of each step).
     progress : tqdm-like, optional
         Updated with the number of steps taken.
+    solver : {"auto", "dense", "block"}
+        The iteration matrix's factorisation (:class:`sim.solvers.integrators.GeneralizedAlpha`).
 
     Returns
     -------
@@ -198,7 +201,7 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     """
     start = time.perf_counter()
     ev = Evaluator(model)
-    options = {"baumgarte": baumgarte, "damping": damping}
+    options = {"baumgarte": baumgarte, "damping": damping, "solver": solver}
     if newton_tol is not None:
         options["newton_tol"] = newton_tol
     if newton_max_iter is not None:

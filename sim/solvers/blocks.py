@@ -1,0 +1,405 @@
+r"""Block factorisation of the FFR iteration matrices: each flexible body's elastic block
+eliminated by a banded LU, then the small Schur complement on what is left factorised dense.
+
+The iteration matrix ``A`` (m, m) of the transient (and the KED's frames) couples a flexible
+body's elastic coordinates to its own reference coordinates and, at the nodes that carry the
+joints' markers, to the joint rows; between themselves they couple as the finite elements do,
+in a band when the nodes are numbered along the beam.  With ``I_b`` the elastic coordinates of
+body ``b`` coupled to nothing outside the body (the *interior*) and ``B`` the rest (the
+*border*: the reference coordinates, the marker nodes' coordinates, rigid bodies, the rows of
+the constraints),
+
+    A = [[A_II, A_IB], [A_BI, A_BB]],   A_II = diag(A_{I_b I_b}),
+    S = A_BB - sum_b A_{B I_b} A_{I_b I_b}^-1 A_{I_b B},
+
+and ``A_{I_b B}`` has nonzero columns only at the body's own border coordinates ``C_b`` (its
+reference coordinates and marker nodes).  The solve of ``A x = r``:
+
+    y_b = A_{I_b I_b}^-1 r_{I_b},   S x_B = r_B - sum_b A_{C_b I_b} y_b,
+    x_{I_b} = y_b - X_b x_{C_b},    X_b = A_{I_b I_b}^-1 A_{I_b C_b}.
+
+The cost is linear in the elements (``n_I w^2`` for a band of half-width ``w``, plus ``n_I
+k_b`` per coupling column) where the dense LU grows with the cube of the coordinates and its
+back-substitution with their square (which leaves the caches from about a thousand).  The
+partition is read from the matrix itself at every factorisation (its exact zeros: the
+forward-difference noise is dropped beforehand, :data:`DROP_RTOL`), so that an entry that
+couples an interior coordinate outside its body only moves it to the border: the elimination
+is exact.  The interior blocks are factorised without pivoting (mass plus stiffness, positive
+definite up to the small velocity terms); a pivot below ``PIVOT_RTOL`` of the block's largest
+sends the factorisation back to the dense path.
+
+References
+----------
+G. H. Golub, C. F. Van Loan, *Matrix Computations*, 4th ed., Johns Hopkins, 2013, §4.3 (banded
+LU without pivoting), §3.2.11 (block LU and the Schur complement).
+"""
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from sim.kernels.lapack import getrf
+
+# Relative size (to the largest entry of its row of the iteration matrix) below which an entry of the
+# forward-difference Jacobian correction is round-off: the residual's last bits move with every
+# perturbation (measured on the 3-RRRU: such entries at 1e-23 .. 1e-15 of their row, the
+# couplings between bodies at 1e-7 and above).
+DROP_RTOL = 1e-12
+BAND_MAX = 48               # widest half-band of an interior block the buffers hold
+COUPLING_MAX = 48           # most border coordinates a body's interior couples to
+INTERIOR_MIN = 12           # fewer interior coordinates: the body stays in the border
+PIVOT_RTOL = 1e-13          # smallest pivot of an interior block, relative to its largest
+# Choice of the path: "auto" takes the block factorisation from this many unknowns (measured:
+# benchmarks/bench_scaling.py, docs/performance.rst), "dense" and "block" force one.
+BLOCK_MIN = 150
+MODES = {"auto": 0, "dense": 1, "block": 2}
+MODES_DENSE = MODES["dense"]
+# info entries
+N_BORDER, ACTIVE, MODE, BLOCKED = range(4)
+
+
+class Blocks(NamedTuple):
+    """Partition and factors of :func:`factor` (allocated once, :func:`blocks`).
+
+    ``ranges`` (nb, 3): each flexible body's first velocity coordinate, first and past-last
+    elastic coordinate; ``owner`` (m,) the body of each unknown (-1: none), ``interior`` (m,)
+    flags and then positions; ``border`` (m,) the border's unknowns in order, ``where`` (m,)
+    each unknown's position in the border (-1: interior); ``index`` (m,) the bodies' interior
+    then coupling unknowns, one after the other; ``ptr`` (nb, 7) per body ``n_I, w, k``, and
+    the offsets of its interior list, coupling list, band and ``X, C`` in ``data``; ``data``
+    the band factors and coupling blocks; ``work`` (2 m,) scratch; ``info``: border size,
+    whether the last factorisation is blocked, the mode (:data:`MODES`), factorisations blocked.
+    """
+
+    ranges: np.ndarray
+    owner: np.ndarray
+    interior: np.ndarray
+    border: np.ndarray
+    where: np.ndarray
+    index: np.ndarray
+    ptr: np.ndarray
+    data: np.ndarray
+    work: np.ndarray
+    info: np.ndarray
+    W: np.ndarray
+    V: np.ndarray
+    cap: np.ndarray
+    cap_piv: np.ndarray
+
+
+def blocks(body_v, body_nf, m, mode="auto", rank=0):
+    """Empty :class:`Blocks` for ``m`` unknowns whose first ``sum(6 + nf)`` are the bodies'
+    velocity coordinates (``body_v`` (nb,) first of each, ``body_nf`` (nb,) elastic count),
+    with a low-rank part of rank ``rank``."""
+    ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(body_v, body_nf) if nf >= INTERIOR_MIN],
+                      dtype=np.int64).reshape(-1, 3)
+    nf = ranges[:, 2] - ranges[:, 1]
+    size = int(np.sum(nf * (2 * BAND_MAX + 1) + 2 * nf * COUPLING_MAX))
+    owner = np.full(m, -1, dtype=np.int64)
+    for b, (v0, _, hi) in enumerate(ranges):
+        owner[v0:hi] = b
+    info = np.zeros(4, dtype=np.int64)
+    info[MODE] = MODES[mode]
+    return Blocks(ranges, owner, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                  np.zeros(m, dtype=np.int64), np.zeros(2 * m, dtype=np.int64), np.zeros((len(ranges), 7), dtype=np.int64),
+                  np.zeros(size), np.zeros(2 * m), info, np.zeros((m, rank)), np.zeros((m, rank)),
+                  np.zeros((rank, rank), order="F"), np.zeros(rank, dtype=np.int32))
+
+
+@njit(cache=True)
+def lu_solve(lu, piv, b):
+    """In place: ``b <- A^-1 b`` from LAPACK ``getrf``'s factors of ``A`` (``piv`` 0-based, as
+    scipy returns them).  Column-oriented sweeps: ``lu`` is Fortran-ordered."""
+    n = b.size
+    for i in range(n):
+        p = piv[i]
+        if p != i:
+            b[i], b[p] = b[p], b[i]
+    for j in range(n):              # L y = P b, L unit lower triangular
+        bj = b[j]
+        if bj != 0.0:
+            for i in range(j + 1, n):
+                b[i] -= lu[i, j] * bj
+    for j in range(n - 1, -1, -1):  # U x = y
+        b[j] /= lu[j, j]
+        bj = b[j]
+        if bj != 0.0:
+            for i in range(j):
+                b[i] -= lu[i, j] * bj
+
+
+@njit(cache=True, inline="always")
+def _square(lu, n):
+    """The leading ``n * n`` entries of ``lu``'s memory as an (n, n) Fortran-ordered array."""
+    return lu.T.reshape(lu.size)[:n * n].reshape((n, n)).T
+
+
+@njit(cache=True)
+def _band_solve(band, n, w, y):
+    """In place: ``y <- A^-1 y`` from :func:`factor`'s band factors of ``A`` (n, n), half-band
+    ``w``: ``band[i * (2w + 1) + w + j - i]`` holds entry ``(i, j)``."""
+    s = 2 * w + 1
+    for i in range(n):                 # L, unit lower
+        acc = y[i]
+        for j in range(max(0, i - w), i):
+            acc -= band[i * s + w + j - i] * y[j]
+        y[i] = acc
+    for i in range(n - 1, -1, -1):     # U
+        acc = y[i]
+        for j in range(i + 1, min(n, i + w + 1)):
+            acc -= band[i * s + w + j - i] * y[j]
+        y[i] = acc / band[i * s + w]
+
+
+@njit(cache=True)
+def _partition(A, blk):
+    """The interior and border of ``A`` (m, m, C order) from its nonzeros; per body ``n_I, w,
+    k`` and the offsets into ``blk.data``.  Returns False when no body keeps an interior."""
+    m = A.shape[0]
+    owner, flag = blk.owner, blk.interior
+    for j in range(m):
+        flag[j] = 0
+    nb = blk.ranges.shape[0]
+    for b in range(nb):
+        for j in range(blk.ranges[b, 1], blk.ranges[b, 2]):
+            flag[j] = 1
+    for i in range(m):                 # a nonzero between two bodies: both ends are border
+        oi = owner[i]
+        for c in range(m):
+            if A[i, c] != 0.0 and owner[c] != oi:
+                flag[i] = 0
+                flag[c] = 0
+    n_blocked, off_index, off_data = 0, 0, 0
+    for b in range(nb):
+        v0, lo, hi = blk.ranges[b, 0], blk.ranges[b, 1], blk.ranges[b, 2]
+        n = 0
+        for j in range(lo, hi):
+            if flag[j]:
+                flag[j] = 1 + n        # position + 1
+                n += 1
+        w = 0
+        for i in range(lo, hi):
+            if flag[i]:
+                for c in range(lo, hi):
+                    if flag[c] and A[i, c] != 0.0:
+                        w = max(w, abs(flag[i] - flag[c]))
+        k = 0
+        for j in range(v0, hi):
+            if not flag[j]:
+                k += 1
+        if n < INTERIOR_MIN or w > BAND_MAX or k > COUPLING_MAX:
+            for j in range(lo, hi):
+                flag[j] = 0
+            n = 0
+        blk.ptr[b, 0], blk.ptr[b, 1], blk.ptr[b, 2] = n, w, k
+        blk.ptr[b, 3], blk.ptr[b, 4], blk.ptr[b, 5] = off_index, off_index + n, off_data
+        blk.ptr[b, 6] = off_data + n * (2 * w + 1)
+        if n:
+            p, q = off_index, off_index + n
+            for j in range(v0, hi):
+                if flag[j]:
+                    blk.index[p] = j
+                    p += 1
+                else:
+                    blk.index[q] = j
+                    q += 1
+            off_index += n + k
+            off_data += n * (2 * w + 1) + 2 * n * k
+            n_blocked += 1
+    nB = 0
+    for j in range(m):
+        if flag[j]:
+            blk.where[j] = -1
+        else:
+            blk.where[j] = nB
+            blk.border[nB] = j
+            nB += 1
+    blk.info[N_BORDER] = nB
+    return n_blocked > 0
+
+
+@njit(cache=True)
+def factor(A, blk, lu, piv):
+    """Block factorisation of ``A`` (m, m, C order; see the module docstring): the interior
+    blocks' band factors and coupling blocks into ``blk``, the Schur complement's LU factors
+    into the leading (n_B, n_B) of ``lu``'s memory and ``piv``.  Returns ``(ok, top, low)``:
+    False where no body has an interior or an interior pivot is too small (then nothing is
+    usable: factorise densely); the Schur complement's largest and smallest pivots."""
+    blk.info[ACTIVE] = 0
+    if not _partition(A, blk):
+        # No body keeps an interior: the joints' layout on too short bodies (an entry that
+        # vanishes only at some states would add to the interiors, not remove), so the
+        # partition's scan is not repeated: dense from here on.
+        blk.info[MODE] = MODES_DENSE
+        return False, 0.0, 0.0
+    data, index = blk.data, blk.index
+    nB = blk.info[N_BORDER]
+    S = _square(lu, nB)
+    border = blk.border
+    for q in range(nB):
+        bq = border[q]
+        for p in range(nB):
+            S[p, q] = A[border[p], bq]
+    y = blk.work
+    for b in range(blk.ranges.shape[0]):
+        n, w, k = blk.ptr[b, 0], blk.ptr[b, 1], blk.ptr[b, 2]
+        if n == 0:
+            continue
+        I, Cb = index[blk.ptr[b, 3]:blk.ptr[b, 3] + n], index[blk.ptr[b, 4]:blk.ptr[b, 4] + k]
+        s = 2 * w + 1
+        band = data[blk.ptr[b, 5]:blk.ptr[b, 5] + n * s]
+        for i in range(n):
+            for d in range(s):
+                j = i + d - w
+                band[i * s + d] = A[I[i], I[j]] if 0 <= j < n else 0.0
+        top, low = 0.0, np.inf
+        for r in range(n):             # band LU, no pivoting
+            pivot = band[r * s + w]
+            top = max(top, abs(pivot))
+            low = min(low, abs(pivot))
+            if pivot == 0.0:
+                return False, 0.0, 0.0
+            for i in range(r + 1, min(n, r + w + 1)):
+                f = band[i * s + w + r - i] / pivot
+                band[i * s + w + r - i] = f
+                if f != 0.0:
+                    for j in range(r + 1, min(n, r + w + 1)):
+                        band[i * s + w + j - i] -= f * band[r * s + w + j - r]
+        if not (np.isfinite(top) and low > PIVOT_RTOL * top):
+            return False, 0.0, 0.0
+        X = data[blk.ptr[b, 6]:blk.ptr[b, 6] + n * k]          # X[j * n + i]: A_II^-1 A_{I C}
+        C = data[blk.ptr[b, 6] + n * k:blk.ptr[b, 6] + 2 * n * k]  # C[l * n + i]: A_{C I}
+        for j in range(k):
+            for i in range(n):
+                y[i] = A[I[i], Cb[j]]
+                C[j * n + i] = A[Cb[j], I[i]]
+            _band_solve(band, n, w, y)
+            for i in range(n):
+                X[j * n + i] = y[i]
+        for j in range(k):             # S_CC -= A_CI X
+            pj = blk.where[Cb[j]]
+            for l in range(k):
+                acc = 0.0
+                for i in range(n):
+                    acc += C[l * n + i] * X[j * n + i]
+                S[blk.where[Cb[l]], pj] -= acc
+    info = getrf(S, piv[:nB])
+    top, low = 0.0, np.inf
+    for i in range(nB):
+        d = abs(S[i, i])
+        top = max(top, d)
+        low = min(low, d)
+    if info < 0:
+        return False, 0.0, 0.0
+    blk.info[ACTIVE] = 1
+    blk.info[BLOCKED] += 1
+    return True, top, low
+
+
+@njit(cache=True)
+def add_low_rank(A, U, rate, scale):
+    """In place: ``A[:n, :n] += scale U diag(rate) U^T`` (``U`` (n, r))."""
+    n, r = U.shape
+    for i in range(n):
+        for k in range(r):
+            f = scale * rate[k] * U[i, k]
+            if f != 0.0:
+                for j in range(n):
+                    A[i, j] += f * U[j, k]
+
+
+@njit(cache=True)
+def low_rank(lu, piv, blk, U, rate, scale):
+    """Woodbury's factors of ``A = A_s + scale U diag(rate) U^T`` (``U`` (n, r), n <= m,
+    zero below) once :func:`factor` has factorised ``A_s``: ``W = A_s^-1 scale U diag(rate)``,
+    ``V = U`` and the LU factors of ``1 + V^T W`` into ``blk``.  Returns False at a singular
+    capacitance (then factorise ``A`` densely)."""
+    m, r = blk.W.shape
+    n = U.shape[0]
+    col = np.empty(m)
+    for k in range(r):
+        for i in range(m):
+            v = U[i, k] if i < n else 0.0
+            blk.V[i, k] = v
+            col[i] = scale * rate[k] * v
+        _blocked_solve(lu, piv, blk, col)
+        for i in range(m):
+            blk.W[i, k] = col[i]
+    for j in range(r):
+        for k in range(r):
+            acc = 1.0 if j == k else 0.0
+            for i in range(n):
+                acc += blk.V[i, j] * blk.W[i, k]
+            blk.cap[j, k] = acc
+    info = getrf(blk.cap, blk.cap_piv)
+    top, low = 0.0, np.inf
+    for i in range(r):
+        top = max(top, abs(blk.cap[i, i]))
+        low = min(low, abs(blk.cap[i, i]))
+    return info >= 0 and (r == 0 or (np.isfinite(top) and low > PIVOT_RTOL * top))
+
+
+@njit(cache=True)
+def solve(lu, piv, blk, z):
+    """In place: ``z <- A^-1 z`` (m,) from the last factorisation: :func:`factor`'s (with
+    :func:`low_rank`'s part) when it is active, else LAPACK's dense factors ``lu, piv``."""
+    if not blk.info[ACTIVE]:
+        lu_solve(lu, piv, z)
+        return
+    _blocked_solve(lu, piv, blk, z)
+    r = blk.W.shape[1]
+    if r:
+        t = np.empty(r)
+        for k in range(r):
+            acc = 0.0
+            for i in range(z.size):
+                acc += blk.V[i, k] * z[i]
+            t[k] = acc
+        lu_solve(blk.cap, blk.cap_piv, t)
+        for k in range(r):
+            tk = t[k]
+            for i in range(z.size):
+                z[i] -= blk.W[i, k] * tk
+
+
+@njit(cache=True)
+def _blocked_solve(lu, piv, blk, z):
+    """In place: ``z <- A_s^-1 z`` from :func:`factor`'s blocks."""
+    nB = blk.info[N_BORDER]
+    m = z.size
+    rB = blk.work[m:m + nB]
+    for p in range(nB):
+        rB[p] = z[blk.border[p]]
+    y = blk.work
+    data, index = blk.data, blk.index
+    for b in range(blk.ranges.shape[0]):       # y_b = A_II^-1 r_I, r_B -= A_CI y_b
+        n, w, k = blk.ptr[b, 0], blk.ptr[b, 1], blk.ptr[b, 2]
+        if n == 0:
+            continue
+        off = blk.ptr[b, 3]
+        for i in range(n):
+            y[off + i] = z[index[off + i]]
+        yb = y[off:off + n]
+        _band_solve(data[blk.ptr[b, 5]:blk.ptr[b, 5] + n * (2 * w + 1)], n, w, yb)
+        C = data[blk.ptr[b, 6] + n * k:blk.ptr[b, 6] + 2 * n * k]
+        for l in range(k):
+            acc = 0.0
+            for i in range(n):
+                acc += C[l * n + i] * yb[i]
+            rB[blk.where[index[blk.ptr[b, 4] + l]]] -= acc
+    lu_solve(_square(lu, nB), piv[:nB], rB)
+    for p in range(nB):
+        z[blk.border[p]] = rB[p]
+    for b in range(blk.ranges.shape[0]):       # x_I = y_b - X x_C
+        n, k = blk.ptr[b, 0], blk.ptr[b, 2]
+        if n == 0:
+            continue
+        off = blk.ptr[b, 3]
+        X = data[blk.ptr[b, 6]:blk.ptr[b, 6] + n * k]
+        for i in range(n):
+            z[index[off + i]] = y[off + i]
+        for j in range(k):
+            xc = rB[blk.where[index[blk.ptr[b, 4] + j]]]
+            if xc != 0.0:
+                for i in range(n):
+                    z[index[off + i]] -= X[j * n + i] * xc
