@@ -499,7 +499,7 @@ def run(model, scenario, group, progress):
     rigid = np.asarray(pose_rigid(result.t)).reshape(len(result.t), -1)
     summary = write(model, group, result, rigid, static(result.t))
     sensors = check_marker_sensors(model, table.get("marker_sensors"), where + " ")
-    write_motion(model, group, sensors, *motion_terms(model, result, drive, damped, sensors))
+    write_motion(model, group, sensors, *motion_terms(model, result, drive, sensors))
     if servo is not None:
         from sim.analyses.servo import write_tracking
         summary.update(write_tracking(group, model, result, rigid, law, servo))
@@ -661,43 +661,6 @@ MARKER_SENSORS = {"position": ("m", "world position of marker {m}'s origin"),
                                             "quadratic part; a solved from the equations of motion at the sample)")}
 
 
-def accelerations_of(M, Q, J, gamma):
-    """``(a, lam)`` (k, n_v), (k, m) of ``M a + J^T lam = Q``, ``J a = gamma`` at ``k`` instants
-    (``M`` (k, n_v, n_v), ``Q`` (k, n_v), ``J`` (k, m, n_v), ``gamma`` (k, m)), all at once:
-    ``lam`` from the Schur complement ``S = J M^-1 J^T``, regularised by a ``NULL_RATIO`` share
-    of its largest diagonal entry.  Redundant rows (a planar robot's out-of-plane rows) make
-    ``S`` singular: their multipliers are not determined (those of the others and the
-    accelerations are, to that share); a mass matrix that is not positive definite (a massless
-    motion) is solved whole, minimum-norm, instant by instant."""
-    import scipy.linalg
-
-    rhs = np.concatenate([np.swapaxes(J, 1, 2), Q[:, :, None]], axis=2)
-    try:
-        X = np.linalg.solve(M, rhs)
-    except np.linalg.LinAlgError:
-        X = None
-    if X is None or not np.isfinite(X).all():
-        n, m = M.shape[1], J.shape[1]
-        out = [scipy.linalg.lstsq(np.block([[M_k, J_k.T], [J_k, np.zeros((m, m))]]), np.concatenate([Q_k, g_k]),
-                                  lapack_driver="gelsy", check_finite=False)[0]
-               for M_k, Q_k, J_k, g_k in zip(M, Q, J, gamma)]
-        return np.array([x[:n] for x in out]), np.array([x[n:] for x in out])
-    MiJt, MiQ = X[:, :, :-1], X[:, :, -1]
-    if J.shape[1] == 0:
-        return MiQ, np.zeros(gamma.shape)
-    S = J @ MiJt
-    diagonal = np.einsum("kii->ki", S)
-    S = S + (NULL_RATIO * np.abs(diagonal).max(axis=1))[:, None, None] * np.eye(S.shape[1])
-    lam = np.linalg.solve(S, (np.einsum("kmv,kv->km", J, MiQ) - gamma)[:, :, None])[:, :, 0]
-    return MiQ - np.einsum("kvm,km->kv", MiJt, lam), lam
-
-
-# Instants solved together by :func:`accelerations_of` (numpy's batched LAPACK calls).
-CHUNK = 256
-# Share of J M^-1 J^T's largest diagonal entry added to its diagonal: redundant rows solvable.
-NULL_RATIO = 1e-12
-
-
 def check_marker_sensors(model, spec, where):
     """``[(kind, marker name, marker index)]`` of a ``marker_sensors`` table ``{kind: [marker,
     ...]}``; SimError naming the unknown kind or marker (after ``where``, a prefix)."""
@@ -717,19 +680,17 @@ def check_marker_sensors(model, spec, where):
     return found
 
 
-def motion_terms(model, result, drive, damping=None, sensors=()):
-    """What the transient's samples imply at each instant: the generalized accelerations
-    solved from the equations of motion ``[M J^T; J 0] [a; lam] = [Q - D v; gamma]`` (the
-    integrator's, without its Baumgarte terms, which vanish on the constraint manifold), the
-    end effector's velocity and acceleration, the actuator forces and the marker sensors.
+def motion_terms(model, result, drive, sensors=()):
+    """What the transient's samples hold at each instant beside the configuration, as the step
+    loop recorded them (the accelerations and multipliers that meet the equations of motion
+    there, :class:`sim.solvers.simulate.Result`): the end effector's velocity and
+    acceleration, the actuator forces and the marker sensors.
 
     Parameters
     ----------
     model : Model
     result : sim.solvers.simulate.Result
-        ``t`` (n,), ``q`` (n, n_q), ``v`` (n, n_v).
     drive : sim.solvers.simulate.Drive
-    damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
     sensors : sequence of (kind, name, marker index)
         :func:`check_marker_sensors`.
 
@@ -739,52 +700,22 @@ def motion_terms(model, result, drive, damping=None, sensors=()):
         End-effector coordinate rates [m/s, rad/s] and second derivatives [m/s^2, rad/s^2].
     forces : ndarray, shape (n, n_a)
         Actuator force or torque [N, N m] along each driven coordinate: the driving constraint's
-        (prescribed), the open-loop plus PD law's (torque), zero (free); NaN for a compliant
-        actuator under a prescribed drive (a spring, not a constraint).
+        multiplier (prescribed), the force the step applied (torque and servo drives), zero
+        (free); NaN for a compliant actuator under a prescribed drive (a spring, not a
+        constraint).
     values : list of ndarray, shape (n, 3)
         One per sensor [m, m/s, m/s^2].
     """
-    from sim.model.evaluator import Evaluator
-    from sim.model.kinematics import markers, pose_rates
-    from sim.model.tables import compliant
-
-    n, n_a, d = len(result.t), len(model.actuators), len(model.pose_kinds)
-    ev = Evaluator(model)
-    nj = ev.n_joint
-    s, sd, sdd, ff = drive.table(result.t, n_a)
-    soft = compliant(model) if n_a else np.zeros(0, bool)
-    velocity, acceleration = np.empty((n, d)), np.empty((n, d))
+    n, n_a = len(result.t), len(model.actuators)
     forces = np.zeros((n, n_a))
-    values = [np.empty((n, 3)) for _ in sensors]
-    prescribed = drive.kind == "prescribed" and n_a
-    for c0 in range(0, n, CHUNK):
-        chunk = range(c0, min(n, c0 + CHUNK))
-        Ms, Qs, Js, gammas, states = [], [], [], [], []
-        for k in chunk:
-            q, v = result.q[k], result.v[k]
-            E = ev.evaluate(q, v, targets=s[k], target_acc=sdd[k]) if prescribed else ev.evaluate(q, v)
-            Q = E.Q.copy()
-            if drive.kind == "torque" and n_a:     # torque and servo drives: the step's applied forces
-                forces[k] = result.actuator_forces[k]
-                Q += E.J_s.T @ forces[k]
-            if damping is not None:
-                if not isinstance(damping, np.ndarray):
-                    damping.at(result.t[k])
-                Q -= (damping if isinstance(damping, np.ndarray) else damping.matrix) @ v
-            Ms.append(E.M)
-            Qs.append(Q)
-            Js.append(E.J)
-            gammas.append(E.gamma)
-            ms = markers(model, q, v)
-            _, J, velocity[k], xq = pose_rates(model, q, v, ms)
-            states.append((ms, J, xq))
-        accelerations, multipliers = accelerations_of(np.array(Ms), np.array(Qs), np.array(Js), np.array(gammas))
-        for k, a, lam, (ms, J, xq) in zip(chunk, accelerations, multipliers, states):
-            if prescribed:
-                forces[k, ~soft] = -lam[nj:]
-                forces[k, soft] = np.nan
-            acceleration[k] = J @ a + xq
-            for values_k, (kind, _, i) in zip(values, sensors):
-                values_k[k] = (ms.p[i] if kind == "position" else ms.pd[i] if kind == "velocity"
-                               else ms.Jp[i] @ a + ms.pq[i])
-    return velocity, acceleration, forces, values
+    if drive.kind == "torque" and n_a:
+        forces = result.actuator_forces
+    elif drive.kind == "prescribed" and n_a:
+        forces[:] = np.nan
+        for column, row in enumerate(result.rows):
+            if row >= result.n_joint:
+                forces[:, row - result.n_joint] = -result.lam[:, column]
+    by_kind = {"position": result.marker_position, "velocity": result.marker_velocity,
+               "acceleration": result.marker_acceleration}
+    values = [by_kind[kind][:, i] for kind, _, i in sensors]
+    return result.pose_rates[:, 0], result.pose_rates[:, 1], forces, values

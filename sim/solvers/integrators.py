@@ -106,6 +106,8 @@ from sim.kernels.common import compile_for, runtime, wrap
 from sim.kernels.equations import function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
+from sim.kernels.pose import marker_terms, pose_terms
+from sim.model.kinematics import pose_codes
 from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, add_low_rank, blocks, low_rank, solve
 from sim.solvers.blocks import factor as block_factor
 
@@ -168,7 +170,8 @@ class Scheme(NamedTuple):
     [kg m^2 or kg], the ``transmission`` (3, n_a) -- stiffness, damping and the motor's
     reflected inertia of the actuators whose torque acts on a motor joined to the joint by a
     spring (zero stiffness: none) -- and the drive's state ``servo`` (:data:`SERVO_ROWS`, n_a),
-    which the step updates in place."""
+    which the step updates in place; the end effector's coordinate codes ``pose_kinds`` (d,)
+    and marker ``ee``, for the output samples' rates."""
 
     h: float
     alpha_m: float
@@ -190,6 +193,8 @@ class Scheme(NamedTuple):
     inertia: np.ndarray
     transmission: np.ndarray
     servo: np.ndarray
+    pose_kinds: np.ndarray
+    ee: int
 
 
 class State(NamedTuple):
@@ -249,7 +254,10 @@ class Samples(NamedTuple):
     ``iterations`` (k,) (most Newton iterations of a step since the previous sample), marker
     origins ``p`` (k, n_m, 3) and axes ``A`` (k, n_m, 3, 3), actuator forces of torque drives
     ``tau`` (k, n_a) [N m or N] and the angles of the motors behind transmissions ``motor``
-    (k, n_a) [rad or m, joint units; zero for the others]."""
+    (k, n_a) [rad or m, joint units; zero for the others]; the accelerations ``a`` (k, n_v) and
+    multipliers ``lam`` (k, n_c) that meet the equations at the sample, the end effector's
+    coordinate rates ``ee`` (k, 2, d) (velocity, acceleration) and the markers' velocities
+    ``pd`` and accelerations ``ap`` (k, n_m, 3)."""
 
     t: np.ndarray
     q: np.ndarray
@@ -261,6 +269,11 @@ class Samples(NamedTuple):
     A: np.ndarray
     tau: np.ndarray
     motor: np.ndarray
+    a: np.ndarray
+    lam: np.ndarray
+    ee: np.ndarray
+    pd: np.ndarray
+    ap: np.ndarray
 
 
 @njit(cache=True)
@@ -763,6 +776,9 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     out.A[j] = t.A
     out.tau[j] = sch.servo[TAU]
     out.motor[j] = sch.servo[TH]
+    out.a[j] = st.a
+    out.lam[j] = st.lam
+    _rates(st, t, sch, out.ee[j], out.pd[j], out.ap[j])
     kinetic = 0.0
     for b in range(t.body_v.size):       # v^T M v / 2, body block by body block (no BLAS calls)
         v0 = t.body_v[b]
@@ -782,6 +798,33 @@ def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
     out.iterations[j] = st.counts[MAX_SINCE]
     st.counts[MAX_SINCE] = 0
     st.counts[SAMPLES] += 1
+
+
+@njit(cache=True)
+def _rates(st, t, sch, ee, pd, ap):
+    """The end effector's coordinate rates ``ee`` (2, d) (velocity, acceleration) and the
+    markers' velocities ``pd`` and accelerations ``ap`` (n_m, 3) at the state ``st``, from the
+    marker terms of the tables ``t`` evaluated there: ``x_dot = J_x v``, ``x_ddot = J_x a +
+    x_q`` (:func:`sim.kernels.pose.pose_terms`), ``p_ddot = J_p a + p_q``."""
+    d, n = sch.pose_kinds.size, st.v.size
+    x, Jx, xq = np.zeros(d), np.zeros((d, n)), np.zeros(d)
+    pose_terms(sch.pose_kinds, marker_terms(t, sch.ee), st.v, (x, Jx, xq), runtime(True))
+    cols = t.cols[sch.ee]
+    for r in range(d):
+        rate, acc = 0.0, xq[r]
+        for c in cols:
+            if c >= 0:
+                rate += Jx[r, c] * st.v[c]
+                acc += Jx[r, c] * st.a[c]
+        ee[0, r], ee[1, r] = rate, acc
+    for i in range(t.p.shape[0]):
+        for k in range(3):
+            acc = t.pq[i, k]
+            for c in range(t.cols.shape[1]):
+                col = t.cols[i, c]
+                if col >= 0:
+                    acc += t.Jp[i, k, c] * st.a[col]
+            pd[i, k], ap[i, k] = t.pd[i, k], acc
 
 
 EQUATIONS, RECORD, ADVANCE = range(3)     # tasks of _run
@@ -894,7 +937,8 @@ class GeneralizedAlpha:
                              baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
                              per(drive.kp), per(drive.kd), per(getattr(drive, "ki", 0.0)),
                              per(getattr(drive, "limit", np.inf)), per(inertia), transmission,
-                             np.zeros((len(SERVO_ROWS), n_a)))
+                             np.zeros((len(SERVO_ROWS), n_a)), pose_codes(ev.model.pose_kinds),
+                             int(ev.model.ee_marker))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
         self.D = np.zeros((0, 0)) if damping is None else \
@@ -1030,7 +1074,9 @@ class GeneralizedAlpha:
                        np.zeros((count, 3)), np.zeros(count), np.zeros(count, dtype=np.int64),
                        np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)),
                        np.zeros((count, self.ev.n_rows - self.ev.n_joint)),
-                       np.zeros((count, self.ev.n_rows - self.ev.n_joint)))
+                       np.zeros((count, self.ev.n_rows - self.ev.n_joint)), np.zeros((count, self.ev.n_v)),
+                       np.zeros((count, self.rows.size)), np.zeros((count, 2, len(self.ev.model.pose_kinds))),
+                       np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3)))
 
     def record(self, out):
         """Sample the current state into ``out`` (:class:`Samples`)."""

@@ -118,6 +118,18 @@ class Result:
     motor_angles : ndarray, shape (n, n_a)
         Angles of the motors behind transmissions (servo drives on compliant actuators) in
         joint units [rad or m]; zero for the others.
+    a : ndarray, shape (n, n_v)
+        Accelerations that meet the equations of motion at each sample.
+    lam : ndarray, shape (n, n_c)
+        The multipliers of the constraint rows ``rows`` (n_c,; joints, and with prescribed
+        drives the rigid actuators') at each sample [N, N m].
+    pose_rates : ndarray, shape (n, 2, d)
+        End-effector coordinate velocity and acceleration [m/s, rad/s; m/s^2, rad/s^2].
+    marker_position, marker_velocity, marker_acceleration : ndarray, shape (n, n_m, 3)
+        The markers' origins, their velocities and accelerations, world [m, m/s, m/s^2].
+    rows, n_joint
+        The constraint rows of ``lam`` (indices among the joint rows, then the actuators')
+        and the number of joint rows.
     status : {"complete", "failed", "interrupted"}
     message : str
     counters : dict
@@ -141,6 +153,14 @@ class Result:
     stop: BaseException = field(default=None, repr=False, compare=False)
     actuator_forces: np.ndarray = None
     motor_angles: np.ndarray = None
+    a: np.ndarray = None
+    lam: np.ndarray = None
+    pose_rates: np.ndarray = None
+    marker_velocity: np.ndarray = None
+    marker_acceleration: np.ndarray = None
+    marker_position: np.ndarray = None
+    rows: np.ndarray = None
+    n_joint: int = 0
 
 
 def load_kernels(model):
@@ -234,4 +254,7 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
                                 evaluations=integrator.n_evaluations, factorizations=integrator.n_factorizations,
                                 jacobians=integrator.n_jacobians, wall_time_s=time.perf_counter() - start),
                   stop=stop, actuator_forces=out.tau[:k].copy(),
-                  motor_angles=out.motor[:k].copy())
+                  motor_angles=out.motor[:k].copy(), a=out.a[:k].copy(), lam=out.lam[:k].copy(),
+                  pose_rates=out.ee[:k].copy(), marker_velocity=out.pd[:k].copy(),
+                  marker_acceleration=out.ap[:k].copy(), marker_position=out.p[:k].copy(),
+                  rows=integrator.rows.copy(), n_joint=int(ev.n_joint))
