@@ -77,11 +77,12 @@ def compile_for(kernel, *args):
 
 def _type_of(kernel, value):
     """numba type of ``value`` as :func:`compile_for` reads it: a numba type stands for itself,
-    also as a field of a named tuple (a record of arguments holding the tables' type)."""
+    also inside a tuple or a named tuple (a record of arguments holding the tables' type)."""
     if isinstance(value, types.Type):
         return value
-    if isinstance(value, tuple) and hasattr(value, "_fields") and any(isinstance(v, types.Type) for v in value):
-        return types.NamedTuple([_type_of(kernel, v) for v in value], type(value))
+    if isinstance(value, tuple) and any(isinstance(v, types.Type) for v in value):
+        fields = [_type_of(kernel, v) for v in value]
+        return types.NamedTuple(fields, type(value)) if hasattr(value, "_fields") else types.Tuple(fields)
     return kernel.typeof_pyval(value)
 
 

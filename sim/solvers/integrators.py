@@ -197,6 +197,21 @@ class Scheme(NamedTuple):
     ee: int
 
 
+class Problem(NamedTuple):
+    """What every compiled function of the step reads besides the state and the work arrays:
+    the evaluation of the tables ``t`` at the addresses ``f``
+    (:func:`sim.kernels.equations.addresses`), the :class:`Scheme` ``sch``, the constraint
+    ``rows`` (n_c,) among the evaluation's, and the damping ``D`` (n_v, n_v; empty: none or
+    low-rank).  The drive law at one instant travels beside it as ``law = (s, sd, sdd, ff)``
+    (n_a,) each."""
+
+    t: object
+    f: np.ndarray
+    sch: Scheme
+    rows: np.ndarray
+    D: np.ndarray
+
+
 class State(NamedTuple):
     """What the compiled loop advances, in place: ``time = (t, last correction)``, ``q``
     (n_q,), ``v, a, a_hat, a_prev`` (n_v,), ``lam, lam_prev`` (n_c,), the factorised iteration
@@ -309,7 +324,7 @@ def _broyden(z, steps, k):
 
 
 @njit(cache=True)
-def newton_update(r, lu, piv, blk, steps, k, a, lam, iteration, previous, scale, tol, diverged):
+def newton_update(r, factors, steps, k, unknowns, iteration, previous, limits):
     """One quasi-Newton correction of the step unknowns ``(a, lam)`` (updated in place).
 
     The core shared by the Python and the compiled Newton loops: ``-A^-1 r`` from the
@@ -332,6 +347,9 @@ def newton_update(r, lu, piv, blk, steps, k, a, lam, iteration, previous, scale,
     err, rate : float
         The correction and its ratio to the previous one (``previous``: inf at the first).
     """
+    lu, piv, blk = factors
+    a, lam = unknowns
+    scale, tol, diverged = limits
     n = a.size
     z = -r
     solve(lu, piv, blk, z)
@@ -387,11 +405,13 @@ def _row(row, nj, phi, gamma, s, sdd, angle):
 
 
 @njit(cache=True)
-def _equations(q1, v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
+def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     """Residual ``w.r = [M a + J^T lam - Q ; J a - gamma + 2 alpha C_dot + beta^2 C]`` at the
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
     tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the addresses
     of the evaluation of the tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
+    t, f, sch, rows, D = pb
+    s, sd, sdd, ff = law
     n = a.size
     nj = t.n_joint
     # M needs no reset: the evaluation writes every body's block and M has no other entries.
@@ -522,16 +542,17 @@ def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
 
 
 @njit(cache=True, inline="always")
-def _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian):
+def _residual(a, lam, st, pb, law, w, jacobian):
     """:func:`_equations` at ``a_{n+1} = a``: ``a_hat = c a + offset``, ``v1 = v_base + h gamma
     a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta a_hat)`` (the step's bases in ``w``)."""
+    t, _, sch, _, _ = pb
     hg, hhb = sch.h * sch.gamma, sch.h * sch.h * sch.beta
     for i in range(a.size):
         a_hat = sch.c * a[i] + w.offset[i]
         w.v1[i] = w.v_base[i] + hg * a_hat
         w.dq[i] = w.dq_base[i] + hhb * a_hat
     integrate(st.q, w.dq, t.body_q, t.body_v, t.body_nf, w.q1)
-    _equations(w.q1, w.v1, a, lam, t, f, sch, rows, s, sd, sdd, ff, D, w, jacobian)
+    _equations(w.q1, w.v1, a, lam, pb, law, w, jacobian)
 
 
 @njit(cache=True, inline="always")
@@ -556,15 +577,16 @@ def _known(sch, rows, w):
 
 
 @njit(cache=True, inline="always")
-def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
+def _factorize(a, lam, st, pb, law, w, fresh):
     """Residual at ``(a, lam)`` into ``w.r``, the known part of the iteration matrix, its
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
+    _, _, sch, rows, _ = pb
     n = a.size
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
-    _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(True))
+    _residual(a, lam, st, pb, law, w, runtime(True))
     st.counts[EVALUATIONS] += 1
     st.counts[CURRENT] = 1
     _known(sch, rows, w)
@@ -579,7 +601,7 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
         base = r0
         if rates.size:
             w.low_rate[:] = 0.0
-            _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            _residual(a, lam, st, pb, law, w, runtime(False))
             base = w.r.copy()
             st.counts[EVALUATIONS] += 1
         for k in range(m):
@@ -588,7 +610,7 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
             step = max(1e-6 * abs(x[k]), 1.0)
             keep = x[k]
             x[k] += step
-            _residual(x[:n], x[n:], st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            _residual(x[:n], x[n:], st, pb, law, w, runtime(False))
             x[k] = keep
             for i in range(m):
                 st.delta[i, k] = (w.r[i] - base[i]) / step - w.known[i, k]
@@ -648,7 +670,7 @@ def _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh):
 
 
 @njit(cache=True, inline="always")
-def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh, full):
+def _newton(a, lam, st, pb, law, w, fresh, full):
     """One attempt at the step from the predictor: ``(code, iterations, err, rate)``, ``code``
     0 when converged, else a key of :data:`FAILURES`.
 
@@ -657,6 +679,7 @@ def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh, full):
     the matrix varies too much within the step for the kept one to contract -- e.g. a floating
     frame whipped by a stiff local mode (a compliant drive on a light hub).
     """
+    _, _, sch, _, _ = pb
     # The known part follows the state; delta varies slowly; while Newton contracts
     # strongly the last factorisation is kept.
     refresh = st.counts[LU_OK] == 0 or fresh or full or st.counts[DELTA_OK] == 0
@@ -665,18 +688,18 @@ def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh, full):
     err = rate = np.inf
     for iteration in range(1, sch.max_iter + 1):
         if refresh:
-            if not _factorize(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh or full):
+            if not _factorize(a, lam, st, pb, law, w, fresh or full):
                 return 4, iteration, np.inf, np.inf
             k = 0
         else:
-            _residual(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, runtime(False))
+            _residual(a, lam, st, pb, law, w, runtime(False))
             st.counts[EVALUATIONS] += 1
             st.counts[CURRENT] = 1
         refresh = full
         # Newton proper is judged on its correction alone (its rate says nothing until it
         # reaches its quadratic range): as a first iteration.
-        code, k, err, rate = newton_update(w.r, st.lu, st.piv, st.blocks, w.steps, k, a, lam, 1 if full else iteration,
-                                           previous, scale, sch.tol, sch.diverged)
+        code, k, err, rate = newton_update(w.r, (st.lu, st.piv, st.blocks), w.steps, k, (a, lam),
+                                           1 if full else iteration, previous, (scale, sch.tol, sch.diverged))
         if code >= 0:
             return code, iteration, err, rate
         previous = err
@@ -684,9 +707,10 @@ def _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, fresh, full):
 
 
 @njit(cache=True, inline="always")
-def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
+def _step(st, pb, law, w):
     """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
     failure code (0: accepted) and the Newton iterations of the last attempt."""
+    t, _, sch, rows, _ = pb
     h, g, b, am, af = sch.h, sch.gamma, sch.beta, sch.alpha_m, sch.alpha_f
     n = st.a.size
     for i in range(n):
@@ -705,8 +729,7 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
         else:
             a[:] = st.a
             lam[:] = st.lam
-        code, iterations, err, rate = _newton(a, lam, st, t, f, sch, rows, s, sd, sdd, ff, D, w, attempt == 1,
-                                             attempt == 2)
+        code, iterations, err, rate = _newton(a, lam, st, pb, law, w, attempt == 1, attempt == 2)
         st.counts[ITERATIONS] += iterations
         if code == 0:
             break
@@ -752,18 +775,19 @@ def _step(st, t, f, sch, rows, s, sd, sdd, ff, D, w):
 
 
 @njit(cache=True, inline="always")
-def _record(st, t, f, sch, rows, s, sd, sdd, ff, D, w, out):
+def _record(st, pb, law, w, out):
     """Output sample of the current state into ``out`` (:class:`Samples`).
 
     The markers and constraint rows are evaluated at the state; the mass matrix (for the
     kinetic energy) is the last Newton iterate's when the work arrays hold it (flag
     ``CURRENT``: a configuration within ``newton_tol`` of the accepted one), else the whole
     equations are evaluated."""
+    t, f, sch, rows, _ = pb
+    s, _, sdd, _ = law
     j = st.counts[SAMPLES]
     n = st.v.size
     if st.counts[CURRENT] == 0:
-        _equations(st.q, st.v, np.zeros(n), np.zeros(rows.size), t, f, sch, rows, s, sd, sdd, ff, D, w,
-                   runtime(False))
+        _equations(st.q, st.v, np.zeros(n), np.zeros(rows.size), pb, law, w, runtime(False))
         st.counts[CURRENT] = 1
     else:
         w.J[:] = 0.0
@@ -831,7 +855,7 @@ EQUATIONS, RECORD, ADVANCE = range(3)     # tasks of _run
 
 
 @njit(cache=True)
-def _run(task, count, k0, every, total, st, t, f, sch, rows, S, SD, SDD, FF, D, w, out):
+def _run(task, span, st, pb, laws, w, out):
     """The compiled entry point (one, so that the evaluation is compiled into one loop only).
 
     ``task``: ``EQUATIONS``, the residual at the current state for ``a = 0, lam = 0`` into
@@ -841,22 +865,25 @@ def _run(task, count, k0, every, total, st, t, f, sch, rows, S, SD, SDD, FF, D, 
     after every ``every``-th step and the last (``every = 0``: no samples).  Returns
     ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
     """
+    count, k0, every, total = span
+    _, _, _, rows, _ = pb
+    S, SD, SDD, FF = laws
     if task == EQUATIONS:
-        _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), t, f, sch, rows, S[0], SD[0], SDD[0], FF[0],
-                   D, w, runtime(False))
+        _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
+                   runtime(False))
         st.counts[CURRENT] = 1
         return 0, 0
     # One call site of _record (it is inlined, with the evaluation's calls: compile time).
     for i in range(count if task == ADVANCE else 1):
         if task == ADVANCE:
-            code, iterations = _step(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w)
+            code, iterations = _step(st, pb, (S[i], SD[i], SDD[i], FF[i]), w)
             st.counts[MAX_SINCE] = max(st.counts[MAX_SINCE], iterations)
             if code:
                 return code, i
             k = k0 + i + 1
             if not (every > 0 and (k % every == 0 or k == total)):
                 continue
-        _record(st, t, f, sch, rows, S[i], SD[i], SDD[i], FF[i], D, w, out)
+        _record(st, pb, (S[i], SD[i], SDD[i], FF[i]), w, out)
     return 0, count if task == ADVANCE else 0
 
 
@@ -1087,8 +1114,8 @@ class GeneralizedAlpha:
         (at the current instant for a sample or the equations)."""
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
-        return (task, count, k0, every, total, self.state, self.ev.ref, self.ev.f, self.scheme, self.rows,
-                *self._drive(times), self.D, self.work, out)
+        return (task, (count, k0, every, total), self.state,
+                Problem(self.ev.ref, self.ev.f, self.scheme, self.rows, self.D), self._drive(times), self.work, out)
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
         return _run(*self._arguments(task, out, count, k0, every, total))
