@@ -79,6 +79,7 @@ _LAZY = {
     "ModalResult": "sim.solvers.modal", "natural_modes": "sim.solvers.modal:modes",
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
     "simulate": "sim.solvers.simulate", "Drive": "sim.solvers.simulate",
+    "IntegratorOptions": "sim.solvers.integrators:Options",
     "state_space": "sim.solvers.servo", "Servo": "sim.solvers.servo",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
                                         "inverse_dynamics", "frf", "identify", "run", "open_results", "plot",

@@ -8,7 +8,7 @@ import pytest
 from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
 from sim.solvers import blocks
-from sim.solvers.integrators import Newmark
+from sim.solvers.integrators import Newmark, Options
 from sim.solvers.simulate import Drive
 
 MODELS = {
@@ -46,8 +46,8 @@ NEWTON_TOL = 1e-13
 def _run(model, solver, steps, damping=None, h=None):
     ev = Evaluator(model)
     h = h or next(step for path, _, step in MODELS.values() if model.name in path)
-    g = Newmark(ev, Drive("free"), 0.0, model.q_home, _start(model, ev), h, solver=solver, damping=damping,
-                newton_tol=NEWTON_TOL)
+    g = Newmark(ev, Drive("free"), 0.0, model.q_home, _start(model, ev), h,
+                Options(solver=solver, newton_tol=NEWTON_TOL), damping=damping)
     g.advance(steps)
     assert g.status == "running", g.message
     return g

@@ -237,10 +237,11 @@ def against_oracle(model, drive, h, steps, damping=None, method="newmark", rho_i
     (the compiled step loop) and the plain generalized-α of ``tests/oracles.py`` (Newton with a
     fresh finite-difference Jacobian at every iteration, on the public evaluator)."""
     from sim.solvers.integrators import METHODS
+    from sim.solvers.integrators import Options
     from sim.solvers.simulate import simulate
     gains = (10.0, 10.0)     # Baumgarte gains given to both: these starts are not consistent
-    res = simulate(model, model.q_home, np.zeros(model.n_v), steps * h, h, drive, method=method, rho_inf=rho_inf,
-                   newton_tol=1e-13, damping=damping, baumgarte=gains)
+    res = simulate(model, model.q_home, np.zeros(model.n_v), steps * h, h, drive,
+                   Options(method=method, rho_inf=rho_inf, newton_tol=1e-13, baumgarte=gains), damping=damping)
     assert res.status == "complete", res.message
     am, af = METHODS[method].coefficients(rho_inf)
     q, v = oracles.generalized_alpha(Evaluator(model), drive, model.q_home, np.zeros(model.n_v), h, steps, am, af,

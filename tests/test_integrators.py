@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sim.solvers.integrators import METHODS
+from sim.solvers.integrators import METHODS, Options
 from sim.model.kinematics import integrate
 from sim import ModelBuilder
 from sim.solvers.simulate import Drive, simulate
@@ -37,8 +37,8 @@ def test_second_order_on_pendulum(method):
     hs = 1e-2 / 2.0 ** np.arange(4)
     errors = []
     for h in hs:
-        res = simulate(model, model.q_home, np.zeros(model.n_v), t_end, h, Drive("free"), method=method,
-                       output_step=t_end, rho_inf=0.8, newton_tol=1e-14)
+        res = simulate(model, model.q_home, np.zeros(model.n_v), t_end, h, Drive("free"),
+                       Options(method=method, rho_inf=0.8, newton_tol=1e-14), output_step=t_end)
         x_exact = length * np.sin(theta0 * np.cos(omega * t_end))
         errors.append(abs(res.pose[-1, 0] - x_exact))
     order = np.polyfit(np.log(hs), np.log(errors), 1)[0]
@@ -62,7 +62,7 @@ def test_newmark_period_matches_modal_frequency():
     q0 = integrate(model, model.q_home, 1e-6 * shape / np.abs(shape[model.v_elastic]).max())
     T = 2 * np.pi / omega
     h = T / 40
-    res = simulate(model, q0, np.zeros(model.n_v), 3 * T, h, Drive("free"), newton_tol=1e-16)
+    res = simulate(model, q0, np.zeros(model.n_v), 3 * T, h, Drive("free"), Options(newton_tol=1e-16))
     y = res.q[:, model.q_elastic] @ shape[model.v_elastic]
     # Upward zero crossings, linearly interpolated.
     k = np.nonzero((y[:-1] < 0) & (y[1:] >= 0))[0]
@@ -81,7 +81,8 @@ def test_newmark_conserves_energy_of_free_flexible_beam():
     shape = mr.shapes[:, 0] + 0.5 * mr.shapes[:, 2]
     q0 = integrate(model, model.q_home, 1e-4 * shape / np.abs(shape[model.v_elastic]).max())
     h = 0.05 / mr.omega[2]
-    res = simulate(model, q0, np.zeros(model.n_v), 300 * h, h, Drive("free"), output_step=10 * h, newton_tol=1e-14)
+    res = simulate(model, q0, np.zeros(model.n_v), 300 * h, h, Drive("free"), Options(newton_tol=1e-14),
+                   output_step=10 * h)
     E = res.energy.sum(axis=1)
     assert res.status == "complete", res.message
     drift = np.abs(E - E[0]).max() / E[0]

@@ -12,6 +12,7 @@ from numpy.testing import assert_allclose
 from sim.errors import SimError
 from sim.model.loader import load_model
 from sim.solvers import servo as sv
+from sim.solvers.integrators import Options
 from sim.solvers.simulate import simulate
 
 HERE = Path(__file__).parent
@@ -328,7 +329,7 @@ def test_two_inertia_transient_equals_linear_response(feedforward, ki, method):
                          servo=s)
     errors = []
     for h in (1e-3, 2.5e-4):
-        r = simulate(model, model.q_home, np.zeros(model.n_v), 1.0, h, s.drive(ramp), method=method,
+        r = simulate(model, model.q_home, np.zeros(model.n_v), 1.0, h, s.drive(ramp), Options(method=method),
                      output_step=0.01)
         assert r.status == "complete", r.message
         linear = control.forced_response(sys, r.t, RATE * r.t).outputs

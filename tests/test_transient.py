@@ -14,6 +14,7 @@ import oracles
 from sim.analyses.transient import consistent_state, elastic_state
 from sim.solvers.inverse_dynamics import multipliers
 from sim.model.loader import load_model
+from sim.solvers.integrators import Options
 from sim.solvers.simulate import Drive, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_simeon_initial_state_gives_published_rod_rate(slider_crank):
 def test_slider_crank_constraints_stay_satisfied(slider_crank):
     q0, v0 = simeon_state(slider_crank)
     drive = Drive("prescribed", reference=lambda t: (np.array([150.0 * t]), np.array([150.0]), np.zeros(1)))
-    res = simulate(slider_crank, q0, v0, 0.005, 1e-4, drive, output_step=5e-4, baumgarte=(200.0, 200.0))
+    res = simulate(slider_crank, q0, v0, 0.005, 1e-4, drive, Options(baumgarte=(200.0, 200.0)), output_step=5e-4)
     assert res.status == "complete", res.message
     assert res.constraint_violation.max() < 1e-5, f"constraint violation {res.constraint_violation.max():.3g}"
     assert res.counters["iterations"] <= 6 * res.counters["steps"], res.counters
@@ -124,8 +125,8 @@ def test_rrru3_conservative_energy_drift_below_0p1_percent():
     q0 = assemble(model, q, what="the deformed 3-RRRU", tol=1e-14)
     v0 = np.zeros(model.n_v)
     law = lambda t: (np.zeros(3), np.zeros(3), np.zeros(3))  # noqa: E731 (unused by a free drive)
-    result = simulate(model, q0, v0, 1.0, 1e-3, Drive("free", reference=law), output_step=1e-2,
-                      baumgarte=(10.0, 10.0), newton_tol=1e-12)
+    result = simulate(model, q0, v0, 1.0, 1e-3, Drive("free", reference=law),
+                      Options(baumgarte=(10.0, 10.0), newton_tol=1e-12), output_step=1e-2)
     assert result.status == "complete", result.message
     total = result.energy.sum(axis=1)
     assert result.energy[0, 2] > 1e-3, "the rods must start deformed (elastic energy)"

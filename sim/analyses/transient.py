@@ -438,7 +438,7 @@ def run(model, scenario, group, progress):
     from sim.model.evaluator import size as robot_size
     from sim.model.kinematics import markers
     from sim.solvers.damping import schedule
-    from sim.solvers.integrators import baumgarte_gains
+    from sim.solvers.integrators import Options, baumgarte_gains
     from sim.solvers.simulate import Drive, simulate
     from sim.model.sections import elastic_displacements
 
@@ -485,9 +485,10 @@ def run(model, scenario, group, progress):
 
     def integrate(method):
         with progress(int(round(duration / h)), "transient") as bar:
-            return simulate(model, q0, v0, duration, h, drive, method=method, output_step=table["output_step"],
-                            rho_inf=table["rho_inf"], baumgarte=gains, newton_tol=table["newton_tol"],
-                            newton_max_iter=table["newton_max_iter"], damping=damped, progress=bar)
+            options = Options(method=method, rho_inf=table["rho_inf"], baumgarte=gains, newton_tol=table["newton_tol"],
+                              newton_max_iter=table["newton_max_iter"])
+            return simulate(model, q0, v0, duration, h, drive, options, output_step=table["output_step"],
+                            damping=damped, progress=bar)
 
     result = integrate(method)
     if result.status == "failed" and table["method"] is None:

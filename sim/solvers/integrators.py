@@ -96,6 +96,7 @@ C. T. Kelley, *Iterative Methods for Linear and Nonlinear Equations*, SIAM, 1995
 (Broyden's method, storage of the steps).
 """
 
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -150,6 +151,42 @@ def baumgarte_gains(h, alpha=None, beta=None):
     ``h`` [s]: each as given, else ``BAUMGARTE_RATE / h``."""
     rate = BAUMGARTE_RATE / h
     return (rate if alpha is None else float(alpha), rate if beta is None else float(beta))
+
+
+@dataclass(frozen=True)
+class Options:
+    """How an integrator steps (:class:`GeneralizedAlpha` and its kin;
+    :func:`sim.solvers.simulate.simulate`).
+
+    Attributes
+    ----------
+    method : str
+        A key of :data:`METHODS` (:func:`sim.solvers.simulate.simulate` picks the class by it).
+    rho_inf : float
+        Spectral radius at infinite frequency, in [0, 1] (1: no numerical damping; HHT: in
+        [0.5, 1]; Newmark: 1 whatever is given).
+    baumgarte : tuple of float or None
+        ``(alpha, beta)`` [1/s] of ``C_ddot + 2 alpha C_dot + beta^2 C = 0`` (None:
+        :func:`baumgarte_gains` of the step).
+    newton_tol : float
+        Configuration correction at convergence [m or rad].
+    newton_max_iter : int
+        Newton iterations per step (with a fresh iteration matrix, the step is retried once).
+    solver : {"auto", "dense", "block"}
+        How the iteration matrix is factorised: LAPACK's dense LU, or the bodies' elastic
+        blocks eliminated first (:mod:`sim.solvers.blocks`); "auto" takes the blocks from
+        :data:`sim.solvers.blocks.BLOCK_MIN` unknowns.  The same matrix either way.
+    t0 : float
+        Initial time [s] of :func:`sim.solvers.simulate.simulate`.
+    """
+
+    method: str = "newmark"
+    rho_inf: float = 0.9
+    baumgarte: tuple = None
+    newton_tol: float = NEWTON_TOL
+    newton_max_iter: int = NEWTON_MAX_ITER
+    solver: str = "auto"
+    t0: float = 0.0
 
 
 def _validate_positive(name, value):
@@ -905,25 +942,14 @@ class GeneralizedAlpha:
     v0 : ndarray, shape (n_v,)
     h : float
         Step [s].
-    rho_inf : float
-        Spectral radius at infinite frequency, in [0, 1] (1: no numerical damping).
-    baumgarte : tuple of float
-        ``(alpha, beta)`` [1/s] of ``C_ddot + 2 alpha C_dot + beta^2 C = 0`` (default
-        :func:`baumgarte_gains`).
-    newton_tol : float
-        Configuration correction at convergence [m or rad].
-    newton_max_iter : int
-        Newton iterations per step (with a fresh iteration matrix, the step is retried once).
+    options : Options, optional
+        ``rho_inf``, the Baumgarte gains, Newton's tolerance and iterations, the solver.
     damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
         Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (the value
         at the start of each step).
     consistent : bool
         Start from the consistent acceleration and multipliers of ``(q0, v0)`` (a first
         evaluation); False: from zero, nothing evaluated (for :meth:`compile`).
-    solver : {"auto", "dense", "block"}
-        How the iteration matrix is factorised: LAPACK's dense LU, or the bodies' elastic
-        blocks eliminated first (:mod:`sim.solvers.blocks`); "auto" takes the blocks from
-        :data:`sim.solvers.blocks.BLOCK_MIN` unknowns.  The same matrix either way.
 
     Attributes
     ----------
@@ -935,16 +961,17 @@ class GeneralizedAlpha:
 
     order = 2
 
-    def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=0.9, baumgarte=None, newton_tol=NEWTON_TOL,
-                 newton_max_iter=NEWTON_MAX_ITER, damping=None, consistent=True, solver="auto"):
+    def __init__(self, ev, drive, t0, q0, v0, h, options=None, damping=None, consistent=True):
+        options = Options() if options is None else options
+        rho_inf, newton_max_iter, solver = options.rho_inf, options.newton_max_iter, options.solver
         rho = float(rho_inf)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"`rho_inf` must be in [0, 1], got {rho_inf!r}")
         h = _validate_positive("h", h)
-        baumgarte = baumgarte_gains(h) if baumgarte is None else tuple(float(x) for x in baumgarte)
+        baumgarte = baumgarte_gains(h) if options.baumgarte is None else tuple(float(x) for x in options.baumgarte)
         if len(baumgarte) != 2 or min(baumgarte) < 0:
             raise ValueError(f"`baumgarte` must be two non-negative gains, got {baumgarte!r}")
-        tol = _validate_positive("newton_tol", newton_tol)
+        tol = _validate_positive("newton_tol", options.newton_tol)
         am, af = self.coefficients(rho)
         gamma = 0.5 + af - am
         kind = DRIVE_KINDS[drive.kind]
@@ -1187,8 +1214,8 @@ class Newmark(GeneralizedAlpha):
     """Newmark-β, average acceleration (gamma = 1/2, beta = 1/4): energy conserving for
     linear systems, second order, no numerical damping."""
 
-    def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=1.0, **options):
-        super().__init__(ev, drive, t0, q0, v0, h, rho_inf=1.0, **options)
+    def __init__(self, ev, drive, t0, q0, v0, h, options=None, **rest):
+        super().__init__(ev, drive, t0, q0, v0, h, replace(options or Options(), rho_inf=1.0), **rest)
 
     @staticmethod
     def coefficients(rho):
@@ -1198,10 +1225,11 @@ class Newmark(GeneralizedAlpha):
 class HHT(GeneralizedAlpha):
     """HHT-α in the generalized-α form (alpha_m = 0, alpha_f = (1 - rho)/(1 + rho))."""
 
-    def __init__(self, ev, drive, t0, q0, v0, h, rho_inf=0.9, **options):
-        if not 0.5 <= float(rho_inf) <= 1.0:
-            raise ValueError(f"`rho_inf` must be in [0.5, 1] for HHT, got {rho_inf!r}")
-        super().__init__(ev, drive, t0, q0, v0, h, rho_inf=rho_inf, **options)
+    def __init__(self, ev, drive, t0, q0, v0, h, options=None, **rest):
+        options = options or Options(method="hht")
+        if not 0.5 <= float(options.rho_inf) <= 1.0:
+            raise ValueError(f"`rho_inf` must be in [0.5, 1] for HHT, got {options.rho_inf!r}")
+        super().__init__(ev, drive, t0, q0, v0, h, options, **rest)
 
     @staticmethod
     def coefficients(rho):

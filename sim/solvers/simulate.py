@@ -13,7 +13,7 @@ import numpy as np
 
 from sim.errors import signals_deferred
 from sim.model.evaluator import Evaluator
-from sim.solvers.integrators import METHODS, GeneralizedAlpha
+from sim.solvers.integrators import METHODS, GeneralizedAlpha, Options
 from sim.model.kinematics import pose, sensor_values
 from sim.solvers.motion import load_kernels as load_kernels_motion
 
@@ -186,10 +186,8 @@ class _Markers:
         self.p, self.A = p, A
 
 
-def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None, t0=0.0, rho_inf=0.9,
-             baumgarte=None, newton_tol=None, newton_max_iter=None, damping=None, progress=None,
-             solver="auto"):
-    """Integrate the full FFR equations from ``(q0, v0)`` at ``t0`` to ``t_end``.
+def simulate(model, q0, v0, t_end, h, drive, options=None, output_step=None, damping=None, progress=None):
+    """Integrate the full FFR equations from ``(q0, v0)`` at ``options.t0`` to ``t_end``.
 
     Parameters
     ----------
@@ -199,19 +197,17 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     t_end, h : float
         Final time and step [s].
     drive : Drive
-    method : str
-        A key of :data:`sim.solvers.integrators.METHODS`.
+    options : sim.solvers.integrators.Options, optional
+        The method (a key of :data:`sim.solvers.integrators.METHODS`, default Newmark), its
+        ``rho_inf``, the Baumgarte gains, Newton's tolerance and iterations, the solver and the
+        initial time ``t0``.
     output_step : float, optional
         Spacing of the samples [s] (default: every step); rounded to a multiple of ``h``.
-    rho_inf, baumgarte, newton_tol, newton_max_iter
-        Integrator options (:class:`sim.solvers.integrators.GeneralizedAlpha`).
     damping : ndarray, shape (n_v, n_v), or sim.solvers.damping.Schedule, optional
         Linear damping ``D`` (``Q -= D v``), constant or piecewise constant in time (set at
         the start of each step).
     progress : tqdm-like, optional
         Updated with the number of steps taken.
-    solver : {"auto", "dense", "block"}
-        The iteration matrix's factorisation (:class:`sim.solvers.integrators.GeneralizedAlpha`).
 
     Returns
     -------
@@ -221,14 +217,9 @@ def simulate(model, q0, v0, t_end, h, drive, method="newmark", output_step=None,
     """
     start = time.perf_counter()
     ev = Evaluator(model)
-    options = {"baumgarte": baumgarte, "damping": damping, "solver": solver}
-    if newton_tol is not None:
-        options["newton_tol"] = newton_tol
-    if newton_max_iter is not None:
-        options["newton_max_iter"] = newton_max_iter
-    if method != "newmark":
-        options["rho_inf"] = rho_inf
-    integrator = METHODS[method](ev, drive, t0, q0, v0, h, **options)
+    options = Options() if options is None else options
+    t0 = options.t0
+    integrator = METHODS[options.method](ev, drive, t0, q0, v0, h, options, damping=damping)
     n_steps = int(round((t_end - t0) / h))
     every = max(1, int(round((output_step or h) / h)))
     out = integrator.samples(1 + n_steps // every + (1 if n_steps % every else 0))
