@@ -154,9 +154,10 @@ def _group(g, q, v, t, M, Q, Q0, G, with_G):
 
 
 @njit(cache=True, nogil=True)
-def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_K, flush, bodies):
-    """The equations at ``(q, v)`` into the given arrays; ``t``: :class:`Tables` by reference
-    (:func:`~sim.kernels.common.by_reference`).
+def evaluate(q, v, t, out, targets, flags):
+    """The equations at ``(q, v)`` into the arrays ``out = (M, Q, Q0, phi, J, gamma, G, Gg,
+    Kt)``; ``t``: :class:`Tables` by reference (:func:`~sim.kernels.common.by_reference`);
+    ``flags = (with_G, with_K, flush, bodies)``.
 
     ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
     stiffening and the lumped springs, and of the compliant actuators pulled towards
@@ -169,6 +170,8 @@ def evaluate(q, v, t, M, Q, Q0, phi, J, gamma, G, Gg, Kt, targets, with_G, with_
     in compiled loops only, skips it: a third of the evaluation on the larger models).
     Without ``bodies``, the markers and constraint rows only (``M``, ``Q`` untouched).
     """
+    M, Q, Q0, phi, J, gamma, G, Gg, Kt = out
+    with_G, with_K, flush, bodies = flags
     if bodies:
         # The group tuples at literal indices, each call reading one element of each: a tuple
         # indexed at run time is copied whole at every access (a fifth of a small model's
@@ -205,8 +208,8 @@ _VEC, _MAT = float64[::1], float64[:, ::1]
 
 def _signature(kind):
     """:func:`evaluate`'s signature for tables of numba type ``kind``."""
-    return void(_VEC, _VEC, kind, _MAT, _VEC, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT, _VEC, boolean, boolean,
-                boolean, boolean)
+    return void(_VEC, _VEC, kind, types.Tuple((_MAT, _VEC, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT)), _VEC,
+                types.UniTuple(boolean, 4))
 
 
 def _potential_signature(kind):
@@ -269,8 +272,8 @@ def mass_products(qs, t, f, X, out):
     empty = np.zeros((0, 0))
     for k in range(qs.shape[0]):
         J[:] = 0.0
-        function(f[0], t)(qs[k], v, t, M, Q, v[:0], phi, J, gamma, empty, empty, empty, v[:0], runtime(False),
-                          runtime(False), runtime(False), runtime(True))
+        function(f[0], t)(qs[k], v, t, (M, Q, v[:0], phi, J, gamma, empty, empty, empty), v[:0],
+                          (runtime(False), runtime(False), runtime(False), runtime(True)))
         out[k] = block_product(M, bounds, X[k])
 
 
@@ -296,8 +299,8 @@ def inverse_terms(motion, t, f, rigid, out):
         phi[:] = 0.0
         J[:] = 0.0
         gamma[:] = 0.0
-        function(f[0], t)(qs[k], vs[k], t, M, Q, none, phi, J, gamma, empty, empty, empty, none, runtime(False),
-                          runtime(False), runtime(True), runtime(True))
+        function(f[0], t)(qs[k], vs[k], t, (M, Q, none, phi, J, gamma, empty, empty, empty), none,
+                          (runtime(False), runtime(False), runtime(True), runtime(True)))
         Ma = M @ accs[k]
         for i in range(rigid.size):
             rhs[k, i] = Q[rigid[i]] - Ma[rigid[i]]

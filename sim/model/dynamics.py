@@ -63,8 +63,9 @@ def _evaluate(model, q, v, targets=None, with_G=False, with_K=False):
     else:
         G = Gg = K = np.zeros((0, 0))
     targets = np.zeros(0) if targets is None else np.ascontiguousarray(targets, dtype=float)
-    equations.evaluate(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float), t, M, Q,
-                       Q[:0], np.zeros(r), np.zeros((r, n)), np.zeros(r), G, Gg, K, targets, with_G, with_K, True, True)
+    equations.evaluate(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float), t,
+                       (M, Q, Q[:0], np.zeros(r), np.zeros((r, n)), np.zeros(r), G, Gg, K), targets,
+                       (bool(with_G), bool(with_K), True, True))
     return M, Q, G, K
 
 

@@ -201,8 +201,8 @@ class Evaluator:
         else:
             G = Gg = K_t = self._empty
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
-        evaluate(q, v, self.ref, M, Q, Q0, phi, J, gamma, G, Gg, K_t, pull, velocity_jacobian, velocity_jacobian,
-                 flush, bodies)
+        evaluate(q, v, self.ref, (M, Q, Q0, phi, J, gamma, G, Gg, K_t), pull,
+                 (velocity_jacobian, velocity_jacobian, flush, bodies))
         G = G if velocity_jacobian else None
         K_t = K_t if velocity_jacobian and self.stiff else None
         if not bodies:

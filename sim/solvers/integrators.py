@@ -457,8 +457,8 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
         w.G[:] = 0.0
         w.Gg[:] = 0.0
         w.Kt[:] = 0.0
-    function(f[0], t)(q1, v1, t, w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt,
-                      s if sch.kind == 1 else s[:0], jacobian, jacobian, jacobian, runtime(True))
+    function(f[0], t)(q1, v1, t, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt),
+                      s if sch.kind == 1 else s[:0], (jacobian, jacobian, jacobian, runtime(True)))
     Q, J = w.Q, w.J
     if sch.kind == 2:
         sv = sch.servo
@@ -828,8 +828,8 @@ def _record(st, pb, law, w, out):
         st.counts[CURRENT] = 1
     else:
         w.J[:] = 0.0
-        function(f[0], t)(st.q, st.v, t, w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt, s[:0], runtime(False),
-                          runtime(False), runtime(False), runtime(False))
+        function(f[0], t)(st.q, st.v, t, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt), s[:0],
+                          (runtime(False), runtime(False), runtime(False), runtime(False)))
     out.t[j] = st.time[0]
     out.q[j] = st.q
     out.v[j] = st.v

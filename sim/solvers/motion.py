@@ -210,8 +210,8 @@ def _kinematics(q, v, tables, f, phi, J, gamma):
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
     none = np.zeros(0)
-    function(f[0], tables)(q, v, tables, empty, none, none, phi, J, gamma, empty, empty, empty, none, runtime(False),
-                           runtime(False), runtime(True), runtime(False))
+    function(f[0], tables)(q, v, tables, (empty, none, none, phi, J, gamma, empty, empty, empty), none,
+                           (runtime(False), runtime(False), runtime(True), runtime(False)))
 
 
 @njit(cache=True, nogil=True)
