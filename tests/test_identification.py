@@ -35,7 +35,7 @@ def test_recovers_stiffnesses_within_two_percent():
     names = ["k1", "k2"]
     truth = np.array([TRUE[n] for n in names])
     confs = synthetic(names, truth)
-    r = identify(CHAIN, names, [5e3, 6e4], confs, lower=[1e2, 1e2], upper=[1e7, 1e7])
+    r = identify(CHAIN, names, [5e3, 6e4], confs, bounds=([1e2, 1e2], [1e7, 1e7]))
     np.testing.assert_allclose(r.values, truth, rtol=0.02)
     assert r.identifiable.all() and not r.messages
     assert r.rms_error < 2 * NOISE

@@ -97,9 +97,10 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
                                 v, Q, Q[:0], G, K, True, True)
     if m.ca_idx.size and J_s is not None:
         Q_a = np.zeros(n)
-        kernel.actuator_springs((m.ca_idx, m.ca_k, m.ca_c, m.angle), np.zeros(m.angle.size) if s is None else s,
-                                np.ascontiguousarray(J_s), np.zeros(m.angle.size) if targets is None else
-                                np.asarray(targets, dtype=float), v, Q_a, Q_a[:0], G, K, True, True)
+        kernel.actuator_springs((m.ca_idx, m.ca_k, m.ca_c, m.angle),
+                                (np.zeros(m.angle.size) if s is None else s, np.ascontiguousarray(J_s)),
+                                np.zeros(m.angle.size) if targets is None else np.asarray(targets, dtype=float), v,
+                                (Q_a, Q_a[:0], G, K), (True, True))
         if targets is not None and s is not None:
             Q += Q_a
     return SimpleNamespace(Q=Q, K=K, C=-G, energy=energy)

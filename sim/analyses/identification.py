@@ -27,7 +27,7 @@ def run(model, scenario, group, progress):
     dict
         Fitted values, RMS error of the fit and the largest prediction error.
     """
-    from sim.solvers.identification import Configuration, identify
+    from sim.solvers.identification import Configuration, Search, identify
     from sim.model.loader import parameters
 
     t = scenario.data["identification"]
@@ -70,9 +70,10 @@ def run(model, scenario, group, progress):
         raise SimError(f"{where} prior_weight: give `prior` too")
     if t["prior_weight"] is not None and any(w < 0 for w in t["prior_weight"]):
         raise SimError(f"{where} prior_weight: weights must be >= 0, got {t['prior_weight']}")
-    r = identify(scenario.model_file, names, initial, configurations, t["lower"], t["upper"], base=base,
-                 max_evaluations=t["max_evaluations"], prior=t["prior"], prior_weight=t["prior_weight"],
-                 starts=t["starts"])
+    search = Search(max_evaluations=t["max_evaluations"], prior=t["prior"], prior_weight=t["prior_weight"],
+                    starts=t["starts"])
+    r = identify(scenario.model_file, names, initial, configurations, (t["lower"], t["upper"]), base=base,
+                 search=search)
     group.put("parameters", r.values, "model units", "fitted parameter values (names: attribute `names`)")
     group.put("initial", r.initial, "model units", "starting values")
     group.put("lower", r.lower, "model units", "lower bounds")

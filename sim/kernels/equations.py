@@ -199,8 +199,8 @@ def evaluate(q, v, t, out, targets, flags):
         lumped_springs(_springs(t), _frames(t), v, Q, Q0, G, Kt, with_G, with_K)
     if bodies and t.ca_idx.size and targets.size:
         nj = t.n_joint
-        actuator_springs((t.ca_idx, t.ca_k, t.ca_c, t.angle), phi[nj:], J[nj:], targets, v, Q, Q0, G, Kt,
-                         with_G, with_K)
+        actuator_springs((t.ca_idx, t.ca_k, t.ca_c, t.angle), (phi[nj:], J[nj:]), targets, v, (Q, Q0, G, Kt),
+                         (with_G, with_K))
 
 
 _VEC, _MAT = float64[::1], float64[:, ::1]

@@ -171,7 +171,7 @@ def springs(table, frames, v, Q, Q0, G, Kt, with_G, with_K):
 
 
 @njit(cache=True, nogil=True)
-def actuator_springs(table, s, J_s, targets, v, Q, Q0, G, Kt, with_G, with_K):
+def actuator_springs(table, rows, targets, v, out, flags):
     """Add the compliant actuators' forces ``-J_s^T (k e + c J_s v)`` (``e = s - target``, wrapped
     for angles) into ``Q`` (n_v,), their forces at rest ``-J_s^T k e`` into ``Q0`` where it is not
     empty, ``-c J_s^T J_s`` into ``G`` with ``with_G``, ``k J_s^T J_s`` into ``Kt`` with ``with_K``.
@@ -182,10 +182,16 @@ def actuator_springs(table, s, J_s, targets, v, Q, Q0, G, Kt, with_G, with_K):
         The compliant actuators (n_c,) ints (rows of ``s``, ``J_s``, ``targets``), their
         stiffness and damping (n_c,) [N/m or N m/rad, N s/m or N m s/rad], and which of all
         actuators are angles (n_a,) bool.
-    s : ndarray, shape (n_a,)
-    J_s : ndarray, shape (n_a, n_v)
+    rows : tuple ``(s, J_s)``
+        The actuators' values (n_a,) and Jacobian (n_a, n_v).
     targets : ndarray, shape (n_a,)
+    v : ndarray, shape (n_v,)
+    out : tuple ``(Q, Q0, G, Kt)``
+    flags : tuple ``(with_G, with_K)``
     """
+    s, J_s = rows
+    Q, Q0, G, Kt = out
+    with_G, with_K = flags
     idx, k, c, angle = table
     n = v.size
     for r in range(idx.size):

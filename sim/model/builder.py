@@ -856,8 +856,8 @@ class ModelBuilder:
         sensors = tuple(Sensor(s.name, s.kind, tuple(next(i for i, x in enumerate(markers) if x.name == m)
                                                      for m in s.markers), s.axis, s.units, s.description)
                         for s in self._sensors)
-        model = _finalise(self.name, tuple(bodies), tuple(markers), tuple(self._joints), tuple(self._actuators),
-                          sensors, self.gravity, frames, ee, self._ee[1], self._ee[2], self.notes)
+        parts = (tuple(bodies), tuple(markers), tuple(self._joints), tuple(self._actuators), sensors)
+        model = _finalise(self.name, parts, self.gravity, frames, (ee, self._ee[1], self._ee[2]), self.notes)
         warnings = [w for spec, body in zip(self._bodies, bodies) if spec["kind"] == "beam"
                     for w in plausible.heavy(body.name, body.mass, float(np.linalg.norm(np.ptp(spec["nodes_W"], axis=0))))]
         model = dataclasses.replace(model, warnings=tuple(warnings))
@@ -1080,7 +1080,12 @@ def _make_marker(m, bodies, frames):
     return Marker(m["name"], b, body.nodes_B[node], R_BM, rows[:3], rows[3:], node)
 
 
-def _finalise(name, bodies, markers, joints, actuators, sensors, gravity, frames, ee, kinds, names, notes):
+def _finalise(name, parts, gravity, frames, end_effector, notes):
+    """The :class:`Model` of the built ``parts = (bodies, markers, joints, actuators, sensors)``
+    at the bodies' home ``frames`` ((r, R) each), with the ``end_effector = (marker, kinds,
+    names)``: the coordinates' layout and the home state."""
+    bodies, markers, joints, actuators, sensors = parts
+    ee, kinds, names = end_effector
     q_index, iq, iv = [], 0, 0
     q0 = []
     for body, (r, R) in zip(bodies, frames):

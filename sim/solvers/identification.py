@@ -505,22 +505,12 @@ def start_points(p0, lo, hi, starts, seed=0):
     return np.array(points)
 
 
-def identify(model_file, names, initial, configurations, lower=None, upper=None, base=None,
-             diff_step=1e-4, max_evaluations=200, prior=None, prior_weight=None, starts=1, scheduler=None,
-             workers=None):
-    """Fit model parameters to measured frequencies.
+@dataclass(frozen=True)
+class Search:
+    """How :func:`identify` searches.
 
-    Parameters
+    Attributes
     ----------
-    model_file : str or Path
-    names : sequence of str
-        Model parameters to fit (positive quantities).
-    initial : array_like, shape (n,)
-    configurations : sequence of Configuration
-    lower, upper : array_like, shape (n,), optional
-        Bounds (default: initial / 100 and initial * 100).
-    base : dict, optional
-        Model parameters common to every configuration.
     diff_step : float
         Relative finite-difference step on ``ln p``.
     max_evaluations : int
@@ -536,11 +526,42 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     scheduler, workers
         Where the starts run (:func:`sim.solvers.sweep.run_cases`: a local process pool by
         default, or a Dask scheduler address).
+    """
+
+    diff_step: float = 1e-4
+    max_evaluations: int = 200
+    prior: object = None
+    prior_weight: object = None
+    starts: int = 1
+    scheduler: str = None
+    workers: int = None
+
+
+def identify(model_file, names, initial, configurations, bounds=(None, None), base=None, search=None):
+    """Fit model parameters to measured frequencies.
+
+    Parameters
+    ----------
+    model_file : str or Path
+    names : sequence of str
+        Model parameters to fit (positive quantities).
+    initial : array_like, shape (n,)
+    configurations : sequence of Configuration
+    bounds : (lower, upper), each array_like, shape (n,), or None
+        Bounds (default: initial / 100 and initial * 100).
+    base : dict, optional
+        Model parameters common to every configuration.
+    search : Search, optional
+        Finite-difference step, evaluations, prior, starts and where they run.
 
     Returns
     -------
     IdentificationResult
     """
+    search = Search() if search is None else search
+    lower, upper = bounds
+    diff_step, max_evaluations, starts = search.diff_step, search.max_evaluations, search.starts
+    prior, prior_weight = search.prior, search.prior_weight
     start = time.perf_counter()
     names = list(names)
     p0 = np.asarray(initial, dtype=float)
@@ -574,7 +595,7 @@ def identify(model_file, names, initial, configurations, lower=None, upper=None,
     else:
         from sim.solvers.sweep import run_cases
         cases = [(problem, theta, *bounds, diff_step, max_evaluations) for theta in points]
-        outcomes = run_cases(fit_start, cases, scheduler=scheduler, workers=workers)
+        outcomes = run_cases(fit_start, cases, scheduler=search.scheduler, workers=search.workers)
         failed = [r.error for r in outcomes if not r.ok]
         if len(failed) == len(outcomes):
             raise SimError(f"identification: every start failed; the first: {failed[0]}")
