@@ -21,7 +21,7 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 # The kernels are compiled at LLVM's -O2, not numba's default -O3: a fifth less compilation
-# from an empty cache (3-RRRU: 157 -> 124 s) for the same cost per step (frames, rigid motion,
+# from an empty cache for the same cost per step (frames, rigid motion,
 # transient steps within the machine's noise, a few per cent).  Read when numba is imported;
 # NUMBA_OPT set by the user wins.
 os.environ.setdefault("NUMBA_OPT", "2")
@@ -62,7 +62,7 @@ if "NUMBA_CACHE_DIR" not in os.environ and not _writable(os.path.join(os.path.di
         os.environ["NUMBA_CACHE_DIR"] = _cache
 
 # ... and when numpy was imported first, the environment is too late: limit the loaded pools
-# (not otherwise: threadpoolctl takes 20 ms, a third of `sim --help`).
+# (not otherwise: importing threadpoolctl is a good part of `sim --help`).
 if "numpy" in sys.modules:
     from threadpoolctl import threadpool_limits
 

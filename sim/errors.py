@@ -119,7 +119,7 @@ _quick = {}
 def nothing_to_keep(undo=lambda: None):
     """While inside, until :func:`keeping` is called, in the command line: a stop that would
     wait for a compilation (held back by :func:`signals_deferred`, or landing in numba's
-    compiler: 5-19 s on a cold cache, beyond a container's 10 s stop grace period) ends the
+    compiler on a cold cache, often longer than a container's stop grace period) ends the
     process at once, after ``undo()`` (a run's reservation released): nothing computed is
     lost.  Compilations write their cache files whole or not at all; a compile helper ends
     once its parent is gone.  Also a decorator."""

@@ -328,7 +328,7 @@ def reference(model, scenario, table, progress):
     torque = None
     if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
         from sim.solvers.inverse_dynamics import actuator_forces
-        import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
+        import scipy.interpolate    # on use: a long import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q, None)
 
@@ -589,7 +589,7 @@ def static_deviation(model, times, qs, lock=False):
     values = np.array(values)
     if not values.any():     # no gravity, no preloads: no spline to import and build
         return lambda t: np.zeros((np.size(t), values.shape[1]))
-    import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
+    import scipy.interpolate    # on use: a long import that `sim modes` does without
     spline = scipy.interpolate.CubicSpline(times, values, axis=0)
     return lambda t: spline(np.atleast_1d(t))
 

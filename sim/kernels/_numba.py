@@ -114,13 +114,13 @@ def _light_cache_loads():
     """Load a cached kernel with only what running it needs.
 
     numba does two things on every load from the disk cache that a process which only runs
-    the kernel does not need, 0.2 s of a warm `sim modes` (0.96 s):
+    the kernel does not need, a fifth of a warm `sim modes`:
 
     * it refreshes its target context: imports and installs every implementation it can
       compile (arrays, linalg, random, typed containers, ...).  Running machine code needs only
       the symbols it refers to: the runtime's (NRT), and, for code that hashes strings, those
-      of the hash secret, which the import of ``numba.cpython.hashing`` registers (20 ms, so
-      only for such code).  Every compilation refreshes the context itself (numba's
+      of the hash secret, which the import of ``numba.cpython.hashing`` registers (an import
+      worth skipping, so only for such code).  Every compilation refreshes the context itself (numba's
       ``CompilerBase``), so a miss after a light load compiles as before;
     * it parses the library's LLVM bitcode (kept for linking it into a caller compiled later)
       and lists the symbols it defines, so that the entry points can be looked up.  Here the

@@ -23,8 +23,8 @@ class RecordType(types.StructRef):
 
     Passed as it is, a named tuple's arrays are as many machine arguments of every compiled
     function that takes it, each with its unboxing in the function's Python entry: for the
-    ninety-odd arrays of :class:`sim.kernels.equations.Tables`, about 2.5 s of a cold start's
-    compilation per kernel and 13 us per call from Python.  By reference it is one pointer.
+    ninety-odd arrays of :class:`sim.kernels.equations.Tables`, a large share of a cold start's
+    compilation per kernel and of each call from Python.  By reference it is one pointer.
     """
 
     def preprocess_fields(self, fields):
@@ -96,7 +96,7 @@ def pointer(kernel, signature):
         # Compiled (or loaded) under the argument types first, the key of a call from Python:
         # numba keys its disk cache by the signature as given, and a full Signature here would
         # store the same machine code under another key, which the next process's Python calls
-        # miss (and compile again, 12 s for the evaluation).
+        # miss (and compile again: the evaluation is the longest compilation of all).
         kernel.compile(tuple(signature.args))
         _POINTERS[key] = _numba.address(kernel, signature)
     return _POINTERS[key]
@@ -104,7 +104,7 @@ def pointer(kernel, signature):
 
 # The addresses found, like the dispatchers' own tables of compiled code: the machine code
 # lives as long as the process (numba never unloads it), and looking an address up through
-# the dispatcher costs ~0.25 ms, a few per KED or frequency run.
+# the dispatcher is slow next to a dictionary look-up, and a few happen per KED or frequency run.
 _POINTERS = {}
 
 

@@ -229,7 +229,7 @@ def addresses(t):
 
     A compiled loop that called them directly would link the whole evaluation (bodies,
     markers, rows, springs, stiffening) into its own module and optimise and emit it again,
-    about 10 s per loop on a cold start; a call through an address links nothing, and one
+    seconds per loop on a cold start; a call through an address links nothing, and one
     machine-code copy serves Python and every loop.
     """
     kind = t if isinstance(t, types.Type) else typeof(t)

@@ -55,7 +55,7 @@ from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, elastic_stiffness, solver, solver_address
 
-FRAME_CHUNK = 24   # frames per worker task (~3 ms on the 3-RRRU); the tracker restarts at each
+FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
 
 
 def ramp_response(omega, zeta, dt, eta, eta_dot, load_start, load_end):
@@ -356,7 +356,7 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
                 for j in range(n_v):
                     J[i, j] = J_all[keep[i], j]
         # Element by element here and below: slice assignments compile shape checks and
-        # broadcasting, several seconds of a cold start for a few hundred numbers.
+        # broadcasting, much of a cold start's compilation for a few hundred numbers.
         for i in range(n_v):
             a[i, 0] = accs[k, i]
         Ma = block_product(M, blocks, a)

@@ -137,7 +137,7 @@ def table(path, d):
         raise SimError(f"{path}: the table holds NaN or infinite values")
     if data.shape[0] < 4 or np.any(np.diff(data[:, 0]) <= 0):
         raise SimError(f"{path}: times must be strictly increasing, at least 4 rows")
-    import scipy.interpolate    # on use: 0.4 s of import that `sim modes` does without
+    import scipy.interpolate    # on use: a long import that `sim modes` does without
     spline = scipy.interpolate.CubicSpline(data[:, 0] - data[0, 0], data[:, 1:], axis=0)
 
     def law(t):
