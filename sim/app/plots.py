@@ -1181,7 +1181,7 @@ QUESTIONS = (("deviation", "How far does the end effector stray from the rigid r
              ("modes", "Which modes, at which frequencies?"),
              ("motion", "How fast do the end effector and the markers move and accelerate?"),
              ("forces", "Which forces and stresses do the actuators, joints and bodies carry?"),
-             ("frf", "How does the robot respond to a harmonic force?"),
+             ("frf", "How does the robot respond to a harmonic force or motor torque?"),
              ("identification", "How well do the fitted parameters reproduce the measured frequencies?"),
              ("sweep", "How does the answer change with the parameters?"))
 
@@ -1191,6 +1191,10 @@ def question(title):
     group, _, what = title.partition(":")
     if group in ("frf", "identification"):
         return group
+    if group == "state_space":      # the plant's response to a motor torque or a servo reference
+        return "frf"
+    if group == "frequencies":      # along the motion, locked and with the servo drives
+        return "frequencies"
     if group in ("modes", "design"):
         return "modes"
     if group == "sweep":
@@ -1319,7 +1323,7 @@ def _legend_outside(ax):
     handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
     legend.remove()
     if ax.child_axes or max(map(len, labels), default=0) > 40:    # a colour bar on the right, long labels
-        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize="x-small",
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize="x-small",
                   ncol=1 if max(map(len, labels), default=0) > 40 else min(3, len(labels)), frameon=False)
     else:
         # past the tick labels of a second y axis on the right (rotations beside translations)
@@ -1515,7 +1519,7 @@ def _draw_runs_deviation(ax, trees, labels, i, name, legend=True, window=None):
     ax.set_ylabel(f"{name} [{shown}]")
     ax.set_xlabel("time [s]")
     ax.grid(True, alpha=0.3)
-    if legend:
+    if legend and ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     return ax
 

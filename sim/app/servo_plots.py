@@ -3,6 +3,8 @@
 the transient's deviation split into the servo's and the structure's shares."""
 import numpy as np
 
+from sim.app.units import readable
+
 
 def _units(group, name):
     units = group[name]["attrs"].get("units", "")
@@ -19,15 +21,17 @@ def draw_bode(ax, group, phase=False):
     for i in range(H.shape[1]):
         for j in range(H.shape[2]):
             label = f"{outs[i] if i < len(outs) else i} / {ins[j] if j < len(ins) else j}"
+            # One legend for the pair of panels, beside the phase (the magnitude's units in it).
             if phase:
-                ax.plot(f, np.degrees(H[:, i, j]), label=label)
+                ax.plot(f, np.degrees(H[:, i, j]), label=f"{label} [{units[i * H.shape[2] + j]}]")
             else:
-                ax.loglog(f, H[:, i, j], label=f"{label} [{units[i * H.shape[2] + j]}]")
+                ax.loglog(f, H[:, i, j])
     ax.set_xscale("log")
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("phase [deg]" if phase else "|H|")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    if phase:
+        ax.legend(loc="best", fontsize="small", title="output / input [|H| unit]", title_fontsize="small")
     return ax
 
 
@@ -48,18 +52,20 @@ def draw_servo_frequencies(ax, group):
 
 
 def draw_split(ax, group):
-    """Norm of the translational deviation [um]: the whole, the servo's share and the
+    """Norm of the translational deviation (in µm or mm, :func:`sim.app.units.readable`): the whole, the servo's share and the
     structure's, over time."""
     t = np.asarray(group["time"]["data"])
     units = _units(group, "deviation")
     d = np.shape(group["deviation"]["data"])[1]
     units = [units] * d if isinstance(units, str) else list(units)
     cols = [j for j, u in enumerate(units) if u == "m"] or list(range(d))
-    for name, style in (("deviation", "-"), ("deviation_servo", "--"), ("deviation_structure", ":")):
-        x = np.linalg.norm(np.asarray(group[name]["data"])[:, cols], axis=1) * 1e6
-        ax.plot(t, x, style, label=name.replace("deviation_", "") if name != "deviation" else "flexible - rigid")
+    norms = {name: np.linalg.norm(np.asarray(group[name]["data"])[:, cols], axis=1)
+             for name in ("deviation", "deviation_servo", "deviation_structure")}
+    factor, unit = readable(norms["deviation"], "m")       # as the run summary prints it
+    for (name, x), style in zip(norms.items(), ("-", "--", ":")):
+        ax.plot(t, x / factor, style, label=name.replace("deviation_", "") if name != "deviation" else "flexible - rigid")
     ax.set_xlabel("time [s]")
-    ax.set_ylabel("deviation (translation norm) [um]")
+    ax.set_ylabel(f"deviation (translation norm) [{unit}]")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     return ax
