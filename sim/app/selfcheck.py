@@ -54,7 +54,7 @@ naming the scenario key to change.
 import numpy as np
 
 DRIFT_LIMIT = 0.01        # largest violation / peak deviation
-DEFLECTION_FLOOR = 1e-12  # m: a peak deflection at most this is round-off (a robot's size times ~1e-15)
+DEFLECTION_FLOOR = 1e-12  # m or rad: a peak deflection at most this is round-off (a robot's size times ~1e-15)
 AGREEMENT_LIMIT = 0.25    # RMS difference of the transient's and the KED's vibrations, share of the vibration
 SAMPLES_PER_PERIOD = 8    # output samples per period of the highest reported frequency
 RESOLVED_STEPS = 10       # time steps per period of an oscillation integrated to a few per cent
@@ -196,7 +196,9 @@ def above(time, deviation, units, cut):
     """Each coordinate's deviation above the frequency ``cut`` [Hz] (zero-phase high-pass,
     :func:`_high_pass`): its peak over the coordinate's peak [1] and its dominant frequency
     [Hz], ndarrays (d,); NaN where the output (``time`` (n,), ``deviation`` (n, d) in
-    ``units``) does not resolve that band, or for a coordinate at round-off."""
+    ``units``) does not resolve that band, or for a coordinate at round-off: beside the largest
+    of its unit, or at most :data:`DEFLECTION_FLOOR` (a motion the drives follow exactly leaves
+    a deviation of 1e-16, all of it noise)."""
     deviation = np.asarray(deviation, dtype=float).reshape(len(time), -1)
     d = deviation.shape[1]
     share, frequency = np.full(d, np.nan), np.full(d, np.nan)
@@ -214,7 +216,7 @@ def above(time, deviation, units, cut):
     peaks = np.abs(deviation).max(axis=0)
     for k in range(d):
         largest = max(p for p, u in zip(peaks, units) if u == units[k])
-        if peaks[k] > 0 and not at_roundoff(peaks[k], largest):
+        if peaks[k] > DEFLECTION_FLOOR and not at_roundoff(peaks[k], largest):
             share[k] = np.abs(high[:, k]).max() / peaks[k]
             frequency[k] = bins[band][np.argmax(spectrum[band, k])]
     return share, frequency
