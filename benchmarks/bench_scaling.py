@@ -33,9 +33,15 @@ EXUDYN_US = {8: 40.8, 32: 225.0, 128: 2741.0, 256: 13419.0}     # issue 41, Exud
 
 def _with_solver(solver):
     """Make the transient analysis integrate with ``solver`` (dense, block or auto)."""
+    import dataclasses
+
     import sim.solvers.simulate as simulate
+    from sim.solvers.integrators import Options
     plain = simulate.simulate
-    simulate.simulate = lambda *args, **kwargs: plain(*args, **kwargs, solver=solver)
+
+    def with_solver(model, q0, v0, t_end, h, drive, options=None, **rest):
+        return plain(model, q0, v0, t_end, h, drive, dataclasses.replace(options or Options(), solver=solver), **rest)
+    simulate.simulate = with_solver
 
 
 def _chunk_timer():

@@ -22,7 +22,10 @@ class Group(NamedTuple):
     entries, :class:`sim.kernels.equations.Tables`): each body's reference starts in ``q`` and
     ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3, n+1, n+1)
     and their nonzeros ``T_nz`` (nnz, 4), ``T_val`` (g, nnz), ``Jrot``, ``Grot``, ``Mff``,
-    ``Kff``."""
+    ``Kff``, and ``ff`` (n, w): the columns of each row of ``Mff`` and ``Kff`` that hold a
+    nonzero in some body of the group, ascending, padded with -1 (a beam's nodal coordinates
+    couple only to their elements' neighbours: the elastic blocks are banded, and written and
+    multiplied by their nonzeros only)."""
 
     q_start: np.ndarray
     v_start: np.ndarray
@@ -35,6 +38,7 @@ class Group(NamedTuple):
     Grot: np.ndarray
     Mff: np.ndarray
     Kff: np.ndarray
+    ff: np.ndarray
 
 
 @njit(cache=True)
@@ -48,7 +52,7 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
     With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
     velocity-quadratic forces (each body's block; see :func:`group_velocity`).
     """
-    q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff = group
+    q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, ff = group
     g_count = q_start.size
     n = Mff.shape[1]
     rest = Q0.size > 0
@@ -181,11 +185,14 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
             M[vs + 6 + f, vs + 3] = m0
             M[vs + 6 + f, vs + 4] = m1
             M[vs + 6 + f, vs + 5] = m2
-            for e in range(n):
-                M[vs + 6 + f, vs + 6 + e] = Mff[b, f, e]
-            # S_f^T g_B - K q_f - sum_kl (W W)_kl Tz_kl - 2 W_kl Tzd_kl, W = skew(w)
+            # The elastic block's nonzeros (its other entries of M stay zero from the start).
             acc = S0 * gB[0] + S1 * gB[1] + S2 * gB[2]
-            for e in range(n):
+            for j in range(ff.shape[1]):
+                e = ff[f, j]
+                if e < 0:
+                    break
+                M[vs + 6 + f, vs + 6 + e] = Mff[b, f, e]
+                # S_f^T g_B - K q_f - sum_kl (W W)_kl Tz_kl - 2 W_kl Tzd_kl, W = skew(w)
                 acc -= Kff[b, f, e] * z[e + 1]
             if rest:
                 Q0[vs + 6 + f] = acc

@@ -33,7 +33,8 @@ class Tables(NamedTuple):
     ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`): reference starts in
     ``q`` and ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3,
     n+1, n+1) also as their nonzeros (``g_Tnz`` (nnz, 4) rows ``(k, l, c, a)`` standing for
-    ``T[:, l, k, c, a]``, ``g_Tval`` (g, nnz)), ``J_rot``, ``G_rot``, ``M_ff``, ``K_ff``.
+    ``T[:, l, k, c, a]``, ``g_Tval`` (g, nnz)), ``J_rot``, ``G_rot``, ``M_ff``, ``K_ff`` and the columns of their rows' nonzeros
+    ``ff`` (:class:`sim.kernels.bodies.Group`).
     Markers: ``marker_body`` (n_m,; -1 ground), ``body_q``, ``body_v`` (n_b,) each body's
     start in ``q`` and ``v``, ``qf_idx`` (n_m, nf) the elastic coordinates a marker's shape
     functions ``D``, ``E`` (n_m, 3, nf) act on (-1: padding), ``p0`` (n_m, 3), ``R_BM``
@@ -64,6 +65,7 @@ class Tables(NamedTuple):
     g_Grot: tuple
     g_Mff: tuple
     g_Kff: tuple
+    g_ff: tuple
     marker_body: np.ndarray
     body_q: np.ndarray
     body_v: np.ndarray
@@ -149,7 +151,8 @@ def _group(g, q, v, t, M, Q, Q0, G, with_G):
     """:func:`group_terms` of body group ``g`` of the tables ``t`` (none for padding)."""
     if t.g_qs[g].size:
         group_terms(q, v, t.gravity, Group(t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
-                                           t.g_Tval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g], t.g_Kff[g]),
+                                           t.g_Tval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g], t.g_Kff[g],
+                                           t.g_ff[g]),
                     M, Q, Q0, G, with_G)
 
 

@@ -64,10 +64,24 @@ def _sparse_T(group):
     return np.stack([k, l, c, a], axis=1).astype(np.int64), np.ascontiguousarray(T[:, l, k, c, a])
 
 
+def _pattern(group):
+    """``g_ff`` (n, w): the columns of each row of the group's ``mass_ff`` or ``stiffness_ff`` with
+    a nonzero in some body, ascending, padded with -1."""
+    M, K = np.asarray(group.mass_ff), np.asarray(group.stiffness_ff)
+    n = M.shape[1]
+    nonzero = np.any(M != 0, axis=0) | np.any(K != 0, axis=0) if len(M) else np.zeros((n, n), dtype=bool)
+    width = int(nonzero.sum(axis=1).max(initial=0))
+    out = np.full((n, width), -1, dtype=np.int64)
+    for f in range(n):
+        cols = np.flatnonzero(nonzero[f])
+        out[f, :cols.size] = cols
+    return out
+
+
 # An empty group of each g_* field (no bodies), in field order.
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 3, 1)),
           np.zeros((0, 3, 3, 1, 1)), np.zeros((0, 4), dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 3, 3)),
-          np.zeros((0, 3, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0)))
+          np.zeros((0, 3, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0), dtype=np.int64))
 
 
 def _groups(model):
@@ -76,9 +90,11 @@ def _groups(model):
     groups = model.body_groups
     dense = lambda f: tuple(np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups)   # noqa: E731
     sparse = [_sparse_T(g) for g in groups]
+    patterns = tuple(_pattern(g) for g in groups)
     fields = (tuple(g.q_start.astype(np.int64) for g in groups), tuple(g.v_start.astype(np.int64) for g in groups),
               dense("mass"), dense("first_moment"), dense("second_moment"), tuple(s[0] for s in sparse),
-              tuple(s[1] for s in sparse), *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")))
+              tuple(s[1] for s in sparse), *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")),
+              patterns)
     pad = -len(groups) % GROUPS
     return tuple(field + (empty,) * pad for field, empty in zip(fields, _EMPTY))
 
