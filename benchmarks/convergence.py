@@ -19,7 +19,7 @@ from sim.app.cli import main as sim
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ("rrru3_circle", "five_bar_circle", "slider_crank", "slider_crank_simeon", "spinup_beam", "four_bar_locked",
-           "delta_pick_place")
+           "delta_pick_place", "rrru3_servo")
 
 
 def _run(scenario, out, *sets):

@@ -372,6 +372,33 @@ drive_law = {{kind = "constant_rate", rate = 0.5}}
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], err
 
 
+@pytest.mark.parametrize("inputs, outputs, fragment", [
+    ('["motor:nope"]', '["motor:motor"]', "unknown actuator `nope`"),
+    ('["motor:motor"]', '["sensor:nope"]', "unknown sensor `nope`"),
+])
+def test_state_space_names_are_checked_before_any_analysis(tmp_path, capsys, inputs, outputs, fragment):
+    """A [state_space] input or output the model does not have is refused with the analyses'
+    checks, before anything runs: one line, exit code 2, no file."""
+    from sim.app.cli import main
+
+    path = tmp_path / "a.toml"
+    path.write_text(f"""name = "axis"
+[model]
+file = "{AXIS.as_posix()}"
+[modes]
+count = 1
+[state_space]
+inputs = {inputs}
+outputs = {outputs}
+""")
+    out = tmp_path / "a.h5"
+    code = main(["run", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists(), err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "[state_space]" in lines[0] and fragment in lines[0], err
+
+
 def test_inverse_dynamics_with_the_rotor(axis):
     """The rigid inverse dynamics of the geared axis on a cycloid: tau = (J_l + n^2 J_m) s_ddot,
     to 1e-9 (the prescribed transient's actuator force includes the rotor likewise)."""

@@ -116,7 +116,16 @@ def write_modes(group, result, count, prefix=""):
 
 def check(model, scenario):
     """Validate the ``[servo]`` gains and the inputs and outputs (see :mod:`sim.analyses`)."""
-    gains(model, scenario) if scenario.data["state_space"]["drives"] == "servo" else None
+    from sim.solvers.servo import check_signals
+
+    t = scenario.data["state_space"]
+    if t["drives"] == "servo":
+        gains(model, scenario)
+    try:
+        check_signals(model, t["inputs"], "input")
+        check_signals(model, t["outputs"], "output")
+    except SimError as exc:
+        raise SimError(f"{scenario.path}: [state_space] {exc}") from None
 
 
 @register("state_space", check=check)

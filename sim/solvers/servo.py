@@ -373,6 +373,24 @@ def signals(model, q, plant, specs, what):
     return np.array(rows).reshape(len(specs), plant.M.shape[0]), tuple(units), np.array(refs, dtype=int)
 
 
+def check_signals(model, specs, what):
+    """Refuse (:class:`SimError`) a named input or output of :func:`signals` that ``model`` does
+    not have, before anything is computed: the actuators and sensors named, the others
+    resolved as :mod:`sim.solvers.frf` does at home."""
+    from sim.solvers.frf import _rows
+
+    sensors = [x.name for x in model.sensors]
+    for spec in specs:
+        kind, _, name = spec.partition(":")
+        if kind == "motor" or (kind == "reference" and what == "input"):
+            _index(model, name, spec)
+        elif kind == "sensor" and what == "output":
+            if name not in sensors:
+                raise SimError(f"`{spec}`: unknown sensor `{name}` (sensors: {', '.join(sensors) or 'none'})")
+        else:
+            _rows(model, model.q_home, [spec], what, locked=False)
+
+
 SENSOR_STEP = 1e-7     # m or rad along each admissible motion: central differences of the sensors
 
 
