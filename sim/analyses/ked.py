@@ -19,26 +19,41 @@ PER_PERIOD = 16
 
 
 def prepare(model, scenario):
-    """Load the compiled kernels of the KED (see :mod:`sim.analyses`)."""
+    """Load the compiled kernels of the KED (see :mod:`sim.analyses`): with servo drives, the
+    rigid motion's only."""
     from sim.solvers.ked import load_kernels
-    load_kernels(model, scenario.data["ked"]["modes"])
+    from sim.solvers.motion import load_kernels as load_motion
+
+    if scenario.data["ked"]["drives"] == "servo":
+        load_motion(model)
+    else:
+        load_kernels(model, scenario.data["ked"]["modes"])
 
 
 def loops(model, scenario):
-    """Compile the KED's own loops alone (see :mod:`sim.analyses`)."""
+    """Compile the KED's own loops alone (see :mod:`sim.analyses`; none with servo drives)."""
     from sim.solvers.ked import compile_loops
-    compile_loops(model, scenario.data["ked"]["modes"])
+
+    if scenario.data["ked"]["drives"] != "servo":
+        compile_loops(model, scenario.data["ked"]["modes"])
 
 
 def check(model, scenario):
-    """Refuse a robot whose actuators leave its end effector free, and a shaper tuned above
-    what the intervals resolve (see :mod:`sim.analyses`)."""
+    """Refuse a robot whose actuators leave its end effector free, a shaper tuned above what
+    the intervals resolve and servo drives without gains or on a motor without a rotor (see
+    :mod:`sim.analyses`)."""
     from sim.solvers.moves import check_resolution
     from sim.solvers.trajectory import from_scenario
 
     determined(model, scenario)
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     check_resolution(trajectory.moves, trajectory.duration / scenario.data["ked"]["intervals"], "ked")
+    if scenario.data["ked"]["drives"] == "servo":
+        from sim.analyses.servo import gains
+        from sim.solvers.servo import check_transient
+
+        gains(model, scenario)
+        check_transient(model, f"{scenario.path}: [ked]")
 
 
 @register("ked", prepare=prepare, check=check, loops=loops)
@@ -55,28 +70,31 @@ def run(model, scenario, group, progress):
     from sim.analyses import damping as robot_damping
     from sim.solvers.damping import material_matrix, modal_ratios
     from sim.errors import SimError
-    from sim.solvers.ked import integrate_frames, motion_and_frames, parts_for
+    from sim.solvers.ked import integrate_frames, motion_and_frames
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     n = table["intervals"]
     time = np.linspace(0.0, trajectory.duration, n + 1)
-    # The frames of the first instants are computed (in another thread) while the motion goes on.
-    with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
-        motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
-                                           progress_frames=bar_modes)
-    damping = robot_damping(scenario, group)
-    zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
-    if zeta.max() >= 1:
-        k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
-        raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "
-                       f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower [damping] rayleigh_beta or [ked] modes")
-    step = table.get("output_step")
-    parts = (parts_for(time, frames.omega / (2 * np.pi), PER_PERIOD) if step is None
-             else max(1, int(round((time[1] - time[0]) / step))) if n else 1)
-    result = integrate_frames(time, frames, motion.pose, zeta, start=table["start"], parts=parts,
-                              pose_at=lambda t: trajectory(t)[0])
+    servo = table["drives"] == "servo"
+    if servo:
+        result, zeta, parts, motion, servo_summary = _servo(model, scenario, group, trajectory, time, progress)
+    else:
+        # The frames of the first instants are computed (in another thread) while the motion goes on.
+        with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
+            motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
+                                               progress_frames=bar_modes)
+        damping = robot_damping(scenario, group)
+        zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
+        if zeta.max() >= 1:
+            k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
+            raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "
+                           f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower [damping] rayleigh_beta or "
+                           f"[ked] modes")
+        parts = _parts(table, time, frames.omega)
+        result = integrate_frames(time, frames, motion.pose, zeta, start=table["start"], parts=parts,
+                                  pose_at=lambda t: trajectory(t)[0])
     out = result.samples or result
 
     units = list(model.pose_units)
@@ -94,18 +112,27 @@ def run(model, scenario, group, progress):
     group.put("deviation_dynamic", out.deviation_dynamic, units, "deviation - deviation_static")
     group.attrs["samples_per_interval"] = int(parts)
     group.put("frequency_time", result.time, "s", "instants of the frozen structures")
-    group.put("frequencies", result.frequencies, "Hz",
-              "lowest elastic frequencies of the structure frozen at each instant (actuators locked), ascending")
+    if servo:
+        group.put("frequencies", result.frequencies, "Hz",
+                  "lowest closed-loop natural frequencies |lambda| / 2 pi of the robot with its servo drives frozen "
+                  "at each instant (the kept modes' reduced system), ascending (NaN: fewer complex modes)")
+        group.put("damping_ratios", zeta, "1", "their damping ratios -Re lambda / |lambda|")
+    else:
+        group.put("frequencies", result.frequencies, "Hz",
+                  "lowest elastic frequencies of the structure frozen at each instant (actuators locked), ascending")
+        group.put("damping_ratios", zeta, "1", "damping ratio of each kept mode of each frozen structure (all models)")
     group.put("modal_coordinates", result.modal_coordinates, "kg^0.5 m",
-              "modal coordinates eta (mass-normalised modes): row 0 at t = 0, row i + 1 at the end of interval i, "
-              "on interval i's modes")
+              "modal coordinates eta (mass-normalised modes" + (" of the robot held by its servos' springs" if servo
+                                                                 else "") +
+              "): row 0 at t = 0, row i + 1 at the end of interval i, on interval i's modes")
     group.put("modal_velocities", result.modal_velocities, "kg^0.5 m/s", "time derivatives of modal_coordinates")
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["intervals"] = int(n)
     group.attrs["modes"] = int(table["modes"])
-    group.put("damping_ratios", zeta, "1", "damping ratio of each kept mode of each frozen structure (all models)")
+    group.attrs["drives"] = table["drives"]
     group.attrs["start"] = table["start"]
-    group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion"
+    group.attrs["load"] = "Q(q_r, v_r) - M a_r: gravity, springs, quadratic-velocity and inertia of the rigid motion" + (
+        "; with the servos' feedforward and the rotors' inertia" if servo else "")
     write_skeleton(model, group, result, motion.q)
     section_summary = sections.write(group, model, result.time, result.displacement,
                                      "the elastic nodal displacements at the interval ends (modal part plus "
@@ -113,10 +140,77 @@ def run(model, scenario, group, progress):
     peaks = np.abs(out.deviation).max(axis=0)
     summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
                                                                                  model.pose_units)}
-    summary["frequency_range_hz"] = (float(result.frequencies.min()), float(result.frequencies.max()))
+    summary["frequency_range_hz"] = (float(np.nanmin(result.frequencies)), float(np.nanmax(result.frequencies)))
     summary.update(settle.write(group, model, trajectory.moves, out.time, out.pose_rigid, out.deviation_dynamic))
     summary.update(section_summary)
+    if servo:
+        summary.update(servo_summary)
     return summary
+
+
+def _parts(table, time, omega):
+    """Output instants per interval: ``output_step``'s, or :data:`PER_PERIOD` per period of the
+    highest of the circular frequencies ``omega`` [rad/s]."""
+    from sim.solvers.ked import parts_for
+
+    step = table.get("output_step")
+    if step is None:
+        return parts_for(time, omega / (2 * np.pi), PER_PERIOD)
+    return max(1, int(round((time[1] - time[0]) / step))) if time.size > 1 else 1
+
+
+def _servo(model, scenario, group, trajectory, time, progress):
+    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.ked_servo`): its
+    result as the locked KED's record, the closed-loop damping ratios (n + 1, r), the output
+    instants per interval, the rigid motion and summary items; writes the tracking datasets."""
+    from dataclasses import replace
+
+    from sim.analyses import Quantity, damping as robot_damping
+    from sim.analyses.servo import gains
+    from sim.solvers.inverse_dynamics import actuator_forces
+    from sim.solvers.ked_servo import integrate, servo_frames
+    from sim.solvers.motion import rigid_motion
+
+    table = scenario.data["ked"]
+    servo, damping = gains(model, scenario), robot_damping(scenario, group)
+    with progress(time.size, "ked: rigid motion") as bar:
+        motion = rigid_motion(model, trajectory, time, progress=bar, condition=False)
+    torque = rest = None
+    if servo.torque.any():
+        torque = actuator_forces(model, motion)
+        still = replace(motion, v=np.zeros_like(motion.v), a=np.zeros_like(motion.a),
+                        actuators_dot=np.zeros_like(motion.actuators_dot),
+                        actuators_ddot=np.zeros_like(motion.actuators_ddot))
+        rest = actuator_forces(model, still)
+    with progress(time.size, "ked: servo frames") as bar:
+        frames = servo_frames(model, motion, servo, damping, table["modes"], torque, rest, bar)
+    parts = _parts(table, time, frames.omega)
+    res = integrate(time, frames, servo, start=table["start"], parts=parts)
+    joint = ["rad" if a.kind == "angle" else "m" for a in model.actuators]
+    names = ", ".join(model.actuator_names)
+    pose_units = list(model.pose_units)
+    group.put("tracking_error", res.tracking_error, joint,
+              f"reference minus joint coordinate s_ref - s ({names}), joint side, linearised")
+    if any(a.stiffness is not None for a in model.actuators):
+        group.put("motor_error", res.motor_error, joint,
+                  f"reference minus motor angle in joint units ({names}): behind a compliant transmission the "
+                  f"motor's own")
+    group.put("actuator_forces", res.actuator_forces, ["N m" if u == "rad" else "N" for u in joint],
+              f"the servos' joint-side forces ({names}), linearised, no torque limit")
+    group.put("deviation_servo", res.deviation_servo, pose_units,
+              "the servo's share of the deviation: the rigid robot's pose change for the actuators' lag s - s_ref")
+    group.put("deviation_structure", res.deviation - res.deviation_servo, pose_units,
+              "the structure's share of the deviation: deviation - deviation_servo")
+    group.put("integral_states", res.integral, "N m s" if all(u == "rad" for u in joint) else "N s",
+              "the servos' integral states y = int kv kp (r - theta) dt at the interval ends (those with ki > 0)")
+    summary = {f"peak_tracking_error_{a}": Quantity(float(e), u)
+               for a, e, u in zip(model.actuator_names, np.abs(res.tracking_error).max(axis=0), joint)}
+    over = [a for a, f, limit in zip(model.actuator_names, np.abs(res.actuator_forces).max(axis=0),
+                                     servo.torque_limit) if f > limit]
+    if over:    # a linear analysis: say so where the real drive would saturate
+        summary["torque_limit_exceeded"] = ", ".join(over)
+    pose_rigid = np.asarray(trajectory(res.time)[0], dtype=float).reshape(res.time.size, -1)
+    return res.result(pose_rigid), res.damping_ratios, parts, motion, summary
 
 
 def write_skeleton(model, group, result, q_rigid):

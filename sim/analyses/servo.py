@@ -42,23 +42,19 @@ def tracking(model, q, t, law):
         ``G = J_x N (J_s N)^+`` on the rigid coordinates, ``N`` the joints' null space); the rest
         of the deviation is the structure's.
     """
-    from sim.linalg import null_space
-    from sim.model.constraints import actuator_values, constraints
-    from sim.model.kinematics import pose_jacobian
+    from sim.model.constraints import actuator_values
+    from sim.solvers.servo import lag_gain
 
     n_a, d = len(model.actuators), len(model.pose_names)
     s, error, share = np.zeros((len(t), n_a)), np.zeros((len(t), n_a)), np.zeros((len(t), d))
     ref = np.asarray(law(np.asarray(t, dtype=float))[0]).reshape(len(t), n_a)
     angle = np.array([a.kind == "angle" for a in model.actuators])
-    rigid = model.v_rigid
     for i, qi in enumerate(q):
         values, J_s = actuator_values(model, qi)
         s[i] = values
         e = ref[i] - values
         error[i] = np.where(angle, (e + np.pi) % (2 * np.pi) - np.pi, e)
-        N = null_space(constraints(model, qi)[1][:, rigid], 1e-10)
-        G = pose_jacobian(model, qi)[1][:, rigid] @ N @ np.linalg.pinv(J_s[:, rigid] @ N)
-        share[i] = -G @ error[i]
+        share[i] = -lag_gain(model, qi, J_s) @ error[i]
     return s, error, share
 
 

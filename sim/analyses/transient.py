@@ -445,15 +445,28 @@ def run(model, scenario, group, progress):
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
     law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress)
+    kind = table["drive"]
+    servo = None
+    if kind == "servo":
+        from sim.analyses.servo import gains as servo_gains
+        servo = servo_gains(model, scenario)
     # Compliant drives are springs towards their targets under a prescribed drive (KED's view);
-    # under torque or free drives they are force sources: locked in the statics.
-    lock = table["drive"] != "prescribed"
-    static = static_deviation(model, *samples[:2], lock=lock)
+    # under torque or free drives they are force sources: locked in the statics (servos: with
+    # their own lag under the load).
+    lock = kind != "prescribed"
+    static = static_deviation(model, *samples[:2], lock=lock, servo=servo)
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
+    holding = None
+    if servo is not None and table["start"] == "static":
+        # The servos hold the static load from the start: through the integral, or the
+        # position loop's error (the joints then start behind their references).
+        holding = servo.holding(model, rest_forces(model, q0)[0], torque(0.0) * servo.torque if torque else 0.0)
     if table.get("initial_state") is not None or table["start"] == "static":
         s, sd, _ = law(0.0)
+        if holding is not None:
+            s = s - holding.lag - holding.motor_offset
         q_guess = q0.copy()
         if table["start"] == "static":
             # The whole static displacement: the elastic one, and the motions of the joints it
@@ -465,12 +478,8 @@ def run(model, scenario, group, progress):
         q_guess[model.q_elastic] += q_f[model.q_elastic]
         free = table["drive"] == "free"
         q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)
-    kind = table["drive"]
-    servo = None
-    if kind == "servo":
-        from sim.analyses.servo import gains
-        servo = gains(model, scenario)
-        drive = servo.drive(law, torque)
+    if servo is not None:
+        drive = servo.drive(law, torque, holding)
     else:
         drive = Drive(kind, reference=law, feedforward=torque, kp=table["kp"], kd=table["kd"])
     duration = table["duration"] if table["duration"] is not None else reference_duration
@@ -544,6 +553,38 @@ def _cure(table):
             "keeps 2nd order and damps the highest frequencies)")
 
 
+def rest_forces(model, qs):
+    """The actuators' forces (k, n_a) [N m or N] that hold the rigid robot at rest at the
+    configurations ``qs`` (k, n_q) (:func:`sim.solvers.inverse_dynamics.actuator_forces` of
+    a motion at rest)."""
+    from sim.solvers.inverse_dynamics import actuator_forces
+    from sim.solvers.motion import RigidMotion
+
+    qs = np.atleast_2d(np.asarray(qs, dtype=float))
+    k, n_a, d = len(qs), len(model.actuators), len(model.pose_kinds)
+    zero = np.zeros
+    still = RigidMotion(t=zero(k), q=qs, v=zero((k, model.n_v)), a=zero((k, model.n_v)), pose=zero((k, d)),
+                        pose_dot=zero((k, d)), pose_ddot=zero((k, d)), actuators=zero((k, n_a)),
+                        actuators_dot=zero((k, n_a)), actuators_ddot=zero((k, n_a)), condition=zero(k))
+    return actuator_forces(model, still)
+
+
+def servo_sag(model, servo, qs):
+    """The servos' share (k, d) of the end effector's static deflection at rest at the rigid
+    configurations ``qs`` (k, n_q): the joints' lag behind their references where a position
+    loop (no integral) or a compliant transmission carries the load that the torque
+    feedforward leaves (:meth:`sim.solvers.servo.Servo.holding`), through the rigid robot's
+    kinematics (:func:`sim.solvers.servo.lag_gain`)."""
+    from sim.model.constraints import actuator_values
+    from sim.solvers.servo import lag_gain
+
+    out = []
+    for q, tau in zip(qs, rest_forces(model, qs)):
+        start = servo.holding(model, tau, servo.torque * tau)
+        out.append(-lag_gain(model, q, actuator_values(model, q)[1]) @ (start.lag + start.motor_offset))
+    return np.array(out).reshape(len(qs), len(model.pose_kinds))
+
+
 def static_start(model, q, ev=None, lock=False):
     """The configuration (n_q,) of the robot at rest at the rigid configuration ``q`` under its
     static loads, to first order: ``q ⊕ u``, ``u`` of :func:`rest_deflection` (rigid
@@ -572,21 +613,22 @@ def rest_deflection(model, q, ev=None, lock=False, load=None):
     return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0]
 
 
-def static_deviation(model, times, qs, lock=False):
+def static_deviation(model, times, qs, lock=False, servo=None):
     """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
     configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock`` as
     :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
-    which the samples resolve)."""
+    which the samples resolve).  ``servo`` (:class:`sim.solvers.servo.Servo`): the actuators
+    are held by these servos, whose lag under the load adds its share (:func:`servo_sag`)."""
     from sim.model.evaluator import Evaluator
 
-    if not len(model.v_elastic):
-        return lambda t: np.zeros((np.size(t), len(model.pose_kinds)))
-    ev = Evaluator(model)
-    values = []
-    for q in qs:
-        u = rest_deflection(model, q, ev, lock)      # leaves ev evaluated at q
-        values.append(ev.pose()[1] @ u)
-    values = np.array(values)
+    values = np.zeros((len(qs), len(model.pose_kinds)))
+    if len(model.v_elastic):
+        ev = Evaluator(model)
+        for k, q in enumerate(qs):
+            u = rest_deflection(model, q, ev, lock)      # leaves ev evaluated at q
+            values[k] = ev.pose()[1] @ u
+    if servo is not None:
+        values += servo_sag(model, servo, qs)
     if not values.any():     # no gravity, no preloads: no spline to import and build
         return lambda t: np.zeros((np.size(t), values.shape[1]))
     import scipy.interpolate    # on use: a long import that `sim modes` does without

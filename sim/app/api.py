@@ -175,7 +175,7 @@ def _plain(value):
     return value
 
 
-def _scenario(where, analysis, model, parameters, options, trajectory, damping=None):
+def _scenario(where, analysis, model, parameters, options, trajectory, damping=None, servo=None):
     """The validated scenario of one analysis call, and the model."""
     from sim.app.scenario import make_scenario, moved
     from sim.model.builder import Model
@@ -204,13 +204,19 @@ def _scenario(where, analysis, model, parameters, options, trajectory, damping=N
             raise SimError(f"{where}: `damping` must be a dict of [damping] keys (ratio, eta, rayleigh_alpha, "
                            f"rayleigh_beta, modes), got {type(damping).__name__}")
         raw["damping"] = _plain(damping)
+    if servo is not None:
+        if not isinstance(servo, dict):
+            raise SimError(f"{where}: `servo` must be a dict of [servo] keys (kp, kv, ki, feedforward, "
+                           f"torque_limit), got {type(servo).__name__}")
+        raw["servo"] = _plain(servo)
     scenario = make_scenario(raw, where, resolve_model=model_file is not None)
     if model_file is not None:
         model = load_model(scenario.model_file, **scenario.model_parameters)
     return scenario, model
 
 
-def _analysis(analysis, function, model, parameters, options, trajectory=None, needs_file=False, damping=None):
+def _analysis(analysis, function, model, parameters, options, trajectory=None, needs_file=False, damping=None,
+              servo=None):
     """Run one analysis in memory; its :class:`Result`."""
     import h5py
 
@@ -223,7 +229,7 @@ def _analysis(analysis, function, model, parameters, options, trajectory=None, n
     if needs_file and not isinstance(model, (str, Path)):
         raise SimError(f"{where}: needs the model file's path (it rebuilds the model with other parameters), "
                        f"not a built model")
-    scenario, model = _scenario(where, analysis, model, parameters, options, trajectory, damping)
+    scenario, model = _scenario(where, analysis, model, parameters, options, trajectory, damping, servo)
     # The memory limit as in `sim run`; the time limit not: the caller asked for this run.
     cost.check(scenario, cost.estimate(scenario, model), allow_long=True)
     if analysis in PREPARE:
@@ -244,7 +250,7 @@ def _analysis(analysis, function, model, parameters, options, trajectory=None, n
         return Result.from_group(analysis, _tree(handle[analysis], where), summary)
 
 
-def modes(model, pose=None, count=6, parameters=None):
+def modes(model, pose=None, count=6, parameters=None, drives="locked", servo=None, damping=None):
     """Natural frequencies and mode shapes at an end-effector pose (scenario table ``[modes]``).
 
     Parameters
@@ -256,6 +262,11 @@ def modes(model, pose=None, count=6, parameters=None):
     count : int
         Elastic modes.
     parameters : dict, optional
+    drives : {"locked", "servo"}
+        Actuators locked, or also the closed-loop modes under the servos ``servo`` (the
+        ``[servo]`` keys as a dict: ``dict(kp=100.0, kv=60.0)``), in ``servo/frequencies`` ...
+    servo, damping : dict, optional
+        The ``[servo]`` and ``[damping]`` keys.
 
     Returns
     -------
@@ -267,7 +278,8 @@ def modes(model, pose=None, count=6, parameters=None):
     --------
     >>> sim.modes(sim.load_model("models/navaro.py"), pose=[0, 0, 0]).frequencies   # doctest: +SKIP
     """
-    return _analysis("modes", "modes", model, parameters, {"pose": pose, "count": count})
+    return _analysis("modes", "modes", model, parameters, {"pose": pose, "count": count, "drives": drives},
+                     damping=damping, servo=servo)
 
 
 def stiffness(model, pose=None, load=None, parameters=None):
@@ -294,29 +306,34 @@ def stiffness(model, pose=None, load=None, parameters=None):
     return _analysis("stiffness", "stiffness", model, parameters, {"pose": pose, "load": load})
 
 
-def frequencies(model, trajectory, parameters=None, **options):
+def frequencies(model, trajectory, parameters=None, damping=None, servo=None, **options):
     """Natural frequencies along a trajectory, tracked by MAC (``[frequencies]``: ``count``,
-    ``samples``).  ``trajectory``: the ``[trajectory]`` keys as a dict; see :func:`modes` for
-    ``model`` and ``parameters``.  Returns the ``frequencies`` group (:class:`Result`)."""
-    return _analysis("frequencies", "frequencies", model, parameters, options, trajectory)
+    ``samples``, ``drives``).  ``trajectory``: the ``[trajectory]`` keys as a dict; see
+    :func:`modes` for ``model``, ``parameters``, ``servo`` and ``damping``.  Returns the
+    ``frequencies`` group (:class:`Result`)."""
+    return _analysis("frequencies", "frequencies", model, parameters, options, trajectory, damping=damping,
+                     servo=servo)
 
 
-def transient(model, trajectory=None, parameters=None, damping=None, **options):
+def transient(model, trajectory=None, parameters=None, damping=None, servo=None, **options):
     """Nonlinear transient of the flexible robot (``[transient]``: ``step`` required;
     ``method``, ``duration``, ``output_step``, ``drive``, ``drive_law``, ...).
     ``trajectory``: the ``[trajectory]`` keys as a dict (not needed with ``drive_law``);
     ``damping``: the robot's damping model, the ``[damping]`` keys as a dict
-    (``dict(ratio=0.01, modes=6)``; default: undamped), the same for every analysis.
+    (``dict(ratio=0.01, modes=6)``; default: undamped), the same for every analysis;
+    ``servo``: the ``[servo]`` keys as a dict, with ``drive="servo"``.
     Returns the ``transient`` group (:class:`Result`: ``time``, ``deviation``, ``pose``,
     ``energy``, ``sensors``, ``damping``, ...)."""
-    return _analysis("transient", "transient", model, parameters, options, trajectory, damping=damping)
+    return _analysis("transient", "transient", model, parameters, options, trajectory, damping=damping,
+                     servo=servo)
 
 
-def ked(model, trajectory, parameters=None, damping=None, **options):
+def ked(model, trajectory, parameters=None, damping=None, servo=None, **options):
     """Kineto-elastodynamics along a trajectory: modal superposition on frozen structures
-    (``[ked]``: ``intervals``, ``modes``, ``start``; ``damping``: the ``[damping]`` keys as a
-    dict, as for :func:`transient`).  Returns the ``ked`` group."""
-    return _analysis("ked", "ked", model, parameters, options, trajectory, damping=damping)
+    (``[ked]``: ``intervals``, ``modes``, ``start``, ``drives``; ``damping`` and ``servo``: the
+    ``[damping]`` and ``[servo]`` keys as dicts, as for :func:`transient`).  Returns the
+    ``ked`` group."""
+    return _analysis("ked", "ked", model, parameters, options, trajectory, damping=damping, servo=servo)
 
 
 def inverse_dynamics(model, trajectory, parameters=None, **options):
@@ -325,11 +342,13 @@ def inverse_dynamics(model, trajectory, parameters=None, **options):
     return _analysis("inverse_dynamics", "inverse_dynamics", model, parameters, options, trajectory)
 
 
-def frf(model, inputs, outputs, parameters=None, damping=None, **options):
+def frf(model, inputs, outputs, parameters=None, damping=None, servo=None, **options):
     """Frequency response functions at a pose (``[frf]``: ``inputs``, ``outputs``, ``pose``,
     ``f_min``, ``f_max``, ``points``, ``method``; ``damping``: the ``[damping]`` keys as a dict,
-    as for :func:`transient`: ``dict(eta=0.096)``).  Returns the ``frf`` group."""
-    return _analysis("frf", "frf", model, parameters, dict(options, inputs=inputs, outputs=outputs), damping=damping)
+    as for :func:`transient`: ``dict(eta=0.096)``; ``servo`` with ``drives="servo"``).
+    Returns the ``frf`` group."""
+    return _analysis("frf", "frf", model, parameters, dict(options, inputs=inputs, outputs=outputs), damping=damping,
+                     servo=servo)
 
 
 def identify(model, parameters=None, **options):

@@ -687,8 +687,8 @@ def _panels(tree):
         if name == "frequencies" and "servo_frequencies" in group:
             panels.append(("frequencies: servo drives beside locked", lambda ax, g=group:
                            servo_plots.draw_servo_frequencies(ax, g)))
-        if name == "transient" and "deviation_servo" in group:
-            panels.append(("transient: deviation, servo and structure shares", lambda ax, g=group:
+        if name in ("transient", "ked") and "deviation_servo" in group:
+            panels.append((f"{name}: deviation, servo and structure shares", lambda ax, g=group:
                            servo_plots.draw_split(ax, g)))
         if name == "identification" and "parameters" in group:
             panels.append(("identification: measured vs computed frequencies", lambda ax, g=group:

@@ -277,6 +277,9 @@ SCHEMA = {
         "start": Key("str", ("static", "undeformed"), "static", "",
                      "initial elastic state: the static deflection of the robot at rest at its "
                      "first pose (gravity, preloads), or undeformed"),
+        "drives": Key("str", ("locked", "servo"), "locked", "",
+                      "actuators locked, or held by their [servo] controllers (closed-loop frequencies, "
+                      "tracking errors, the deviation's servo and structure shares)"),
     },
     "frequencies": {
         "count": Key("int", "positive", 6, "", "elastic modes tracked (MAC)"),
@@ -1017,7 +1020,7 @@ def _check_cross_tables(data, origin):
     if not present:
         tables = ", ".join(f"[{name}]" for name in ANALYSIS_TABLES)
         raise SimError(f"{origin.file}: no analysis to run; add one of {tables}")
-    servo = [f"[{name}] drives" for name in ("modes", "frequencies", "state_space", "frf")
+    servo = [f"[{name}] drives" for name in ("modes", "frequencies", "ked", "state_space", "frf")
              if (data.get(name) or {}).get("drives") == "servo"]
     servo += ["[transient] drive"] if (data.get("transient") or {}).get("drive") == "servo" else []
     if servo and "servo" not in data:

@@ -501,13 +501,18 @@ def warnings(groups):
                  f"{rms_tr[k]:.3g} against {rms_ked[k]:.3g} {units[k]})" for k in over]
         beyond = _beyond_ked(tr, ked, over, names, units)
         drive = str(tr.attrs.get("drive", "prescribed"))
+        ked_drives = str(ked.attrs.get("drives", "locked"))
         free = int(tr.attrs.get("free_motions", 0))
         advice = (f": the robot has {free} free motion{'s' * (free > 1)} that move its end effector (declared by "
                   f"the model): the transient drifts along them, the KED, which locks them, does not -- no step or "
                   f"mode count makes the two agree" if free else
                   f": the transient's actuators follow a {drive} drive, KED's their targets (locked, or compliant "
                   f"springs towards them), so the difference includes the drive's own tracking error; compare "
-                  f"with transient.drive = \"prescribed\"" if drive != "prescribed" else
+                  f"with transient.drive = \"prescribed\"" if drive != "prescribed" and ked_drives != "servo" else
+                  f": KED's actuators follow their servos, the transient's a {drive} drive, so the difference "
+                  f"includes the servos' tracking error; compare with both on servo drives (transient.drive = "
+                  f"\"servo\") or both locked (ked.drives = \"locked\")" if (drive == "servo") != (ked_drives == "servo")
+                  else
                   f"{beyond}: raise ked.modes until the KED keeps it, or give the circle a trajectory.ramp" if beyond
                   else ": lower transient.step (its phase drifts), raise ked.modes or ked.intervals, or give the "
                        "circle a trajectory.ramp")

@@ -987,11 +987,14 @@ class GeneralizedAlpha:
             for i, a in enumerate(acts):
                 if a.stiffness is not None:
                     transmission[:, i] = a.stiffness, a.damping, a.reflected_inertia
+        servo = np.zeros((len(SERVO_ROWS), n_a))
+        if kind == 2:
+            servo[Z] = per(getattr(drive, "integral", 0.0))
         self.scheme = Scheme(h, am, af, gamma, 0.25 * (gamma + 0.5) ** 2, (1 - af) / (1 - am), 2 * baumgarte[0],
                              baumgarte[1] ** 2, tol, int(newton_max_iter), DIVERGED, GAP_RATIO * ev.size, kind,
                              per(drive.kp), per(drive.kd), per(getattr(drive, "ki", 0.0)),
                              per(getattr(drive, "limit", np.inf)), per(inertia), transmission,
-                             np.zeros((len(SERVO_ROWS), n_a)), pose_codes(ev.model.pose_kinds),
+                             servo, pose_codes(ev.model.pose_kinds),
                              int(ev.model.ee_marker))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
@@ -1103,9 +1106,12 @@ class GeneralizedAlpha:
         st.counts[EVALUATIONS] += 1
         sch = self.scheme
         if sch.transmission[0].any():
-            # The motors start at their joints' angle and rate (transmissions unloaded).
+            # The motors start at their joints' angle (plus the drive's offset: a loaded
+            # transmission) and rate.
             nj = self.ev.n_joint
-            sch.servo[TH], sch.servo[THD] = w.phi[nj:], w.J[nj:] @ st.v
+            joint = w.phi[nj:]
+            offset = np.broadcast_to(np.asarray(getattr(self.drive, "motor_offset", 0.0), dtype=float), joint.shape)
+            sch.servo[TH], sch.servo[THD] = joint + offset * (sch.transmission[0] > 0), w.J[nj:] @ st.v
             self._call(EQUATIONS, self._no_samples)
             st.counts[EVALUATIONS] += 1
         J = w.J[self.rows]
@@ -1115,9 +1121,9 @@ class GeneralizedAlpha:
         x = scipy.linalg.lstsq(A, -w.r)[0]
         st.a[:], st.lam[:] = x[:n], x[n:]
         st.a_hat[:] = st.a
-        # the drive's state at t0: no integral yet, the force without it
+        # the drive's state at t0: the integral as it starts, not advanced over a step
         sch.servo[E] = sch.servo[E1]
-        sch.servo[TAU] = np.clip(sch.servo[TAU1] - sch.ki * sch.servo[Z1], -sch.limit, sch.limit)
+        sch.servo[TAU] = np.clip(sch.servo[TAU1] - sch.ki * (sch.servo[Z1] - sch.servo[Z]), -sch.limit, sch.limit)
         motor = sch.transmission[2]
         sch.servo[THDD] = np.divide(sch.servo[TAU], motor, out=np.zeros_like(motor), where=motor > 0)
 

@@ -119,7 +119,7 @@ class Servo:
         """``g`` (n_a,): 1 where the rigid inverse dynamics' force is fed forward."""
         return np.array([f == "velocity+torque" for f in self.feedforward], dtype=float)
 
-    def drive(self, reference, torque=None):
+    def drive(self, reference, torque=None, start=None):
         """The transient's torque drive of these servos (:class:`sim.solvers.simulate.Drive`).
 
         Parameters
@@ -129,6 +129,9 @@ class Servo:
         torque : callable, optional
             ``torque(t) -> tau`` the rigid inverse dynamics' forces (needed with torque
             feedforward).
+        start : Start, optional
+            The servos holding a static load at the start (:meth:`holding`); default: the
+            integrals empty, the transmissions unloaded.
         """
         from sim.solvers.simulate import Drive
 
@@ -136,8 +139,44 @@ class Servo:
         if g.any() and torque is None:
             raise SimError("servo feedforward \"velocity+torque\" needs the rigid inverse dynamics (a [trajectory])")
         ff = (lambda t: torque(t) * g) if g.any() else None     # noqa: E731
+        start = start or Start(np.zeros_like(self.kp), np.zeros_like(self.kp), np.zeros_like(self.kp))
         return Drive("torque", reference=reference, feedforward=ff, kp=self.kv * self.kp, kd=self.kv, ki=self.ki,
-                     limit=self.torque_limit, velocity=lambda t: np.asarray(reference(t)[1]) * f, transmission=True)
+                     limit=self.torque_limit, velocity=lambda t: np.asarray(reference(t)[1]) * f, transmission=True,
+                     integral=start.integral, motor_offset=start.motor_offset)
+
+    def holding(self, model, rest, feedforward):
+        """:class:`Start`: how the servos hold the joint-side forces ``rest`` (n_a,) at rest
+        when their feedforward gives ``feedforward`` (n_a,): the rest by the integral
+        (``ki z = rest - feedforward``, the motor at its reference) or, without one, by the
+        position loop's error (the motor ``(rest - feedforward) / (kv kp)`` behind its
+        reference); behind a compliant transmission the spring carries ``rest``, so the joint
+        sits ``rest / k`` behind its motor."""
+        need = np.asarray(rest, dtype=float) - np.asarray(feedforward, dtype=float)
+        held = self.ki > 0
+        integral = np.divide(need, self.ki, out=np.zeros_like(need), where=held)
+        lag = np.where(held, 0.0, need / (self.kv * self.kp))
+        k = np.array([a.stiffness if a.stiffness is not None else np.inf for a in model.actuators])
+        offset = np.where(np.isfinite(k), np.asarray(rest, dtype=float) / k, 0.0)
+        return Start(integral, lag, offset)
+
+
+@dataclass(frozen=True)
+class Start:
+    """The servos' state at rest under a static load (:meth:`Servo.holding`), each (n_a,).
+
+    Attributes
+    ----------
+    integral : ndarray
+        The integrals ``z`` [N m s or N s].
+    lag : ndarray
+        The motors' angles behind their references, ``r - theta`` (joint units).
+    motor_offset : ndarray
+        The motors' angles less their joints' (the transmission's spring loaded).
+    """
+
+    integral: np.ndarray
+    lag: np.ndarray
+    motor_offset: np.ndarray
 
 
 def check_transient(model, where):
@@ -147,6 +186,20 @@ def check_transient(model, where):
     if bad:
         raise SimError(f"{where}: drive = \"servo\" on the compliant actuator `{bad[0]}` (a transmission between "
                        f"the motor and the joint) needs the motor's rotor_inertia > 0")
+
+
+def lag_gain(model, q, J_s):
+    """``G`` (d, n_a): the rigid robot's end-effector change per change of its actuators' joint
+    coordinates at ``q`` (``J_s`` (n_a, n_v) their Jacobian), ``G = J_x N (J_s N)^+`` on the
+    rigid coordinates, ``N`` the joints' null space: the servo's share of a deviation is
+    ``G (s - s_ref)``, the rest is the structure's."""
+    from sim.linalg import null_space
+    from sim.model.constraints import constraints
+    from sim.model.kinematics import pose_jacobian
+
+    rigid = model.v_rigid
+    N = null_space(constraints(model, q)[1][:, rigid], 1e-10)
+    return pose_jacobian(model, q)[1][:, rigid] @ N @ np.linalg.pinv(J_s[:, rigid] @ N)
 
 
 @dataclass(frozen=True)
@@ -253,6 +306,15 @@ class Closed:
         return B
 
 
+def held(plant, servo):
+    """The plant held by its servos, second-order part: ``K + P^T (Kp + Ki Kv) P`` and
+    ``C + P^T Kv P`` (m, m), and the actuators with an integral state (``ki > 0``), (ny,)."""
+    P, Kv = plant.P, servo.kv
+    Kc = plant.K + P.T @ ((servo.kv * servo.kp + servo.ki * Kv)[:, None] * P)
+    Cc = plant.C + P.T @ (Kv[:, None] * P)
+    return Kc, Cc, np.flatnonzero(servo.ki > 0)
+
+
 def closed_loop(plant, servo=None):
     """:class:`Closed` of ``plant``: the drives free (``servo`` None: the motors are torque
     inputs) or closed by ``servo`` (:class:`Servo`)."""
@@ -262,9 +324,7 @@ def closed_loop(plant, servo=None):
         A = np.block([[np.zeros((m, m)), np.eye(m)], [-np.linalg.solve(M, K), -np.linalg.solve(M, C)]])
         return Closed(A, None, None, m)
     Kp, Kv, Ki, F = servo.kv * servo.kp, servo.kv, servo.ki, servo.velocity
-    Kc = K + P.T @ ((Kp + Ki * Kv)[:, None] * P)
-    Cc = C + P.T @ (Kv[:, None] * P)
-    y = np.flatnonzero(Ki > 0)
+    Kc, Cc, y = held(plant, servo)
     ny = y.size
     Minv = np.linalg.inv(M)
     A = np.zeros((2 * m + ny, 2 * m + ny))

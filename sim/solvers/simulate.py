@@ -43,6 +43,12 @@ class Drive:
     transmission : bool
         Torque drives: a compliant actuator's force acts on its motor (its reflected rotor
         inertia), joined to the joint by the actuator's spring (servo drives); else on the joint.
+    integral : float or ndarray, shape (n_a,)
+        The integral ``z`` at the start (torque drives; a servo holding a static load through
+        its integral).
+    motor_offset : float or ndarray, shape (n_a,)
+        The motors' angles less their joints' at the start (transmissions: a spring that
+        starts loaded) [rad or m].
     """
 
     kind: str
@@ -54,6 +60,8 @@ class Drive:
     limit: object = np.inf
     velocity: object = None
     transmission: bool = False
+    integral: object = 0.0
+    motor_offset: object = 0.0
 
     def table(self, times, n_a):
         """The laws at ``times`` (k,): ``s, s_dot, s_ddot, tau_ff``, each (k, n_a) (zeros where

@@ -1,0 +1,423 @@
+r"""Kineto-elastodynamics with the robot closed by its servo drives.
+
+The locked KED (:mod:`sim.solvers.ked`) keeps the elastic motion ``u`` in the null space of
+the joints' and the actuators' rows: the drives are rigid.  Here the actuators are free and
+their servos (:mod:`sim.solvers.servo`) hold them; ``u`` is the motion away from the rigid
+robot that follows the references exactly, on the joints' null space ``N`` and, behind a
+compliant transmission, the motor's own coordinate (the plant's ``x``,
+:func:`sim.solvers.servo.plant`).  Linearised about the rigid motion ``(q_r, v_r, a_r)``
+with the servo law written for the deviation ``delta = theta - r`` of the motor angles from
+their references (``z`` the integral of the PD torque from ``z(0) = 0``, ``y`` the closed
+loop's integral state of :func:`sim.solvers.servo.closed_loop`):
+
+    M x'' + (C + P^T Kv P) x' + (K + P^T (Kp + Ki Kv) P) x - P^T Ki y = L(t),     y' = -Kp P x,
+
+    L = N^T (Q - M_v a_r) - S^T (n^2 J_m) r'' + P^T (g tau_ff + Kv (f - 1) (r' + Ki (r - r_0))),
+
+``Q - M_v a_r`` the d'Alembert load of the locked KED, whose share along the free actuators is
+minus the torques the rigid motion needs (``N^T`` keeps it: the actuators' rows are not
+projected out); the rotors' inertia (on the motor coordinate behind a transmission); and what
+the servo adds to its feedback: the torque feedforward ``g tau_ff`` (the rigid inverse dynamics)
+and, without velocity feedforward (``f = 0``), the reference's rate that the velocity loop
+opposes.  With both feedforwards the servo supplies exactly the rigid motion's torques and
+``L`` is the structure's inertial load alone; without them the servo lags until its error
+makes the torque (``r' / kp`` on a ramp).
+
+The trajectory is cut into intervals, as in the locked KED; on each the matrices are frozen at
+its start and reduced to the lowest ``r`` undamped modes ``Phi`` of the robot held by its
+servo springs (``(K + P^T (Kp + Ki Kv) P) Phi = M Phi Omega^2``), damping kept as the full
+projected matrix ``Phi^T C_c Phi`` (the servo's damper ``kv`` does not keep the modes real),
+the integral states beside them.  The first-order system ``X' = A X + b(t)``, ``X = (eta,
+eta', y)``, is advanced exactly under the load linear over the interval (the exponential of
+the augmented matrix, Van Loan 1978), and the state passes to the next interval's modes by
+mass projection.  The truncated modes respond quasi-statically (mode acceleration:
+``K_c^-1 - Phi Omega^-2 Phi^T`` applied to ``L + P^T Ki y``).  Structural damping ``eta``
+enters as its viscous equivalent at each kept mode's frequency (ratio ``eta / 2``, as in the
+locked KED); the torque limit is not applied (a linear analysis).
+
+References
+----------
+C. F. Van Loan, "Computing integrals involving the matrix exponential", IEEE Trans. Automatic
+Control 23 (1978) 395-404.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from sim.errors import SimError
+from sim.solvers import servo as sv
+
+FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
+
+
+@dataclass(frozen=True)
+class ServoFrames:
+    """The frozen closed-loop structures at ``n`` instants, stacked on the first axis, in the
+    extended velocity space ``(v, theta_c)`` (n_x = n_v + the compliant actuators' motors).
+
+    Attributes
+    ----------
+    load, rest : ndarray, shape (n, n_x)
+        ``L(t_k)`` and the load at rest at the same pose (gravity, preloads, the torque
+        feedforward at rest), as generalised forces [N, N m].
+    omega : ndarray, shape (n, r)
+        Undamped circular frequencies of the robot held by its servo springs [rad/s].
+    shapes, mass_shapes : ndarray, shape (n, n_x, r)
+        Their mass-normalised shapes ``Psi`` and ``M~ Psi`` (``eta = Psi^T M~ u``).
+    damping : ndarray, shape (n, r, r)
+        ``Psi^T C_c Psi`` (plus ``eta omega`` on the diagonal).
+    integral : ndarray, shape (n, r, ny)
+        ``Phi^T P^T Ki``: modal forces per integral state.
+    rates : ndarray, shape (n, ny, n_x)
+        ``-Kp P``: the integral states' rates per displacement.
+    static_load : ndarray, shape (n, n_x)
+        ``K_c^-1 L``.
+    static_integral : ndarray, shape (n, n_x, ny)
+        ``K_c^-1 P^T Ki``.
+    static_rest : ndarray, shape (n, n_x)
+        The equilibrium at rest (integral states included where ``ki > 0``).
+    y_rest : ndarray, shape (n, ny)
+        Its integral states.
+    forcing : ndarray, shape (n, n_a)
+        The servo's own torques along the rigid motion, ``g tau_ff + Kv (f - 1) (r' + Ki (r - r_0))``.
+    pose_jacobian : ndarray, shape (n, d, n_v)
+    joints, motors : ndarray, shape (n, n_a, n_x)
+        Rows giving the actuators' joint coordinates ``s - r`` and motor angles ``theta - r``
+        (joint units) of a displacement.
+    lag : ndarray, shape (n, d, n_a)
+        :func:`sim.solvers.servo.lag_gain`.
+    """
+
+    load: np.ndarray
+    rest: np.ndarray
+    omega: np.ndarray
+    shapes: np.ndarray
+    mass_shapes: np.ndarray
+    damping: np.ndarray
+    integral: np.ndarray
+    rates: np.ndarray
+    static_load: np.ndarray
+    static_integral: np.ndarray
+    static_rest: np.ndarray
+    y_rest: np.ndarray
+    forcing: np.ndarray
+    pose_jacobian: np.ndarray
+    joints: np.ndarray
+    motors: np.ndarray
+    lag: np.ndarray
+
+    def system(self, k):
+        """``A`` (2r + ny, 2r + ny) of frame ``k``: states ``(eta, eta', y)``.  The integrals
+        act on the whole displacement, the truncated modes' quasi-static part ``C y`` (and
+        ``c``, a load: :meth:`correction`) included: otherwise they would wind up against
+        the part of the static deflection the kept modes miss."""
+        r, ny = self.omega.shape[1], self.rates.shape[1]
+        A = np.zeros((2 * r + ny, 2 * r + ny))
+        A[:r, r:2 * r] = np.eye(r)
+        A[r:2 * r, :r] = -np.diag(self.omega[k] ** 2)
+        A[r:2 * r, r:2 * r] = -self.damping[k]
+        A[r:2 * r, 2 * r:] = self.integral[k]
+        A[2 * r:, :r] = self.rates[k] @ self.shapes[k]
+        A[2 * r:, 2 * r:] = self.rates[k] @ self.correction(k)[1]
+        return A
+
+    def correction(self, k):
+        """The truncated modes' quasi-static displacement at frame ``k``: ``(c, C)`` with
+        ``u_high = c + C y``, (n_x,) and (n_x, ny)."""
+        w2 = self.omega[k] ** 2
+        psi = self.shapes[k]
+        return (self.static_load[k] - psi @ ((psi.T @ self.load[k]) / w2),
+                self.static_integral[k] - psi @ (self.integral[k] / w2[:, None]))
+
+
+def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=None, progress=None):
+    """:class:`ServoFrames` at the samples of ``motion`` (:class:`sim.solvers.motion.RigidMotion`).
+
+    Parameters
+    ----------
+    model : Model
+    motion : RigidMotion
+        ``n`` samples; its actuators are the servos' references.
+    servo : sim.solvers.servo.Servo
+    damping : sim.solvers.damping.Damping
+    count : int
+        Modes kept (at most the plant's coordinates).
+    torque, torque_rest : ndarray, shape (n, n_a), optional
+        The rigid inverse dynamics' actuator forces along the motion and at rest at its poses
+        (needed with torque feedforward).
+    progress : tqdm-like, optional
+
+    Raises
+    ------
+    SimError
+        Where the robot held by its servos has a free motion (naming the time).
+    """
+    from dataclasses import replace
+
+    from sim.model.evaluator import Evaluator
+    from sim.model.kinematics import pose_jacobian
+
+    n, n_v, n_a = len(motion.t), model.n_v, len(model.actuators)
+    g, f = servo.torque, servo.velocity
+    if g.any() and (torque is None or torque_rest is None):
+        raise SimError("servo feedforward \"velocity+torque\" needs the rigid inverse dynamics")
+    acts = model.actuators
+    comp = np.flatnonzero([a.stiffness is not None for a in acts])
+    rigid = np.flatnonzero([a.stiffness is None for a in acts])
+    inertia = np.array([a.reflected_inertia for a in acts])
+    n_c = comp.size
+    n_x = n_v + n_c
+    y = np.flatnonzero(servo.ki > 0)
+    ny = y.size
+    PKi = servo.ki[y]
+    angle = np.array([a.kind == "angle" for a in acts])
+    ref = np.where(angle, np.unwrap(motion.actuators, axis=0), motion.actuators)
+    forcing = servo.kv * (f - 1.0) * (motion.actuators_dot + servo.ki * (ref - ref[:1]))
+    if g.any():
+        forcing = forcing + g * torque
+    tau_rest = g * torque_rest if g.any() else np.zeros((n, n_a))
+    undamped = replace(damping, eta=0.0)
+    ev = Evaluator(model)
+
+    out = {name: [] for name in ServoFrames.__dataclass_fields__}
+    for k in range(n):
+        q = motion.q[k]
+        e = ev.evaluate(q, motion.v[k], rest=True)
+        p = sv.plant(model, q, undamped)
+        N, m = p.N, p.M.shape[0]
+        nn = N.shape[1]
+        Kc, Cc, _ = sv.held(p, servo)
+        r = min(int(count), m)
+        lam, Phi = scipy.linalg.eigh(Kc, p.M, subset_by_index=[0, r - 1])
+        if not lam[0] > FREE_RTOL * np.trace(Kc) / np.trace(p.M):
+            raise SimError(f"the robot held by its servos at t = {motion.t[k]:.6g} s has a free motion "
+                           f"(eigenvalue {lam[0]:.3g} 1/s^2): a motion no actuator or structure holds")
+        omega = np.sqrt(lam)
+
+        def ext(X):
+            """Plant coordinates (m, ...) to the extended velocity space (n_x, ...)."""
+            return np.concatenate([N @ X[:nn], X[nn:]])
+
+        def to_x(L):
+            """Generalised forces (n_x, ...) on the plant's coordinates (m, ...)."""
+            return np.concatenate([N.T @ L[:n_v], L[n_v:]])
+
+        J_s = e.J_s
+        Jr = J_s[rigid]
+        psi = ext(Phi)
+        mpsi = np.concatenate([e.M @ psi[:n_v] + Jr.T @ (inertia[rigid, None] * (Jr @ psi[:n_v])),
+                               inertia[comp, None] * psi[n_v:]])
+        acc = motion.actuators_ddot[k]
+        load = np.concatenate([e.Q - e.M @ motion.a[k] + Jr.T @ (forcing[k, rigid] - inertia[rigid] * acc[rigid]),
+                               forcing[k, comp] - inertia[comp] * acc[comp]])
+        rest = np.concatenate([e.Q0 + Jr.T @ tau_rest[k, rigid], tau_rest[k, comp]])
+        PyKi = p.P[y].T * PKi                                      # (m, ny)
+        lu = scipy.linalg.lu_factor(Kc)
+        if ny:
+            Z = np.block([[Kc, -PyKi], [p.P[y], np.zeros((ny, ny))]])
+            sol = np.linalg.solve(Z, np.concatenate([to_x(rest), np.zeros(ny)]))
+            x_rest, y_rest = sol[:m], sol[m:]
+        else:
+            x_rest, y_rest = scipy.linalg.lu_solve(lu, to_x(rest)), np.zeros(0)
+        eta_ratio = np.full(r, 0.5 * damping.eta)
+        if damping.modes is not None:
+            eta_ratio[damping.modes:] = 0.0
+        motors = np.zeros((n_a, n_x))
+        motors[:, :n_v] = J_s
+        for j, i in enumerate(comp):
+            motors[i] = 0.0
+            motors[i, n_v + j] = 1.0
+        values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi,
+                      damping=Phi.T @ Cc @ Phi + np.diag(2 * eta_ratio * omega), integral=Phi.T @ PyKi,
+                      rates=-(servo.kv[y] * servo.kp[y])[:, None] * motors[y],
+                      static_load=ext(scipy.linalg.lu_solve(lu, to_x(load))),
+                      static_integral=ext(scipy.linalg.lu_solve(lu, PyKi)).reshape(n_x, ny),
+                      static_rest=ext(x_rest), y_rest=y_rest, forcing=forcing[k],
+                      pose_jacobian=pose_jacobian(model, q)[1],
+                      joints=np.concatenate([J_s, np.zeros((n_a, n_c))], axis=1), motors=motors,
+                      lag=sv.lag_gain(model, q, J_s))
+        for name, value in values.items():
+            out[name].append(value)
+        if progress is not None:
+            progress.update(1)
+    return ServoFrames(**{name: np.array(v, dtype=float) for name, v in out.items()})
+
+
+@dataclass(frozen=True)
+class ServoKed:
+    """KED response with servo drives at the output instants ``time`` (k,): the interval ends
+    and ``parts - 1`` instants between each two.
+
+    Attributes
+    ----------
+    time : ndarray, shape (k,)
+    deviation, deviation_static : ndarray, shape (k, d)
+        ``J_x u`` and the equilibrium at rest's, linearised.
+    tracking_error : ndarray, shape (k, n_a)
+        ``r - s``, joint side [rad or m].
+    motor_error : ndarray, shape (k, n_a)
+        ``r - theta``: the motors' lag (joint units; ``= tracking_error`` without a transmission).
+    actuator_forces : ndarray, shape (k, n_a)
+        The servos' joint-side forces [N m or N] (no torque limit).
+    deviation_servo : ndarray, shape (k, d)
+        The servos' share ``G (s - r)`` (:func:`sim.solvers.servo.lag_gain`).
+    ends : slice
+        The interval ends among the instants.
+    frame_time : ndarray, shape (n,)
+    frequencies, damping_ratios : ndarray, shape (n, r)
+        Closed-loop ``|lambda| / 2 pi`` [Hz] and ``-Re lambda / |lambda|`` of the reduced
+        system at each frame, ascending (NaN: fewer complex modes).
+    modal_coordinates, modal_velocities : ndarray, shape (n, r)
+        ``eta``, ``eta'`` at the frames (row ``i + 1`` on interval ``i``'s modes).
+    integral : ndarray, shape (n, ny)
+    displacement : ndarray, shape (n, n_v)
+        The elastic displacement ``u`` at the frames (modal part plus the truncated modes').
+    """
+
+    time: np.ndarray
+    deviation: np.ndarray
+    deviation_static: np.ndarray
+    tracking_error: np.ndarray
+    motor_error: np.ndarray
+    actuator_forces: np.ndarray
+    deviation_servo: np.ndarray
+    ends: slice
+    frame_time: np.ndarray
+    frequencies: np.ndarray
+    damping_ratios: np.ndarray
+    modal_coordinates: np.ndarray
+    modal_velocities: np.ndarray
+    integral: np.ndarray
+    displacement: np.ndarray
+
+
+    def result(self, pose_rigid):
+        """The record of the locked KED (:class:`sim.solvers.ked.KedResult`, its samples at
+        every instant) from the rigid poses ``pose_rigid`` (k, d) at :attr:`time`."""
+        from sim.solvers.ked import KedResult, KedSamples
+
+        e, dev, static = self.ends, self.deviation, self.deviation_static
+        samples = KedSamples(time=self.time, pose_rigid=pose_rigid, pose=pose_rigid + dev, deviation=dev,
+                             deviation_static=static, deviation_dynamic=dev - static)
+        return KedResult(time=self.frame_time, pose_rigid=pose_rigid[e], pose=pose_rigid[e] + dev[e],
+                         deviation=dev[e], deviation_static=static[e], deviation_dynamic=dev[e] - static[e],
+                         frequencies=self.frequencies, modal_coordinates=self.modal_coordinates,
+                         modal_velocities=self.modal_velocities, displacement=self.displacement,
+                         samples=samples if self.time.size > self.frame_time.size else None)
+
+
+def closed_modes(A, r):
+    """Frequencies [Hz] and damping ratios (r,) of the complex pairs of ``A``, ascending by
+    ``|lambda|`` (NaN where fewer)."""
+    lam = scipy.linalg.eigvals(A)
+    scale = max(np.abs(lam).max(initial=0.0), 1.0)
+    pair = lam[lam.imag > 1e-9 * scale]
+    pair = pair[np.argsort(np.abs(pair))][:r]
+    f, z = np.full(r, np.nan), np.full(r, np.nan)
+    f[:pair.size] = np.abs(pair) / (2 * np.pi)
+    z[:pair.size] = -pair.real / np.abs(pair)
+    return f, z
+
+
+def integrate(time, frames, servo, start="static", parts=1):
+    """Advance the closed-loop KED over the frames (:func:`servo_frames`).
+
+    Parameters
+    ----------
+    time : ndarray, shape (n,)
+        Frame instants (interval ends) [s].
+    frames : ServoFrames
+    servo : sim.solvers.servo.Servo
+        The gains (for the actuators' forces).
+    start : {"static", "undeformed"}
+        From the equilibrium at rest at the first pose, or undeformed.
+    parts : int
+        Output instants per interval.
+
+    Returns
+    -------
+    ServoKed
+    """
+    if start not in ("static", "undeformed"):
+        raise ValueError(f"`start` must be 'static' or 'undeformed', got {start!r}")
+    n, n_x, r = frames.shapes.shape
+    ny = frames.rates.shape[1]
+    n_a = frames.joints.shape[1]
+    size = 2 * r + ny
+    u = frames.static_rest[0].copy() if start == "static" else np.zeros(n_x)
+    u_dot = np.zeros(n_x)
+    yv = frames.y_rest[0].copy() if start == "static" else np.zeros(ny)
+    corrections = [frames.correction(k) for k in range(n)]
+    y_rows = np.zeros((n_a, ny))   # integral state -> its actuator
+    y_rows[np.flatnonzero(servo.ki > 0), np.arange(ny)] = 1.0
+    eta_all, eta_dot_all, y_all = np.zeros((n, r)), np.zeros((n, r)), np.zeros((n, ny))
+    freq, zeta = np.zeros((n, r)), np.zeros((n, r))
+    samples = []     # (k0, f, u, u_dot, y): the displacement at time[k0] + f (time[k0+1] - time[k0])
+
+    def sample(k, f, eta, eta_dot, y_now, psi):
+        c0, C0 = corrections[k]
+        c1, C1 = corrections[min(k + 1, n - 1)]
+        corr = (1 - f) * (c0 + C0 @ y_now) + f * (c1 + C1 @ y_now)
+        samples.append((k, f, psi @ eta + corr, psi @ eta_dot, y_now.copy()))
+
+    eta, eta_dot = frames.mass_shapes[0].T @ u, frames.mass_shapes[0].T @ u_dot
+    eta_all[0], eta_dot_all[0], y_all[0] = eta, eta_dot, yv
+    freq[0], zeta[0] = closed_modes(frames.system(0), r)
+    sample(0, 0.0, eta, eta_dot, yv, frames.shapes[0])
+    for i in range(n - 1):
+        dt = time[i + 1] - time[i]
+        psi = frames.shapes[i]
+        if i:
+            eta, eta_dot = frames.mass_shapes[i].T @ u, frames.mass_shapes[i].T @ u_dot
+            freq[i], zeta[i] = closed_modes(frames.system(i), r)
+        b0, b1 = psi.T @ frames.load[i], psi.T @ frames.load[i + 1]
+        y0, y1 = frames.rates[i] @ corrections[i][0], frames.rates[i] @ corrections[i + 1][0]
+        Z = np.zeros((size + 2, size + 2))
+        Z[:size, :size] = frames.system(i)
+        Z[r:2 * r, size] = b0
+        Z[r:2 * r, size + 1] = b1 - b0
+        Z[2 * r:size, size] = y0
+        Z[2 * r:size, size + 1] = y1 - y0
+        Z[size + 1, size] = 1.0 / dt
+        E = scipy.linalg.expm(Z * (dt / parts))
+        X = np.concatenate([eta, eta_dot, yv, [1.0, 0.0]])
+        for j in range(1, parts + 1):
+            X = E @ X
+            if j < parts:
+                sample(i, j / parts, X[:r], X[r:2 * r], X[2 * r:size], psi)
+        eta, eta_dot, yv = X[:r], X[r:2 * r], X[2 * r:size]
+        eta_all[i + 1], eta_dot_all[i + 1], y_all[i + 1] = eta, eta_dot, yv
+        sample(i + 1, 0.0, eta, eta_dot, yv, psi)
+        u, u_dot = psi @ eta, psi @ eta_dot
+    freq[-1], zeta[-1] = closed_modes(frames.system(n - 1), r)
+
+    k = np.array([s[0] for s in samples])
+    f = np.array([s[1] for s in samples])[:, None]
+    U = np.array([s[2] for s in samples])
+    U_dot = np.array([s[3] for s in samples])
+    Y = np.array([s[4] for s in samples]).reshape(len(samples), ny)
+    k1 = np.minimum(k + 1, n - 1)
+
+    def between(X, values):
+        """Rows ``X[k] values`` linear in ``f`` to ``X[k1] values`` (frozen quantities go from
+        one frame's to the next)."""
+        return (1 - f) * np.einsum("kab,kb->ka", X[k], values) + f * np.einsum("kab,kb->ka", X[k1], values)
+
+    n_v = frames.pose_jacobian.shape[2]
+    deviation = between(frames.pose_jacobian, U[:, :n_v])
+    static = (1 - f) * np.einsum("kab,kb->ka", frames.pose_jacobian[k], frames.static_rest[k, :n_v]) + \
+        f * np.einsum("kab,kb->ka", frames.pose_jacobian[k1], frames.static_rest[k1, :n_v])
+    lag_s = between(frames.joints, U)
+    delta = between(frames.motors, U)
+    delta_dot = between(frames.motors, U_dot)
+    forcing = (1 - f) * frames.forcing[k] + f * frames.forcing[k1]
+    kv, ki = servo.kv, servo.ki
+    force = forcing - (kv * servo.kp + ki * kv) * delta - kv * delta_dot + ki * (Y @ y_rows.T)
+    return ServoKed(time=time[k] + f[:, 0] * (time[k1] - time[k]), deviation=deviation, deviation_static=static,
+                    tracking_error=-lag_s, motor_error=-delta, actuator_forces=force,
+                    deviation_servo=np.einsum("kda,ka->kd", (1 - f[..., None]) * frames.lag[k]
+                                              + f[..., None] * frames.lag[k1], lag_s),
+                    ends=slice(0, None, parts), frame_time=np.asarray(time, dtype=float), frequencies=freq,
+                    damping_ratios=zeta, modal_coordinates=eta_all, modal_velocities=eta_dot_all, integral=y_all,
+                    displacement=np.array([s[2][:n_v] for s in samples])[::parts])
