@@ -156,13 +156,32 @@ def rms(x):
     return np.sqrt(np.mean(np.asarray(x) ** 2, axis=0))
 
 
-@pytest.mark.parametrize("feedforward, ki", [("velocity", 20.0), ("none", 0.0)])
-def test_against_servo_transient(rrru3, tmp_path, feedforward, ki):
+POINT = """kind = "point_to_point"
+waypoints = [[0.0, 0.0, -0.7], [0.005, 0.003, -0.697]]
+move_time = 0.1
+dwell = 0.2"""
+CIRCLE = """kind = "circle"
+center = [0.0, 0.0, -0.7]
+radius = 0.1
+omega = 2.0
+duration = 0.3"""
+
+
+@pytest.mark.parametrize("feedforward, ki, trajectory, tolerance", [
+    ("velocity", 20.0, POINT, dict(tracking_error=0.02, deviation=0.02, deviation_dynamic=0.02)),
+    ("none", 0.0, POINT, dict(tracking_error=0.02, deviation=0.02, deviation_dynamic=0.02)),
+    ("velocity+torque", 20.0, CIRCLE, dict(tracking_error=0.1, deviation=0.02, deviation_dynamic=(0.03, 0.03, 0.3)))])
+def test_against_servo_transient(rrru3, tmp_path, feedforward, ki, trajectory, tolerance):
     """A scenario with both, gravity on, starting at rest in the static equilibrium (the
-    servos holding the weight through the integral, or the position loop's lag): the KED's
-    tracking errors and deviation (whole and dynamic part) against the servo transient's at a
-    5 mm move within 2 % RMS (0.2-0.5 % measured; a start out of equilibrium, an integral
-    starting empty, gave 50 %); the shares add up."""
+    servos holding the weight through the integral, or the position loop's lag, the torque
+    feedforward the static one even where the motion starts at speed): the KED's tracking
+    errors and deviation (whole and dynamic part) against the servo transient's within 2 % RMS
+    at a 5 mm move (0.2-0.5 % measured; a start out of equilibrium, an integral starting
+    empty, gave 50 %).  On the circle, which starts at speed, the torque feedforward leaves
+    tracking errors of a few µrad (within 10 %, 3-7 % measured), the deviation within 2 %
+    (0.5 %), its dynamic part in x and y within 3 % (0.8, 1.5 %) and in z, a few µm, within
+    30 % (21 %, as the locked KED's against the prescribed transient: the linearisation).  The
+    shares add up."""
     from sim.app.api import open_results, run
 
     path = tmp_path / "servo.toml"
@@ -171,10 +190,7 @@ def test_against_servo_transient(rrru3, tmp_path, feedforward, ki):
 file = "{RRRU.as_posix()}"
 parameters = {{ elements_per_link = 2, rotor_inertia = 1.2e-4, gear_ratio = 50.0 }}
 [trajectory]
-kind = "point_to_point"
-waypoints = [[0.0, 0.0, -0.7], [0.005, 0.003, -0.697]]
-move_time = 0.1
-dwell = 0.2
+{trajectory}
 [damping]
 ratio = 0.01
 [servo]
@@ -195,12 +211,14 @@ drive = "servo"
     run(path, out=out)
     k, t = open_results(out, "ked"), open_results(out, "transient")
     tk, tt = k["time"].values, t["time"].values
-    assert np.abs(t["tracking_error"].values).max() > 1e-4
+    assert np.abs(t["tracking_error"].values).max() > 1e-5
     for name in ("tracking_error", "deviation", "deviation_dynamic"):
         on_k = on(tk, tt, t[name].values)
-        assert (rms(k[name].values - on_k) < 0.02 * rms(on_k)).all(), name
+        assert (rms(k[name].values - on_k) < np.multiply(tolerance[name], rms(on_k))).all(), name
     # at rest at the start: no error but the position loop's lag under the weight
-    assert_allclose(t["tracking_error"].values[0], k["tracking_error"].values[0], rtol=1e-6, atol=1e-12)
+    # (from speed the KED's first sample adds the truncated modes' response to the moving load: 0.4 µrad)
+    assert_allclose(t["tracking_error"].values[0], k["tracking_error"].values[0], rtol=1e-6,
+                    atol=1e-12 if trajectory == POINT else 1e-6)
     assert_allclose(k["deviation_servo"].values + k["deviation_structure"].values, k["deviation"].values,
                     atol=1e-15)
     assert k.attrs["drives"] == "servo"

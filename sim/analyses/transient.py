@@ -461,8 +461,10 @@ def run(model, scenario, group, progress):
     holding = None
     if servo is not None and table["start"] == "static":
         # The servos hold the static load from the start: through the integral, or the
-        # position loop's error (the joints then start behind their references).
-        holding = servo.holding(model, rest_forces(model, q0)[0], torque(0.0) * servo.torque if torque else 0.0)
+        # position loop's error (the joints then start behind their references).  At rest
+        # the torque feedforward is the static one, whatever the motion's first instant asks.
+        rest = rest_forces(model, q0)[0]
+        holding = servo.holding(model, rest, servo.torque * rest)
     if table.get("initial_state") is not None or table["start"] == "static":
         s, sd, _ = law(0.0)
         if holding is not None:
