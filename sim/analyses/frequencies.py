@@ -2,7 +2,7 @@
 
 Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants; with ``drives =
 "servo"`` also the lowest ``count`` complex modes of the robot closed by its ``[servo]`` drives
-at each instant (:mod:`sim.solvers.servo`; ascending, not tracked).  The modes are those
+at each instant (:mod:`sim.solvers.servo`), tracked by the MAC of their complex shapes.  The modes are those
 of KED's frozen structures (actuators locked; :func:`sim.solvers.ked.frames_along`, its
 compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
 that a tracked mode crossing the ``count``-th one is still found; pairing uses the
@@ -124,20 +124,46 @@ def run(model, scenario, group, progress):
 
 
 def _servo(model, scenario, group, qs, k, progress):
-    """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path
-    (:func:`sim.analyses.servo.closed_modes`), ascending (not tracked)."""
+    """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path,
+    tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.servo`;
+    ``EXTRA_MODES`` more at each instant, so that a crossing at the top is followed).
+
+    The shapes live on each instant's own basis of the admissible motions; the earlier
+    instant's are carried to the later one's through the velocity coordinates (``N`` is
+    orthonormal: ``x' = N'^T N x``, the motors' coordinates as they are) and compared in the
+    later instant's mass matrix, rotors included, as the locked modes are."""
     from sim.analyses import damping as robot_damping
-    from sim.analyses.servo import closed_modes, gains
+    from sim.analyses.servo import gains
+    from sim.solvers.servo import closed_loop, modes, plant
+    from sim.solvers.tracking import follow, weighted_mac
 
     servo, damping = gains(model, scenario), robot_damping(scenario, group)
-    f, z = np.full((len(qs), k), np.nan), np.full((len(qs), k), np.nan)
+    K = k + EXTRA_MODES
+    f, z = np.full((len(qs), K), np.nan), np.full((len(qs), K), np.nan)
+    raw = np.zeros((max(len(qs) - 1, 0), K, K))
+    previous = None     # the last instant's shapes in velocity coordinates (n_v + motors, K)
     with progress(len(qs), "frequencies: servo modes") as bar:
         for i, q in enumerate(qs):
-            closed = closed_modes(model, q, servo, damping)
-            j = min(k, closed.frequencies_hz.size)
+            p = plant(model, q, damping)
+            closed = modes(closed_loop(p, servo))
+            j = min(K, closed.frequencies_hz.size)
             f[i, :j], z[i, :j] = closed.frequencies_hz[:j], closed.damping_ratios[:j]
+            n = p.N.shape[1]
+            X = np.zeros((p.M.shape[0], K), dtype=complex)
+            X[:, :j] = closed.shapes[:, :j]
+            if previous is not None:
+                carried = np.concatenate([p.N.T @ previous[:model.n_v], previous[model.n_v:]])
+                raw[i - 1] = weighted_mac(carried, X, p.M @ carried, p.M @ X)
+            previous = np.concatenate([p.N @ X[:n], X[n:]])
             bar.update(1)
-    group.put("servo_frequencies", f, "Hz", "the lowest closed-loop natural frequencies |lambda| / 2 pi of the "
-              "robot with its servo drives, ascending at each instant (NaN: fewer complex modes)")
-    group.put("servo_damping_ratios", z, "1", "their damping ratios -Re lambda / |lambda|")
-    return {"servo_frequency_range_hz": (float(np.nanmin(f)), float(np.nanmax(f)))}
+    order, macs = follow(raw)
+    tracked = np.take_along_axis(f, order, axis=1)[:, :k]
+    group.put("servo_frequencies", tracked, "Hz", "the lowest closed-loop natural frequencies |lambda| / 2 pi of "
+              "the robot with its servo drives, column j = tracked mode j (identity kept by the MAC of the complex "
+              "shapes; NaN: fewer complex modes)")
+    group.put("servo_damping_ratios", np.take_along_axis(z, order, axis=1)[:, :k], "1",
+              "their damping ratios -Re lambda / |lambda|")
+    group.put("servo_frequencies_sorted", f[:, :k], "Hz", "the same, ascending at each instant")
+    group.put("servo_mac_tracked", np.take_along_axis(macs, order[:, None, :], axis=2)[:, np.arange(k), np.arange(k)],
+              "1", "mass-weighted MAC of each servo track between consecutive instants (1 = unchanged shape)")
+    return {"servo_frequency_range_hz": (float(np.nanmin(tracked)), float(np.nanmax(tracked)))}

@@ -40,8 +40,8 @@ def loops(model, scenario):
 
 def check(model, scenario):
     """Refuse a robot whose actuators leave its end effector free, a shaper tuned above what
-    the intervals resolve and servo drives without gains or on a motor without a rotor (see
-    :mod:`sim.analyses`)."""
+    the intervals resolve, and servo drives without gains, on a motor without a rotor or
+    unstable at home (see :mod:`sim.analyses`)."""
     from sim.solvers.moves import check_resolution
     from sim.solvers.trajectory import from_scenario
 
@@ -49,11 +49,8 @@ def check(model, scenario):
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     check_resolution(trajectory.moves, trajectory.duration / scenario.data["ked"]["intervals"], "ked")
     if scenario.data["ked"]["drives"] == "servo":
-        from sim.analyses.servo import gains
-        from sim.solvers.servo import check_transient
-
-        gains(model, scenario)
-        check_transient(model, f"{scenario.path}: [ked]")
+        from sim.analyses.servo import check_stable
+        check_stable(model, scenario, f"{scenario.path}: [ked]")
 
 
 @register("ked", prepare=prepare, check=check, loops=loops)

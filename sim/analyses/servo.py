@@ -91,6 +91,28 @@ def write_tracking(group, model, result, rigid, law, servo):
     return out
 
 
+def check_stable(model, scenario, where):
+    """Refuse servos under which the robot at home is unstable (a closed-loop eigenvalue with
+    a positive real part: a time-domain analysis would grow without bound), and a servo on a
+    compliant transmission without a rotor; one line naming the mode and the gains to change."""
+    from sim.solvers.damping import Damping
+    from sim.solvers.servo import check_transient
+
+    servo = gains(model, scenario)
+    check_transient(model, where)
+    md = closed_modes(model, model.q_home, servo, Damping.from_table(scenario.data["damping"]))
+    scale = max(np.abs(md.eigenvalues).max(initial=0.0), np.abs(md.real_roots).max(initial=0.0), 1.0)
+    grows = np.flatnonzero(md.eigenvalues.real > 1e-9 * scale)
+    if grows.size:
+        k = grows[0]
+        raise SimError(f"{where}: the robot closed by its [servo] is unstable at home: its mode at "
+                       f"{md.frequencies_hz[k]:.4g} Hz grows (damping ratio {md.damping_ratios[k]:.3g}); lower ki "
+                       f"(the integral), or raise kv")
+    if (md.real_roots > 1e-9 * scale).any():
+        raise SimError(f"{where}: the robot closed by its [servo] is unstable at home: a motion grows at "
+                       f"{md.real_roots.max():.3g} 1/s without oscillating; check the gains' signs and units")
+
+
 def closed_modes(model, q, servo, damping=None):
     """:class:`sim.solvers.servo.Modes` of the robot at ``q`` closed by ``servo``."""
     from sim.solvers.servo import closed_loop, modes, plant

@@ -407,10 +407,8 @@ def check(model, scenario):
     if table["drive"] == "prescribed":
         determined(model, scenario)
     if table["drive"] == "servo":
-        from sim.analyses.servo import gains
-        from sim.solvers.servo import check_transient
-        gains(model, scenario)
-        check_transient(model, f"{scenario.path}: [transient]")
+        from sim.analyses.servo import check_stable
+        check_stable(model, scenario, f"{scenario.path}: [transient]")
     check_marker_sensors(model, table.get("marker_sensors"), "")
     if table.get("drive_law") is None:
         from sim.solvers.moves import check_resolution

@@ -286,7 +286,7 @@ SCHEMA = {
         "samples": Key("int", "positive", 200, "", "instants along the trajectory"),
         "drives": Key("str", ("locked", "servo"), "locked", "",
                       "actuators locked, or also the lowest `count` complex modes of the robot closed by "
-                      "its [servo] at each instant (`servo_frequencies`, `servo_damping_ratios`)"),
+                      "its [servo] at each instant, tracked by MAC (`servo_frequencies`, `servo_damping_ratios`)"),
     },
     "servo": {
         "kp": Key("float|float[]", "positive_each", REQUIRED, "1/s",

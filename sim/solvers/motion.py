@@ -35,7 +35,8 @@ from sim.kernels.frames import integrate
 from sim.kernels.pose import marker_terms, pose_terms
 from sim.linalg import condition_number, condition_state, lu_solve_vector, sparse_lu
 
-SEGMENT = 16              # samples per call of the compiled loop (then handed on: on_sample, progress)
+SEGMENT = 16              # samples per call of the compiled loop where they are handed on (on_sample)
+LONG_SEGMENT = 512        # ... where only a progress bar waits for them (each call costs the typing of its tables)
 CORRECTOR_MAX_ITER = 3    # plain Newton steps from the predictor before the line-search Newton takes over ...
 CORRECTOR_CONTRACTION = 0.1  # ... or as soon as a step cuts the residual by less than this factor
 ESTIMATE_MARGIN = 10.0    # an estimated condition number above limit / margin is computed exactly
@@ -576,9 +577,10 @@ def _follow(model, ev, times, targets, q, place, drive, progress, on_sample, con
     out = _Samples(model, n, q)
     limit = 1 / SINGULAR_RATIO
     k, predicted = 0, True
+    segment = SEGMENT if on_sample is not None else LONG_SEGMENT
     while k < n:
         # A sample found otherwise is finished alone, with its exact condition number.
-        k1 = k + 1 if predicted else min(n, k + SEGMENT)
+        k1 = k + 1 if predicted else min(n, k + segment)
         out.cond[k] = np.nan
         end = out.run(k, k1, times, X, XD, XDD, fast, predicted, condition or predicted, limit)
         if predicted and end > k and not condition:

@@ -86,12 +86,8 @@ def track_modes(shapes, masses=None, weighted=None):
         original order); ``macs[0]`` is the identity.
     """
     m, k = len(shapes), shapes[0].shape[1]
-    order = np.zeros((m, k), dtype=int)
-    order[0] = np.arange(k)
-    macs = np.zeros((m, k, k))
-    macs[0] = np.eye(k)
     if m < 2:
-        return order, macs
+        return follow(np.zeros((0, k, k)))
     # The MAC of every consecutive pair at once, columns of the previous instant unordered;
     # the tracking then only permutes their rows.
     Phi = np.asarray(shapes, dtype=float)                    # (m, n, k)
@@ -99,6 +95,18 @@ def track_modes(shapes, masses=None, weighted=None):
         raw = mac(Phi[:-1], Phi[1:], np.asarray(masses, dtype=float)[1:])
     else:
         raw = weighted_mac(Phi[:-1], Phi[1:], *weighted)
+    return follow(raw)
+
+
+def follow(raw):
+    """Tracks through the MAC matrices ``raw`` (m - 1, k, k) between the shapes of consecutive
+    instants, both in their own (ascending) order: ``order`` (m, k) and ``macs`` (m, k, k) as
+    :func:`track_modes` returns them."""
+    m, k = raw.shape[0] + 1, raw.shape[1]
+    order = np.zeros((m, k), dtype=int)
+    order[0] = np.arange(k)
+    macs = np.zeros((m, k, k))
+    macs[0] = np.eye(k)
     for i in range(1, m):
         macs[i] = raw[i - 1][order[i - 1]]
         for track, column in pair_modes(macs[i]):
