@@ -687,7 +687,8 @@ def _panels(tree):
         if name == "frequencies" and "servo_frequencies" in group:
             panels.append(("frequencies: servo drives beside locked", lambda ax, g=group:
                            servo_plots.draw_servo_frequencies(ax, g)))
-        if name in ("transient", "ked") and "deviation_servo" in group:
+        if name in ("transient", "ked") and "deviation_servo" in group and not (
+                name == "ked" and "deviation_servo" in tree.get("transient", {})):     # the transient's once
             panels.append((f"{name}: deviation, servo and structure shares", lambda ax, g=group:
                            servo_plots.draw_split(ax, g)))
         if name == "identification" and "parameters" in group:
