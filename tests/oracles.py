@@ -638,9 +638,9 @@ def frame(model, q, v, a, s, count):
     from sim.solvers.modal import modes
 
     ev = Evaluator(model)
-    E = ev.evaluate(q, v, targets=s, rest=True)
+    E = ev.evaluate(q, v, targets=s, rest=True, pose=True)
     r = modes(model, q, None, M=E.M, energies=False, J=E.J, J_s=E.J_s)
     loads = np.column_stack([E.Q - E.M @ a, E.Q0])
     static = r.shapes @ ((r.shapes.T @ loads) / r.omega[:, None] ** 2)
     return {"load": loads[:, 0], "omega": r.omega[:count], "shapes": r.shapes[:, :count], "static_load": static[:, 0],
-            "static_rest": static[:, 1], "pose_jacobian": ev.pose()[1], "M": E.M, "rigid_shapes": r.rigid_shapes}
+            "static_rest": static[:, 1], "pose_jacobian": E.J_x, "M": E.M, "rigid_shapes": r.rigid_shapes}

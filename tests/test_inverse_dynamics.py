@@ -262,8 +262,8 @@ def test_condition_numbers_are_the_svds(rrrt3, circles):
     ev = Evaluator(rrrt3)
     direct, inverse = [], []
     for q in motion.q:
-        E = ev.evaluate(q, np.zeros(rrrt3.n_v))
-        for out, rows in ((direct, E.J_s), (inverse, ev.pose()[1])):
+        E = ev.evaluate(q, np.zeros(rrrt3.n_v), pose=True)
+        for out, rows in ((direct, E.J_s), (inverse, E.J_x)):
             s = np.linalg.svd(np.vstack([E.J, rows])[:, rrrt3.v_rigid], compute_uv=False)
             out.append(s[0] / s[-1])
     np.testing.assert_allclose(result.condition, direct, rtol=1e-11)

@@ -559,17 +559,23 @@ def rest_deflection(model, q, ev=None, lock=False, load=None):
     generalized force held constant, :func:`sim.solvers.modal.static_response`.  Its reference
     coordinates are the joints' motions that go with the deflection (a compliant drive's)."""
     from sim.model.evaluator import Evaluator
+
+    return _rest(model, q, Evaluator(model) if ev is None else ev, lock, load)[0]
+
+
+def _rest(model, q, ev, lock=False, load=None):
+    """:func:`rest_deflection` at ``q`` by the evaluator ``ev``, and the evaluation at ``q``
+    it solved with (the end effector's terms too)."""
     from sim.model.tables import compliant
     from sim.solvers.modal import static_response
 
-    ev = Evaluator(model) if ev is None else ev
     rest = np.zeros(model.n_v)
-    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
+    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s, pose=True)
     Q = E.Q if load is None else E.Q + load
     if not Q.any():      # no gravity, no preloads: nothing to solve for
-        return rest
+        return rest, E
     J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0]
+    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0], E
 
 
 def static_deviation(model, times, qs, lock=False):
@@ -584,8 +590,8 @@ def static_deviation(model, times, qs, lock=False):
     ev = Evaluator(model)
     values = []
     for q in qs:
-        u = rest_deflection(model, q, ev, lock)      # leaves ev evaluated at q
-        values.append(ev.pose()[1] @ u)
+        u, E = _rest(model, q, ev, lock)
+        values.append(E.J_x @ u)
     values = np.array(values)
     if not values.any():     # no gravity, no preloads: no spline to import and build
         return lambda t: np.zeros((np.size(t), values.shape[1]))

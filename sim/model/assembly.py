@@ -37,12 +37,12 @@ def residual(model, q, targets, pose_target, ev=None, columns=None):
         ms = markers(model, q)
         phi, J = constraints(model, q, targets=targets, ms=ms, all_drives=True)
     else:   # the compiled evaluator (sim.model.evaluator): same quantities, for long sequences of poses
-        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
+        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False, pose=pose_target is not None)
         phi, J = E.C, E.J
         if targets is not None:
             phi, J = np.concatenate([phi, drive_residual(model, E.s, targets)]), np.vstack([J, E.J_s])
     if pose_target is not None:
-        x, Jx = pose_jacobian(model, q, ms) if ev is None else ev.pose()
+        x, Jx = pose_jacobian(model, q, ms) if ev is None else (E.x, E.J_x)
         res = x - pose_target
         rot = np.array([k.startswith("r") for k in model.pose_kinds])
         res[rot] = wrap(res[rot])
@@ -123,8 +123,8 @@ def regularity(model, q, ev=None):
         J_s = actuator_values(model, q, ms)[1]
         J_x = pose_jacobian(model, q, ms)[1]
     else:
-        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-        J, J_s, J_x = E.J, E.J_s, ev.pose()[1]
+        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False, pose=True)
+        J, J_s, J_x = E.J, E.J_s, E.J_x
     return conditioning(model, J, J_s, J_x)
 
 

@@ -211,9 +211,9 @@ def joint_wrenches(model, q, lam, frame="world", ev=None):
     if frame not in FRAMES:
         raise ValueError(f"`frame` must be one of {FRAMES}, got {frame!r}")
     ev = Evaluator(model) if ev is None else ev
-    E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-    return _wrenches(model, q[None], lam[None], E.J[None][:, :, model.v_rigid], ev.work["p"][None],
-                     ev.work["A"][None], frame)[0]
+    E = ev.evaluate(q, np.zeros(model.n_v), bodies=False, markers=True)
+    return _wrenches(model, q[None], lam[None], E.J[None][:, :, model.v_rigid], E.markers.p[None],
+                     E.markers.A[None], frame)[0]
 
 
 def _wrench_tables(model):
