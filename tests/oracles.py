@@ -548,6 +548,9 @@ def rigid_motion(model, trajectory, times):
         At the first pose Newton cannot reach, its message naming ``sample k``.
     """
     from sim.model.assembly import assemble, solve_pose
+    from sim.model.evaluator import Kinematics
+
+    ev = Kinematics(model)
 
     times = np.asarray(times, dtype=float)
     x, xd, xdd = trajectory(times)
@@ -562,7 +565,7 @@ def rigid_motion(model, trajectory, times):
             # The free motions of redundant robots (a strut's spin) are not fixed by the pose:
             # minimum-norm steps from the same predictor keep them alike.
             q_pred = integrate(model, q, dt * v + dt**2 / 2 * a + dt**3 / 6 * jerk)
-            q = assemble(model, q_pred, pose_target=x[k], what=f"sample {k}")
+            q = assemble(model, q_pred, ev, pose_target=x[k], what=f"sample {k}")
         a_prev = a
         v = np.zeros(model.n_v)
         for rate in ("v", "a"):
@@ -598,12 +601,14 @@ def driven_motion(model, times, S, SD, SDD):
         ``q`` (n, n_q), ``v``, ``a`` (n, n_v), ``pose``, ``pose_dot``, ``pose_ddot`` (n, d).
     """
     from sim.model.assembly import assemble
+    from sim.model.evaluator import Kinematics
 
+    ev = Kinematics(model)
     rigid, nj, e = model.v_rigid, model.rows["n_joint"], model.ee_marker
     out = {name: [] for name in ("q", "v", "a", "pose", "pose_dot", "pose_ddot")}
     q = model.q_home
     for k in range(len(times)):
-        q = assemble(model, q, targets=S[k], what=f"sample {k}", tol=1e-13)
+        q = assemble(model, q, ev, targets=S[k], what=f"sample {k}", tol=1e-13)
         v = np.zeros(model.n_v)
         J = rows(model, markers(model, q, v), True)[1]
         v[rigid] = np.linalg.lstsq(J[:, rigid], np.concatenate([np.zeros(nj), SD[k]]), rcond=None)[0]

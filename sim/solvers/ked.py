@@ -211,16 +211,15 @@ class Frame:
     static_rest: np.ndarray
 
 
-def free_motions(model, q, ev=None):
+def free_motions(model, q, ev):
     """The number of free (rigid-body) motions of the model at ``q`` with the actuators locked.
 
     Where the locked rows determine the reference coordinates (``J_r`` square and regular)
     and the bodies' elastic stiffness is positive definite, every constrained motion strains
     a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): none, and no eigensolve to tell.
     Otherwise the structural decision of :func:`sim.solvers.modal.modes` (the null space of
-    the deformation rows).  ``ev``: a :class:`sim.model.evaluator.Evaluator` at hand.
+    the deformation rows).  ``ev``: the model's :class:`sim.model.evaluator.Evaluator`.
     """
-    ev = Evaluator(model) if ev is None else ev
     J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
     rigid = model.v_rigid
     if J.shape[0] == rigid.size:
@@ -613,7 +612,7 @@ def load_kernels(model, count):
     ``count`` modes now: the rigid motion's, the frames' and the modal stepping's (a first
     call would otherwise do it, ~0.1 s in a process; ``sim run`` does it before the clocks
     of its analyses start)."""
-    load_kernels_motion(model)
+    load_kernels_motion(model, Evaluator(model))
     compile_loops(model, count)
 
 

@@ -406,12 +406,11 @@ class _Samples:
                 (self.u, self.warm), self.out)
 
 
-def load_kernels(model, ev=None, drive=False):
+def load_kernels(model, ev, drive=False):
     """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
     the stop signals held back: :func:`sim.errors.signals_deferred`); returns
-    :func:`_fast_segments`' arguments (``drive``: for an actuator law).  ``ev``: an evaluator
-    at hand."""
-    ev = Evaluator(model) if ev is None else ev
+    :func:`_fast_segments`' arguments for the evaluator ``ev`` (``drive``: for an actuator
+    law)."""
     fast = _fast_segments(model, ev, drive=drive)
     with signals_deferred():
         _Samples(model, 1, model.q_home).run(*_no_samples(model), fast, False, False, 1 / SINGULAR_RATIO)
@@ -434,7 +433,7 @@ def _no_samples(model):
     return 1, 1, np.zeros(1), np.zeros((1, d)), np.zeros((1, d)), np.zeros((1, d))
 
 
-def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, condition=True):
+def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, *, ev, condition=True):
     """The rigid robot at one end-effector sample, from the prediction ``q`` (n_q,) by the
     corrector of the rigid motion (:func:`_segment`: plain Newton, no line search).
 
@@ -442,7 +441,7 @@ def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, conditi
     ----------
     pose, pose_dot, pose_ddot : array_like, shape (d,)
         End-effector coordinates and their rates (default zero).
-    ev : sim.model.evaluator.Evaluator, optional
+    ev : sim.model.evaluator.Evaluator
     condition : bool
         Compute the condition number and refuse a singular configuration; False: neither.
 
@@ -453,7 +452,6 @@ def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, conditi
         without ``condition``); None where Newton does not contract fast enough from ``q``
         or the configuration is singular.
     """
-    ev = Evaluator(model) if ev is None else ev
     rows = [np.asarray(x if x is not None else np.zeros(len(model.pose_kinds)), dtype=float).reshape(1, -1)
             for x in (pose, pose_dot, pose_ddot)]
     out = _Samples(model, 1, np.asarray(q, dtype=float))
