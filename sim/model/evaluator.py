@@ -109,8 +109,8 @@ class Kinematics:
     def kinematics(self, q, v=None, pose=False, markers=False):
         """The kinematic terms at ``(q, v)`` (``v`` None: at rest), for the rigid robot, which
         needs no mass matrix: the markers (:func:`sim.kernels.markers.markers`) and the
-        constraint rows (:func:`sim.kernels.rows.rows`), as :meth:`Evaluator.evaluate`
-        without bodies.
+        constraint rows (:func:`sim.kernels.rows.rows`): the terms of
+        :meth:`Evaluator.evaluate` but the bodies' (the same kernels, the same numbers).
 
         Returns
         -------
