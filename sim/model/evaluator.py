@@ -141,6 +141,7 @@ class Kinematics:
 
 
 _NONE = np.zeros((0, 0))
+_NO_EXTRA = {}      # the Evaluation's optional fields when none is asked for (never written)
 
 
 class Evaluator(Kinematics):
@@ -272,7 +273,7 @@ class Evaluator(Kinematics):
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
         evaluate(q, v, self.ref, self.data_ref, (M, Q, Q0, phi, J, gamma, G, Gg, K_t), pull,
                  (velocity_jacobian, velocity_jacobian, flush, True))
-        extra = self._markers(v, pose, markers)
+        extra = self._markers(v, pose, markers) if pose or markers else _NO_EXTRA
         G = G if velocity_jacobian else None
         K_t = K_t if velocity_jacobian and self.stiff else None
         Q0 = Q0 if rest else None
