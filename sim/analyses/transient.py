@@ -263,7 +263,8 @@ def _tabulated(law, times, model):
 
 
 def reference(model, scenario, table, progress, ev):
-    """Rigid reference (``ev``: the analysis' evaluator): ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
+    """Rigid reference (``ev``: the analysis' evaluator): ``(law, pose_rigid(t), q0, v0,
+    torque(t) or None, duration, samples)``,
     ``samples = (t, q, residual)`` the rigid configurations it was built from and, where the
     rigid robot cannot follow its actuators exactly (:func:`sim.solvers.motion.least_squares_motion`),
     the joints' residual (n,) of that least-squares reference (None where it can)."""

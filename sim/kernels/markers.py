@@ -91,7 +91,8 @@ def markers(q, v, t, data, with_G):
     ``dAq_k/dq_f_dot = -2 R W skew(R_BM e_k) E`` (``W = skew(w)``).
     """
     body, body_q, body_v, qf_idx, D, E, p0, R_BM = t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM
-    p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq = data.p, data.A, data.Jp, data.Ja, data.Jw, data.pd, data.Ad, data.pq, data.Aq, data.wq
+    p, A, Jp, Ja, Jw = data.p, data.A, data.Jp, data.Ja, data.Jw
+    pd, Ad, pq, Aq, wq = data.pd, data.Ad, data.pq, data.Aq, data.wq
     n_m = body.size
     nf = D.shape[2]
     # One heap allocation for all the scratch, none per marker (marker_velocity's too).

@@ -19,7 +19,8 @@ from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
 from sim.kernels.common import by_reference, compile_for, record_type
-from sim.kernels.equations import ADDRESSES, DATA, Data, addresses, data, evaluate, inverse_terms, mass_products, potential
+from sim.kernels.equations import (ADDRESSES, DATA, Data, addresses, data, evaluate, inverse_terms, mass_products,
+                                   potential)
 from sim.kernels.frames import integrate
 from sim.kernels.markers import markers as kernel_markers
 from sim.kernels.rows import rows as kernel_rows

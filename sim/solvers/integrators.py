@@ -867,8 +867,9 @@ def _record(st, pb, law, w, out):
 def _rates(st, t, data, sch, ee, pd, ap):
     """The end effector's coordinate rates ``ee`` (2, d) (velocity, acceleration) and the
     markers' velocities ``pd`` and accelerations ``ap`` (n_m, 3) at the state ``st``, from the
-    markers' kinematics ``data`` evaluated there (their columns in the tables ``t``): ``x_dot = J_x v``, ``x_ddot = J_x a +
-    x_q`` (:func:`sim.kernels.pose.pose_terms`), ``p_ddot = J_p a + p_q``."""
+    markers' kinematics ``data`` evaluated there (their columns in the tables ``t``):
+    ``x_dot = J_x v``, ``x_ddot = J_x a + x_q`` (:func:`sim.kernels.pose.pose_terms`),
+    ``p_ddot = J_p a + p_q``."""
     d, n = sch.pose_kinds.size, st.v.size
     x, Jx, xq = np.zeros(d), np.zeros((d, n)), np.zeros(d)
     pose_terms(sch.pose_kinds, marker_terms(t, data, sch.ee), st.v, (x, Jx, xq), runtime(True))
@@ -1144,7 +1145,8 @@ class GeneralizedAlpha:
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
         return (task, (count, k0, every, total), self.state,
-                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D), self._drive(times), self.work, out)
+                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D), self._drive(times),
+                self.work, out)
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
         return _run(*self._arguments(task, out, count, k0, every, total))

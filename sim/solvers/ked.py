@@ -351,7 +351,8 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         J_all.ravel()[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         if stiff:
             Kt.ravel()[:] = 0.0
-        evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k], (off, with_K, off, on))
+        evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k],
+                 (off, with_K, off, on))
         if keep.size < n_all:
             for i in range(keep.size):
                 for j in range(n_v):

@@ -378,8 +378,8 @@ def _fast_segments(model, ev, rank=None, drive=False):
     pkinds = pose_codes(model.pose_kinds)
     kinds = np.array([3 if a.kind == "angle" else 0 for a in model.actuators], dtype=np.int64) if drive else pkinds
     rank = int(model.ranks[1 if drive else 0]) if rank is None else int(rank)
-    return Loop(ev.ref, ev.data_ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint),
-                rank, pkinds, bool(drive))
+    return Loop(ev.ref, ev.data_ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64),
+                int(ev.n_joint), rank, pkinds, bool(drive))
 
 
 class _Samples:
