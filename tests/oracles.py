@@ -548,6 +548,9 @@ def rigid_motion(model, trajectory, times):
         At the first pose Newton cannot reach, its message naming ``sample k``.
     """
     from sim.model.assembly import assemble, solve_pose
+    from sim.model.evaluator import Kinematics
+
+    ev = Kinematics(model)
 
     times = np.asarray(times, dtype=float)
     x, xd, xdd = trajectory(times)
@@ -562,7 +565,7 @@ def rigid_motion(model, trajectory, times):
             # The free motions of redundant robots (a strut's spin) are not fixed by the pose:
             # minimum-norm steps from the same predictor keep them alike.
             q_pred = integrate(model, q, dt * v + dt**2 / 2 * a + dt**3 / 6 * jerk)
-            q = assemble(model, q_pred, pose_target=x[k], what=f"sample {k}")
+            q = assemble(model, q_pred, ev, pose_target=x[k], what=f"sample {k}")
         a_prev = a
         v = np.zeros(model.n_v)
         for rate in ("v", "a"):
@@ -598,12 +601,14 @@ def driven_motion(model, times, S, SD, SDD):
         ``q`` (n, n_q), ``v``, ``a`` (n, n_v), ``pose``, ``pose_dot``, ``pose_ddot`` (n, d).
     """
     from sim.model.assembly import assemble
+    from sim.model.evaluator import Kinematics
 
+    ev = Kinematics(model)
     rigid, nj, e = model.v_rigid, model.rows["n_joint"], model.ee_marker
     out = {name: [] for name in ("q", "v", "a", "pose", "pose_dot", "pose_ddot")}
     q = model.q_home
     for k in range(len(times)):
-        q = assemble(model, q, targets=S[k], what=f"sample {k}", tol=1e-13)
+        q = assemble(model, q, ev, targets=S[k], what=f"sample {k}", tol=1e-13)
         v = np.zeros(model.n_v)
         J = rows(model, markers(model, q, v), True)[1]
         v[rigid] = np.linalg.lstsq(J[:, rigid], np.concatenate([np.zeros(nj), SD[k]]), rcond=None)[0]
@@ -638,9 +643,9 @@ def frame(model, q, v, a, s, count):
     from sim.solvers.modal import modes
 
     ev = Evaluator(model)
-    E = ev.evaluate(q, v, targets=s, rest=True)
+    E = ev.evaluate(q, v, targets=s, rest=True, pose=True)
     r = modes(model, q, None, M=E.M, energies=False, J=E.J, J_s=E.J_s)
     loads = np.column_stack([E.Q - E.M @ a, E.Q0])
     static = r.shapes @ ((r.shapes.T @ loads) / r.omega[:, None] ** 2)
     return {"load": loads[:, 0], "omega": r.omega[:count], "shapes": r.shapes[:, :count], "static_load": static[:, 0],
-            "static_rest": static[:, 1], "pose_jacobian": ev.pose()[1], "M": E.M, "rigid_shapes": r.rigid_shapes}
+            "static_rest": static[:, 1], "pose_jacobian": E.J_x, "M": E.M, "rigid_shapes": r.rigid_shapes}

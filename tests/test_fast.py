@@ -191,9 +191,9 @@ def test_pose_terms_match_oracle(states):
     for q, v, *_ in out:
         ms = oracles.markers(model, q, v)
         ref = oracles.pose_terms(model.pose_kinds, ms.p[e], ms.A[e], ms.Jp[e], ms.Jw[e], v, ms.pq[e], ms.wq[e])
-        ev.evaluate(q, v)
+        E = ev.evaluate(q, v, pose=True)
         x, J, _, xq = pose_rates(model, q, v)
-        for got in (ev.pose(v), (x, J, xq)):
+        for got in ((E.x, E.J_x, E.x_q), (x, J, xq)):
             assert_allclose(got[0], ref[0], atol=1e-13, err_msg=f"{name}: pose")
             assert_allclose(got[1], ref[1], atol=1e-12 * max(1.0, np.abs(ref[1]).max()), err_msg=f"{name}: J")
             assert_allclose(got[2], ref[2], rtol=1e-10, atol=1e-10 * max(1.0, np.abs(ref[2]).max()),

@@ -113,7 +113,7 @@ def test_frame_statics_are_those_of_the_dense_modes(case):
 
 def test_free_motion_count_is_the_dense_modes_one(case):
     label, model, motion, _, refs = case
-    assert free_motions(model, motion.q[0]) == refs[0]["rigid_shapes"].shape[1], label
+    assert free_motions(model, motion.q[0], Evaluator(model)) == refs[0]["rigid_shapes"].shape[1], label
 
 
 @pytest.mark.parametrize("name, parameters, trajectory, intervals", [

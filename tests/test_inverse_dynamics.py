@@ -17,6 +17,7 @@ import scipy.linalg
 
 import problems
 from sim.model.assembly import assemble, regularity
+from sim.model.evaluator import Evaluator, Kinematics
 from sim.app.cli import main
 from sim.model.constraints import actuator_values, constraints
 from sim.errors import SimError
@@ -58,8 +59,9 @@ def _polished(model, law, motion):
     """The motion with positions re-assembled to 1e-13: the energy derivative would otherwise
     see the 1e-11 Newton tolerance of the trajectory (up to ~5e-7 of the peak power here)."""
     x, x_dot, x_ddot = law(motion.t)
-    q = np.array([assemble(model, q, pose_target=p, tol=1e-13) for q, p in zip(motion.q, x)])
-    samples = [rigid_sample(model, *args) for args in zip(q, x, x_dot, x_ddot)]
+    ev = Evaluator(model)
+    q = np.array([assemble(model, q, ev, pose_target=p, tol=1e-13) for q, p in zip(motion.q, x)])
+    samples = [rigid_sample(model, *args, ev=ev) for args in zip(q, x, x_dot, x_ddot)]
     assert all(np.array_equal(sample[0], q_k) for sample, q_k in zip(samples, q)), "the corrector moved a polished q"
     return dataclasses.replace(motion, q=q, v=np.array([s[1] for s in samples]), a=np.array([s[2] for s in samples]))
 
@@ -115,7 +117,7 @@ def test_home_posture_is_regular(rrrt3):
     """Full rank 78 for both Jacobians, moderate condition numbers, and the three legs'
     constraint couples n_i = t_i x b_i are independent (orthogonal: condition number 1)."""
     assert rrrt3.ranks == (78, 78)
-    inverse, direct = regularity(rrrt3, rrrt3.q_home)
+    inverse, direct = regularity(rrrt3, rrrt3.q_home, Kinematics(rrrt3))
     conditions = (1 / inverse, 1 / direct)
     assert max(conditions) < 200, f"condition numbers {conditions}"
     couples = np.array([np.cross(_leg_frame(i)[1], _leg_frame(i)[2]) for i in range(3)])
@@ -257,13 +259,12 @@ def test_condition_numbers_are_the_svds(rrrt3, circles):
     """Along the paper's circle the condition numbers of the direct Jacobian (inverse
     dynamics) and of the inverse-kinematics one (rigid motion), iterated from sample to
     sample (sim.linalg.condition_number), are those of the SVD of each sample's Jacobians."""
-    from sim.model.evaluator import Evaluator
     motion, result = circles[0.5]
     ev = Evaluator(rrrt3)
     direct, inverse = [], []
     for q in motion.q:
-        E = ev.evaluate(q, np.zeros(rrrt3.n_v))
-        for out, rows in ((direct, E.J_s), (inverse, ev.pose()[1])):
+        E = ev.evaluate(q, np.zeros(rrrt3.n_v), pose=True)
+        for out, rows in ((direct, E.J_s), (inverse, E.J_x)):
             s = np.linalg.svd(np.vstack([E.J, rows])[:, rrrt3.v_rigid], compute_uv=False)
             out.append(s[0] / s[-1])
     np.testing.assert_allclose(result.condition, direct, rtol=1e-11)

@@ -5,6 +5,7 @@ import pytest
 import scipy.linalg
 
 from sim.solvers.ked import ModalStepper, Frame, integrate_frames, ked, ramp_response
+from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
 from sim.solvers.trajectory import circle
 
@@ -271,7 +272,6 @@ def test_condition_estimate_brackets_the_condition_number(rrru3_coarse):
     vectors) is a lower bound within the margin of the exact sigma_1 / sigma_n, and closes in
     on it along a motion."""
     from sim.model.assembly import residual
-    from sim.model.evaluator import Evaluator
     from sim.linalg import flush
     from sim.solvers.motion import ESTIMATE_MARGIN, _condition_estimate, _factor, rigid_motion
 
@@ -295,7 +295,6 @@ def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
     """A tracker reset to the Ritz vectors of another configuration (its seed) gives the dense
     solve's modes within SEED_ITER sweeps, and does not extrapolate from the seed."""
     import sim.solvers.subspace
-    from sim.model.evaluator import Evaluator
     from sim.solvers.modal import modes
     from sim.solvers.motion import rigid_motion
     from sim.solvers.subspace import SEED_ITER, Tracker
@@ -328,7 +327,7 @@ def test_free_motion_check_is_the_eigensolve(name, params):
     from sim.solvers.modal import modes
 
     model = load_model(MODELS / f"{name}.py", params)
-    assert free_motions(model, model.q_home) == modes(model, model.q_home, count=1).rigid_count
+    assert free_motions(model, model.q_home, Evaluator(model)) == modes(model, model.q_home, count=1).rigid_count
 
 
 def test_sim_run_loads_the_kernels_before_the_clocks(tmp_path):

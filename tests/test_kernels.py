@@ -91,9 +91,9 @@ def lumped(model, ms, v=None, s=None, J_s=None, targets=None):
     v = np.zeros(n) if v is None else np.ascontiguousarray(v, dtype=float)
     Q, K, G = np.zeros(n), np.zeros((n, n)), np.zeros((n, n))
     energy = 0.0
-    m = ms.tables
+    m, d = ms.tables, ms.data
     if model.springs:
-        energy = kernel.springs((m.sp_mi, m.sp_mj, m.sp_K, m.sp_C, m.sp_home), (m.cols, m.p, m.A, m.Jp, m.Ja, m.Jw),
+        energy = kernel.springs((m.sp_mi, m.sp_mj, m.sp_K, m.sp_C, m.sp_home), (m.cols, d.p, d.A, d.Jp, d.Ja, d.Jw),
                                 v, Q, Q[:0], G, K, True, True)
     if m.ca_idx.size and J_s is not None:
         Q_a = np.zeros(n)

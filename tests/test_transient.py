@@ -13,6 +13,7 @@ import oracles
 
 from sim.analyses.transient import consistent_state, elastic_state
 from sim.solvers.inverse_dynamics import multipliers
+from sim.model.evaluator import Evaluator, Kinematics
 from sim.model.loader import load_model
 from sim.solvers.integrators import Options
 from sim.solvers.simulate import Drive, simulate
@@ -30,7 +31,7 @@ def simeon_state(model):
     q_f, v_f = elastic_state(model, spec, "test")
     q = model.q_home.copy()
     q[model.q_elastic] = q_f[model.q_elastic]
-    return consistent_state(model, q, v_f, np.array([0.0]), np.array([150.0]))
+    return consistent_state(model, q, v_f, np.array([0.0]), np.array([150.0]), Kinematics(model))
 
 
 def test_simeon_initial_state_gives_published_rod_rate(slider_crank):
@@ -62,11 +63,10 @@ def test_torque_drive_reproduces_rigid_motion_of_a_stiff_robot():
     model = load_model(ROOT / "models/slider_crank.py", {"elements": 2, "E": 2e14})
     rate = 20.0
     law = lambda t: (np.array([rate * t]), np.array([rate]), np.zeros(1))  # noqa: E731
-    q0, v0 = consistent_state(model, model.q_home, np.zeros(model.n_v), np.zeros(1), np.array([rate]))
+    q0, v0 = consistent_state(model, model.q_home, np.zeros(model.n_v), np.zeros(1), np.array([rate]), Kinematics(model))
     prescribed = simulate(model, q0, v0, 0.02, 1e-4, Drive("prescribed", reference=law), output_step=1e-3)
     samples = [(q, v) for q, v in zip(prescribed.q, prescribed.v)]
     import oracles
-    from sim.model.evaluator import Evaluator
     ev = Evaluator(model)
     taus = []
     for (q, v), t in zip(samples, prescribed.t):
@@ -75,7 +75,7 @@ def test_torque_drive_reproduces_rigid_motion_of_a_stiff_robot():
         n = model.n_v
         A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
         a = scipy.linalg.lstsq(A, np.concatenate([Q, gamma]))[0][:n]
-        taus.append(-multipliers(model, q, v, a)[0][model.rows["n_joint"]])
+        taus.append(-multipliers(model, q, v, a, ev)[0][model.rows["n_joint"]])
     import scipy.interpolate
     tau = scipy.interpolate.CubicSpline(prescribed.t, np.array(taus)[:, None], axis=0)
     torque = simulate(model, q0, v0, 0.02, 1e-4, Drive("torque", reference=law, feedforward=tau, kp=0.0, kd=0.0),
@@ -122,7 +122,7 @@ def test_rrru3_conservative_energy_drift_below_0p1_percent():
             j = model.q_index[b][1] + 6
             w, V = np.linalg.eigh(K[j:j + body.n_f, j:j + body.n_f])
             q[i:i + body.n_f] = 2e-3 * V[:, 0] / np.abs(V[:, 0]).max()
-    q0 = assemble(model, q, what="the deformed 3-RRRU", tol=1e-14)
+    q0 = assemble(model, q, Kinematics(model), what="the deformed 3-RRRU", tol=1e-14)
     v0 = np.zeros(model.n_v)
     law = lambda t: (np.zeros(3), np.zeros(3), np.zeros(3))  # noqa: E731 (unused by a free drive)
     result = simulate(model, q0, v0, 1.0, 1e-3, Drive("free", reference=law),
@@ -265,9 +265,9 @@ def test_drive_law_reference_of_compliant_drives_is_the_assembled_robot(tmp_path
     s0 = actuator_values(model, model.q_home)[0]
     with h5py.File(out) as f:
         t, pose_rigid = f["transient/time"][:], f["transient/pose_rigid"][:]
-    q = model.q_home
+    q, ev = model.q_home, Kinematics(model)
     for k in range(0, t.size, 7):
-        q = assemble(model, q, targets=s0 + 0.05 * t[k], tol=1e-13)
+        q = assemble(model, q, ev, targets=s0 + 0.05 * t[k], tol=1e-13)
         assert_allclose(pose_rigid[k], pose(model, q), rtol=0, atol=1e-11)
 
 

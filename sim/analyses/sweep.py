@@ -115,17 +115,17 @@ def _frequencies(model, ev, count):
 
 def _compliance(model, ev):
     """``measure(q, locked) -> (d * d,)`` the end effector's Cartesian compliance (row-major,
-    :mod:`sim.solvers.stiffness`) at a locked evaluation."""
+    :mod:`sim.solvers.stiffness`) at a locked evaluation (with its markers' kinematics)."""
     from sim.model.dynamics import stiffness_matrix
     from sim.solvers.modal import static_response
     from sim.solvers.stiffness import compliance_matrix, wrench_rows
 
-    K_body, e, t = stiffness_matrix(model), model.ee_marker, ev.tables
+    K_body, e, cols = stiffness_matrix(model), model.ee_marker, ev.tables.cols
 
     def measure(q, locked):
         # The marker's local Jacobians on their columns (-1: none, the padding column).
         Jp, Jw = (np.zeros((3, model.n_v + 1)) for _ in range(2))
-        Jp[:, t.cols[e]], Jw[:, t.cols[e]] = t.Jp[e], t.Jw[e]
+        Jp[:, cols[e]], Jw[:, cols[e]] = locked.markers.Jp[e], locked.markers.Jw[e]
         G = wrench_rows(model.pose_kinds, Jp[:, :-1], Jw[:, :-1])
         K = K_body if locked.K_t is None else K_body + locked.K_t
         return compliance_matrix(G, static_response(model, q, G.T, K=K, J=locked.J)).ravel()
@@ -161,14 +161,13 @@ def rows_map(model_file, parameters, index, values, base, rows, count, analysis)
             pose[index[0]], pose[index[1]] = values[0][i], values[1][j]
             try:
                 q = _reach(model, pose, previous, ev)
-                E = ev.evaluate(q, zero)
-                J_x = ev.pose()[1]
-                if min(conditioning(model, E.J, E.J_s, J_x)) < SINGULAR_RATIO:
+                E = ev.evaluate(q, zero, pose=True)
+                if min(conditioning(model, E.J, E.J_s, E.J_x)) < SINGULAR_RATIO:
                     continue
             except SimError:
                 continue
             previous = (q, pose)
-            locked = ev.evaluate(q, zero, targets=E.s, velocity_jacobian=ev.stiff, flush=False)
+            locked = ev.evaluate(q, zero, targets=E.s, velocity_jacobian=ev.stiff, flush=False, markers=True)
             out[r, j] = measure(q, locked)
     return out
 

@@ -173,24 +173,24 @@ def elastic_state(model, spec, where):
     return q_f, v_f
 
 
-def consistent_state(model, q_guess, v_elastic, targets, rates):
+def consistent_state(model, q_guess, v_elastic, targets, rates, ev):
     """Assemble the rigid coordinates (elastic ones kept) and solve the rigid velocities
-    (then the least change of all velocities that meets every constraint row).
+    (then the least change of all velocities that meets every constraint row), by the
+    model's kinematics ``ev`` (:class:`sim.model.evaluator.Kinematics`, or an ``Evaluator``).
 
     ``targets``/``rates`` (n_a,) or None (actuators free: rigid velocities of least norm).
     """
     from sim.model.assembly import AssemblyError, assemble
-    from sim.model.constraints import constraints
 
     try:
-        q = assemble(model, q_guess, targets=targets, what="the initial state")
+        q = assemble(model, q_guess, ev, targets=targets, what="the initial state")
     except AssemblyError:
         # A deformed overconstrained loop (the NaVARo's parallelograms sagging out of their
         # plane) closes only with its elastic coordinates: the least change of all of them.
-        q = assemble(model, q_guess, targets=targets, what="the initial state", deformed=True)
+        q = assemble(model, q_guess, ev, targets=targets, what="the initial state", deformed=True)
     nj = model.rows["n_joint"]
-    n_a = len(model.actuators)
-    _, J = constraints(model, q, targets=np.zeros(n_a), all_drives=True)
+    E = ev.kinematics(q)
+    J = np.vstack([E.J, E.J_s])     # every actuator's row: the rigid robot
     rhs = np.zeros(J.shape[0])
     if rates is not None:
         rhs[nj:] = rates
@@ -262,8 +262,9 @@ def _tabulated(law, times, model):
     return Drive("prescribed", reference=law).table(times, len(model.actuators))[:3]
 
 
-def reference(model, scenario, table, progress):
-    """Rigid reference: ``(law, pose_rigid(t), q0, v0, torque(t) or None, duration, samples)``,
+def reference(model, scenario, table, progress, ev):
+    """Rigid reference (``ev``: the analysis' evaluator): ``(law, pose_rigid(t), q0, v0,
+    torque(t) or None, duration, samples)``,
     ``samples = (t, q, residual)`` the rigid configurations it was built from and, where the
     rigid robot cannot follow its actuators exactly (:func:`sim.solvers.motion.least_squares_motion`),
     the joints' residual (n,) of that least-squares reference (None where it can)."""
@@ -303,7 +304,7 @@ def reference(model, scenario, table, progress):
         pose_law = hermite_law(times, motion.pose, motion.pose_dot, motion.pose_ddot)
         pose_rigid = lambda t: pose_law(t)[0]   # noqa: E731
         s, sd, sdd = law(0.0)
-        v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd)[1]
+        v0 = consistent_state(model, qs[0], np.zeros(model.n_v), s, sd, ev)[1]
         if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
             raise SimError(f"{where} drive = \"{table['drive']}\" with torque feedforward needs a [trajectory] "
                            f"(rigid inverse dynamics)")
@@ -433,7 +434,7 @@ def run(model, scenario, group, progress):
     from sim.model.constraints import actuator_values
     from sim.model.tables import compliant
     from sim.analyses import damping as robot_damping
-    from sim.model.evaluator import size as robot_size
+    from sim.model.evaluator import Evaluator, size as robot_size
     from sim.model.kinematics import markers
     from sim.solvers.damping import schedule
     from sim.solvers.integrators import Options, baumgarte_gains
@@ -442,7 +443,8 @@ def run(model, scenario, group, progress):
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
-    law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress)
+    ev = Evaluator(model)     # the reference's and the statics' (simulate builds the integrator's)
+    law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress, ev)
     kind = table["drive"]
     servo = None
     if kind == "servo":
@@ -452,7 +454,7 @@ def run(model, scenario, group, progress):
     # under torque or free drives they are force sources: locked in the statics (servos: with
     # their own lag under the load).
     lock = kind != "prescribed"
-    static = static_deviation(model, *samples[:2], lock=lock, servo=servo)
+    static = static_deviation(model, ev, *samples[:2], lock=lock, servo=servo)
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
@@ -472,12 +474,12 @@ def run(model, scenario, group, progress):
             # The whole static displacement: the elastic one, and the motions of the joints it
             # takes with it -- a compliant drive's deflection among them, which then starts
             # where its spring holds the preload, not at its target (locked: at its target).
-            q_guess = static_start(model, q0, lock=lock)
+            q_guess = static_start(model, q0, ev, lock=lock)
             if not lock:
                 s = np.where(compliant(model), actuator_values(model, q_guess)[0], s)
         q_guess[model.q_elastic] += q_f[model.q_elastic]
         free = table["drive"] == "free"
-        q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd)
+        q0, v0 = consistent_state(model, q_guess, v_f, None if free else s, None if free else sd, ev)
     if servo is not None:
         drive = servo.drive(law, torque, holding)
     else:
@@ -585,7 +587,7 @@ def servo_sag(model, servo, qs):
     return np.array(out).reshape(len(qs), len(model.pose_kinds))
 
 
-def static_start(model, q, ev=None, lock=False):
+def static_start(model, q, ev, lock=False):
     """The configuration (n_q,) of the robot at rest at the rigid configuration ``q`` under its
     static loads, to first order: ``q ⊕ u``, ``u`` of :func:`rest_deflection` (rigid
     actuators locked; the compliant ones deflected, or with ``lock`` locked too)."""
@@ -594,39 +596,41 @@ def static_start(model, q, ev=None, lock=False):
     return integrate(model, q, rest_deflection(model, q, ev, lock))
 
 
-def rest_deflection(model, q, ev=None, lock=False, load=None):
+def rest_deflection(model, q, ev, lock=False, load=None):
     """Static displacement (n_v,) of the robot at rest at ``q``, rigid actuators locked where
     they are (``lock``: the compliant ones too): gravity and preloads, and ``load`` (n_v,), a
     generalized force held constant, :func:`sim.solvers.modal.static_response`.  Its reference
-    coordinates are the joints' motions that go with the deflection (a compliant drive's)."""
-    from sim.model.evaluator import Evaluator
+    coordinates are the joints' motions that go with the deflection (a compliant drive's).
+    ``ev``: the model's :class:`sim.model.evaluator.Evaluator`."""
+    return _rest(model, q, ev, lock, load)[0]
+
+
+def _rest(model, q, ev, lock=False, load=None):
+    """:func:`rest_deflection` at ``q`` by the evaluator ``ev``, and the evaluation at ``q``
+    it solved with (the end effector's terms too)."""
     from sim.model.tables import compliant
     from sim.solvers.modal import static_response
 
-    ev = Evaluator(model) if ev is None else ev
     rest = np.zeros(model.n_v)
-    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
+    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s, pose=True)
     Q = E.Q if load is None else E.Q + load
     if not Q.any():      # no gravity, no preloads: nothing to solve for
-        return rest
+        return rest, E
     J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0]
+    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0], E
 
 
-def static_deviation(model, times, qs, lock=False, servo=None):
+def static_deviation(model, ev, times, qs, lock=False, servo=None):
     """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
     configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock`` as
     :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
     which the samples resolve).  ``servo`` (:class:`sim.solvers.servo.Servo`): the actuators
     are held by these servos, whose lag under the load adds its share (:func:`servo_sag`)."""
-    from sim.model.evaluator import Evaluator
-
     values = np.zeros((len(qs), len(model.pose_kinds)))
     if len(model.v_elastic):
-        ev = Evaluator(model)
         for k, q in enumerate(qs):
-            u = rest_deflection(model, q, ev, lock)      # leaves ev evaluated at q
-            values[k] = ev.pose()[1] @ u
+            u, E = _rest(model, q, ev, lock)
+            values[k] = E.J_x @ u
     if servo is not None:
         values += servo_sag(model, servo, qs)
     if not values.any():     # no gravity, no preloads: no spline to import and build

@@ -10,8 +10,10 @@ the compiled loops of the solvers call them directly.
 * :mod:`~sim.kernels.rows`: the joint primitives' constraint rows and ``gamma``;
 * :mod:`~sim.kernels.springs`: lumped 6x6 springs and compliant actuators;
 * :mod:`~sim.kernels.stretch`: geometric stiffening of beams;
-* :mod:`~sim.kernels.equations`: the model's tables (:class:`~sim.kernels.equations.Tables`)
-  and all of the above at one state, and the potential energy;
+* :mod:`~sim.kernels.equations`: the model's constant tables
+  (:class:`~sim.kernels.equations.Tables`), the work arrays the kernels write
+  (:class:`~sim.kernels.equations.Data`), all of the above at one state, and the potential
+  energy;
 * :mod:`~sim.kernels.lapack`, :mod:`~sim.kernels.common`: LAPACK's LU, small helpers.
 """
 import hashlib

@@ -1,7 +1,12 @@
 r"""The equations of motion of a whole model at one state: one compiled call.
 
-:class:`Tables` is the model as the kernels see it (arrays and tuples of arrays, fields by
-name; built once per model by :func:`sim.model.tables.tables`) plus work arrays; :func:`evaluate`
+Two records, as MuJoCo MJX's ``Model`` and ``Data``: :class:`Tables` is the model as the
+kernels see it (constant arrays and tuples of arrays, fields by name; built once per model,
+:func:`sim.model.tables.tables`), :class:`Data` the markers' kinematics at the last state
+evaluated (work arrays; :func:`data` allocates them, once per evaluator).  A kernel reads the
+tables and writes the data (:func:`sim.kernels.markers.markers`), or reads both
+(:func:`sim.kernels.rows.rows`, :func:`sim.kernels.pose.marker_terms`): both are its
+arguments, so the order of the calls is the code's.  :func:`evaluate`
 fills ``M``, ``Q``, the constraint rows and on request their velocity Jacobians and the tangent
 stiffness; :func:`potential` gives the gravitational and elastic energy.  The public functions
 (:mod:`sim.model.dynamics`, :mod:`sim.model.constraints`, :mod:`sim.model.kinematics`), the evaluator of the
@@ -16,7 +21,8 @@ from numba import boolean, float64, literal_unroll, njit, typeof, types, void
 from numba.extending import intrinsic
 
 from sim.kernels.bodies import Group, group_terms
-from sim.kernels.common import FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pointer, runtime
+from sim.kernels.common import (FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pointer, record_type,
+                                runtime)
 from sim.kernels.frames import quat_R_into
 from sim.kernels.markers import markers
 from sim.kernels.rows import rows
@@ -25,10 +31,10 @@ from sim.kernels.stretch import stretch
 
 
 class Tables(NamedTuple):
-    """Everything the compiled evaluation reads besides the state: the model's constant tables
-    (the first :data:`N_CONSTANT` fields, :attr:`sim.model.Model.kernel`) and work arrays (the
-    last ones: the markers' kinematics), in one record that the kernels are given by reference
-    (:func:`sim.kernels.common.by_reference`) and compiled loops pass on as it is.
+    """The model as the compiled evaluation reads it: constant tables (the fields of
+    :attr:`sim.model.Model.kernel`), never written, in one record that the kernels are given
+    by reference (:func:`sim.kernels.common.by_reference`) and compiled loops pass on as it is;
+    what the kernels write goes to a :class:`Data`.
 
     ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`): reference starts in
     ``q`` and ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3,
@@ -48,9 +54,7 @@ class Tables(NamedTuple):
     6x6 stiffness and damping, home deflections; :mod:`sim.kernels.springs`); ``ca_*``: the
     compliant actuators (indices, stiffness, damping); ``angle`` (n_a,): the actuators
     measured as angles; ``n_joint``: the joint rows before the actuator rows; ``n_v``: the
-    velocity coordinates; ``body_nf``: each body's elastic coordinates.  Work arrays: the
-    markers' ``p``, ``A``, local ``Jp``, ``Ja``, ``Jw``, ``pd``, ``Ad``, ``pq``, ``Aq``,
-    ``wq`` (:func:`sim.kernels.markers.markers`) and the velocity derivatives ``dpq``, ``dAq``.
+    velocity coordinates; ``body_nf``: each body's elastic coordinates.
     """
 
     gravity: np.ndarray
@@ -100,6 +104,22 @@ class Tables(NamedTuple):
     n_joint: int
     n_v: int
     body_nf: np.ndarray
+
+
+class Data(NamedTuple):
+    """What the kernels write at a state ``(q, v)`` and then read: the kinematics of the
+    ``n_m`` markers (:func:`sim.kernels.markers.markers`), on the ``n_loc`` columns of ``v``
+    of each marker's local Jacobians (:attr:`Tables.cols`).  Given to the kernels by reference
+    (:func:`sim.kernels.common.by_reference`), as the :class:`Tables`; one per evaluator
+    (:func:`data`), so that threads with their own evaluators share the tables only.
+
+    ``p`` (n_m, 3) origins, ``A`` (n_m, 3, 3) axes (columns, world); local Jacobians ``Jp``
+    (n_m, 3, n_loc) of the origin, ``Ja`` (n_m, 3 axes, 3, n_loc) of the axes, ``Jw`` (n_m, 3,
+    n_loc) of the angular velocity; rates ``pd`` (n_m, 3), ``Ad`` (n_m, 3, 3); velocity-quadratic
+    accelerations ``pq``, ``Aq``, ``wq`` (of the angular velocity); their velocity derivatives
+    ``dpq`` (n_m, 3, n_loc), ``dAq`` (n_m, 3, 3, n_loc) (written with ``with_G`` only).
+    """
+
     p: np.ndarray
     A: np.ndarray
     Jp: np.ndarray
@@ -114,17 +134,16 @@ class Tables(NamedTuple):
     dAq: np.ndarray
 
 
-N_CONSTANT = Tables._fields.index("p")
-
-
-def work(t):
-    """Fresh work arrays for the constant tables ``t`` (a :class:`Tables` or its first
-    :data:`N_CONSTANT` fields): the full record."""
+def data(t):
+    """A fresh :class:`Data` (zeros) for the tables ``t`` (a :class:`Tables` or its fields)."""
     n_m, n_loc = t[Tables._fields.index("cols")].shape
-    return Tables(*t[:N_CONSTANT], np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3, n_loc)),
-                  np.zeros((n_m, 3, 3, n_loc)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3)),
-                  np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)),
-                  np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)))
+    return Data(np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)),
+                np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)),
+                np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)))
+
+
+# The numba type of every Data by reference (its arrays' types do not depend on the model).
+DATA = record_type(Data(*(np.zeros((0,) * n) for n in (2, 3, 3, 4, 3, 2, 3, 2, 3, 2, 3, 4))))
 
 
 # Body groups: the tables' group tuples are padded to a multiple of this (a tuple's length is
@@ -141,9 +160,10 @@ def _springs(t):
 
 
 @njit(cache=True, inline="always")
-def _frames(t):
-    """The markers' state of :func:`sim.kernels.springs.springs` from the tables ``t``."""
-    return t.cols, t.p, t.A, t.Jp, t.Ja, t.Jw
+def _frames(t, data):
+    """The markers' state of :func:`sim.kernels.springs.springs` from the tables ``t`` and the
+    markers' kinematics ``data``."""
+    return t.cols, data.p, data.A, data.Jp, data.Ja, data.Jw
 
 
 @njit(cache=True, inline="always")
@@ -157,9 +177,10 @@ def _group(g, q, v, t, M, Q, Q0, G, with_G):
 
 
 @njit(cache=True, nogil=True)
-def evaluate(q, v, t, out, targets, flags):
+def evaluate(q, v, t, data, out, targets, flags):
     """The equations at ``(q, v)`` into the arrays ``out = (M, Q, Q0, phi, J, gamma, G, Gg,
-    Kt)``; ``t``: :class:`Tables` by reference (:func:`~sim.kernels.common.by_reference`);
+    Kt)`` and the markers' kinematics into ``data``; ``t``: :class:`Tables`, ``data``:
+    :class:`Data`, both by reference (:func:`~sim.kernels.common.by_reference`);
     ``flags = (with_G, with_K, flush, bodies)``.
 
     ``M`` (n_v, n_v), ``Q`` (n_v,): mass matrix and forces of the bodies, the geometric
@@ -196,10 +217,10 @@ def evaluate(q, v, t, out, targets, flags):
                 Kt[i:i + n, i:i + n] += tangent
         if flush:
             flush_roundoff(M, FLUSH_RTOL)
-    markers(q, v, t, with_G)
-    rows(t, phi, J, gamma, Gg, with_G)
+    markers(q, v, t, data, with_G)
+    rows(t, data, phi, J, gamma, Gg, with_G)
     if bodies and t.sp_mi.size:
-        lumped_springs(_springs(t), _frames(t), v, Q, Q0, G, Kt, with_G, with_K)
+        lumped_springs(_springs(t), _frames(t, data), v, Q, Q0, G, Kt, with_G, with_K)
     if bodies and t.ca_idx.size and targets.size:
         nj = t.n_joint
         actuator_springs((t.ca_idx, t.ca_k, t.ca_c, t.angle), (phi[nj:], J[nj:]), targets, v, (Q, Q0, G, Kt),
@@ -211,13 +232,13 @@ _VEC, _MAT = float64[::1], float64[:, ::1]
 
 def _signature(kind):
     """:func:`evaluate`'s signature for tables of numba type ``kind``."""
-    return void(_VEC, _VEC, kind, types.Tuple((_MAT, _VEC, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT)), _VEC,
+    return void(_VEC, _VEC, kind, DATA, types.Tuple((_MAT, _VEC, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT)), _VEC,
                 types.UniTuple(boolean, 4))
 
 
 def _potential_signature(kind):
     """:func:`potential`'s signature for tables of numba type ``kind``."""
-    return types.UniTuple(float64, 2)(_VEC, kind)
+    return types.UniTuple(float64, 2)(_VEC, kind, DATA)
 
 
 # The numba type of the value of :func:`addresses` (:func:`sim.kernels.common.compile_for`).
@@ -227,7 +248,8 @@ ADDRESSES = types.Array(types.int64, 1, "C")
 def addresses(t):
     """The machine-code addresses of :func:`evaluate` and :func:`potential` compiled for
     tables typed like ``t`` (:class:`Tables` by reference, or its numba type: then nothing
-    needs a value; arrays C-contiguous float64, flags booleans): int64 (2,), for compiled loops
+    needs a value; arrays C-contiguous float64, flags booleans) and a :class:`Data` by
+    reference (its type :data:`DATA`): int64 (2,), for compiled loops
     to call through :func:`function` and :func:`potential_function`.
 
     A compiled loop that called them directly would link the whole evaluation (bodies,
@@ -243,7 +265,8 @@ def addresses(t):
 @intrinsic
 def function(typingctx, address, t):
     """In compiled code: :func:`evaluate` for the tables ``t`` as a first-class function, from
-    its ``address`` (:func:`addresses`)."""
+    its ``address`` (:func:`addresses`): ``function(f[0], t)(q, v, t, data, out, targets,
+    flags)``."""
     kind = types.FunctionType(_signature(t))
     return kind(types.int64, t), first_class(kind)
 
@@ -251,15 +274,16 @@ def function(typingctx, address, t):
 @intrinsic
 def potential_function(typingctx, address, t):
     """In compiled code: :func:`potential` for the tables ``t`` as a first-class function, from
-    its ``address`` (:func:`addresses`)."""
+    its ``address`` (:func:`addresses`): ``potential_function(f[1], t)(q, t, data)``."""
     kind = types.FunctionType(_potential_signature(t))
     return kind(types.int64, t), first_class(kind)
 
 
 @njit(cache=True)
-def mass_products(qs, t, f, X, out):
+def mass_products(qs, t, data, f, X, out):
     """``out[k] = M(qs[k]) X[k]`` (n_v, p) at the configurations ``qs[k]`` (m, n_q), ``X`` (m,
-    n_v, p), through the evaluation's address ``f`` (:func:`addresses`), ``M`` not flushed and
+    n_v, p), through the evaluation's address ``f`` (:func:`addresses`; the markers into
+    ``data``), ``M`` not flushed and
     multiplied body by body (block diagonal): one call from Python for many configurations
     (each call from Python unboxes the whole of ``t``), no stack of matrices."""
     n_v = X.shape[1]
@@ -275,16 +299,16 @@ def mass_products(qs, t, f, X, out):
     empty = np.zeros((0, 0))
     for k in range(qs.shape[0]):
         J[:] = 0.0
-        function(f[0], t)(qs[k], v, t, (M, Q, v[:0], phi, J, gamma, empty, empty, empty), v[:0],
+        function(f[0], t)(qs[k], v, t, data, (M, Q, v[:0], phi, J, gamma, empty, empty, empty), v[:0],
                           (runtime(False), runtime(False), runtime(False), runtime(True)))
         out[k] = block_product(M, bounds, X[k])
 
 
 @njit(cache=True, nogil=True)
-def inverse_terms(motion, t, f, rigid, out):
+def inverse_terms(motion, t, data, f, rigid, out):
     """What the inverse dynamics needs of each sample ``k`` of a rigid motion ``motion = (qs,
     vs, accs)`` (m, n_q), (m, n_v), (m, n_v), through the evaluation's addresses ``f``
-    (:func:`addresses`), into ``out = (Jr, rhs, p, A, T, V)``:
+    (:func:`addresses`; the markers into ``data``), into ``out = (Jr, rhs, p, A, T, V)``:
     the constraint rows' Jacobian (joints, then every actuator) on the reference coordinates
     ``rigid`` (n_r,), ``Jr[k]`` (n_rows, n_r); ``rhs[k] = (Q - M a)[rigid]``; the markers'
     origins and axes ``p[k]`` (n_m, 3), ``A[k]`` (n_m, 3, 3); the kinetic energy ``T[k] =
@@ -302,25 +326,26 @@ def inverse_terms(motion, t, f, rigid, out):
         phi[:] = 0.0
         J[:] = 0.0
         gamma[:] = 0.0
-        function(f[0], t)(qs[k], vs[k], t, (M, Q, none, phi, J, gamma, empty, empty, empty), none,
+        function(f[0], t)(qs[k], vs[k], t, data, (M, Q, none, phi, J, gamma, empty, empty, empty), none,
                           (runtime(False), runtime(False), runtime(True), runtime(True)))
         Ma = M @ accs[k]
         for i in range(rigid.size):
             rhs[k, i] = Q[rigid[i]] - Ma[rigid[i]]
             for r in range(n_rows):
                 Jr[k, r, i] = J[r, rigid[i]]
-        p[k] = t.p
-        A[k] = t.A
+        p[k] = data.p
+        A[k] = data.A
         T[k] = 0.5 * (vs[k] @ (M @ vs[k]))
-        gravity, elastic = potential_function(f[1], t)(qs[k], t)      # overwrites the markers with springs
+        gravity, elastic = potential_function(f[1], t)(qs[k], t, data)      # overwrites the markers with springs
         V[k] = gravity + elastic
 
 
 @njit(cache=True)
-def potential(q, t):
+def potential(q, t, data):
     """Gravitational and elastic energy [J] (see :func:`sim.model.dynamics.potential`): bodies,
-    geometric stiffening and lumped springs; ``t``: :class:`Tables` by reference (with springs,
-    its marker work arrays are overwritten)."""
+    geometric stiffening and lumped springs; ``t``: :class:`Tables`, ``data``: :class:`Data`,
+    by reference (with springs, the markers' kinematics at ``q``, zero velocity, are written
+    into ``data``)."""
     gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff
     R = np.empty((3, 3))
     grav = 0.0
@@ -353,8 +378,8 @@ def potential(q, t):
                            runtime(False))
     if t.sp_mi.size:
         v = np.zeros(t.n_v)
-        markers(q, v, t, runtime(False))
+        markers(q, v, t, data, runtime(False))
         none = np.zeros((0, 0))
-        elastic += lumped_springs(_springs(t), _frames(t), v, v.copy(), v[:0], none, none, runtime(False),
+        elastic += lumped_springs(_springs(t), _frames(t, data), v, v.copy(), v[:0], none, none, runtime(False),
                                   runtime(False))
     return grav, elastic

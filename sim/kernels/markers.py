@@ -15,14 +15,15 @@ from sim.kernels.frames import quat_R_into, skew_into
 
 
 @njit(cache=True)
-def marker_velocity(m, nf, R, terms, w, t, BX):
+def marker_velocity(m, nf, R, terms, w, t, data, BX):
     """Velocity derivatives of ``pq`` and ``Aq`` of marker ``m`` (``nf`` elastic coordinates
-    of its body, rotated by ``R``) into the tables ``t`` (see :func:`markers`), from the
+    of its body, rotated by ``R``; its shape functions in the tables ``t``) into ``data``
+    (see :func:`markers`), from the
     marker's ``terms = (u, ud, Ap, ta, wa)`` of :func:`markers` and the body's angular velocity
     ``w = (w0, w1, w2)``; ``BX`` (2, 3, 3): scratch."""
     u, ud, Ap, ta, wa = terms
     w0, w1, w2 = w
-    D, E, R_BM, dpq, dAq = t.D, t.E, t.R_BM, t.dpq, t.dAq
+    D, E, R_BM, dpq, dAq = t.D, t.E, t.R_BM, data.dpq, data.dAq
     B, X = BX[0], BX[1]
     # point: B = skew(w x u + 2 u_dot) + W skew(u),  W skew(u) = u w^T - (w.u) 1
     x0 = w1 * u[2] - w2 * u[1] + 2 * ud[0]
@@ -74,11 +75,12 @@ def marker_velocity(m, nf, R, terms, w, t, BX):
 
 
 @njit(cache=True)
-def markers(q, v, t, with_G):
+def markers(q, v, t, data, with_G):
     r"""Marker kinematics with local Jacobians (columns: v_r, w, q_f_dot of the marker's body)
-    into the work arrays of the tables ``t`` (:class:`sim.kernels.equations.Tables` by
-    reference: the fields are read here, since twenty arrays passed from the caller cost their
-    reference counting at each call, a sixth of the kernel on a small model).
+    at ``(q, v)`` into ``data`` (:class:`sim.kernels.equations.Data`), from the model's tables
+    ``t`` (:class:`sim.kernels.equations.Tables`), both by reference: the fields are read
+    here, since twenty arrays passed from the caller cost their reference counting at each
+    call, a sixth of the kernel on a small model.
 
     Scalar loops into the output arrays and a few scratch arrays allocated once per call: the
     operands are 3-vectors, and small-array temporaries would cost more than the arithmetic.
@@ -89,7 +91,8 @@ def markers(q, v, t, with_G):
     ``dAq_k/dq_f_dot = -2 R W skew(R_BM e_k) E`` (``W = skew(w)``).
     """
     body, body_q, body_v, qf_idx, D, E, p0, R_BM = t.marker_body, t.body_q, t.body_v, t.qf_idx, t.D, t.E, t.p0, t.R_BM
-    p, A, Jp, Ja, Jw, pd, Ad, pq, Aq, wq = t.p, t.A, t.Jp, t.Ja, t.Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq
+    p, A, Jp, Ja, Jw = data.p, data.A, data.Jp, data.Ja, data.Jw
+    pd, Ad, pq, Aq, wq = data.pd, data.Ad, data.pq, data.Aq, data.wq
     n_m = body.size
     nf = D.shape[2]
     # One heap allocation for all the scratch, none per marker (marker_velocity's too).
@@ -197,4 +200,4 @@ def markers(q, v, t, with_G):
                     Ja[m, k, i, 6 + f] = (Ri0 * (e1 * r2 - e2 * r1) + Ri1 * (e2 * r0 - e0 * r2)
                                           + Ri2 * (e0 * r1 - e1 * r0))
         if with_G:
-            marker_velocity(m, nf, R, (u, ud, Ap, ta, wa), (w0, w1, w2), t, BX)
+            marker_velocity(m, nf, R, (u, ud, Ap, ta, wa), (w0, w1, w2), t, data, BX)

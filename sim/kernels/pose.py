@@ -35,10 +35,10 @@ def angles_of(R, out):
 
 
 @njit(cache=True, inline="always")
-def marker_terms(t, e):
-    """The terms of marker ``e`` that :func:`pose_terms` reads, from the tables ``t`` after an
-    evaluation (:class:`sim.kernels.equations.Tables`)."""
-    return t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], t.pq[e], t.wq[e]
+def marker_terms(t, data, e):
+    """The terms of marker ``e`` that :func:`pose_terms` reads, from the tables ``t`` and the
+    markers' kinematics ``data`` (:class:`sim.kernels.equations.Tables`, ``Data``)."""
+    return data.p[e], data.A[e], data.Jp[e], data.Jw[e], t.cols[e], data.pq[e], data.wq[e]
 
 
 @njit(cache=True)

@@ -63,17 +63,18 @@ def add_rate_row(J, r, coef, Jloc, cols):
 
 
 @njit(cache=True)
-def rows(tables, phi, J, gamma, Gg, with_G):
+def rows(tables, data, phi, J, gamma, Gg, with_G):
     """Constraint primitives (kind 0 point, 1 dot, 2 ddot, 3 angle); see sim.model.constraints.
-    ``tables``: :class:`sim.kernels.equations.Tables` by reference, its markers evaluated
-    (:func:`sim.kernels.markers.markers`; fields read here, as there).
+    ``tables``: :class:`sim.kernels.equations.Tables`, ``data``: the markers' kinematics
+    (:class:`sim.kernels.equations.Data`, written by :func:`sim.kernels.markers.markers`), both
+    by reference (fields read here, as there).
 
     With ``with_G``, also ``Gg = d gamma / dv`` (n_rows, n_v) from the markers' ``dpq``, ``dAq``
     and (the velocity derivatives of ``pd`` and ``Ad`` being ``Jp`` and ``Ja``) their Jacobians.
     """
     kinds, row, mi, mj, ai, aj, cols = tables.kinds, tables.row, tables.mi, tables.mj, tables.ai, tables.aj, tables.cols
-    p, A, Jp, Ja, pd, Ad, pq, Aq = tables.p, tables.A, tables.Jp, tables.Ja, tables.pd, tables.Ad, tables.pq, tables.Aq
-    dpq, dAq = tables.dpq, tables.dAq
+    p, A, Jp, Ja, pd, Ad, pq, Aq = data.p, data.A, data.Jp, data.Ja, data.pd, data.Ad, data.pq, data.Aq
+    dpq, dAq = data.dpq, data.dAq
     for t in range(row.size):
         r, i, j, kind = row[t], mi[t], mj[t], kinds[t]
         if kind == 0:

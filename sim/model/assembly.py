@@ -7,11 +7,11 @@ assembly mode (branch) of the home configuration is kept.
 """
 import numpy as np
 
-from sim.model.constraints import actuator_values, constraints, drive_residual
+from sim.model.constraints import drive_residual
 from sim.errors import SimError
 from sim.kernels.common import wrap
+from sim.model.evaluator import Kinematics
 from sim.model.springs import deformation_rows
-from sim.model.kinematics import integrate, markers, pose_jacobian
 from sim.linalg import lstsq, null_space, singular_values, svd
 
 NEWTON_MAX_ITER = 30
@@ -28,29 +28,24 @@ class AssemblyError(SimError):
     """The configuration cannot be reached (outside the workspace, or singular)."""
 
 
-def residual(model, q, targets, pose_target, ev=None, columns=None):
+def residual(model, q, targets, pose_target, ev, columns=None):
     """Residual ``phi`` (n_c,) of the rigid robot's constraints, targets and pose, and its
-    Jacobian (n_c, n_r) over the reference coordinates (``columns``: over these of ``v``;
-    ``ev``: the compiled evaluator)."""
+    Jacobian (n_c, n_r) over the reference coordinates (``columns``: over these of ``v``),
+    by the kinematics ``ev`` (:class:`sim.model.evaluator.Kinematics`, or an ``Evaluator``)."""
     # The rigid robot: every actuator with a target is a driving constraint, compliant or not.
-    if ev is None:
-        ms = markers(model, q)
-        phi, J = constraints(model, q, targets=targets, ms=ms, all_drives=True)
-    else:   # the compiled evaluator (sim.model.evaluator): same quantities, for long sequences of poses
-        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-        phi, J = E.C, E.J
-        if targets is not None:
-            phi, J = np.concatenate([phi, drive_residual(model, E.s, targets)]), np.vstack([J, E.J_s])
+    E = ev.kinematics(q, pose=pose_target is not None)
+    phi, J = E.C, E.J
+    if targets is not None:
+        phi, J = np.concatenate([phi, drive_residual(model, E.s, targets)]), np.vstack([J, E.J_s])
     if pose_target is not None:
-        x, Jx = pose_jacobian(model, q, ms) if ev is None else ev.pose()
-        res = x - pose_target
+        res = E.x - pose_target
         rot = np.array([k.startswith("r") for k in model.pose_kinds])
         res[rot] = wrap(res[rot])
-        phi, J = np.concatenate([phi, res]), np.vstack([J, Jx])
+        phi, J = np.concatenate([phi, res]), np.vstack([J, E.J_x])
     return phi, J[:, model.v_rigid if columns is None else columns]
 
 
-def assemble(model, q0, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE, ev=None,
+def assemble(model, q0, ev, targets=None, pose_target=None, what="the configuration", tol=TOLERANCE,
              deformed=False):
     """Configuration near ``q0`` satisfying the joint constraints (and targets/pose if given).
 
@@ -59,12 +54,12 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     q0 : ndarray, shape (n_q,)
         Starting configuration; its elastic coordinates are kept (``deformed``: changed as
         little as closes the loops, see below).
+    ev : sim.model.evaluator.Kinematics
+        The model's kinematics (or its ``Evaluator``).
     targets : ndarray, shape (n_a,), optional
         Actuator values [rad or m] to impose.
     pose_target : ndarray, shape (d,), optional
         End-effector coordinates to impose.
-    ev : sim.model.evaluator.Evaluator, optional
-        Evaluate with the compiled kernels (many poses in a row).
     deformed : bool
         Newton over all the coordinates, elastic ones too (minimum-norm steps): a deformed
         overconstrained loop (a planar loop of spatial joints sagging out of its plane) may
@@ -78,7 +73,6 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
     q = q0.copy()
     dv = np.zeros(model.n_v)
     columns = np.arange(model.n_v) if deformed else model.v_rigid     # the coordinates Newton moves
-    step_to = integrate if ev is None else (lambda model_, q_, dv_: ev.integrate(q_, dv_))
     phi, J = residual(model, q, targets, pose_target, ev, columns)
     norm = np.abs(phi).max(initial=0.0)
     for _ in range(NEWTON_MAX_ITER):
@@ -88,7 +82,7 @@ def assemble(model, q0, targets=None, pose_target=None, what="the configuration"
         # Backtracking keeps Newton from jumping to another assembly branch.
         for _halving in range(12):
             dv[columns] = step
-            q_try = step_to(model, q, dv)
+            q_try = ev.integrate(q, dv)
             phi_try, J_try = residual(model, q_try, targets, pose_target, ev, columns)
             norm_try = np.abs(phi_try).max(initial=0.0)
             if norm_try < norm or norm_try < tol:
@@ -109,23 +103,16 @@ def _min_ratio(J, rank):
     return s[rank - 1] / s[0] if rank <= s.size else 0.0
 
 
-def regularity(model, q, ev=None):
+def regularity(model, q, ev):
     """Conditioning of the rigid robot at ``q``: ``(inverse, direct)`` ratios sigma_r / sigma_1.
 
     ``inverse`` is for the constraints plus end-effector coordinates (legs' inverse
     kinematics), ``direct`` for the constraints plus locked actuators (parallel/type-2
-    singularities); ``r`` is the robot's rank (:func:`generic_ranks`).  ``ev``: evaluate with
-    the compiled kernels (:mod:`sim.model.evaluator`).
+    singularities); ``r`` is the robot's rank (:func:`generic_ranks`).  ``ev``: the model's
+    kinematics (:class:`sim.model.evaluator.Kinematics`, or an ``Evaluator``).
     """
-    if ev is None:
-        ms = markers(model, q)
-        _, J = constraints(model, q, ms=ms)
-        J_s = actuator_values(model, q, ms)[1]
-        J_x = pose_jacobian(model, q, ms)[1]
-    else:
-        E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-        J, J_s, J_x = E.J, E.J_s, ev.pose()[1]
-    return conditioning(model, J, J_s, J_x)
+    E = ev.kinematics(q, pose=True)
+    return conditioning(model, E.J, E.J_s, E.J_x)
 
 
 def conditioning(model, J, J_s, J_x):
@@ -138,15 +125,16 @@ def conditioning(model, J, J_s, J_x):
             _min_ratio(np.vstack([J, J_s])[:, rigid], ranks[1]))
 
 
-def pose_determined(model):
+def pose_determined(model, ev):
     """Whether the joints fix the configuration once the end effector is placed.
 
     The motions left free by the joints and the end-effector coordinates (reference
     coordinates only) must deform nothing: a strut spinning about its axis between two
     spherical joints is a genuine free motion, whereas a body held only by lumped springs
-    would need a static equilibrium, not inverse kinematics, to be placed.
+    would need a static equilibrium, not inverse kinematics, to be placed.  ``ev``: the
+    model's kinematics (:class:`sim.model.evaluator.Kinematics`).
     """
-    _, J = residual(model, model.q_home, None, pose_jacobian(model, model.q_home)[0])
+    _, J = residual(model, model.q_home, None, ev.kinematics(model.q_home, pose=True).x, ev)
     N = null_space(J, RANK_RTOL)
     if N.shape[1] == 0:
         return True
@@ -154,8 +142,9 @@ def pose_determined(model):
     return not (D.size and np.abs(D).max() > 1e-9)
 
 
-def generic_ranks(model):
-    """Ranks of the two regularity Jacobians of the robot (built once per model).
+def generic_ranks(model, ev):
+    """Ranks of the two regularity Jacobians of the robot (built once per model; ``ev``: its
+    kinematics, :class:`sim.model.evaluator.Kinematics`).
 
     The largest over the home configuration and ``GENERIC_SAMPLES`` configurations a random
     ``GENERIC_STEP`` away along the joints' motions: a rank only drops at singular
@@ -166,31 +155,32 @@ def generic_ranks(model):
     rigid = model.v_rigid
     rng = np.random.default_rng(0)      # the same model, the same ranks
     samples = [model.q_home]
-    N = null_space(residual(model, model.q_home, None, None)[1], RANK_RTOL)
+    N = null_space(residual(model, model.q_home, None, None, ev)[1], RANK_RTOL)
     for _ in range(GENERIC_SAMPLES if N.shape[1] else 0):
         c = rng.standard_normal(N.shape[1])
         dv = np.zeros(model.n_v)
         dv[rigid] = GENERIC_STEP * N @ (c / np.linalg.norm(c))
         try:
-            samples.append(assemble(model, integrate(model, model.q_home, dv), what="a configuration near home"))
+            samples.append(assemble(model, ev.integrate(model.q_home, dv), ev, what="a configuration near home"))
         except AssemblyError:
             continue
-    return tuple(np.max([_ranks(model, q) for q in samples], axis=0).tolist())
+    return tuple(np.max([_ranks(model, q, ev) for q in samples], axis=0).tolist())
 
 
-def _ranks(model, q):
+def _ranks(model, q, ev):
     """Numerical ranks of ``[C_q; J_x]`` and ``[C_q; J_s]`` (reference coordinates) at ``q``."""
-    q_act, _ = actuator_values(model, q)
+    E = ev.kinematics(q, pose=True)
     out = []
-    for targets, pose_target in ((None, pose_jacobian(model, q)[0]), (q_act, None)):
-        _, J = residual(model, q, targets, pose_target)
+    for targets, pose_target in ((None, E.x), (E.s.copy(), None)):
+        _, J = residual(model, q, targets, pose_target, ev)
         s = svd(J, compute_uv=False)
         out.append(int(np.sum(s > RANK_RTOL * s[0])) if s.size else 0)
     return out
 
 
 def solve_pose(model, pose, q_start=None, check=True):
-    """Configuration of the rigid robot with the end effector at ``pose``.
+    """Configuration of the rigid robot with the end effector at ``pose`` (by one
+    :class:`sim.model.evaluator.Kinematics` of the model, built here).
 
     Parameters
     ----------
@@ -217,15 +207,16 @@ def solve_pose(model, pose, q_start=None, check=True):
         raise SimError(f"pose needs {len(model.pose_names)} values ({names}), got {pose.size}")
     if not np.all(np.isfinite(pose)):
         raise SimError(f"pose ({names}) = {pose.tolist()} is not finite")
+    ev = Kinematics(model)
     q = model.q_home if q_start is None else q_start
-    start = pose_jacobian(model, q)[0]
+    start = ev.kinematics(q, pose=True).x
     label = "(" + ", ".join(f"{n}={x:g}" for n, x in zip(model.pose_names, pose)) + ")"
     # Continuation in s from 0 to 1; a failed step is halved, down to a floor, before giving up.
     s, ds = 0.0, min(1.0, CONTINUATION_STEP / max(np.abs(pose - start).max(), 1e-300))
     while s < 1.0:
         s_next = min(1.0, s + ds)
         try:
-            q = assemble(model, q, pose_target=start + (pose - start) * s_next, what=f"pose {label}")
+            q = assemble(model, q, ev, pose_target=start + (pose - start) * s_next, what=f"pose {label}")
             s = s_next
         except AssemblyError as exc:
             ds *= 0.5
@@ -233,7 +224,7 @@ def solve_pose(model, pose, q_start=None, check=True):
                 raise AssemblyError(f"pose {label} is outside the workspace of `{model.name}` "
                                     f"({str(exc).split(': ', 1)[-1]})") from None
     if check:
-        inverse, direct = regularity(model, q)
+        inverse, direct = regularity(model, q, ev)
         if min(inverse, direct) < SINGULAR_RATIO:
             kind = "serial (leg)" if inverse < direct else "parallel"
             raise AssemblyError(f"pose {label} of `{model.name}` is a {kind} singular configuration "

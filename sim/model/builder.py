@@ -871,17 +871,21 @@ class ModelBuilder:
             model = dataclasses.replace(model, references=tuple(self._references))
         if ASSEMBLE.get() if assemble is None else assemble:
             from sim.model.assembly import assemble, generic_ranks
+            from sim.model.evaluator import Kinematics
             from sim.model.kinematics import pose
-            q = assemble(model, model.q_home, what="the home configuration")
+            # One for the whole assembly: the replacements below change none of the tables the
+            # markers' and the rows' kernels read (only the springs' home deflections).
+            ev = Kinematics(model)
+            q = assemble(model, model.q_home, ev, what="the home configuration")
             model = _replace(model, q_home=q, pose_home=pose(model, q))
             if self._springs:
                 from sim.model.kinematics import markers
                 from sim.model.springs import deflections
                 tables = dict(model.spring_tables, d_home=deflections(model, markers(model, q))[0])
                 model = _replace(model, spring_tables=tables)
-            model = _replace(model, ranks=generic_ranks(model))
+            model = _replace(model, ranks=generic_ranks(model, ev))
             from sim.model.assembly import pose_determined
-            model = _replace(model, pose_determined=pose_determined(model))
+            model = _replace(model, pose_determined=pose_determined(model, ev))
             from sim.model.mobility import free_motions
             model = dataclasses.replace(model, mobility=free_motions(model))
         if self._declared:

@@ -27,10 +27,9 @@ def _eval(model, q, v, ms):
     ms = markers(model, q, v) if ms is None else ms
     if v is not None and ms.pd is None:
         raise ValueError("constraints with velocities need the marker state at those velocities")
-    t = ms.tables
     n = model.rows["n_total"]
     phi, J, gamma, none = np.zeros(n), np.zeros((n, model.n_v)), np.zeros(n), np.zeros((0, 0))
-    kernel.rows(by_reference(t), phi, J, gamma, none, False)
+    kernel.rows(by_reference(ms.tables), by_reference(ms.data), phi, J, gamma, none, False)
     return phi, J, (None if v is None else gamma)
 
 

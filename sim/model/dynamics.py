@@ -47,15 +47,18 @@ from sim.kernels.common import by_reference
 from sim.model.tables import stretched, tables
 
 
-def _reference(model):
-    """Fresh kernel tables of ``model``, by reference (:func:`sim.kernels.common.by_reference`)."""
-    return by_reference(tables(model))
+def _references(model):
+    """The kernel tables of ``model`` and fresh work arrays for them
+    (:class:`sim.kernels.equations.Tables`, :class:`~sim.kernels.equations.Data`), by reference
+    (:func:`sim.kernels.common.by_reference`)."""
+    t = tables(model)
+    return by_reference(t), by_reference(equations.data(t))
 
 
 def _evaluate(model, q, v, targets=None, with_G=False, with_K=False):
     """``M, Q`` and, on request, ``G = dQ/dv`` and the tangent stiffness ``K_t`` (n_v, n_v) at
     ``(q, v)`` from the compiled kernels (:func:`sim.kernels.equations.evaluate`)."""
-    t = _reference(model)
+    t, d = _references(model)
     n, r = model.n_v, model.rows["n_total"]
     M, Q = np.zeros((n, n)), np.zeros(n)
     if with_G or with_K:
@@ -63,7 +66,7 @@ def _evaluate(model, q, v, targets=None, with_G=False, with_K=False):
     else:
         G = Gg = K = np.zeros((0, 0))
     targets = np.zeros(0) if targets is None else np.ascontiguousarray(targets, dtype=float)
-    equations.evaluate(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float), t,
+    equations.evaluate(np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float), t, d,
                        (M, Q, Q[:0], np.zeros(r), np.zeros((r, n)), np.zeros(r), G, Gg, K), targets,
                        (bool(with_G), bool(with_K), True, True))
     return M, Q, G, K
@@ -126,4 +129,4 @@ def energy(model, q, v):
 
 def potential(model, q):
     """Gravitational and elastic (bodies, stiffening, lumped springs) potential energy [J]."""
-    return equations.potential(np.ascontiguousarray(q, dtype=float), _reference(model))
+    return equations.potential(np.ascontiguousarray(q, dtype=float), *_references(model))

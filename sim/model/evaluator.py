@@ -1,10 +1,12 @@
-"""The compiled evaluator of the solvers: a model's kernel tables, work arrays and the
-equations at a state.
+"""The compiled evaluator of the solvers: a model's kernel tables, its own work arrays and
+the equations at a state.
 
 The equations are the compiled kernels of :mod:`sim.kernels` (bodies, markers, joint rows,
 springs, stiffening; :func:`sim.kernels.equations.evaluate` runs them all), the same ones the
 public functions of :mod:`sim.model.dynamics`, :mod:`sim.model.kinematics` and :mod:`sim.model.constraints`
-call.  An :class:`Evaluator` holds one set of work arrays and the row bookkeeping
+call.  An :class:`Evaluator` holds the model's tables (:class:`sim.kernels.equations.Tables`),
+one :class:`sim.kernels.equations.Data` (the markers' kinematics the kernels write) and the
+row bookkeeping
 (drives, compliant actuators) that the time loops, the rigid motion, KED, the frequencies along
 a path and the inverse dynamics share; ``tests/test_fast.py`` checks it against the numpy
 statements of ``tests/oracles.py`` on random states of every shipped model.
@@ -17,8 +19,11 @@ from sim.errors import signals_deferred
 from sim.model import dynamics
 from sim.model.constraints import drive_residual
 from sim.kernels.common import by_reference, compile_for, record_type
-from sim.kernels.equations import ADDRESSES, N_CONSTANT, Tables, addresses, evaluate, inverse_terms, mass_products, potential
+from sim.kernels.equations import (ADDRESSES, DATA, Data, addresses, data, evaluate, inverse_terms, mass_products,
+                                   potential)
 from sim.kernels.frames import integrate
+from sim.kernels.markers import markers as kernel_markers
+from sim.kernels.rows import rows as kernel_rows
 from sim.model.kinematics import _pose_terms
 from sim.model.tables import compliant, stretched, tables
 
@@ -38,6 +43,7 @@ def compile_evaluation(model):
     t = tables(model)
     with signals_deferred():
         compile_for(by_reference, t)
+        compile_for(by_reference, data(t))
         addresses(record_type(t))
 
 
@@ -56,13 +62,95 @@ class Evaluation(NamedTuple):
     gamma_v: np.ndarray = None
     K_t: np.ndarray = None
     Q0: np.ndarray = None
+    x: np.ndarray = None
+    J_x: np.ndarray = None
+    x_q: np.ndarray = None
+    markers: Data = None
 
 
-class Evaluator:
-    """Compiled ``(M, Q, C, J, gamma)`` of a model; holds the flat tables and work arrays.
+class Kinematics:
+    """The rigid robot's kinematics by the compiled kernels: holds the model's tables
+    (``tables``, and ``ref`` by reference) and its own work arrays (``data``, and ``data_ref``
+    by reference: each evaluation writes the markers' kinematics there, and what a caller
+    needs of them comes back in the :class:`Evaluation`).  It calls the markers' and the
+    constraint rows' kernels only (:meth:`kinematics`), never the whole evaluation, whose
+    compilation is the longest of all: assembly and inverse kinematics while a model is built
+    take one.
 
-    An explicit object (STYLE rule 1: no hidden caches): build one per model and pass it to
-    the time loop.
+    An explicit object (STYLE rule 1: no hidden caches): build one per task and pass it down
+    to everything that evaluates.
+
+    Parameters
+    ----------
+    model : Model
+    load : bool
+        False: ``ref`` and ``data_ref`` are only the numba types of the records, for compiling
+        the loops that take them (:class:`Evaluator`); no kernel can be called with them.
+    """
+
+    def __init__(self, model, load=True):
+        self.model = model
+        self.tables = t = tables(model)
+        self.data = data(t)
+        if load:
+            self.ref, self.data_ref = by_reference(t), by_reference(self.data)    # what the kernels are given
+        else:
+            self.ref, self.data_ref = record_type(t), DATA
+        self.n_q, self.n_v = model.n_q, model.n_v
+        self.cols = t.cols
+        self.n_rows = model.rows["n_total"]
+        self.n_joint = model.rows["n_joint"]
+
+    def integrate(self, q, dv):
+        """``q ⊕ dv`` (n_q,), as :func:`sim.model.kinematics.integrate`."""
+        out = np.empty_like(q)
+        integrate(q, dv, self.tables.body_q, self.tables.body_v, self.tables.body_nf, out)
+        return out
+
+    def kinematics(self, q, v=None, pose=False, markers=False):
+        """The kinematic terms at ``(q, v)`` (``v`` None: at rest), for the rigid robot, which
+        needs no mass matrix: the markers (:func:`sim.kernels.markers.markers`) and the
+        constraint rows (:func:`sim.kernels.rows.rows`): the terms of
+        :meth:`Evaluator.evaluate` but the bodies' (the same kernels, the same numbers).
+
+        Returns
+        -------
+        Evaluation
+            ``M``, ``Q`` None; ``C``, ``J``, ``gamma`` of the joint rows, ``s``, ``J_s``,
+            ``gamma_s`` of all actuators; ``x``, ``J_x``, ``x_q`` with ``pose``, the
+            :class:`~sim.kernels.equations.Data` with ``markers``, as there.
+        """
+        v = np.zeros(self.n_v) if v is None else np.ascontiguousarray(v, dtype=float)
+        phi, J, gamma = np.zeros(self.n_rows), np.zeros((self.n_rows, self.n_v)), np.zeros(self.n_rows)
+        kernel_markers(np.ascontiguousarray(q, dtype=float), v, self.ref, self.data_ref, False)
+        kernel_rows(self.ref, self.data_ref, phi, J, gamma, _NONE, False)
+        nj = self.n_joint
+        return Evaluation(None, None, phi[:nj], J[:nj], gamma[:nj], phi[nj:], J[nj:], gamma[nj:],
+                          **self._markers(v, pose, markers))
+
+    def _markers(self, v, pose, markers):
+        """The :class:`Evaluation` fields of the markers' kinematics just written: the end
+        effector's terms at the velocity ``v`` (``pose``), a copy of the data (``markers``)."""
+        d, extra = self.data, {}
+        if pose:
+            e = self.model.ee_marker
+            extra.update(zip(("x", "J_x", "x_q"), _pose_terms(self.model.pose_kinds, d.p[e], d.A[e], d.Jp[e], d.Jw[e],
+                                                                self.cols[e], self.n_v, v, d.pq[e], d.wq[e])))
+        if markers:
+            extra["markers"] = Data(*(x.copy() for x in d))
+        return extra
+
+
+_NONE = np.zeros((0, 0))
+_NO_EXTRA = {}      # the Evaluation's optional fields when none is asked for (never written)
+
+
+class Evaluator(Kinematics):
+    """Compiled ``(M, Q, C, J, gamma)`` of a model: the whole evaluation
+    (:func:`sim.kernels.equations.evaluate`) besides the :class:`Kinematics`, whose tables and
+    data the compiled loops are given too (they write its data).
+
+    Build one per analysis and pass it down to everything that evaluates.
 
     Parameters
     ----------
@@ -70,25 +158,17 @@ class Evaluator:
     load : bool
         Compile, or load from numba's cache, the evaluation now (and measure the robot:
         ``size`` [m], else inf).  False: nothing is compiled,
-        and ``ref`` and ``f`` are only the numba types of the tables and the addresses, for
+        and ``ref``, ``data_ref`` and ``f`` are only the numba types of the records and the addresses, for
         compiling the loops that take them (:func:`sim.kernels.common.compile_for`) in a
         process that does not evaluate (:mod:`sim.app.parallel_compile`); no kernel can be
         called with them.
     """
 
     def __init__(self, model, load=True):
-        self.model = model
-        self.tables = t = tables(model)
-        if load:
-            self.ref = by_reference(t)    # what the kernels are given
-            self.f = addresses(self.ref)  # for the compiled loops (sim.kernels.equations.function)
-        else:
-            self.ref, self.f = record_type(t), ADDRESSES
-        self.n_q, self.n_v = model.n_q, model.n_v
-        self.cols = t.cols
-        self.work = {f: getattr(t, f) for f in Tables._fields[N_CONSTANT:]}
-        self.n_rows = model.rows["n_total"]
-        self.n_joint = model.rows["n_joint"]
+        super().__init__(model, load)
+        t = self.tables
+        # For the compiled loops (sim.kernels.equations.function).
+        self.f = addresses(self.ref) if load else ADDRESSES
         self.compliant = compliant(model)
         self.keep = np.concatenate([np.ones(self.n_joint, dtype=bool), ~self.compliant])
         # Whether any force has a tangent stiffness (K_t) besides the bodies' constant K_ff.
@@ -106,17 +186,10 @@ class Evaluator:
             self.evaluate(model.q_home, zero, velocity_jacobian=True)
             self.potential(model.q_home)
             self.integrate(model.q_home, zero)
-        # The robot's size [m]: the diagonal of the box around its markers (the tables hold
-        # them from the evaluations at home above) and its bodies at home (the scale of a
-        # constraint violation that means the joints came apart).
-        self.size = size(np.vstack([t.p, [model.q_home[k:k + 3] for k in t.body_q]]))
-
-    def pose(self, v=None):
-        """End-effector terms of the last :meth:`evaluate` (:func:`sim.model.kinematics.pose_terms`):
-        ``x, J`` and, with the velocity ``v`` of that evaluation, ``x_q``."""
-        e, t = self.model.ee_marker, self.tables
-        return _pose_terms(self.model.pose_kinds, t.p[e], t.A[e], t.Jp[e], t.Jw[e], t.cols[e], self.n_v, v,
-                           t.pq[e], t.wq[e])
+            home = self.kinematics(model.q_home, markers=True).markers
+        # The robot's size [m]: the diagonal of the box around its markers and its bodies at
+        # home (the scale of a constraint violation that means the joints came apart).
+        self.size = size(np.vstack([home.p, [model.q_home[k:k + 3] for k in t.body_q]]))
 
     def mass_products(self, qs, X):
         """``M(qs[k]) X[k]`` (m, n_v, p) at the configurations ``qs`` (m, n_q), ``X`` (m, n_v, p),
@@ -124,7 +197,7 @@ class Evaluator:
         qs = np.ascontiguousarray(qs, dtype=float)
         X = np.ascontiguousarray(X, dtype=float)
         out = np.empty_like(X)
-        mass_products(qs, self.ref, self.f, X, out)
+        mass_products(qs, self.ref, self.data_ref, self.f, X, out)
         return out
 
     def inverse_terms(self, qs, vs, accs):
@@ -155,28 +228,23 @@ class Evaluator:
         m, n_m = len(qs), len(self.model.markers)
         Jr, rhs = np.empty((m, self.n_rows, rigid.size)), np.empty((m, rigid.size))
         p, A, T, V = np.empty((m, n_m, 3)), np.empty((m, n_m, 3, 3)), np.empty(m), np.empty(m)
-        return (tuple(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.f, rigid,
-                (Jr, rhs, p, A, T, V))
+        return (tuple(np.ascontiguousarray(x, dtype=float) for x in (qs, vs, accs)), self.ref, self.data_ref, self.f,
+                rigid, (Jr, rhs, p, A, T, V))
 
     def potential(self, q):
         """Gravitational and elastic energy [J] at ``q``, as :func:`sim.model.dynamics.potential`."""
-        return potential(np.ascontiguousarray(q, dtype=float), self.ref)
+        return potential(np.ascontiguousarray(q, dtype=float), self.ref, self.data_ref)
 
-    def integrate(self, q, dv):
-        """``q ⊕ dv`` (n_q,), as :func:`sim.model.kinematics.integrate`."""
-        out = np.empty_like(q)
-        integrate(q, dv, self.tables.body_q, self.tables.body_v, self.tables.body_nf, out)
-        return out
+    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, flush=True, rest=False,
+                 pose=False, markers=False):
+        """The equations at ``(q, v)``, as in the reference kernels (the rigid robot's
+        kinematic terms alone: :meth:`~Kinematics.kinematics`).
 
-    def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, bodies=True, flush=True,
-                 rest=False):
-        """The equations at ``(q, v)``, as in the reference kernels.
-
-        ``bodies=False``: the kinematic terms only (``M``, ``Q`` None), for the rigid robot's
-        motion, which needs no mass matrix.  ``flush=False``: ``M`` not flushed
+        ``flush=False``: ``M`` not flushed
         (:func:`sim.linalg.flush`), for callers whose products with it are few and small
         (a third of the evaluation on the 3-RRRU).  ``rest=True``: also ``Q0 = Q(q, 0)``, the
-        forces at rest (no velocity terms, no damping), from the same pass.
+        forces at rest (no velocity terms, no damping), from the same pass.  ``pose=True``: also
+        the end effector's terms at ``(q, v)``; ``markers=True``: the markers' kinematics there.
 
         Returns
         -------
@@ -188,36 +256,39 @@ class Evaluator:
             With ``velocity_jacobian``: ``Q_v = dQ/dv`` (n_v, n_v) of the velocity-dependent
             forces and ``gamma_v = d gamma/dv`` (same rows as ``J``); ``K_t`` the tangent
             stiffness of the geometric stiffening and the linearised lumped compliance (None
-            when the model has neither).  With ``rest``: ``Q0`` (n_v,).
+            when the model has neither).  With ``rest``: ``Q0`` (n_v,).  With ``pose``: ``x``
+            (d,), ``J_x`` (d, n_v), ``x_q`` (d,) of :func:`sim.model.kinematics.pose_terms`
+            (``x_ddot = J_x a + x_q``).  With ``markers``: a copy of the evaluator's
+            :class:`~sim.kernels.equations.Data` written at ``(q, v)`` (the caller's to keep).
         """
         model = self.model
-        M, Q = (np.zeros((self.n_v, self.n_v)), np.zeros(self.n_v)) if bodies else (self._empty, np.zeros(0))
+        M, Q = np.zeros((self.n_v, self.n_v)), np.zeros(self.n_v)
         phi = np.zeros(self.n_rows)
         J = np.zeros((self.n_rows, self.n_v))
         gamma = np.zeros(self.n_rows)
-        Q0 = np.zeros(self.n_v if rest and bodies else 0)
+        Q0 = np.zeros(self.n_v if rest else 0)
         if velocity_jacobian:
             G, Gg, K_t = np.zeros((self.n_v, self.n_v)), np.zeros((self.n_rows, self.n_v)), np.zeros((self.n_v,) * 2)
         else:
             G = Gg = K_t = self._empty
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
-        evaluate(q, v, self.ref, (M, Q, Q0, phi, J, gamma, G, Gg, K_t), pull,
-                 (velocity_jacobian, velocity_jacobian, flush, bodies))
+        evaluate(q, v, self.ref, self.data_ref, (M, Q, Q0, phi, J, gamma, G, Gg, K_t), pull,
+                 (velocity_jacobian, velocity_jacobian, flush, True))
+        extra = self._markers(v, pose, markers) if pose or markers else _NO_EXTRA
         G = G if velocity_jacobian else None
         K_t = K_t if velocity_jacobian and self.stiff else None
-        if not bodies:
-            M = Q = None
-        Q0 = Q0 if rest and bodies else None
+        Q0 = Q0 if rest else None
         nj = self.n_joint
         s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()
         if targets is None:
             return Evaluation(M, Q, phi[:nj], J[:nj], gamma[:nj], s, J_s, gamma_s, G,
-                              Gg[:nj] if velocity_jacobian else None, K_t, Q0)
+                              Gg[:nj] if velocity_jacobian else None, K_t, Q0, **extra)
         phi[nj:] = drive_residual(model, s, targets, self.tables.angle)
         if target_acc is not None:
             gamma[nj:] += target_acc
         if self.compliant.any():   # compliant actuators are springs, not constraints
             keep = self.keep
             return Evaluation(M, Q, phi[keep], J[keep], gamma[keep], s, J_s, gamma_s, G,
-                              Gg[keep] if velocity_jacobian else None, K_t, Q0)
-        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t, Q0)
+                              Gg[keep] if velocity_jacobian else None, K_t, Q0, **extra)
+        return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t, Q0,
+                          **extra)

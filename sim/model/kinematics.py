@@ -20,7 +20,7 @@ import numpy as np
 
 from sim.kernels import frames, markers as kernel, pose as pose_kernel
 from sim.kernels.common import by_reference
-from sim.kernels.equations import Tables
+from sim.kernels.equations import Tables, data
 from sim.model.rotations import quat_to_matrix
 from sim.model.sections import section_forces
 from sim.model.tables import tables
@@ -59,9 +59,10 @@ class MarkerState:
     ``Ja`` (n_m, 3 axes, 3, n_v), ``Jw`` (n_m, 3, n_v) Jacobians of origin, axes and angular
     velocity; with velocities: ``pd``, ``Ad`` first derivatives (Ad[m, :, k] = axis k),
     ``pq``, ``Aq`` velocity-quadratic accelerations and ``wq`` (n_m, 3) the velocity-quadratic
-    derivative ``R_WB (w_B x E q_f_dot)`` of the angular velocity.  ``tables``: the kernels'
-    record (:class:`sim.kernels.equations.Tables`) holding the same kinematics with local
-    Jacobians, for the kernels that take them.
+    derivative ``R_WB (w_B x E q_f_dot)`` of the angular velocity.  ``tables``, ``data``: the
+    kernels' records of the model and of the same kinematics with local Jacobians
+    (:class:`sim.kernels.equations.Tables`, :class:`~sim.kernels.equations.Data`), for the
+    kernels that take them.
     """
 
     p: np.ndarray
@@ -75,6 +76,7 @@ class MarkerState:
     Aq: np.ndarray | None = None
     wq: np.ndarray | None = None
     tables: tuple | None = None
+    data: tuple | None = None
 
 
 def _dense(local, cols, n_v):
@@ -96,13 +98,14 @@ def markers(model, q, v=None):
     MarkerState
     """
     t = tables(model)
+    d = data(t)
     zero = v is None
     v = np.zeros(model.n_v) if zero else np.ascontiguousarray(v, dtype=float)
-    kernel.markers(np.ascontiguousarray(q, dtype=float), v, by_reference(t), False)
-    Jp, Ja, Jw = (_dense(x, t.cols, model.n_v) for x in (t.Jp, t.Ja, t.Jw))
+    kernel.markers(np.ascontiguousarray(q, dtype=float), v, by_reference(t), by_reference(d), False)
+    Jp, Ja, Jw = (_dense(x, t.cols, model.n_v) for x in (d.Jp, d.Ja, d.Jw))
     if zero:
-        return MarkerState(t.p, t.A, Jp, Ja, Jw, tables=t)
-    return MarkerState(t.p, t.A, Jp, Ja, Jw, t.pd, t.Ad, t.pq, t.Aq, t.wq, t)
+        return MarkerState(d.p, d.A, Jp, Ja, Jw, tables=t, data=d)
+    return MarkerState(d.p, d.A, Jp, Ja, Jw, d.pd, d.Ad, d.pq, d.Aq, d.wq, t, d)
 
 
 def pose(model, q, ms=None):

@@ -20,8 +20,8 @@ def deflections(model, ms):
     d, Jd = np.zeros((n_s, 6)), np.zeros((n_s, 6, model.n_v + 1))
     if not n_s:
         return d, Jd[..., :-1]
-    k = ms.tables
-    cols = k.cols
+    k = ms.data
+    cols = ms.tables.cols
     loc = np.empty((6, 2, cols.shape[1]))
     for s in range(n_s):
         i, j = t["mi"][s], t["mj"][s]

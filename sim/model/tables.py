@@ -1,16 +1,17 @@
 """The model as the compiled kernels see it: typed, flat tables built once per model.
 
-:func:`constants` turns a :class:`sim.model.Model` into the constant fields of
+:func:`constants` turns a :class:`sim.model.Model` into the fields of
 :class:`sim.kernels.equations.Tables` (the model keeps them as :attr:`~sim.model.Model.kernel`,
-built with it); :func:`tables` adds fresh work arrays, one set per caller, so that a model
-can be shared by threads and processes.  Array types and ranks are the same for every model
+built with it), :func:`tables` into the record; the work arrays the kernels write are a
+:class:`sim.kernels.equations.Data` apart (:func:`sim.kernels.equations.data`), one per
+evaluator, so that a model can be shared by threads and processes.  Array types and ranks are the same for every model
 (integers int64, reals float64, tuples over the body groups padded to
 :data:`sim.kernels.equations.GROUPS`), so one compilation of the kernels serves every robot
 with up to four body groups.
 """
 import numpy as np
 
-from sim.kernels.equations import GROUPS, Tables, work
+from sim.kernels.equations import GROUPS, Tables
 from sim.kernels.stretch import compact
 
 KINDS = ("point", "dot", "ddot", "angle")
@@ -143,15 +144,16 @@ def _lumped(model):
 
 
 def constants(model):
-    """The constant fields of :class:`~sim.kernels.equations.Tables` for ``model`` (a tuple,
-    in field order)."""
+    """The fields of :class:`~sim.kernels.equations.Tables` for ``model`` (a tuple, in field
+    order)."""
     out = (np.ascontiguousarray(model.gravity, dtype=float), *_groups(model), *_markers(model), *_rows(model),
            *_stretch(model), *_lumped(model), int(model.rows["n_joint"]), int(model.n_v),
            np.array([b.n_f for b in model.bodies], dtype=np.int64))
-    assert len(out) == Tables._fields.index("p")
+    assert len(out) == len(Tables._fields)
     return out
 
 
 def tables(model):
-    """:class:`~sim.kernels.equations.Tables` of ``model`` with fresh work arrays."""
-    return work(model.kernel)
+    """:class:`~sim.kernels.equations.Tables` of ``model`` (its arrays shared with
+    :attr:`~sim.model.Model.kernel`)."""
+    return Tables(*model.kernel)

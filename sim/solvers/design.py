@@ -42,12 +42,13 @@ def matrices_at(model, pose, q_start=None):
     Returns ``q`` (n_q,), ``M``, ``K`` (n_v, n_v).
     """
     from sim.model.assembly import assemble
+    from sim.model.evaluator import Kinematics
     if pose is None:
         q = model.q_home if q_start is None else q_start
     else:
         from sim.model.assembly import solve_pose
         q = solve_pose(model, pose) if q_start is None else \
-            assemble(model, q_start, pose_target=np.asarray(pose, dtype=float), what="the pose")
+            assemble(model, q_start, Kinematics(model), pose_target=np.asarray(pose, dtype=float), what="the pose")
     return q, mass_matrix(model, q), stiffness_matrix(model, q)
 
 

@@ -237,12 +237,14 @@ class Scheme(NamedTuple):
 class Problem(NamedTuple):
     """What every compiled function of the step reads besides the state and the work arrays:
     the evaluation of the tables ``t`` at the addresses ``f``
-    (:func:`sim.kernels.equations.addresses`), the :class:`Scheme` ``sch``, the constraint
+    (:func:`sim.kernels.equations.addresses`), writing the markers' kinematics into ``data``
+    (the evaluator's :class:`sim.kernels.equations.Data`), the :class:`Scheme` ``sch``, the constraint
     ``rows`` (n_c,) among the evaluation's, and the damping ``D`` (n_v, n_v; empty: none or
     low-rank).  The drive law at one instant travels beside it as ``law = (s, sd, sdd, ff)``
     (n_a,) each."""
 
     t: object
+    data: object
     f: np.ndarray
     sch: Scheme
     rows: np.ndarray
@@ -447,7 +449,7 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
     tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the addresses
     of the evaluation of the tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
-    t, f, sch, rows, D = pb
+    t, data, f, sch, rows, D = pb
     s, sd, sdd, ff = law
     n = a.size
     nj = t.n_joint
@@ -457,7 +459,7 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
         w.G[:] = 0.0
         w.Gg[:] = 0.0
         w.Kt[:] = 0.0
-    function(f[0], t)(q1, v1, t, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt),
+    function(f[0], t)(q1, v1, t, data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt),
                       s if sch.kind == 1 else s[:0], (jacobian, jacobian, jacobian, runtime(True)))
     Q, J = w.Q, w.J
     if sch.kind == 2:
@@ -582,7 +584,7 @@ def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
 def _residual(a, lam, st, pb, law, w, jacobian):
     """:func:`_equations` at ``a_{n+1} = a``: ``a_hat = c a + offset``, ``v1 = v_base + h gamma
     a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta a_hat)`` (the step's bases in ``w``)."""
-    t, _, sch, _, _ = pb
+    t, _, _, sch, _, _ = pb
     hg, hhb = sch.h * sch.gamma, sch.h * sch.h * sch.beta
     for i in range(a.size):
         a_hat = sch.c * a[i] + w.offset[i]
@@ -619,7 +621,7 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
-    _, _, sch, rows, _ = pb
+    _, _, _, sch, rows, _ = pb
     n = a.size
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
@@ -716,7 +718,7 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
     the matrix varies too much within the step for the kept one to contract -- e.g. a floating
     frame whipped by a stiff local mode (a compliant drive on a light hub).
     """
-    _, _, sch, _, _ = pb
+    _, _, _, sch, _, _ = pb
     # The known part follows the state; delta varies slowly; while Newton contracts
     # strongly the last factorisation is kept.
     refresh = st.counts[LU_OK] == 0 or fresh or full or st.counts[DELTA_OK] == 0
@@ -747,7 +749,7 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
 def _step(st, pb, law, w):
     """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
     failure code (0: accepted) and the Newton iterations of the last attempt."""
-    t, _, sch, rows, _ = pb
+    t, _, _, sch, rows, _ = pb
     h, g, b, am, af = sch.h, sch.gamma, sch.beta, sch.alpha_m, sch.alpha_f
     n = st.a.size
     for i in range(n):
@@ -819,7 +821,7 @@ def _record(st, pb, law, w, out):
     kinetic energy) is the last Newton iterate's when the work arrays hold it (flag
     ``CURRENT``: a configuration within ``newton_tol`` of the accepted one), else the whole
     equations are evaluated."""
-    t, f, sch, rows, _ = pb
+    t, data, f, sch, rows, _ = pb
     s, _, sdd, _ = law
     j = st.counts[SAMPLES]
     n = st.v.size
@@ -828,18 +830,18 @@ def _record(st, pb, law, w, out):
         st.counts[CURRENT] = 1
     else:
         w.J[:] = 0.0
-        function(f[0], t)(st.q, st.v, t, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt), s[:0],
+        function(f[0], t)(st.q, st.v, t, data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt), s[:0],
                           (runtime(False), runtime(False), runtime(False), runtime(False)))
     out.t[j] = st.time[0]
     out.q[j] = st.q
     out.v[j] = st.v
-    out.p[j] = t.p
-    out.A[j] = t.A
+    out.p[j] = data.p
+    out.A[j] = data.A
     out.tau[j] = sch.servo[TAU]
     out.motor[j] = sch.servo[TH]
     out.a[j] = st.a
     out.lam[j] = st.lam
-    _rates(st, t, sch, out.ee[j], out.pd[j], out.ap[j])
+    _rates(st, t, data, sch, out.ee[j], out.pd[j], out.ap[j])
     kinetic = 0.0
     for b in range(t.body_v.size):       # v^T M v / 2, body block by body block (no BLAS calls)
         v0 = t.body_v[b]
@@ -853,7 +855,7 @@ def _record(st, pb, law, w, out):
     for k in range(rows.size):
         C = _row(rows[k], t.n_joint, w.phi, w.gamma, s, sdd, t.angle)[0]
         violation += C * C
-    gravity, elastic = potential_function(f[1], t)(st.q, t)
+    gravity, elastic = potential_function(f[1], t)(st.q, t, data)
     out.energy[j, 0], out.energy[j, 1], out.energy[j, 2] = kinetic, gravity, elastic
     out.violation[j] = np.sqrt(violation)
     out.iterations[j] = st.counts[MAX_SINCE]
@@ -862,14 +864,15 @@ def _record(st, pb, law, w, out):
 
 
 @njit(cache=True)
-def _rates(st, t, sch, ee, pd, ap):
+def _rates(st, t, data, sch, ee, pd, ap):
     """The end effector's coordinate rates ``ee`` (2, d) (velocity, acceleration) and the
     markers' velocities ``pd`` and accelerations ``ap`` (n_m, 3) at the state ``st``, from the
-    marker terms of the tables ``t`` evaluated there: ``x_dot = J_x v``, ``x_ddot = J_x a +
-    x_q`` (:func:`sim.kernels.pose.pose_terms`), ``p_ddot = J_p a + p_q``."""
+    markers' kinematics ``data`` evaluated there (their columns in the tables ``t``):
+    ``x_dot = J_x v``, ``x_ddot = J_x a + x_q`` (:func:`sim.kernels.pose.pose_terms`),
+    ``p_ddot = J_p a + p_q``."""
     d, n = sch.pose_kinds.size, st.v.size
     x, Jx, xq = np.zeros(d), np.zeros((d, n)), np.zeros(d)
-    pose_terms(sch.pose_kinds, marker_terms(t, sch.ee), st.v, (x, Jx, xq), runtime(True))
+    pose_terms(sch.pose_kinds, marker_terms(t, data, sch.ee), st.v, (x, Jx, xq), runtime(True))
     cols = t.cols[sch.ee]
     for r in range(d):
         rate, acc = 0.0, xq[r]
@@ -878,14 +881,14 @@ def _rates(st, t, sch, ee, pd, ap):
                 rate += Jx[r, c] * st.v[c]
                 acc += Jx[r, c] * st.a[c]
         ee[0, r], ee[1, r] = rate, acc
-    for i in range(t.p.shape[0]):
+    for i in range(data.p.shape[0]):
         for k in range(3):
-            acc = t.pq[i, k]
+            acc = data.pq[i, k]
             for c in range(t.cols.shape[1]):
                 col = t.cols[i, c]
                 if col >= 0:
-                    acc += t.Jp[i, k, c] * st.a[col]
-            pd[i, k], ap[i, k] = t.pd[i, k], acc
+                    acc += data.Jp[i, k, c] * st.a[col]
+            pd[i, k], ap[i, k] = data.pd[i, k], acc
 
 
 EQUATIONS, RECORD, ADVANCE = range(3)     # tasks of _run
@@ -903,7 +906,7 @@ def _run(task, span, st, pb, laws, w, out):
     ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
     """
     count, k0, every, total = span
-    _, _, _, rows, _ = pb
+    _, _, _, _, rows, _ = pb
     S, SD, SDD, FF = laws
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
@@ -1129,7 +1132,7 @@ class GeneralizedAlpha:
 
     def samples(self, count):
         """Empty :class:`Samples` for ``count`` output instants."""
-        n_m = self.ev.tables.p.shape[0]
+        n_m = self.ev.data.p.shape[0]
         return Samples(np.zeros(count), np.zeros((count, self.ev.n_q)), np.zeros((count, self.ev.n_v)),
                        np.zeros((count, 3)), np.zeros(count), np.zeros(count, dtype=np.int64),
                        np.zeros((count, n_m, 3)), np.zeros((count, n_m, 3, 3)),
@@ -1148,7 +1151,8 @@ class GeneralizedAlpha:
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
         return (task, (count, k0, every, total), self.state,
-                Problem(self.ev.ref, self.ev.f, self.scheme, self.rows, self.D), self._drive(times), self.work, out)
+                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D), self._drive(times),
+                self.work, out)
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
         return _run(*self._arguments(task, out, count, k0, every, total))

@@ -95,7 +95,7 @@ def joint_row_slices(model):
     return tuple(out)
 
 
-def multipliers(model, q, v, a, ev=None):
+def multipliers(model, q, v, a, ev):
     """Minimum-norm least-squares multipliers of ``J_r^T lam = Q_r - M_rr a_r`` at one instant.
 
     Parameters
@@ -103,8 +103,8 @@ def multipliers(model, q, v, a, ev=None):
     q : ndarray, shape (n_q,)
     v, a : ndarray, shape (n_v,)
         Velocities and accelerations; only the reference components are used.
-    ev : sim.model.evaluator.Evaluator, optional
-        The model's compiled evaluator (one is built otherwise).
+    ev : sim.model.evaluator.Evaluator
+        The model's compiled evaluator.
 
     Returns
     -------
@@ -115,7 +115,6 @@ def multipliers(model, q, v, a, ev=None):
     residual : float
         Norm of ``J_r^T lam - (Q_r - M_rr a_r)``.
     """
-    ev = Evaluator(model) if ev is None else ev
     Jr, rhs = ev.inverse_terms(q[None], v[None], a[None])[:2]
     lam, condition, residual = _solve(model, Jr, rhs)
     return lam[0], float(condition[0]), float(residual[0])
@@ -191,17 +190,17 @@ def _square(Jr, rhs, basis, shift, limit):
     return lam, condition, regular
 
 
-def joint_wrenches(model, q, lam, frame="world", ev=None):
+def joint_wrenches(model, q, lam, ev, frame="world"):
     """Reaction wrench of every joint from its rows' multipliers.
 
     Parameters
     ----------
     q : ndarray, shape (n_q,)
     lam : ndarray, shape (n_c,) or (n_joint_rows,)
+    ev : sim.model.evaluator.Kinematics
+        The model's kinematics (or its ``Evaluator``).
     frame : {"world", "joint"}
         Axes of the result: world, or the joint frame (marker i axes).
-    ev : sim.model.evaluator.Evaluator, optional
-        The model's compiled evaluator (one is built otherwise).
 
     Returns
     -------
@@ -210,10 +209,9 @@ def joint_wrenches(model, q, lam, frame="world", ev=None):
     """
     if frame not in FRAMES:
         raise ValueError(f"`frame` must be one of {FRAMES}, got {frame!r}")
-    ev = Evaluator(model) if ev is None else ev
-    E = ev.evaluate(q, np.zeros(model.n_v), bodies=False)
-    return _wrenches(model, q[None], lam[None], E.J[None][:, :, model.v_rigid], ev.work["p"][None],
-                     ev.work["A"][None], frame)[0]
+    E = ev.kinematics(q, markers=True)
+    return _wrenches(model, q[None], lam[None], E.J[None][:, :, model.v_rigid], E.markers.p[None],
+                     E.markers.A[None], frame)[0]
 
 
 def _wrench_tables(model):

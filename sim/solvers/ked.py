@@ -211,16 +211,15 @@ class Frame:
     static_rest: np.ndarray
 
 
-def free_motions(model, q, ev=None):
+def free_motions(model, q, ev):
     """The number of free (rigid-body) motions of the model at ``q`` with the actuators locked.
 
     Where the locked rows determine the reference coordinates (``J_r`` square and regular)
     and the bodies' elastic stiffness is positive definite, every constrained motion strains
     a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): none, and no eigensolve to tell.
     Otherwise the structural decision of :func:`sim.solvers.modal.modes` (the null space of
-    the deformation rows).  ``ev``: a :class:`sim.model.evaluator.Evaluator` at hand.
+    the deformation rows).  ``ev``: the model's :class:`sim.model.evaluator.Evaluator`.
     """
-    ev = Evaluator(model) if ev is None else ev
     J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
     rigid = model.v_rigid
     if J.shape[0] == rigid.size:
@@ -285,13 +284,15 @@ FIELDS = tuple(f.name for f in fields(Frame))
 
 class FrameModel(NamedTuple):
     """The model's part of :func:`_frame_loop` (:func:`_loop_arguments`): the evaluation of
-    ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`), the
+    ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`) into the
+    markers' kinematics ``data`` (the evaluator's, by reference), the
     end-effector marker ``e`` and its coordinate codes ``kinds``, the ``n_all`` rows and the
     locked ones ``keep`` (joints and rigid actuators), whether the tangent stiffness is wanted
     (``stiff``), and the address ``solve`` of the modes solver
     (:func:`sim.solvers.subspace.solver_address`)."""
 
     tables: object
+    data: object
     f: np.ndarray
     kinds: np.ndarray
     e: int
@@ -320,7 +321,7 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
     model and links neither solver: each compiles on its own, and only where a model needs it.
     """
     qs, vs, accs, ss = states
-    tables, f, kinds, e, n_all, keep, stiff, solve = model
+    tables, data, f, kinds, e, n_all, keep, stiff, solve = model
     settings, max_iter, seed_iter = options
     load, omega, shapes, mass_shapes, jac, static_load, static_rest = out
     blocks = layout.blocks
@@ -350,7 +351,8 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         J_all.ravel()[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         if stiff:
             Kt.ravel()[:] = 0.0
-        evaluate(qs[k], vs[k], tables, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k], (off, with_K, off, on))
+        evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k],
+                 (off, with_K, off, on))
         if keep.size < n_all:
             for i in range(keep.size):
                 for j in range(n_v):
@@ -381,7 +383,7 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
             static_rest[k, i] = U[i, 1]
             for j in range(kinds.size):
                 jac[k, j, i] = 0.0
-        pose_terms(kinds, (tables.p[e], tables.A[e], tables.Jp[e], tables.Jw[e], tables.cols[e], zero3, zero3), rest,
+        pose_terms(kinds, (data.p[e], data.A[e], data.Jp[e], data.Jw[e], tables.cols[e], zero3, zero3), rest,
                    (x, jac[k], xq), off)
     return X
 
@@ -391,7 +393,7 @@ def _loop_arguments(model, ev, tracker, general=False):
     ``layout``, ``seed`` and ``options``, with the tracker's solver
     (:func:`sim.solvers.subspace._constant` where its stiffness is constant, else
     :func:`sim.solvers.subspace._general`), or the general one."""
-    frame = FrameModel(ev.ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
+    frame = FrameModel(ev.ref, ev.data_ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
                        np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general))
     return frame, tracker.layout(), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
 
@@ -611,7 +613,7 @@ def load_kernels(model, count):
     ``count`` modes now: the rigid motion's, the frames' and the modal stepping's (a first
     call would otherwise do it, ~0.1 s in a process; ``sim run`` does it before the clocks
     of its analyses start)."""
-    load_kernels_motion(model)
+    load_kernels_motion(model, Evaluator(model))
     compile_loops(model, count)
 
 

@@ -46,6 +46,7 @@ class Loop(NamedTuple):
     """The model's part of the sample loop :func:`_segment` (:func:`_fast_segments`)."""
 
     tables: object          # the evaluator's tables, by reference
+    data: object            # the evaluator's Data (markers' kinematics), by reference
     f: np.ndarray           # the addresses of their evaluation (sim.kernels.equations.addresses)
     kinds: np.ndarray       # codes of the targets: the end effector's coordinates or the actuators'
     e: int                  # the end-effector marker
@@ -176,7 +177,7 @@ def _stack(loop, terms, x_target, A, phi_out, Jx, xq, v, with_rates):
     instead (the rows after the joints': ``Jx`` their rows of ``J``, ``xq = -gamma``;
     ``kinds`` 3 for an angle, 0 for a length)."""
     phi, J, gamma = terms
-    t, e, kinds, rigid, nj = loop.tables, loop.e, loop.kinds, loop.rigid, loop.nj
+    t, data, e, kinds, rigid, nj = loop.tables, loop.data, loop.e, loop.kinds, loop.rigid, loop.nj
     d = kinds.size
     Jx[:] = 0.0
     x = np.zeros(d)
@@ -187,7 +188,7 @@ def _stack(loop, terms, x_target, A, phi_out, Jx, xq, v, with_rates):
             for k in range(Jx.shape[1]):
                 Jx[r, k] = J[nj + r, k]
     else:
-        pose_terms(kinds, marker_terms(t, e), v, (x, Jx, xq), with_rates)
+        pose_terms(kinds, marker_terms(t, data, e), v, (x, Jx, xq), with_rates)
     for i in range(nj):
         phi_out[i] = phi[i]
         for k in range(rigid.size):
@@ -203,15 +204,16 @@ def _stack(loop, terms, x_target, A, phi_out, Jx, xq, v, with_rates):
 
 
 @njit(cache=True)
-def _kinematics(q, v, tables, f, phi, J, gamma):
+def _kinematics(q, v, tables, data, f, phi, J, gamma):
     """The constraint rows (all actuators') at ``(q, v)`` (``f``: the addresses of the evaluation
-    of ``tables``, :func:`sim.kernels.equations.addresses`): no ``M``, ``Q``."""
+    of ``tables``, :func:`sim.kernels.equations.addresses`), the markers' kinematics into
+    ``data``: no ``M``, ``Q``."""
     phi[:] = 0.0
     J[:] = 0.0
     gamma[:] = 0.0
     empty = np.zeros((0, 0))
     none = np.zeros(0)
-    function(f[0], tables)(q, v, tables, (empty, none, none, phi, J, gamma, empty, empty, empty), none,
+    function(f[0], tables)(q, v, tables, data, (empty, none, none, phi, J, gamma, empty, empty, empty), none,
                            (runtime(False), runtime(False), runtime(True), runtime(False)))
 
 
@@ -244,7 +246,7 @@ def _segment(k0, k1, targets, state, predicted, loop, check, carry, out):
     """
     q, v, a, jerk = state
     times, X, XD, XDD = targets
-    tables, f, kinds, e, rigid, nj, rank, pkinds, drive = loop
+    tables, data, f, kinds, e, rigid, nj, rank, pkinds, drive = loop
     exact, limit = check
     u, warm = carry
     out_q, out_v, out_a, out_s, out_sd, out_sdd, out_cond, out_pose = out
@@ -275,7 +277,7 @@ def _segment(k0, k1, targets, state, predicted, loop, check, carry, out):
                 dv[i] = dt * v[i] + 0.5 * dt * dt * a[i] + dt ** 3 / 6.0 * jerk[i]
             integrate(q, dv, body_q, body_v, body_nf, q1)
         out_q[k] = q1
-        _kinematics(q1, zero, tables, f, phi, J, gamma)
+        _kinematics(q1, zero, tables, data, f, phi, J, gamma)
         _stack(loop, (phi, J, gamma), X[k], A, res, Jx, xq, zero, runtime(False))
         norm = np.abs(res).max()
         ok = False
@@ -293,7 +295,7 @@ def _segment(k0, k1, targets, state, predicted, loop, check, carry, out):
             for i in range(n_r):
                 dv[rigid[i]] = -step[i]
             integrate(q1, dv, body_q, body_v, body_nf, q_try)
-            _kinematics(q_try, zero, tables, f, phi, J, gamma)
+            _kinematics(q_try, zero, tables, data, f, phi, J, gamma)
             _stack(loop, (phi, J, gamma), X[k], A, res, Jx, xq, zero, runtime(False))
             norm_new = np.abs(res).max()
             if not norm_new < CORRECTOR_CONTRACTION * norm:
@@ -328,10 +330,10 @@ def _segment(k0, k1, targets, state, predicted, loop, check, carry, out):
         v1 = np.zeros(n_v)
         for i in range(n_r):
             v1[rigid[i]] = x[i]
-        _kinematics(q1, v1, tables, f, phi, J, gamma)
+        _kinematics(q1, v1, tables, data, f, phi, J, gamma)
         # x_q at (q1, v1); A (and J_x) at q1 are already built
         Jp_pose[:] = 0.0
-        pose_terms(pkinds, marker_terms(tables, e), v1, (x_pose, Jp_pose, xq_pose), runtime(True))
+        pose_terms(pkinds, marker_terms(tables, data, e), v1, (x_pose, Jp_pose, xq_pose), runtime(True))
         if drive:
             for r in range(d):
                 xq[r] = -gamma[nj + r]
@@ -377,8 +379,8 @@ def _fast_segments(model, ev, rank=None, drive=False):
     pkinds = pose_codes(model.pose_kinds)
     kinds = np.array([3 if a.kind == "angle" else 0 for a in model.actuators], dtype=np.int64) if drive else pkinds
     rank = int(model.ranks[1 if drive else 0]) if rank is None else int(rank)
-    return Loop(ev.ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64), int(ev.n_joint),
-                rank, pkinds, bool(drive))
+    return Loop(ev.ref, ev.data_ref, ev.f, kinds, int(model.ee_marker), np.asarray(model.v_rigid, dtype=np.int64),
+                int(ev.n_joint), rank, pkinds, bool(drive))
 
 
 class _Samples:
@@ -405,12 +407,11 @@ class _Samples:
                 (self.u, self.warm), self.out)
 
 
-def load_kernels(model, ev=None, drive=False):
+def load_kernels(model, ev, drive=False):
     """Compile, or load from numba's cache, the compiled sample loop for ``model`` now (with
     the stop signals held back: :func:`sim.errors.signals_deferred`); returns
-    :func:`_fast_segments`' arguments (``drive``: for an actuator law).  ``ev``: an evaluator
-    at hand."""
-    ev = Evaluator(model) if ev is None else ev
+    :func:`_fast_segments`' arguments for the evaluator ``ev`` (``drive``: for an actuator
+    law)."""
     fast = _fast_segments(model, ev, drive=drive)
     with signals_deferred():
         _Samples(model, 1, model.q_home).run(*_no_samples(model), fast, False, False, 1 / SINGULAR_RATIO)
@@ -433,7 +434,7 @@ def _no_samples(model):
     return 1, 1, np.zeros(1), np.zeros((1, d)), np.zeros((1, d)), np.zeros((1, d))
 
 
-def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, condition=True):
+def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, *, ev, condition=True):
     """The rigid robot at one end-effector sample, from the prediction ``q`` (n_q,) by the
     corrector of the rigid motion (:func:`_segment`: plain Newton, no line search).
 
@@ -441,7 +442,7 @@ def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, conditi
     ----------
     pose, pose_dot, pose_ddot : array_like, shape (d,)
         End-effector coordinates and their rates (default zero).
-    ev : sim.model.evaluator.Evaluator, optional
+    ev : sim.model.evaluator.Evaluator
     condition : bool
         Compute the condition number and refuse a singular configuration; False: neither.
 
@@ -452,7 +453,6 @@ def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, ev=None, conditi
         without ``condition``); None where Newton does not contract fast enough from ``q``
         or the configuration is singular.
     """
-    ev = Evaluator(model) if ev is None else ev
     rows = [np.asarray(x if x is not None else np.zeros(len(model.pose_kinds)), dtype=float).reshape(1, -1)
             for x in (pose, pose_dot, pose_ddot)]
     out = _Samples(model, 1, np.asarray(q, dtype=float))

@@ -298,12 +298,14 @@ def tuned_frequency(model, pose_from, pose_to, law, T):
     """
     from sim.model.assembly import solve_pose
     from sim.model.dynamics import mass_matrix
+    from sim.model.evaluator import Evaluator
     from sim.model.kinematics import pose_jacobian
     from sim.solvers.modal import modes
     from sim.solvers.motion import rigid_sample
 
     q = solve_pose(model, pose_to)
-    sample = rigid_sample(model, q, pose_to, pose_dot=np.asarray(pose_to) - np.asarray(pose_from), condition=False)
+    sample = rigid_sample(model, q, pose_to, pose_dot=np.asarray(pose_to) - np.asarray(pose_from), ev=Evaluator(model),
+                          condition=False)
     if sample is None:
         raise SimError(f"the rigid robot's velocity at the end pose {np.round(pose_to, 6).tolist()} is undetermined")
     v = sample[1]

@@ -174,7 +174,7 @@ class Result:
 def load_kernels(model):
     """Compile, or load from numba's cache, the transient's kernels for ``model`` now: the
     evaluation, the rigid reference's sample loop and the step loop."""
-    load_kernels_motion(model)
+    load_kernels_motion(model, Evaluator(model))
     compile_loop(model)
 
 

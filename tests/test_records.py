@@ -1,0 +1,98 @@
+"""The model apart from its data (issue 46): the kernels read the constant ``Tables`` and
+write the ``Data``; every evaluator has its own data; one path to the kernels."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import load, random_state
+from sim.kernels.equations import Data, Tables
+from sim.model.evaluator import Evaluator, Kinematics
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every kind of table the kernels read: flexible bodies with stiffening, lumped springs and
+# compliant drives (the Surgiscope Delta, its joints lumped springs), compliant drives (NaVARo).
+MODELS = {"slider_crank": {"elements": 2, "stiffening": True}, "delta_surgiscope": {},
+          "navaro": {"clutch_stiffness": 2000.0}}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_kernels_write_the_data_and_never_the_tables(name):
+    """After the evaluation with every term, the potential (which with springs evaluates the
+    markers too), the mass products and the inverse terms, each array of the tables is
+    bitwise what it was, and the data holds the markers at the last state."""
+    model = load(name, **MODELS[name])
+    ev = Evaluator(model)
+    before = [np.array(x, copy=True) if isinstance(x, np.ndarray) else tuple(np.array(a) for a in x)
+              if isinstance(x, tuple) else x for x in ev.tables]
+    q, v = random_state(model, 3)
+    ev.evaluate(q, v, targets=np.zeros(len(model.actuators)), velocity_jacobian=True, rest=True)
+    ev.potential(q)
+    ev.mass_products(q[None], np.ones((1, model.n_v, 1)))
+    ev.inverse_terms(q[None], v[None], v[None])
+    for field, old, new in zip(Tables._fields, before, ev.tables):
+        if isinstance(old, tuple):
+            assert all(np.array_equal(a, b) for a, b in zip(old, new)), f"{name}: Tables.{field} written"
+        else:
+            assert np.array_equal(old, new), f"{name}: Tables.{field} written"
+    E = ev.kinematics(q, markers=True)
+    assert np.abs(E.markers.p).max() > 0.0 and np.array_equal(ev.data.p, E.markers.p)
+
+
+def test_evaluators_of_one_model_share_the_tables_and_not_the_data():
+    """Two evaluators of one model read the same constant arrays and write their own data:
+    an evaluation by one leaves the other's markers where its own last evaluation put them."""
+    model = load("navaro")
+    one, two = Kinematics(model), Evaluator(model)
+    assert all(a is b for a, b in zip(one.tables, two.tables)), "the tables are the model's, shared"
+    assert not any(np.shares_memory(a, b) for a, b in zip(one.data, two.data)), "each has its own data"
+    (q1, _), (q2, _) = random_state(model, 1), random_state(model, 2)
+    first = one.kinematics(q1, markers=True).markers
+    two.evaluate(q2, np.zeros(model.n_v))
+    assert not np.array_equal(two.data.p, first.p)
+    for field, a, b in zip(Data._fields, one.data, first):
+        assert np.array_equal(a, b), f"Data.{field} of one evaluator changed by another's evaluation"
+
+
+def test_the_end_effector_terms_come_with_the_evaluation():
+    """``pose=True``: the end effector's terms of the state evaluated, equal to the
+    kinematics' (markers and rows only) at the same state, whatever was evaluated between."""
+    model = load("navaro")
+    ev = Evaluator(model)
+    (q, v), (q_other, _) = random_state(model, 4), random_state(model, 5)
+    E = ev.evaluate(q, v, pose=True)
+    ev.evaluate(q_other, v)
+    K = ev.kinematics(q, v, pose=True)
+    for got, ref in ((E.x, K.x), (E.J_x, K.J_x), (E.x_q, K.x_q), (E.J, K.J), (E.J_s, K.J_s)):
+        np.testing.assert_array_equal(got, ref)
+    assert not np.array_equal(ev.evaluate(q_other, v, pose=True).x, E.x)
+
+
+def test_building_a_model_compiles_no_evaluation():
+    """A model's build (assembly, generic ranks) runs the markers' and the rows' kernels
+    through a Kinematics, never the whole evaluation: `sim model` on a cold cache does not
+    wait for its compilation (the longest of all)."""
+    code = ("from sim.model.loader import load_model; from sim.kernels import equations; "
+            "load_model('models/rrru3.py', {}); print(len(equations.evaluate.overloads))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "0", "the model's build loaded or compiled the whole evaluation"
+
+
+def test_no_function_builds_an_evaluator_when_none_is_given():
+    """One path to the kernels: no function of ``sim`` takes an optional evaluator (``ev=None``)
+    and builds its own when it is missing."""
+    optional = []
+    for path in sorted((ROOT / "sim").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                positional = args.posonlyargs + args.args
+                defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+                defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+                if "ev" in defaults:
+                    optional.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not optional, "optional evaluators: " + ", ".join(optional)
