@@ -21,11 +21,12 @@ PER_PERIOD = 16
 def prepare(model, scenario):
     """Load the compiled kernels of the KED (see :mod:`sim.analyses`): with servo drives, the
     rigid motion's only."""
+    from sim.model.evaluator import Evaluator
     from sim.solvers.ked import load_kernels
     from sim.solvers.motion import load_kernels as load_motion
 
     if scenario.data["ked"]["drives"] == "servo":
-        load_motion(model)
+        load_motion(model, Evaluator(model))
     else:
         load_kernels(model, scenario.data["ked"]["modes"])
 
