@@ -92,6 +92,7 @@ EXTRA_MAX = 24         # ... with at most this many vectors beyond the r wanted
 BAND_MIN = 200
 HALF_BAND_MAX = 48
 START_TOL = 1e-10      # the band path's fresh start: relative residual of its p pairs ...
+START_FLOOR = 1e-8     # ... or where round-off stops it, below this (1e-9 with 128 elements per link) ...
 START_ITER = 60        # ... within this many sweeps (else the dense solve)
 START_GUARD = 8        # vectors iterated beyond the most the start keeps (r + EXTRA_MAX)
 
@@ -360,10 +361,12 @@ def _iterate(stiff, mass, X, r, tol, max_iter, start_mass):
 
 
 @njit(cache=True)
-def _sweeps(stiff, mass, X, MX, r, tol, max_iter):
+def _sweeps(stiff, mass, X, MX, r, tol, max_iter, floor=0.0):
     """At most ``max_iter`` sweeps from ``X`` (n, p), ``MX = Mn X``, until the first ``r``
-    pairs' relative residuals are below ``tol``: Ritz values (p,), vectors and the sweeps
-    done (0: not converged)."""
+    pairs' relative residuals are below ``tol``, or below ``floor`` (> tol) and no longer
+    halving (round-off's floor, which the stiffness's conditioning raises with the elements):
+    Ritz values (p,), vectors and the sweeps done (0: not converged)."""
+    last = np.inf
     for sweep in range(1, max_iter + 1):
         Y = _stiffness_solve(stiff, MX)
         MY = _mass_times(mass, Y)
@@ -380,8 +383,9 @@ def _sweeps(stiff, mass, X, MX, r, tol, max_iter):
                 res += d * d
                 ref += KX[j, i] * KX[j, i]
             worst = max(worst, np.sqrt(res / ref))
-        if worst <= tol:
+        if worst <= tol or (worst <= floor and worst > 0.5 * last):
             return lam, X, sweep
+        last = worst
     return np.zeros(0), X, 0
 
 
@@ -402,9 +406,9 @@ def _fresh(stiff, mass, p, r):
 def _start(stiff, mass, p, r):
     """The band path's fresh start, :func:`_dense`'s pairs by subspace iteration: ``q = r +``
     :data:`EXTRA_MAX` ``+`` :data:`START_GUARD` vectors (at most ``n``) from a fixed
-    quasi-random block, until the first ``p`` pairs' residuals are below :data:`START_TOL`
-    (at most :data:`START_ITER` sweeps; the first ``r`` then agree with the dense solve's to
-    ~``START_TOL``), then widened past clusters as :func:`_dense` is (:data:`GAP`).  Each
+    quasi-random block, until the first ``p`` pairs' residuals are below :data:`START_TOL`, or
+    at round-off's floor below :data:`START_FLOOR` (at most :data:`START_ITER` sweeps; the
+    first ``r`` then agree with the dense solve's to about that residual), then widened past clusters as :func:`_dense` is (:data:`GAP`).  Each
     sweep is linear in ``n``, where the dense solve is cubic.  Returns no vectors where it
     does not converge."""
     n = _size(mass)
@@ -414,7 +418,7 @@ def _start(stiff, mass, p, r):
         for j in range(q):
             X[i, j] = (0.5 + (i + 1) * 0.7548776662466927 + (j + 1) * 0.5698402909980532
                        + (i + 1) * (j + 1) * 0.6180339887498949) % 1.0 - 0.5
-    lam, X, sweeps = _sweeps(stiff, mass, X, _mass_times(mass, X), p, START_TOL, START_ITER)
+    lam, X, sweeps = _sweeps(stiff, mass, X, _mass_times(mass, X), p, START_TOL, START_ITER, START_FLOOR)
     if sweeps == 0:
         return lam, np.zeros((n, 0))
     while p < min(q, r + EXTRA_MAX) and lam[p] < GAP * lam[r - 1]:
