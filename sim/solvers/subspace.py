@@ -1111,7 +1111,8 @@ class Tracker:
     """Lowest modes of one model at successive nearby configurations (module docstring).
 
     Holds the bodies' stiffness (and, where it is the whole constant stiffness, its inverse
-    on the elastic coordinates), the number of free motions and the last subspace (STYLE: an
+    on the elastic coordinates, or from :data:`BAND_MIN` of them its band factors and
+    ``M_ee``'s pattern), the number of free motions and the last subspace (STYLE: an
     explicit object, no hidden cache).  Any model: where :meth:`constant` does not hold, or
     the rows do not fix the reference coordinates, the modes come from the general basis of
     :func:`_general`.
