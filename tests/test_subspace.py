@@ -163,3 +163,77 @@ def test_tracker_applies_only_to_constant_body_stiffness(name, applies):
     """Lumped springs (Surgiscope), compliant screws (6-PSS), geometric stiffening (spin-up
     beam) or no elastic coordinates (3-RRRT): the general path."""
     assert Tracker.applies(load_model(MODELS / f"{name}.py", {})) is applies
+
+
+@pytest.fixture(scope="module")
+def rrru3_fine():
+    """The 3-RRRU with 24 elements per link (432 elastic coordinates: the band path's size)
+    along an arc, its evaluations with the actuators locked."""
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 24})
+    t = np.linspace(0.0, 0.3, 13)
+    motion = rigid_motion(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.3), t)
+    ev = Evaluator(model)
+    return model, motion, [ev.evaluate(q, v, targets=s, rest=True) for q, v, s in zip(motion.q, motion.v, motion.actuators)]
+
+
+def test_band_path_products_are_the_dense_ones(rrru3_fine):
+    """The band path's reduced mass, applied by M_ee's nonzeros and the joints' coupling columns,
+    is the dense N^T M N to round-off (1e-13 of its largest entry); its band factors of K_ee
+    solve with a residual within round-off of the products (1e-13) and as the dense inverse
+    does to 1e-8 (K_ee's condition number); its mass product over v is M's."""
+    from sim.solvers import subspace
+    model, motion, evals = rrru3_fine
+    tracker = Tracker(model, 6)
+    assert subspace.BAND_MIN <= model.v_elastic.size and tracker.K_band.size and not tracker.K_inv.size
+    layout = tracker.layout()
+    E = evals[4]
+    M, J = np.ascontiguousarray(E.M), np.ascontiguousarray(E.J)
+    _, _, c, W, S = subspace._coupling(M, J, layout.rigid, layout.elastic, layout.owner)
+    Mn = subspace._reduced_mass(M, layout.elastic, layout.owner, c, W, S)
+    N = np.vstack([np.linalg.solve(J[:, layout.rigid], -J[:, layout.elastic]), np.eye(layout.elastic.size)])
+    order = np.concatenate([layout.rigid, layout.elastic])
+    N_v = np.empty_like(N)
+    N_v[order] = N
+    np.testing.assert_allclose(Mn, N_v.T @ M @ N_v, rtol=0, atol=1e-12 * np.abs(Mn).max())
+    X = np.random.default_rng(2).normal(size=(layout.elastic.size, 9))
+    mass = subspace._structured_mass(M, layout, c, W, S)
+    np.testing.assert_allclose(subspace._mass_times(mass, X), Mn @ X, rtol=0, atol=1e-13 * np.abs(Mn @ X).max())
+    K = subspace.elastic_stiffness(model)
+    stiff = (layout.K_inv, layout.K_inv_chol, layout.bounds, layout.band, layout.K_band)
+    Y = subspace._stiffness_solve(stiff, X)
+    # Backward stable: the residual within round-off of the products' magnitudes.
+    assert (np.abs(K @ Y - X) <= 1e-13 * (np.abs(K) @ np.abs(Y))).all()
+    Y_d = subspace.block_product(np.linalg.inv(K), layout.bounds, X)
+    np.testing.assert_allclose(Y, Y_d, rtol=0, atol=1e-8 * np.abs(Y).max())
+    V = np.random.default_rng(3).normal(size=(model.n_v, 4))
+    np.testing.assert_allclose(subspace.mass_product(M, layout, V), M @ V, rtol=0, atol=1e-13 * np.abs(M @ V).max())
+
+
+def test_band_path_modes_and_statics_are_the_dense_paths(rrru3_fine, monkeypatch):
+    """Along an arc, the tracker on the band path (iterative fresh start, no dense reduced
+    mass) against the same tracker on the dense path (dense inverse, dense start): the same
+    sweeps, frequencies to 1e-10 (measured 3e-12), the modal subspace (M-orthogonal projector)
+    and the static displacements to 1e-9 of their largest entries (both iterate to
+    RESIDUAL_TOL from starts that agree to START_TOL; measured 1e-11), and the dense modes of
+    sim.solvers.modal."""
+    from sim.solvers import subspace
+    model, motion, evals = rrru3_fine
+    found = {}
+    for band in (True, False):
+        monkeypatch.setattr(subspace, "BAND_MIN", model.v_elastic.size if band else model.v_elastic.size + 1)
+        tracker = Tracker(model, 6)
+        assert bool(tracker.K_band.size) == band
+        found[band] = [tracker.modes(E.M, E.J, np.column_stack([E.Q, E.Q0])) for E in evals]
+        found[band, "sweeps"] = tracker.sweeps
+    assert found[True, "sweeps"] == found[False, "sweeps"] and found[True, "sweeps"][0] == -1
+    for k, E in enumerate(evals):
+        (omega, shapes, mass_shapes, static), (omega_d, shapes_d, mass_shapes_d, static_d) = found[True][k], found[False][k]
+        np.testing.assert_allclose(omega, omega_d, rtol=1e-10)
+        P, P_d = shapes @ mass_shapes.T, shapes_d @ mass_shapes_d.T
+        assert np.abs(P - P_d).max() <= 1e-9 * np.abs(P_d).max(), f"instant {k}"
+        np.testing.assert_allclose(static, static_d, rtol=0, atol=1e-9 * np.abs(static_d).max())
+        np.testing.assert_allclose(mass_shapes, E.M @ shapes, rtol=0, atol=1e-12 * np.abs(mass_shapes).max())
+    # sim.solvers.modal's dense modes (another basis, a generalized eigensolve): both paths
+    # within 2e-9 of them at this size, the conditioning of K_ee growing with the elements.
+    ref = modes(model, motion.q[6], 6, M=evals[6].M, free=False, energies=False, J=evals[6].J, J_s=evals[6].J_s)
+    np.testing.assert_allclose(found[True][6][0], ref.omega, rtol=1e-8)

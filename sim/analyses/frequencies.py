@@ -41,7 +41,7 @@ def _first_pose(model, scenario, ev):
         ``count`` exceeds the robot's elastic modes.
     """
     from sim.solvers.ked import free_motions
-    from sim.solvers.modal import locked_jacobian, modes
+    from sim.solvers.modal import constrained_basis, locked_jacobian, modes
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
 
@@ -49,9 +49,11 @@ def _first_pose(model, scenario, ev):
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     q0 = rigid_motion(model, trajectory, np.zeros(1), condition=False).q[0]
     E = ev.evaluate(q0, np.zeros(model.n_v))
-    first = modes(model, q0, k + EXTRA_MODES, M=E.M, free=free_motions(model, q0, ev) > 0, energies=False,
-                  J=locked_jacobian(model, E.J, E.J_s), J_s=E.J_s)
-    available = first.omega.size
+    J = locked_jacobian(model, E.J, E.J_s)
+    if free_motions(model, q0, ev) > 0:
+        available = modes(model, q0, k + EXTRA_MODES, M=E.M, free=True, energies=False, J=J, J_s=E.J_s).omega.size
+    else:   # every constrained motion is elastic: their count, without the eigensolve (cubic in the model)
+        available = min(k + EXTRA_MODES, constrained_basis(model, J).shape[1])
     if available < k:
         raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
                        f"of `{model.name}`")

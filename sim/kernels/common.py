@@ -192,3 +192,37 @@ def block_product(A, bounds, B):
                     acc += A[r, k] * B[k, c]
                 Y[r, c] = acc
     return Y
+
+
+@njit(cache=True, nogil=True)
+def pattern_product(M, v0, ff, shift, X, Y):
+    """Rows ``v0 .. v0 + 6 + n`` of ``Y = M X`` for one body of ``M`` (n_v, n_v), by the nonzeros
+    of its block: its six reference rows over the whole block, each elastic row ``f`` over the
+    reference columns and ``v0 + 6 + ff[f, j] - shift`` (``ff`` (n, w): the columns of the
+    row's ``M_ff`` nonzeros, -1 after the last; ``shift`` the number of the body's first
+    elastic coordinate in the numbering of ``ff``).  Linear in the body's coordinates where
+    the block product is quadratic (a beam's ``M_ff`` is banded)."""
+    n, m = ff.shape[0], X.shape[1]
+    for i in range(v0, v0 + 6):
+        for j in range(m):
+            Y[i, j] = 0.0
+        for c in range(v0, v0 + 6 + n):
+            a = M[i, c]
+            if a != 0.0:
+                for j in range(m):
+                    Y[i, j] += a * X[c, j]
+    for f in range(n):
+        i = v0 + 6 + f
+        for j in range(m):
+            Y[i, j] = 0.0
+        for c in range(v0, v0 + 6):
+            a = M[i, c]
+            for j in range(m):
+                Y[i, j] += a * X[c, j]
+        for w in range(ff.shape[1]):
+            if ff[f, w] < 0:
+                break
+            c = v0 + 6 + ff[f, w] - shift
+            a = M[i, c]
+            for j in range(m):
+                Y[i, j] += a * X[c, j]

@@ -21,8 +21,8 @@ from numba import boolean, float64, literal_unroll, njit, typeof, types, void
 from numba.extending import intrinsic
 
 from sim.kernels.bodies import Group, group_terms
-from sim.kernels.common import (FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pointer, record_type,
-                                runtime)
+from sim.kernels.common import (FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pattern_product,
+                                pointer, record_type, runtime)
 from sim.kernels.frames import quat_R_into
 from sim.kernels.markers import markers
 from sim.kernels.rows import rows
@@ -151,6 +151,9 @@ DATA = record_type(Data(*(np.zeros((0,) * n) for n in (2, 3, 3, 4, 3, 2, 3, 2, 3
 # compilation of every kernel; sim.model.tables).
 GROUPS = 4
 _GROUP_INDICES = tuple(range(GROUPS))
+# mass_products: from this many velocity coordinates by the nonzeros of the bodies' blocks (a few
+# hundred: the beams' M_ff then mostly zeros; below, the dense blocks' numbers kept as they were).
+PATTERN_MIN = 200
 
 
 @njit(cache=True, inline="always")
@@ -279,13 +282,22 @@ def potential_function(typingctx, address, t):
     return kind(types.int64, t), first_class(kind)
 
 
+@njit(cache=True, inline="always")
+def _group_product(g, t, M, X, Y):
+    """The rows of ``Y = M X`` of body group ``g``'s bodies (:func:`sim.kernels.common.pattern_product`)."""
+    for v0 in t.g_vs[g]:
+        pattern_product(M, v0, t.g_ff[g], 0, X, Y)
+
+
 @njit(cache=True)
 def mass_products(qs, t, data, f, X, out):
     """``out[k] = M(qs[k]) X[k]`` (n_v, p) at the configurations ``qs[k]`` (m, n_q), ``X`` (m,
     n_v, p), through the evaluation's address ``f`` (:func:`addresses`; the markers into
     ``data``), ``M`` not flushed and
     multiplied body by body (block diagonal): one call from Python for many configurations
-    (each call from Python unboxes the whole of ``t``), no stack of matrices."""
+    (each call from Python unboxes the whole of ``t``), no stack of matrices.  From
+    :data:`PATTERN_MIN` coordinates by the nonzeros of the bodies' blocks (the groups'
+    ``ff``), below by their dense blocks (BLAS; the same numbers as before that path)."""
     n_v = X.shape[1]
     n_b = t.body_v.size
     bounds = np.empty(n_b + 1, dtype=np.int64)
@@ -301,7 +313,13 @@ def mass_products(qs, t, data, f, X, out):
         J[:] = 0.0
         function(f[0], t)(qs[k], v, t, data, (M, Q, v[:0], phi, J, gamma, empty, empty, empty), v[:0],
                           (runtime(False), runtime(False), runtime(False), runtime(True)))
-        out[k] = block_product(M, bounds, X[k])
+        if n_v < PATTERN_MIN:
+            out[k] = block_product(M, bounds, X[k])
+            continue
+        for g in literal_unroll(_GROUP_INDICES):
+            _group_product(g, t, M, X[k], out[k])
+        for g in range(GROUPS, len(t.g_vs)):
+            _group_product(g, t, M, X[k], out[k])
 
 
 @njit(cache=True, nogil=True)

@@ -135,7 +135,52 @@ def _square(lu, n):
 
 
 @njit(cache=True)
-def _band_solve(band, n, w, y):
+def band_lu(band, n, w):
+    """In place: the LU factors, without pivoting, of the band matrix ``band`` (n, n), half-band
+    ``w``, stored as :func:`band_solve` reads it.  Returns the largest and smallest pivot
+    magnitudes (both 0 at a zero pivot, where it stops)."""
+    s = 2 * w + 1
+    top, low = 0.0, np.inf
+    for r in range(n):
+        pivot = band[r * s + w]
+        top = max(top, abs(pivot))
+        low = min(low, abs(pivot))
+        if pivot == 0.0:
+            return 0.0, 0.0
+        for i in range(r + 1, min(n, r + w + 1)):
+            f = band[i * s + w + r - i] / pivot
+            band[i * s + w + r - i] = f
+            if f != 0.0:
+                for j in range(r + 1, min(n, r + w + 1)):
+                    band[i * s + w + j - i] -= f * band[r * s + w + j - r]
+    return top, low
+
+
+@njit(cache=True)
+def band_solve_many(band, n, w, Y):
+    """In place: ``Y <- A^-1 Y`` (n, m) from :func:`band_lu`'s factors, all columns in one
+    sweep along the rows (C order)."""
+    s = 2 * w + 1
+    m = Y.shape[1]
+    for i in range(n):                 # L, unit lower
+        for j in range(max(0, i - w), i):
+            f = band[i * s + w + j - i]
+            if f != 0.0:
+                for c in range(m):
+                    Y[i, c] -= f * Y[j, c]
+    for i in range(n - 1, -1, -1):     # U
+        for j in range(i + 1, min(n, i + w + 1)):
+            f = band[i * s + w + j - i]
+            if f != 0.0:
+                for c in range(m):
+                    Y[i, c] -= f * Y[j, c]
+        d = band[i * s + w]
+        for c in range(m):
+            Y[i, c] /= d
+
+
+@njit(cache=True)
+def band_solve(band, n, w, y):
     """In place: ``y <- A^-1 y`` from :func:`factor`'s band factors of ``A`` (n, n), half-band
     ``w``: ``band[i * (2w + 1) + w + j - i]`` holds entry ``(i, j)``."""
     s = 2 * w + 1
@@ -252,19 +297,7 @@ def factor(A, blk, lu, piv):
             for d in range(s):
                 j = i + d - w
                 band[i * s + d] = A[I[i], I[j]] if 0 <= j < n else 0.0
-        top, low = 0.0, np.inf
-        for r in range(n):             # band LU, no pivoting
-            pivot = band[r * s + w]
-            top = max(top, abs(pivot))
-            low = min(low, abs(pivot))
-            if pivot == 0.0:
-                return False, 0.0, 0.0
-            for i in range(r + 1, min(n, r + w + 1)):
-                f = band[i * s + w + r - i] / pivot
-                band[i * s + w + r - i] = f
-                if f != 0.0:
-                    for j in range(r + 1, min(n, r + w + 1)):
-                        band[i * s + w + j - i] -= f * band[r * s + w + j - r]
+        top, low = band_lu(band, n, w)
         if not (np.isfinite(top) and low > PIVOT_RTOL * top):
             return False, 0.0, 0.0
         X = data[blk.ptr[b, 6]:blk.ptr[b, 6] + n * k]          # X[j * n + i]: A_II^-1 A_{I C}
@@ -273,7 +306,7 @@ def factor(A, blk, lu, piv):
             for i in range(n):
                 y[i] = A[I[i], Cb[j]]
                 C[j * n + i] = A[Cb[j], I[i]]
-            _band_solve(band, n, w, y)
+            band_solve(band, n, w, y)
             for i in range(n):
                 X[j * n + i] = y[i]
         for j in range(k):             # S_CC -= A_CI X
@@ -380,7 +413,7 @@ def _blocked_solve(lu, piv, blk, z):
         for i in range(n):
             y[off + i] = z[index[off + i]]
         yb = y[off:off + n]
-        _band_solve(data[blk.ptr[b, 5]:blk.ptr[b, 5] + n * (2 * w + 1)], n, w, yb)
+        band_solve(data[blk.ptr[b, 5]:blk.ptr[b, 5] + n * (2 * w + 1)], n, w, yb)
         C = data[blk.ptr[b, 6] + n * k:blk.ptr[b, 6] + 2 * n * k]
         for l in range(k):
             acc = 0.0

@@ -47,13 +47,13 @@ from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError, signals_deferred
 from sim.model.evaluator import Evaluator
 from sim.model.kinematics import pose_codes
-from sim.kernels.common import block_product, compile_for, runtime
+from sim.kernels.common import compile_for, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
 from sim.solvers.modal import modes
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
-from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, elastic_stiffness, solver, solver_address
+from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, definite, mass_product, solver, solver_address
 
 FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
 
@@ -224,7 +224,7 @@ def free_motions(model, q, ev):
     rigid = model.v_rigid
     if J.shape[0] == rigid.size:
         sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
-        if sigma[-1] > SINGULAR_RATIO * sigma[0] and elastic_stiffness(model)[1]:
+        if sigma[-1] > SINGULAR_RATIO * sigma[0] and definite(model):
             return 0
     return modes(model, q, count=1).rigid_count
 
@@ -324,7 +324,6 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
     tables, data, f, kinds, e, n_all, keep, stiff, solve = model
     settings, max_iter, seed_iter = options
     load, omega, shapes, mass_shapes, jac, static_load, static_rest = out
-    blocks = layout.blocks
     n_v = vs.shape[1]
     r = omega.shape[1]
     M = np.zeros((n_v, n_v))
@@ -361,7 +360,7 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         # broadcasting, much of a cold start's compilation for a few hundred numbers.
         for i in range(n_v):
             a[i, 0] = accs[k, i]
-        Ma = block_product(M, blocks, a)
+        Ma = mass_product(M, layout, a)
         for i in range(n_v):
             F[i, 0] = Q[i] - Ma[i, 0]
             F[i, 1] = Q0[i]

@@ -42,6 +42,20 @@ joints' elastic columns of ``G``, 18 of 72 on the 3-RRRU, and ``J_r`` is factore
 sparse LU of :func:`sim.linalg.sparse_lu`), and ``K Y = M_n X`` is known, so a sweep makes one
 product with ``M_n``.
 
+Large models (the band path, from :data:`BAND_MIN` elastic coordinates): the reduced mass is
+never formed.  ``M_ee`` is each flexible body's constant ``M_ff``, banded along the beam, and
+the joints couple only the ``n_c`` elastic coordinates of their nodes, so
+
+    N^T M N = M_ee + W[:, c] + W^T[c, :] + S[c, c],   W = M_er G_c (n_e, n_c),  S = G_c^T M_rr G_c
+
+is applied by ``M_ee``'s nonzeros and the coupling columns (:func:`_mass_times`), and
+``K_ee^-1`` by each body's band LU factors, made once (:func:`_stiffness_solve`): a sweep is
+linear in the elastic coordinates, where the dense reduced mass and inverse stiffness are
+quadratic (and their memory with them).  The fresh start is then subspace iteration too
+(:func:`_start`, converged to :data:`START_TOL`, not the cubic dense solve).  The two paths
+agree to ~1e-11 (tests).  Below :data:`BAND_MIN` the dense path is as fast (one BLAS call per
+product; faster below about 150 coordinates) and is kept, bitwise as it was.
+
 Accuracy: the eigenvalues agree with a dense solve to ~``RESIDUAL_TOL^2`` (relative), a
 shape to about ``RESIDUAL_TOL`` over its relative gap to the other eigenvalues.  At
 ``RESIDUAL_TOL = 1e-6`` the KED response differs from the one of dense eigensolves by 5e-7 of
@@ -60,8 +74,9 @@ from numba import njit, types
 
 from sim.model import dynamics
 from sim.errors import signals_deferred
-from sim.kernels.common import block_product, caller, pointer, runtime
+from sim.kernels.common import block_product, caller, pattern_product, pointer, runtime
 from sim.linalg import sparse_solve
+from sim.solvers.blocks import band_lu, band_solve_many
 from sim.model.tables import compliant, stretched
 from sim.model.mobility import FREE_RTOL, NULL_RTOL
 
@@ -71,6 +86,15 @@ SEED_ITER = 8          # the same from a seed (Tracker.seed), a subspace of anot
 BASIS_MAX = 1e4        # largest |G_ij| accepted: beyond, J_r is nearly singular (see Tracker.modes)
 GAP = 3.0              # the subspace reaches up to an eigenvalue this many times the r-th (_dense) ...
 EXTRA_MAX = 24         # ... with at most this many vectors beyond the r wanted
+# The band path (module docstring, "Large models"): from this many elastic coordinates, where each
+# flexible body's stiffness has a half-band of at most HALF_BAND_MAX (measured on the 3-RRRU: a frame
+# costs the same on both paths at 144, the band path's half at 288, docs/performance.rst).
+BAND_MIN = 200
+HALF_BAND_MAX = 48
+START_TOL = 1e-10      # the band path's fresh start: relative residual of its p pairs ...
+START_FLOOR = 1e-8     # ... or where round-off stops it, below this (1e-9 with 128 elements per link) ...
+START_ITER = 60        # ... within this many sweeps (else the dense solve)
+START_GUARD = 8        # vectors iterated beyond the most the start keeps (r + EXTRA_MAX)
 
 
 
@@ -82,7 +106,11 @@ class Layout(NamedTuple):
     ``blocks`` the bodies' ranges of ``v`` (M is block diagonal over them); ``K_inv``,
     ``K_inv_chol`` the inverse of the constant ``K_ee`` and of its Cholesky factor, block
     diagonal over the flexible bodies' ranges ``bounds`` (empty where the stiffness is not
-    constant); ``n_free`` the free motions with the actuators locked.
+    constant, or on the band path); ``n_free`` the free motions with the actuators locked.
+    The band path (``K_inv`` empty, ``K_band`` not): ``band`` (k, 2) each flexible body's
+    half-band and offset in ``K_band``, the LU factors of its block of ``K_ee``
+    (:func:`sim.solvers.blocks.band_lu`); ``m_col`` (n_e, w) the columns of each row's
+    nonzeros of ``M_ee`` (elastic numbering, -1 after the last; each body's own columns).
     """
 
     K_body: np.ndarray
@@ -94,6 +122,9 @@ class Layout(NamedTuple):
     K_inv_chol: np.ndarray
     bounds: np.ndarray
     n_free: int
+    band: np.ndarray
+    K_band: np.ndarray
+    m_col: np.ndarray
 
 
 class Settings(NamedTuple):
@@ -238,15 +269,107 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, start
     sweeps : int
         Iterations done; -1 when the dense solve gave the pairs.
     """
+    return _iterate(_dense_stiffness(K_inv, K_inv_chol, bounds), _dense_mass(Mn), X, r, tol, max_iter, start_mass)
+
+
+@njit(cache=True)
+def _dense_stiffness(K_inv, K_inv_chol, bounds):
+    """The stiffness operand of :func:`_iterate` from ``K^-1`` (block diagonal over ``bounds``)
+    and ``L^-1``: ``(K_inv, K_inv_chol, bounds, band, K_band)``, the band factors empty."""
+    return K_inv, K_inv_chol, bounds, np.zeros((0, 2), dtype=np.int64), np.zeros(0)
+
+
+@njit(cache=True)
+def _dense_mass(Mn):
+    """The mass operand of :func:`_iterate` from the dense ``Mn``: ``(Mn, val, col, W, c, S)``
+    (:func:`_mass_times`), the structured parts empty."""
+    return (Mn, np.zeros((0, 0)), np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0)), np.zeros(0, dtype=np.int64),
+            np.zeros((0, 0)))
+
+
+@njit(cache=True)
+def _size(mass):
+    """The order of the mass operand (:func:`_mass_times`)."""
+    return mass[0].shape[0] if mass[0].size else mass[2].shape[0]
+
+
+@njit(cache=True)
+def _mass_times(mass, X):
+    """``Mn X`` (n, m) for the mass operand ``mass = (Mn, val, col, W, c, S)``: the dense
+    ``Mn`` (n, n), or, where it is empty, the reduced mass of the band path
+
+        Mn = M_ee + W[:, c] + W^T[c, :] + S[c, c]
+
+    (:func:`_coupling`) with ``M_ee``'s nonzeros ``val`` (n, w) in the columns ``col`` (n, w;
+    -1 after a row's last): a product linear in ``n`` (its nonzeros and the ``n_c`` coupling
+    columns)."""
+    Mn, val, col, W, c, S = mass
+    if Mn.size:
+        return Mn @ X
+    n, m = X.shape
+    n_c = c.size
+    Xc = np.empty((n_c, m))
+    for k in range(n_c):
+        for j in range(m):
+            Xc[k, j] = X[c[k], j]
+    Y = W @ Xc
+    T = _t(W) @ X + S @ Xc           # the rows c
+    for i in range(n):
+        for t in range(col.shape[1]):
+            k = col[i, t]
+            if k < 0:
+                break
+            a = val[i, t]
+            for j in range(m):
+                Y[i, j] += a * X[k, j]
+    for k in range(n_c):
+        for j in range(m):
+            Y[c[k], j] += T[k, j]
+    return Y
+
+
+@njit(cache=True)
+def _stiffness_solve(stiff, X):
+    """``K^-1 X`` (n, m) for the stiffness operand ``stiff = (K_inv, K_inv_chol, bounds, band,
+    K_band)``: the dense inverse, block diagonal over ``bounds``, or, where it is empty, the
+    band factors of each block (:class:`Layout`)."""
+    K_inv, _, bounds, band, K_band = stiff
+    if K_inv.size:
+        return block_product(K_inv, bounds, X)
+    Y = X.copy()
+    for b in range(bounds.size - 1):
+        a, n, w, off = bounds[b], bounds[b + 1] - bounds[b], band[b, 0], band[b, 1]
+        band_solve_many(K_band[off:off + n * (2 * w + 1)], n, w, Y[a:a + n])
+    return Y
+
+
+@njit(cache=True)
+def _iterate(stiff, mass, X, r, tol, max_iter, start_mass):
+    """:func:`subspace_iteration` on the operands of :func:`_stiffness_solve` and
+    :func:`_mass_times`; a fresh start from :func:`_fresh`."""
     p = X.shape[1]
     if p == 0:
-        p = min(Mn.shape[0], 2 * r, r + 8)
-        lam, X = _dense(K_inv, K_inv_chol, Mn, p, r)
+        p = min(_size(mass), 2 * r, r + 8)
+        lam, X = _fresh(stiff, mass, p, r)
         return lam, X, -1
-    MX = X if start_mass else Mn @ X
+    MX = X if start_mass else _mass_times(mass, X)
+    lam, X, sweeps = _sweeps(stiff, mass, X, MX, r, tol, max_iter)
+    if sweeps > 0:
+        return lam, X, sweeps
+    lam, X = _fresh(stiff, mass, p, r)
+    return lam, X, -1
+
+
+@njit(cache=True)
+def _sweeps(stiff, mass, X, MX, r, tol, max_iter, floor=0.0):
+    """At most ``max_iter`` sweeps from ``X`` (n, p), ``MX = Mn X``, until the first ``r``
+    pairs' relative residuals are below ``tol``, or below ``floor`` (> tol) and no longer
+    halving (round-off's floor, which the stiffness's conditioning raises with the elements):
+    Ritz values (p,), vectors and the sweeps done (0: not converged)."""
+    last = np.inf
     for sweep in range(1, max_iter + 1):
-        Y = block_product(K_inv, bounds, MX)
-        MY = Mn @ Y
+        Y = _stiffness_solve(stiff, MX)
+        MY = _mass_times(mass, Y)
         lam, Z = _ritz(MX, MY, Y)          # K Y = MX
         X = Y @ Z
         KX = MX @ _columns(Z, r)
@@ -260,26 +383,65 @@ def subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, start
                 res += d * d
                 ref += KX[j, i] * KX[j, i]
             worst = max(worst, np.sqrt(res / ref))
-        if worst <= tol:
+        if worst <= tol or (worst <= floor and worst > 0.5 * last):
             return lam, X, sweep
-    lam, X = _dense(K_inv, K_inv_chol, Mn, p, r)
-    return lam, X, -1
+        last = worst
+    return np.zeros(0), X, 0
 
 
 @njit(cache=True)
-def _reduced_mass(M, J, rigid, elastic, owner):
-    """``G = -J_r^-1 J_e`` and ``Mn = N^T M N``, ``N = [G; 1]`` (rows: reference, elastic).
+def _fresh(stiff, mass, p, r):
+    """The lowest pairs with no subspace to start from: :func:`_dense` on the dense operands;
+    on the band path (:func:`_start`) by iteration, the dense solve only where that fails."""
+    if stiff[0].size and mass[0].size:
+        return _dense(stiff[0], stiff[1], mass[0], p, r)
+    lam, X = _start(stiff, mass, p, r)
+    if X.shape[1]:
+        return lam, X
+    I = np.eye(_size(mass))
+    return _dense(_symmetric(_stiffness_solve(stiff, I)), np.zeros((0, 0)), _symmetric(_mass_times(mass, I)), p, r)
+
+
+@njit(cache=True)
+def _start(stiff, mass, p, r):
+    """The band path's fresh start, :func:`_dense`'s pairs by subspace iteration: ``q = r +``
+    :data:`EXTRA_MAX` ``+`` :data:`START_GUARD` vectors (at most ``n``) from a fixed
+    quasi-random block, until the first ``p`` pairs' residuals are below :data:`START_TOL`, or
+    at round-off's floor below :data:`START_FLOOR` (at most :data:`START_ITER` sweeps; the
+    first ``r`` then agree with the dense solve's to about that residual), then widened past clusters as :func:`_dense` is (:data:`GAP`).  Each
+    sweep is linear in ``n``, where the dense solve is cubic.  Returns no vectors where it
+    does not converge."""
+    n = _size(mass)
+    q = min(n, r + EXTRA_MAX + START_GUARD)
+    X = np.empty((n, q))
+    for i in range(n):         # additive recurrences (golden-ratio family): no two columns alike
+        for j in range(q):
+            X[i, j] = (0.5 + (i + 1) * 0.7548776662466927 + (j + 1) * 0.5698402909980532
+                       + (i + 1) * (j + 1) * 0.6180339887498949) % 1.0 - 0.5
+    lam, X, sweeps = _sweeps(stiff, mass, X, _mass_times(mass, X), p, START_TOL, START_ITER, START_FLOOR)
+    if sweeps == 0:
+        return lam, np.zeros((n, 0))
+    while p < min(q, r + EXTRA_MAX) and lam[p] < GAP * lam[r - 1]:
+        p += 1
+    return lam[:p].copy(), _columns(X, p)
+
+
+@njit(cache=True)
+def _coupling(M, J, rigid, elastic, owner):
+    """The reference part of the reduced mass ``Mn = N^T M N``, ``N = [G; 1]`` (rows: reference,
+    elastic), ``G = -J_r^-1 J_e``.
 
     Only the elastic coordinates that enter the constraints (``c``, the joints' nodes) have
     a nonzero column of ``G``:
 
-        Mn = M_ee + (M_er G_c)[:, c] + (M_er G_c)^T[c, :] + (G_c^T M_rr G_c)[c, c],
+        Mn = M_ee + W[:, c] + W^T[c, :] + S[c, c],   W = M_er G_c,   S = G_c^T M_rr G_c,
 
     and ``M`` is block diagonal over the bodies (each body's kinetic energy involves its own
     coordinates only): elastic coordinate ``k`` couples with the six reference coordinates
     ``rigid[6 owner[k] : 6 owner[k] + 6]`` of its body, and ``M_rr`` is 6 x 6 blocks.
 
-    Returns ``max|G|``, ``G_c`` (n_r, n_cols) and ``c`` (n_cols,), ``Mn`` (n_e, n_e).
+    Returns ``max|G|``, ``G_c`` (n_r, n_c), ``c`` (n_c,), ``W`` (n_e, n_c) and ``S`` (n_c, n_c),
+    made exactly symmetric.
     """
     n_r, n_e = rigid.size, elastic.size
     used = np.zeros(n_e, dtype=np.bool_)
@@ -296,6 +458,37 @@ def _reduced_mass(M, J, rigid, elastic, owner):
         for k in range(n_c):
             Jc[i, k] = -J[i, elastic[c[k]]]
     Gc = sparse_solve(Jr, Jc)      # NaN when J_r is singular
+    # Products with G_c along its rows (contiguous), not down its columns.
+    W = np.zeros((n_e, n_c))
+    for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
+        b = 6 * owner[i]
+        for j in range(6):
+            m = M[elastic[i], rigid[b + j]]
+            for k in range(n_c):
+                W[i, k] += m * Gc[b + j, k]
+    H = np.zeros((n_r, n_c))         # M_rr G_c, body by body
+    for b in range(0, n_r, 6):
+        for i in range(6):
+            for j in range(6):
+                m = M[rigid[b + i], rigid[b + j]]
+                for k in range(n_c):
+                    H[b + i, k] += m * Gc[b + j, k]
+    GMG = Gc.T @ H
+    S = np.empty((n_c, n_c))
+    for i in range(n_c):             # symmetric up to round-off: made exactly so
+        for k in range(n_c):
+            S[i, k] = 0.5 * (GMG[i, k] + GMG[k, i])
+    top = 0.0
+    for i in range(n_r):
+        for k in range(n_c):
+            top = max(top, abs(Gc[i, k])) if Gc[i, k] == Gc[i, k] else np.inf    # NaN: J_r singular
+    return top, Gc, c, W, S
+
+
+@njit(cache=True)
+def _reduced_mass(M, elastic, owner, c, W, S):
+    """The reduced mass ``Mn`` (n_e, n_e) of :func:`_coupling`'s parts as a dense matrix."""
+    n_e, n_c = elastic.size, c.size
     Mn = np.zeros((n_e, n_e))
     start = 0
     while start < n_e:               # M_ee: the bodies' blocks (elastic coordinates body by body)
@@ -306,40 +499,53 @@ def _reduced_mass(M, J, rigid, elastic, owner):
             for k in range(start, stop):
                 Mn[i, k] = M[elastic[i], elastic[k]]
         start = stop
-    # Products with G_c along its rows (contiguous), not down its columns.
-    w = np.empty(n_c)
-    for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
-        b = 6 * owner[i]
-        w[:] = 0.0
-        for j in range(6):
-            m = M[elastic[i], rigid[b + j]]
-            for k in range(n_c):
-                w[k] += m * Gc[b + j, k]
+    for i in range(n_e):
         for k in range(n_c):
-            Mn[i, c[k]] += w[k]
-            Mn[c[k], i] += w[k]
-    H = np.zeros((n_r, n_c))         # M_rr G_c, body by body
-    for b in range(0, n_r, 6):
-        for i in range(6):
-            for j in range(6):
-                m = M[rigid[b + i], rigid[b + j]]
-                for k in range(n_c):
-                    H[b + i, k] += m * Gc[b + j, k]
-    GMG = Gc.T @ H
-    for i in range(n_c):             # symmetric up to round-off: made exactly so
+            Mn[i, c[k]] += W[i, k]
+            Mn[c[k], i] += W[i, k]
+    for i in range(n_c):
         for k in range(n_c):
-            Mn[c[i], c[k]] += 0.5 * (GMG[i, k] + GMG[k, i])
-    top = 0.0
-    for i in range(n_r):
-        for k in range(n_c):
-            top = max(top, abs(Gc[i, k])) if Gc[i, k] == Gc[i, k] else np.inf    # NaN: J_r singular
-    return top, Gc, c, Mn
+            Mn[c[i], c[k]] += S[i, k]
+    return Mn
 
 
 @njit(cache=True)
-def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
+def _structured_mass(M, layout, c, W, S):
+    """The band path's mass operand of :func:`_mass_times`: ``M_ee``'s nonzeros read from ``M``
+    in the pattern of the ``layout`` (:class:`Layout`), and :func:`_coupling`'s parts."""
+    elastic, col = layout.elastic, layout.m_col
+    val = np.zeros(col.shape)
+    for i in range(elastic.size):
+        row = elastic[i]
+        for t in range(col.shape[1]):
+            if col[i, t] < 0:
+                break
+            val[i, t] = M[row, elastic[col[i, t]]]
+    return np.zeros((0, 0)), val, col, W, c, S
+
+
+@njit(cache=True, nogil=True)
+def mass_product(M, layout, X):
+    """``M X`` (n_v, m) for the mass ``M`` (n_v, n_v) of the model of ``layout``
+    (:class:`Layout`): by the bodies' blocks (:func:`sim.kernels.common.block_product`), or on
+    the band path by their nonzeros (:func:`sim.kernels.common.pattern_product`)."""
+    blocks = layout.blocks
+    if layout.K_band.size == 0:
+        return block_product(M, blocks, X)
+    Y = np.empty((M.shape[0], X.shape[1]))
+    e0 = 0                           # the body's first elastic coordinate
+    for b in range(blocks.size - 1):
+        n = blocks[b + 1] - blocks[b] - 6
+        pattern_product(M, blocks[b], layout.m_col[e0:e0 + n], e0, X, Y)
+        e0 += n
+    return Y
+
+
+@njit(cache=True)
+def _static(F, Gc, c, rigid, elastic, stiff):
     """Static displacements ``N K_ee^-1 N^T F`` (n_v, m) of the loads ``F`` (n_v, m) in the
-    constrained motions ``N = [G; 1]`` (only the columns ``c`` of ``G`` are nonzero)."""
+    constrained motions ``N = [G; 1]`` (only the columns ``c`` of ``G`` are nonzero); ``stiff``
+    the stiffness operand of :func:`_stiffness_solve`."""
     # Rows copied element by element: a row slice is a view to build (with its reference
     # count), dearer than its few numbers.
     m = F.shape[1]
@@ -355,7 +561,7 @@ def _static(F, Gc, c, rigid, elastic, K_inv, bounds):
     for k in range(c.size):
         for j in range(m):
             b[c[k], j] += GF[k, j]
-    return _expand(Gc, c, rigid, elastic, block_product(K_inv, bounds, b))
+    return _expand(Gc, c, rigid, elastic, _stiffness_solve(stiff, b))
 
 
 @njit(cache=True)
@@ -724,7 +930,7 @@ def _general(M, Kt, J, layout, memory, settings, max_iter, F):
     accelerate the free motions (``M`` times them) is taken off, and the displacement is
     mass-orthogonal to them, as the modes are.
     """
-    K_body, rigid, elastic, _, blocks, _, _, _, n_free = layout
+    K_body, rigid, elastic, blocks, n_free = layout.K_body, layout.rigid, layout.elastic, layout.blocks, layout.n_free
     order, X, X_prev = memory
     r, tol, basis_max, null_rtol, free_rtol = settings
     n_v = M.shape[0]
@@ -779,30 +985,33 @@ def _constant(M, Kt, J, layout, memory, settings, max_iter, F):
     empty arrays, for :func:`_general` to take) where ``J`` is not square over the reference
     coordinates or the basis is ill-conditioned (an entry of ``G`` above ``basis_max``).
     """
-    _, rigid, elastic, owner, blocks, K_inv, K_inv_chol, bounds, _ = layout
+    rigid, elastic, owner = layout.rigid, layout.elastic, layout.owner
     _, X, X_prev = memory
     r, tol, basis_max, _, _ = settings
     if J.shape[0] == rigid.size:
-        g, Gc, c, Mn = _reduced_mass(M, J, rigid, elastic, owner)
+        g, Gc, c, W, S = _coupling(M, J, rigid, elastic, owner)
         if g <= basis_max:
-            if (X_prev.shape[1] == X.shape[1] and X.shape[1] > 0 and X.shape[0] == Mn.shape[0]
-                    and X_prev.shape[0] == Mn.shape[0]):
+            stiff = (layout.K_inv, layout.K_inv_chol, layout.bounds, layout.band, layout.K_band)
+            mass = (_structured_mass(M, layout, c, W, S) if layout.K_band.size
+                    else _dense_mass(_reduced_mass(M, elastic, owner, c, W, S)))
+            n_e = elastic.size
+            if X_prev.shape[1] == X.shape[1] and X.shape[1] > 0 and X.shape[0] == n_e and X_prev.shape[0] == n_e:
                 # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
                 # the previous Ritz vectors (signs, mixing) with the last ones.
-                C = X_prev.T @ (Mn @ X)
+                C = X_prev.T @ _mass_times(mass, X)
                 X = 2.0 * X - X_prev @ C
-            elif X.shape[0] != Mn.shape[0]:
-                X = np.zeros((Mn.shape[0], 0))
-            lam, X, sweeps = subspace_iteration(K_inv, K_inv_chol, bounds, Mn, X, r, tol, max_iter, runtime(False))
+            elif X.shape[0] != n_e:
+                X = np.zeros((n_e, 0))
+            lam, X, sweeps = _iterate(stiff, mass, X, r, tol, max_iter, runtime(False))
             shapes = _expand(Gc, c, rigid, elastic, _columns(X, r))   # Phi = N X_r
-            return (lam, shapes, block_product(M, blocks, shapes), X, sweeps,
-                    _static(F, Gc, c, rigid, elastic, K_inv, bounds))
+            return (lam, shapes, mass_product(M, layout, shapes), X, sweeps, _static(F, Gc, c, rigid, elastic, stiff))
     none = np.zeros((M.shape[0], 0))
     return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros((M.shape[0], F.shape[1]))
 
 
 _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
-LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64], Layout)
+LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64, types.int64[:, ::1], _VEC,
+                           types.int64[:, ::1]], Layout)
 SETTINGS = types.NamedTuple([types.int64] + [types.float64] * 4, Settings)
 # The one signature of the modes solvers, which the compiled frames (sim.solvers.ked) call
 # through an address (solver_address): (M, Kt, J, layout, memory = (order, X, X_prev),
@@ -820,21 +1029,90 @@ def solver_address(constant):
     return pointer(_constant if constant else _general, SOLVER)
 
 
+def elastic_blocks(model, K=None):
+    """The flexible bodies' stiffness on their own elastic coordinates, symmetric, in the order
+    of ``v`` (``K_ee`` is block diagonal over them): a list of (n_f, n_f).  ``K``: the bodies'
+    stiffness (n_v, n_v) (default :func:`sim.model.dynamics.stiffness_matrix`)."""
+    K = dynamics.stiffness_matrix(model) if K is None else K
+    elastic, blocks, start = model.v_elastic, [], 0
+    for body in model.bodies:
+        if body.n_f:
+            e = elastic[start:start + body.n_f]
+            start += body.n_f
+            Kb = K[np.ix_(e, e)]
+            blocks.append(np.ascontiguousarray(0.5 * (Kb + Kb.T)))
+    return blocks
+
+
 def elastic_stiffness(model, K=None):
-    """The bodies' stiffness on the elastic coordinates, ``K_ee`` (n_e, n_e), symmetric, and
-    whether it is positive definite (no body free to move rigidly in its reference).  ``K``:
-    the bodies' stiffness (n_v, n_v) (default :func:`sim.model.dynamics.stiffness_matrix`)."""
-    elastic = model.v_elastic
-    K = (dynamics.stiffness_matrix(model) if K is None else K)[np.ix_(elastic, elastic)]
-    K = np.ascontiguousarray(0.5 * (K + K.T))
-    return K, bool(not elastic.size or np.linalg.eigvalsh(K)[0] > 0)
+    """The bodies' stiffness on the elastic coordinates, ``K_ee`` (n_e, n_e), symmetric: the
+    blocks of :func:`elastic_blocks` on its diagonal."""
+    n_e = len(model.v_elastic)
+    K_ee, start = np.zeros((n_e, n_e)), 0
+    for Kb in elastic_blocks(model, K):
+        K_ee[start:start + len(Kb), start:start + len(Kb)] = Kb
+        start += len(Kb)
+    return K_ee
+
+
+def definite(model, K=None):
+    """Whether the bodies' stiffness on the elastic coordinates is positive definite (no body
+    free to move rigidly in its reference): each body's block's lowest eigenvalue positive,
+    or, from :data:`BAND_MIN` elastic coordinates, the pivots of its band factors (an LU
+    without pivoting of a symmetric matrix: all positive exactly where it is positive
+    definite; linear in the coordinates where the eigenvalues are cubic).  ``K``: the bodies'
+    stiffness (n_v, n_v) (default :func:`sim.model.dynamics.stiffness_matrix`)."""
+    blocks = elastic_blocks(model, K)
+    if len(model.v_elastic) >= BAND_MIN and _band_factors(blocks) is not None:
+        return True
+    return all(np.linalg.eigvalsh(Kb)[0] > 0 for Kb in blocks)
+
+
+def _band_factors(blocks):
+    """The band path's stiffness (:class:`Layout`): ``band`` (k, 2) each block's half-band and
+    offset in ``K_band``, its LU factors (:func:`sim.solvers.blocks.band_lu`); None where a
+    block's half-band exceeds :data:`HALF_BAND_MAX` or a pivot is not positive."""
+    band = np.zeros((len(blocks), 2), dtype=np.int64)
+    parts, off = [], 0
+    for b, Kb in enumerate(blocks):
+        i, j = np.nonzero(Kb)
+        n, w = len(Kb), int(np.abs(i - j).max(initial=0))
+        if w > HALF_BAND_MAX:
+            return None
+        s = 2 * w + 1
+        data = np.zeros(n * s)
+        for d in range(-w, w + 1):          # diagonal d of the block: entries (i, i + d)
+            rows = np.arange(max(0, -d), min(n, n - d))
+            data[rows * s + w + d] = Kb[rows, rows + d]
+        if not band_lu(data, n, w)[1] > 0.0:
+            return None
+        band[b] = w, off
+        parts.append(data)
+        off += data.size
+    return band, np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _mass_pattern(model):
+    """``M_ee``'s nonzeros (each flexible body's ``mass_ff``): the columns (n_e, w) of each
+    row's, elastic numbering, -1 after the last."""
+    rows, start = [], 0
+    for body in model.bodies:
+        if body.n_f:
+            nonzero = np.asarray(body.mass_ff) != 0.0
+            rows += [np.flatnonzero(row) + start for row in nonzero]
+            start += body.n_f
+    col = np.full((len(rows), max((r.size for r in rows), default=0)), -1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        col[i, :r.size] = r
+    return col
 
 
 class Tracker:
     """Lowest modes of one model at successive nearby configurations (module docstring).
 
     Holds the bodies' stiffness (and, where it is the whole constant stiffness, its inverse
-    on the elastic coordinates), the number of free motions and the last subspace (STYLE: an
+    on the elastic coordinates, or from :data:`BAND_MIN` of them its band factors and
+    ``M_ee``'s pattern), the number of free motions and the last subspace (STYLE: an
     explicit object, no hidden cache).  Any model: where :meth:`constant` does not hold, or
     the rows do not fix the reference coordinates, the modes come from the general basis of
     :func:`_general`.
@@ -855,12 +1133,19 @@ class Tracker:
         self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
         self.K_body = np.ascontiguousarray(dynamics.stiffness_matrix(model))
         self.constant = self.free == 0 and Tracker.applies(model, self.K_body)
-        if self.constant:
-            K = elastic_stiffness(model, self.K_body)[0]
+        self.K_inv = self.K_inv_chol = np.zeros((0, 0))
+        self.band, self.K_band = np.zeros((0, 2), dtype=np.int64), np.zeros(0)
+        self.m_col = np.zeros((0, 0), dtype=np.int64)
+        factors = None
+        if self.constant and self.elastic.size >= BAND_MIN:   # the band path (module docstring)
+            factors = _band_factors(elastic_blocks(model, self.K_body))
+        if factors is not None:
+            self.band, self.K_band = factors
+            self.m_col = _mass_pattern(model)
+        elif self.constant:
+            K = elastic_stiffness(model, self.K_body)
             self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(K))
             self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
-        else:
-            self.K_inv = self.K_inv_chol = np.zeros((0, 0))
         # Bodies: elastic coordinate k belongs to body owner[k] (whose six reference
         # coordinates are rigid[6 b : 6 b + 6], model.v_rigid's order); K is block diagonal
         # over the flexible bodies' ranges bounds[i]:bounds[i + 1].
@@ -887,12 +1172,12 @@ class Tracker:
         if not (len(model.v_elastic) > 0 and not dynamics._has_lumped(model)
                 and not compliant(model).any() and not stretched(model)):
             return False
-        return elastic_stiffness(model, K)[1]
+        return definite(model, K)
 
     def layout(self):
         """The model's part of the solvers' arguments (:data:`SOLVER`)."""
         return Layout(self.K_body, self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
-                      self.bounds, self.free)
+                      self.bounds, self.free, self.band, self.K_band, self.m_col)
 
     def settings(self):
         """How the solvers iterate for this tracker (:class:`Settings`)."""
