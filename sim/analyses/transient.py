@@ -674,7 +674,8 @@ def write(model, group, result, pose_rigid, static):
     group.put("deviation_static", static, units,
               "static deflection of the robot at rest at the rigid pose (gravity, preloads; linearised)")
     group.put("deviation_dynamic", deviation - static, units, "deviation - deviation_static")
-    group.put("energy", result.energy.sum(axis=1), "J", "kinetic + gravitational + elastic energy")
+    group.put("energy", result.energy.sum(axis=1), "J", "kinetic + gravitational + elastic energy (the actuators' "
+              "rotors and transmission springs included)")
     group.put("energy_parts", result.energy, "J", "kinetic, gravitational, elastic energy (columns)",
               dims=("time", "energy_part"))
     group.put("constraint_violation", result.constraint_violation, "m, rad",

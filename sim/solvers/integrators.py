@@ -856,6 +856,19 @@ def _record(st, pb, law, w, out):
         C = _row(rows[k], t.n_joint, w.phi, w.gamma, s, sdd, t.angle)[0]
         violation += C * C
     gravity, elastic = potential_function(f[1], t)(st.q, t, data)
+    # The rotors: the rigid actuators' reflected inertia n^2 J_m on their rates and, behind a
+    # transmission, the motors' own and their springs.
+    nj = t.n_joint
+    for k in range(sch.inertia.size):
+        if sch.inertia[k] > 0.0:
+            rate = 0.0
+            for c in range(n):
+                rate += w.J[nj + k, c] * st.v[c]
+            kinetic += 0.5 * sch.inertia[k] * rate * rate
+        if sch.transmission[0, k] > 0.0:
+            twist = _wrap(sch.servo[TH, k] - w.phi[nj + k], t.angle[k])
+            kinetic += 0.5 * sch.transmission[2, k] * sch.servo[THD, k] ** 2
+            elastic += 0.5 * sch.transmission[0, k] * twist * twist
     out.energy[j, 0], out.energy[j, 1], out.energy[j, 2] = kinetic, gravity, elastic
     out.violation[j] = np.sqrt(violation)
     out.iterations[j] = st.counts[MAX_SINCE]
