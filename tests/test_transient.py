@@ -11,7 +11,8 @@ from numpy.testing import assert_allclose
 
 import oracles
 
-from sim.analyses.transient import consistent_state, elastic_state
+from sim.analyses.transient import elastic_state
+from sim.solvers.start import consistent_state
 from sim.solvers.inverse_dynamics import multipliers
 from sim.model.evaluator import Evaluator, Kinematics
 from sim.model.loader import load_model

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from sim.analyses.transient import consistent_state, hermite_error, hermite_law, rest_deflection
+from sim.analyses.transient import hermite_error, hermite_law
+from sim.solvers.start import consistent_state, rest_deflection
 from sim.app.cli import main
 from sim.model.assembly import _ranks
 from sim.model.evaluator import Evaluator, Kinematics

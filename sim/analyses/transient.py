@@ -26,11 +26,11 @@ each acts on the deformation rates only, so the rigid motion is not damped, and 
 gets the damping KED gives it.
 
 ``start``: ``"static"`` (default) starts from the static deflection at rest at the first pose
-(:func:`static_start`: the elastic one, and the compliant drives' deflections that hold the
-preloads), ``"undeformed"`` from the rigid configuration; the
-initial velocities meet every constraint row (:func:`consistent_state`).  The Baumgarte gains
+(:func:`sim.solvers.start.static_start`: the elastic one, and the compliant drives' deflections
+that hold the preloads), ``"undeformed"`` from the rigid configuration; the initial velocities
+meet every constraint row (:func:`sim.solvers.start.consistent_state`).  The Baumgarte gains
 default to ``BAUMGARTE_RATE / step`` (:func:`sim.solvers.integrators.baumgarte_gains`).  The group holds the static deflection along the path
-(:func:`static_deviation`) and the dynamic rest of the deviation.
+(:func:`sim.solvers.start.static_deviation`) and the dynamic rest of the deviation.
 
 ``drive_law`` (instead of a trajectory): ``{kind = "constant_rate", rate = ...}``
 (``s = s_home + rate t``) or ``{kind = "spinup", rate = omega_s, ramp = T}`` (Simo–Vu-Quoc:
@@ -52,7 +52,7 @@ import numpy as np
 from sim.analyses import Quantity, determined, register, sections, settle
 from sim.model.rotations import skew
 from sim.errors import SimError
-from sim.linalg import lstsq
+from sim.solvers.start import consistent_state, rest_forces, static_deviation, static_start
 
 REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (at most)
 REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
@@ -171,39 +171,6 @@ def elastic_state(model, spec, where):
             x = np.linalg.lstsq(np.hstack([body.basis, rigid.reshape(-1, 6)]), d, rcond=None)[0]
             target[sl.start + (7 if kind == "displacement" else 6):sl.stop] = x[:body.n_f]
     return q_f, v_f
-
-
-def consistent_state(model, q_guess, v_elastic, targets, rates, ev):
-    """Assemble the rigid coordinates (elastic ones kept) and solve the rigid velocities
-    (then the least change of all velocities that meets every constraint row), by the
-    model's kinematics ``ev`` (:class:`sim.model.evaluator.Kinematics`, or an ``Evaluator``).
-
-    ``targets``/``rates`` (n_a,) or None (actuators free: rigid velocities of least norm).
-    """
-    from sim.model.assembly import AssemblyError, assemble
-
-    try:
-        q = assemble(model, q_guess, ev, targets=targets, what="the initial state")
-    except AssemblyError:
-        # A deformed overconstrained loop (the NaVARo's parallelograms sagging out of their
-        # plane) closes only with its elastic coordinates: the least change of all of them.
-        q = assemble(model, q_guess, ev, targets=targets, what="the initial state", deformed=True)
-    nj = model.rows["n_joint"]
-    E = ev.kinematics(q)
-    J = np.vstack([E.J, E.J_s])     # every actuator's row: the rigid robot
-    rhs = np.zeros(J.shape[0])
-    if rates is not None:
-        rhs[nj:] = rates
-    else:
-        J, rhs = J[:nj], rhs[:nj]
-    rigid = model.v_rigid
-    v = v_elastic.copy()
-    v[rigid] = lstsq(J[:, rigid], rhs - J @ v_elastic, cond=1e-10)
-    # A deformed overconstrained loop (a planar loop of spatial joints, deflected out of its
-    # plane) may leave no rigid velocity that meets every row: the least change of all the
-    # velocities (elastic ones too) that does.
-    v += lstsq(J, rhs - J @ v, cond=1e-10)
-    return q, v
 
 
 def hermite_law(t, s, s_dot, s_ddot):
@@ -553,91 +520,6 @@ def _cure(table):
         return ""
     return ("; or damp what the step cannot resolve: method = \"generalized-alpha\" (rho_inf = 0.9 "
             "keeps 2nd order and damps the highest frequencies)")
-
-
-def rest_forces(model, qs):
-    """The actuators' forces (k, n_a) [N m or N] that hold the rigid robot at rest at the
-    configurations ``qs`` (k, n_q) (:func:`sim.solvers.inverse_dynamics.actuator_forces` of
-    a motion at rest)."""
-    from sim.solvers.inverse_dynamics import actuator_forces
-    from sim.solvers.motion import RigidMotion
-
-    qs = np.atleast_2d(np.asarray(qs, dtype=float))
-    k, n_a, d = len(qs), len(model.actuators), len(model.pose_kinds)
-    zero = np.zeros
-    still = RigidMotion(t=zero(k), q=qs, v=zero((k, model.n_v)), a=zero((k, model.n_v)), pose=zero((k, d)),
-                        pose_dot=zero((k, d)), pose_ddot=zero((k, d)), actuators=zero((k, n_a)),
-                        actuators_dot=zero((k, n_a)), actuators_ddot=zero((k, n_a)), condition=zero(k))
-    return actuator_forces(model, still)
-
-
-def servo_sag(model, servo, qs):
-    """The servos' share (k, d) of the end effector's static deflection at rest at the rigid
-    configurations ``qs`` (k, n_q): the joints' lag behind their references where a position
-    loop (no integral) or a compliant transmission carries the load that the torque
-    feedforward leaves (:meth:`sim.solvers.servo.Servo.holding`), through the rigid robot's
-    kinematics (:func:`sim.solvers.servo.lag_gain`)."""
-    from sim.model.constraints import actuator_values
-    from sim.solvers.servo import lag_gain
-
-    out = []
-    for q, tau in zip(qs, rest_forces(model, qs)):
-        start = servo.holding(model, tau, servo.torque * tau)
-        out.append(-lag_gain(model, q, actuator_values(model, q)[1]) @ (start.lag + start.motor_offset))
-    return np.array(out).reshape(len(qs), len(model.pose_kinds))
-
-
-def static_start(model, q, ev, lock=False):
-    """The configuration (n_q,) of the robot at rest at the rigid configuration ``q`` under its
-    static loads, to first order: ``q ⊕ u``, ``u`` of :func:`rest_deflection` (rigid
-    actuators locked; the compliant ones deflected, or with ``lock`` locked too)."""
-    from sim.model.kinematics import integrate
-
-    return integrate(model, q, rest_deflection(model, q, ev, lock))
-
-
-def rest_deflection(model, q, ev, lock=False, load=None):
-    """Static displacement (n_v,) of the robot at rest at ``q``, rigid actuators locked where
-    they are (``lock``: the compliant ones too): gravity and preloads, and ``load`` (n_v,), a
-    generalized force held constant, :func:`sim.solvers.modal.static_response`.  Its reference
-    coordinates are the joints' motions that go with the deflection (a compliant drive's).
-    ``ev``: the model's :class:`sim.model.evaluator.Evaluator`."""
-    return _rest(model, q, ev, lock, load)[0]
-
-
-def _rest(model, q, ev, lock=False, load=None):
-    """:func:`rest_deflection` at ``q`` by the evaluator ``ev``, and the evaluation at ``q``
-    it solved with (the end effector's terms too)."""
-    from sim.model.tables import compliant
-    from sim.solvers.modal import static_response
-
-    rest = np.zeros(model.n_v)
-    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s, pose=True)
-    Q = E.Q if load is None else E.Q + load
-    if not Q.any():      # no gravity, no preloads: nothing to solve for
-        return rest, E
-    J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0], E
-
-
-def static_deviation(model, ev, times, qs, lock=False, servo=None):
-    """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
-    configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock`` as
-    :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
-    which the samples resolve).  ``servo`` (:class:`sim.solvers.servo.Servo`): the actuators
-    are held by these servos, whose lag under the load adds its share (:func:`servo_sag`)."""
-    values = np.zeros((len(qs), len(model.pose_kinds)))
-    if len(model.v_elastic):
-        for k, q in enumerate(qs):
-            u, E = _rest(model, q, ev, lock)
-            values[k] = E.J_x @ u
-    if servo is not None:
-        values += servo_sag(model, servo, qs)
-    if not values.any():     # no gravity, no preloads: no spline to import and build
-        return lambda t: np.zeros((np.size(t), values.shape[1]))
-    import scipy.interpolate    # on use: a long import that `sim modes` does without
-    spline = scipy.interpolate.CubicSpline(times, values, axis=0)
-    return lambda t: spline(np.atleast_1d(t))
 
 
 def write_motion(model, group, sensors, velocity, acceleration, forces, values):

@@ -720,7 +720,7 @@ def static_deflection(model, pose=None, load=None, parameters=None):
     >>> sim.static_deflection(sim.load_model("models/delta_pick.py"), pose=[0, 0, -0.85])   # doctest: +SKIP
     """
     from sim.model.assembly import configuration
-    from sim.analyses.transient import rest_deflection
+    from sim.solvers.start import rest_deflection
     from sim.model.builder import Model
     from sim.model.evaluator import Evaluator
     from sim.model.kinematics import markers, pose_jacobian
