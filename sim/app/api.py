@@ -1,6 +1,6 @@
 """The Python interface: what ``sim run`` does, from a script or a notebook.
 
-Each analysis is a function taking a model (a :class:`~sim.model.builder.Model`, or a model
+Each analysis is a function taking a model (a :class:`~sim.model.types.Model`, or a model
 file's path with ``parameters``) and, as keyword arguments, the keys of its scenario table
 (``docs/reference.rst``); a trajectory analysis also takes ``trajectory``, the keys of the
 ``[trajectory]`` table.  The options go through the same validation as a scenario file, so a
@@ -178,7 +178,7 @@ def _plain(value):
 def _scenario(where, analysis, model, parameters, options, trajectory, damping=None, servo=None):
     """The validated scenario of one analysis call, and the model."""
     from sim.app.scenario import make_scenario, moved
-    from sim.model.builder import Model
+    from sim.model.types import Model
 
     for key, value in options.items():
         gone = moved(analysis, key, value, fix="pass damping=dict({key}={value})")
@@ -721,7 +721,7 @@ def static_deflection(model, pose=None, load=None, parameters=None):
     """
     from sim.model.assembly import configuration
     from sim.solvers.start import rest_deflection
-    from sim.model.builder import Model
+    from sim.model.types import Model
     from sim.model.evaluator import Evaluator
     from sim.model.kinematics import markers, pose_jacobian
 

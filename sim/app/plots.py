@@ -544,7 +544,7 @@ def _path_shows(group):
 
 
 def references(tree):
-    """The published values the run's model declares (:class:`sim.model.builder.Reference` as
+    """The published values the run's model declares (:class:`sim.model.types.Reference` as
     dicts), from the result's root attribute ``references``."""
     import json
     try:

@@ -515,7 +515,7 @@ class ResultFile:
     kernels_load_time_s : float, optional
         Time spent loading the analyses' compiled kernels before they ran [s].
     references : sequence of dict, optional
-        Published values the model declares (:class:`sim.model.builder.Reference` as dicts),
+        Published values the model declares (:class:`sim.model.types.Reference` as dicts),
         stored as the JSON root attribute ``references`` for the figures.
 
     Attributes

@@ -299,7 +299,7 @@ def actuator_forces(model, motion):
 
     The open-loop input of a torque-driven transient (and a servo's torque feedforward);
     shares the kernel of :func:`inverse_dynamics`, plus the torque ``n^2 J_m s_ddot`` that
-    accelerates the rigid actuators' rotors (:attr:`sim.model.builder.Actuator.reflected_inertia`).
+    accelerates the rigid actuators' rotors (:attr:`sim.model.types.Actuator.reflected_inertia`).
 
     Raises
     ------
@@ -319,7 +319,7 @@ def actuator_forces(model, motion):
 
 def rotor_forces(model, motion):
     """The forces (n, n_a) [N m or N] that accelerate the rigid actuators' rotors along
-    ``motion``: ``n^2 J_m s_ddot`` (:attr:`sim.model.builder.Actuator.reflected_inertia`; a
+    ``motion``: ``n^2 J_m s_ddot`` (:attr:`sim.model.types.Actuator.reflected_inertia`; a
     compliant actuator's rotor is on its prescribed motor side)."""
     rotor = np.array([0.0 if a.stiffness is not None else a.reflected_inertia for a in model.actuators])
     return rotor * motion.actuators_ddot

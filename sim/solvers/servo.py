@@ -1,7 +1,7 @@
 r"""Servo drives: the cascade position/velocity controller, and the robot linearised with it.
 
 Each actuator's servo is a P position loop inside a PI velocity loop (joint-side units: the
-gear's ratio ``n`` and the rotor inertia ``J_m`` are the model's, :class:`sim.model.builder.Actuator`):
+gear's ratio ``n`` and the rotor inertia ``J_m`` are the model's, :class:`sim.model.types.Actuator`):
 
     tau = kv (kp (r - theta) + f r_dot - theta_dot) + ki z + g tau_ff,     z' = tau_pd,
 

@@ -1,0 +1,253 @@
+"""The model's records: the frozen ``Model`` and its parts (bodies, markers, joints, actuators,
+springs, sensors), as :class:`sim.model.builder.ModelBuilder` builds and validates them.
+
+The coordinates and the inertia invariants a body carries are described in
+:mod:`sim.model.builder`.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid or flexible body with precomputed inertia invariants (see module docstring)."""
+
+    name: str
+    mass: float
+    first_moment: np.ndarray
+    second_moment: np.ndarray
+    rot_inertia: np.ndarray
+    rot_coupling: np.ndarray
+    mass_ff: np.ndarray
+    stiffness_ff: np.ndarray
+    nodes_B: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    elements: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    substructure: str = ""
+    # Geometric stiffening (see sim.model.dynamics): per element, axial stiffness EA/L (n_el,),
+    # elongation rows (n_el, n_f) and slope matrices (n_el, n_f, n_f); empty when off.
+    stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    stretch_slopes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    # Section forces and stresses (sim.model.sections): per element, the stiffness (n_el, 12, 12)
+    # in its frame, that frame's axes in the body frame R_BE (n_el, 3, 3), and the sections.
+    element_stiffness: np.ndarray = field(default_factory=lambda: np.zeros((0, 12, 12)))
+    element_frames: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    sections: tuple = ()
+
+    @property
+    def n_f(self):
+        return self.mass_ff.shape[0]
+
+    @property
+    def flexible(self):
+        return self.n_f > 0
+
+
+@dataclass(frozen=True)
+class BodyGroup:
+    """Bodies with the same number of elastic coordinates ``n_f``, invariants stacked (g, ...).
+
+    Lets the dynamics kernels run over all bodies of a group at once.
+    """
+
+    index: np.ndarray          # (g,) body indices
+    q_start: np.ndarray        # (g,) start of each body's coordinates in q
+    v_start: np.ndarray        # (g,)
+    mass: np.ndarray           # (g,)
+    first_moment: np.ndarray   # (g, 3, n_f + 1)
+    second_moment: np.ndarray  # (g, 3, 3, n_f + 1, n_f + 1)
+    rot_inertia: np.ndarray    # (g, 3, 3)
+    rot_coupling: np.ndarray   # (g, 3, n_f)
+    mass_ff: np.ndarray        # (g, n_f, n_f)
+    stiffness_ff: np.ndarray   # (g, n_f, n_f)
+
+    @property
+    def n_f(self):
+        return self.mass_ff.shape[1]
+
+
+def _body_groups(bodies, q_index):
+    groups = []
+    for n_f in sorted({b.n_f for b in bodies}):
+        idx = np.array([i for i, b in enumerate(bodies) if b.n_f == n_f], dtype=int)
+        sel = [bodies[i] for i in idx]
+        groups.append(BodyGroup(index=idx, q_start=np.array([q_index[i][0] for i in idx]),
+                                v_start=np.array([q_index[i][1] for i in idx]),
+                                mass=np.array([b.mass for b in sel]),
+                                **{k: np.stack([getattr(b, k) for b in sel])
+                                   for k in ("first_moment", "second_moment", "rot_inertia", "rot_coupling",
+                                             "mass_ff", "stiffness_ff")}))
+    return tuple(groups)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A frame on a body (``body = -1``: ground) moving with the node it sits on.
+
+    ``p_BM_B`` undeformed origin, ``R_BM`` axes in body components, ``D`` (3, n_f) and
+    ``E`` (3, n_f) the nodal translation and small rotation as functions of ``q_f``.
+    """
+
+    name: str
+    body: int
+    p_BM_B: np.ndarray
+    R_BM: np.ndarray
+    D: np.ndarray
+    E: np.ndarray
+    node: int = -1
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    kind: str
+    marker_i: int
+    marker_j: int
+
+
+@dataclass(frozen=True)
+class Actuator:
+    """Drive of a joint coordinate; rigid (a driving constraint) unless ``stiffness`` is set,
+    in which case it is a spring [N m/rad or N/m] (and damper [N m s/rad or N s/m]) on it.
+
+    ``rotor_inertia`` [kg m^2] is the motor's rotor (and gear input) on the motor side and
+    ``gear_ratio`` the motor angle per joint coordinate (rad/rad, or rad/m for a screw:
+    ``2 pi / lead``); the joint sees the reflected inertia ``gear_ratio^2 rotor_inertia``
+    [kg m^2 or kg] (:attr:`reflected_inertia`)."""
+
+    name: str
+    joint: int
+    kind: str  # "angle" [rad] or "slide" [m]
+    stiffness: float | None = None
+    damping: float = 0.0
+    rotor_inertia: float = 0.0
+    gear_ratio: float = 1.0
+
+    @property
+    def reflected_inertia(self):
+        """``n^2 J_m`` [kg m^2 or kg]: the rotor's inertia seen on the joint coordinate."""
+        return self.gear_ratio ** 2 * self.rotor_inertia
+
+
+@dataclass(frozen=True)
+class Spring:
+    """Lumped 6x6 compliance between markers i and j (axes of i; see :mod:`sim.model.springs`)."""
+
+    name: str
+    marker_i: int
+    marker_j: int
+    stiffness: np.ndarray
+    damping: np.ndarray
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """A scalar a model declares: ``kind`` in {"deflection", "joint"}; see :mod:`sim.model.kinematics`."""
+
+    name: str
+    kind: str
+    markers: tuple
+    axis: int = 1
+    units: str = "m"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A published value a model declares for one of its results, drawn with them by
+    ``sim plot`` where the run matches ``at``.
+
+    ``quantity`` is ``"modes.frequencies"`` (``values``: elastic frequencies [Hz] of the
+    computed modes numbered ``modes``, 1-based, default the lowest; ``at``: the end-effector
+    pose they hold at) or ``"sensors.<name>"`` (``values``: the sensor's values at the times
+    ``at`` [s] of a transient or KED run).
+    """
+
+    quantity: str
+    values: tuple
+    units: str
+    source: str
+    at: tuple = ()
+    modes: tuple = ()
+    condition: str = ""
+
+
+@dataclass(frozen=True)
+class Model:
+    """Immutable multibody model; build it with :class:`ModelBuilder`."""
+
+    name: str
+    bodies: tuple
+    markers: tuple
+    joints: tuple
+    actuators: tuple
+    sensors: tuple
+    gravity: np.ndarray
+    q_home: np.ndarray
+    q_index: tuple   # per body: (start of q_b, start of v_b)
+    n_q: int
+    n_v: int
+    ee_marker: int
+    pose_kinds: tuple
+    pose_names: tuple
+    marker_body: np.ndarray      # (n_m,) each marker's body (-1: ground)
+    rows: dict                   # primitive tables, see sim.model.constraints
+    row_names: tuple
+    springs: tuple = ()
+    spring_tables: dict = field(default_factory=dict)   # mi, mj, K, C, d_home (entity axis first)
+    body_groups: tuple = ()      # BodyGroup per elastic size: invariants stacked, entity axis first
+    notes: str = ""
+    references: tuple = ()       # Reference: published values of its results
+    pose_home: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ranks: tuple = ()            # see sim.model.assembly.generic_ranks
+    pose_determined: bool = True  # see sim.model.assembly.pose_determined
+    mobility: object = field(default=None, compare=False, repr=False)   # FreeMotions at home (sim.model.mobility)
+    free_motions_declared: int = 0   # free motions that move the end effector by design (declare_free_motions)
+    free_motions_why: str = ""
+    warnings: tuple = ()         # implausible but possible inputs (sim.model.plausible), one line each
+    # The constant tables of the compiled kernels (sim.model.tables.constants), built with the model.
+    kernel: tuple = field(default=(), compare=False, repr=False)
+
+    def __repr__(self):
+        # The dataclass's repr prints every table: 177 000 characters for a Delta.
+        flexible = sum(1 for b in self.bodies if b.n_f)
+        return (f"Model('{self.name}': {len(self.bodies)} bodies ({flexible} flexible), {self.n_v} velocity "
+                f"coordinates, {len(self.joints)} joints, {len(self.actuators)} actuators, end effector "
+                f"{' '.join(self.pose_names)})")
+
+    @property
+    def body_names(self):
+        return tuple(b.name for b in self.bodies)
+
+    @property
+    def pose_units(self):
+        return tuple("m" if k in ("x", "y", "z") else "rad" for k in self.pose_kinds)
+
+    @property
+    def actuator_names(self):
+        return tuple(a.name for a in self.actuators)
+
+    def q_slice(self, b):
+        """Slice of body ``b``'s coordinates in ``q``."""
+        return slice(self.q_index[b][0], self.q_index[b][0] + 7 + self.bodies[b].n_f)
+
+    def v_slice(self, b):
+        return slice(self.q_index[b][1], self.q_index[b][1] + 6 + self.bodies[b].n_f)
+
+    @property
+    def v_rigid(self):
+        """Indices of the reference (rigid) velocity coordinates in ``v``."""
+        starts = np.array([s for _, s in self.q_index], dtype=int)
+        return (starts[:, None] + np.arange(6)).ravel()
+
+    @property
+    def v_elastic(self):
+        return np.concatenate([np.arange(s + 6, s + 6 + b.n_f) for b, (_, s) in zip(self.bodies, self.q_index)]
+                              + [np.zeros(0)]).astype(int)
+
+    @property
+    def q_elastic(self):
+        return np.concatenate([np.arange(s + 7, s + 7 + b.n_f) for b, (s, _) in zip(self.bodies, self.q_index)]
+                              + [np.zeros(0)]).astype(int)
