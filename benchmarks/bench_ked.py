@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from sim.model.evaluator import Evaluator
-from sim.solvers.ked import frames_along, integrate_frames, ked
+from sim.solvers.frames import frames_along
+from sim.solvers.ked import integrate_frames, ked
 from sim.solvers.modal import modes
 from sim.solvers.subspace import Tracker
 from sim.solvers.motion import rigid_motion

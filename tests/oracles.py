@@ -624,7 +624,7 @@ def driven_motion(model, times, S, SD, SDD):
 
 
 def frame(model, q, v, a, s, count):
-    """Reference of a KED frame (:class:`sim.solvers.ked.Frame`) by other means: the dense
+    """Reference of a KED frame (:class:`sim.solvers.frames.Frame`) by other means: the dense
     modal analysis of :func:`sim.solvers.modal.modes` (all the elastic modes; its own basis
     and free-motion search, scipy's generalised eigensolver) at the rigid state ``(q, v, a)``
     with the actuators locked at ``s``; the static displacements as the sum over every
@@ -636,7 +636,7 @@ def frame(model, q, v, a, s, count):
     -------
     dict
         ``load``, ``omega``, ``shapes``, ``static_load``, ``static_rest``, ``pose_jacobian``
-        as in :class:`sim.solvers.ked.Frame`, and ``M`` (n_v, n_v), ``rigid_shapes`` (the
+        as in :class:`sim.solvers.frames.Frame`, and ``M`` (n_v, n_v), ``rigid_shapes`` (the
         free motions).
     """
     from sim.model.evaluator import Evaluator

@@ -16,7 +16,7 @@ from scipy.optimize import least_squares
 from sim.solvers import damping as dmp
 from sim.app.cli import main
 from sim.model.constraints import actuator_values
-from sim.solvers.ked import FramePool
+from sim.solvers.frames import FramePool
 
 from conftest import MODELS, ROOT, load
 

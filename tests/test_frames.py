@@ -1,4 +1,4 @@
-"""KED's compiled frames (sim.solvers.ked._frame_loop) on every kind of model, against the dense
+"""KED's compiled frames (sim.solvers.frames._frame_loop) on every kind of model, against the dense
 modal analysis (tests/oracles.frame): lumped springs with no joint at all, compliant drives,
 free motions, geometric stiffening, redundant rows, and the constant bodies' stiffness."""
 import sim  # noqa: F401  (single-threaded BLAS before numpy)
@@ -9,7 +9,8 @@ import pytest
 
 from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
-from sim.solvers.ked import frames_along, free_motions, integrate_frames, ked
+from sim.solvers.frames import frames_along, free_motions
+from sim.solvers.ked import integrate_frames, ked
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import RESIDUAL_TOL
 from sim.solvers.trajectory import circle, from_scenario
@@ -125,7 +126,7 @@ def test_ked_on_compiled_frames_is_the_ked_on_dense_modes(name, parameters, traj
     screws and free spins, the general basis) against the same integration on the oracle's
     frames: deviations to 10 RESIDUAL_TOL of their peak (the shapes' error), frequencies to
     1e-8."""
-    from sim.solvers.ked import Frame, Frames
+    from sim.solvers.frames import Frame, Frames
 
     model = load_model(MODELS / f"{name}.py", parameters)
     if trajectory is None:
@@ -167,7 +168,7 @@ def test_frames_the_constant_solver_turns_down_are_the_general_ones(monkeypatch)
     G) the constant stiffness's solver turns frames down and the general one (an SVD of the
     rows) computes them: the same frequencies to 1e-9, shapes to 10 RESIDUAL_TOL, statics to
     1e-8, and the sweeps counted."""
-    import sim.solvers.ked
+    import sim.solvers.frames
     import sim.solvers.subspace
 
     model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
@@ -175,7 +176,7 @@ def test_frames_the_constant_solver_turns_down_are_the_general_ones(monkeypatch)
                           condition=False)
     fast = frames_along(model, motion, 4, workers=1)
     monkeypatch.setattr(sim.solvers.subspace, "BASIS_MAX", 1e-6)
-    pool = sim.solvers.ked.FramePool(model, 4, len(motion.q), 0)
+    pool = sim.solvers.frames.FramePool(model, 4, len(motion.q), 0)
     for state in zip(motion.q, motion.v, motion.a, motion.actuators):
         pool.add(*state)
     slow = pool.finish()

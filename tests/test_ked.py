@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from sim.solvers.ked import ModalStepper, Frame, integrate_frames, ked, ramp_response
+from sim.solvers.frames import Frame
+from sim.solvers.ked import ModalStepper, integrate_frames, ked, ramp_response
 from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
 from sim.solvers.trajectory import circle
@@ -116,12 +117,12 @@ def _assert_same_frames(a, b, label):
 
 def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypatch):
     """Chunks computed by a worker thread, chunks taken back, and the tail: the same numbers, in order."""
-    import sim.solvers.ked
-    from sim.solvers.ked import frames_along, motion_and_frames
+    import sim.solvers.frames
+    from sim.solvers.frames import frames_along, motion_and_frames
     from sim.solvers.motion import rigid_motion
 
-    monkeypatch.setattr(sim.solvers.ked, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
-    assert sim.solvers.ked._workers(2, 41) == 1, "the shared path is the one under test"
+    monkeypatch.setattr(sim.solvers.frames, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
+    assert sim.solvers.frames._workers(2, 41) == 1, "the shared path is the one under test"
     t = np.linspace(0.0, SHORT_ARC.duration, 41)
     motion = rigid_motion(rrru3_coarse, SHORT_ARC, t)
     serial = frames_along(rrru3_coarse, motion, 3, workers=1)
@@ -323,7 +324,7 @@ def test_tracker_from_a_seed_is_the_dense_solve(rrru3_coarse):
 def test_free_motion_check_is_the_eigensolve(name, params):
     """The shortcut of free_motions (J_r regular, K_ee positive definite) agrees with the
     rigid-body count of the dense modes."""
-    from sim.solvers.ked import free_motions
+    from sim.solvers.frames import free_motions
     from sim.solvers.modal import modes
 
     model = load_model(MODELS / f"{name}.py", params)
@@ -387,7 +388,7 @@ def test_compiled_rigid_motion_covers_angles_and_redundant_constraints(monkeypat
 def _constant_frames(loads, omega, J, zeta=None):
     """Frames of a fixed structure (M = I, K = diag(omega^2), the lowest len(omega) - 1 modes
     kept) under the loads (n + 1, n_v): what varies between frames is the load only."""
-    from sim.solvers.ked import Frames
+    from sim.solvers.frames import Frames
     n1, n_v = loads.shape
     r = n_v - 1 if n_v > 1 else 1
     shapes = np.eye(n_v)[:, :r]

@@ -211,7 +211,7 @@ def test_the_tasks_compile_what_the_analyses_call(scenario):
     from sim.kernels.equations import evaluate, inverse_terms, potential
     from sim.model.loader import load_model
     from sim.model.tables import tables
-    from sim.solvers.ked import _frame_loop
+    from sim.solvers.frames import _frame_loop
     from sim.solvers.integrators import _run
     from sim.solvers.inverse_dynamics import _square
     from sim.solvers.motion import _segment

@@ -18,7 +18,8 @@ from sim.solvers.start import consistent_state, rest_deflection
 from sim.app.cli import main
 from sim.model.assembly import _ranks
 from sim.model.evaluator import Evaluator, Kinematics
-from sim.solvers.ked import Frame, integrate_frames, ked, static_correction, Frames
+from sim.solvers.frames import Frame, Frames
+from sim.solvers.ked import integrate_frames, ked, static_correction
 from sim.model.loader import load_model
 from sim.solvers.modal import static_response
 from sim.solvers.subspace import Tracker

@@ -3,7 +3,7 @@
 Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants; with ``drives =
 "servo"`` also the lowest ``count`` complex modes of the robot closed by its ``[servo]`` drives
 at each instant (:mod:`sim.solvers.servo`), tracked by the MAC of their complex shapes.  The modes are those
-of KED's frozen structures (actuators locked; :func:`sim.solvers.ked.frames_along`, its
+of KED's frozen structures (actuators locked; :func:`sim.solvers.frames.frames_along`, its
 compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
 that a tracked mode crossing the ``count``-th one is still found; pairing uses the
 mass-weighted MAC with ``M`` of the later instant (:func:`sim.solvers.tracking.track_modes`).
@@ -25,7 +25,7 @@ def prepare(model, scenario):
     importlib.import_module("sim.solvers.tracking")
     from sim.errors import signals_deferred
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import load_kernels
+    from sim.solvers.frames import load_kernels
     load_kernels(model, scenario.data["frequencies"]["count"] + EXTRA_MODES)
     with signals_deferred():
         Evaluator(model).mass_products(model.q_home[None], np.zeros((1, model.n_v, 1)))
@@ -40,7 +40,7 @@ def _first_pose(model, scenario, ev):
     SimError
         ``count`` exceeds the robot's elastic modes.
     """
-    from sim.solvers.ked import free_motions
+    from sim.solvers.frames import free_motions
     from sim.solvers.modal import constrained_basis, locked_jacobian, modes
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
@@ -70,8 +70,8 @@ def check(model, scenario):
 
 def loops(model, scenario):
     """Compile the KED's frame loop alone, which the frequencies run on (see :mod:`sim.analyses`)."""
-    from sim.solvers.ked import compile_loops
-    compile_loops(model, scenario.data["frequencies"]["count"] + EXTRA_MODES)
+    from sim.solvers.frames import compile_frames
+    compile_frames(model, scenario.data["frequencies"]["count"] + EXTRA_MODES)
 
 
 @register("frequencies", prepare=prepare, check=check, loops=loops)
@@ -84,7 +84,7 @@ def run(model, scenario, group, progress):
         ``{"frequency_range_hz": (lo, hi)}`` over the tracked modes.
     """
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import motion_and_frames
+    from sim.solvers.frames import motion_and_frames
     from sim.solvers.tracking import track_modes
     from sim.solvers.trajectory import from_scenario
 

@@ -68,7 +68,8 @@ def run(model, scenario, group, progress):
     from sim.analyses import damping as robot_damping
     from sim.solvers.damping import material_matrix, modal_ratios
     from sim.errors import SimError
-    from sim.solvers.ked import integrate_frames, motion_and_frames
+    from sim.solvers.frames import motion_and_frames
+    from sim.solvers.ked import integrate_frames, load_stepping
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
@@ -82,7 +83,7 @@ def run(model, scenario, group, progress):
         # The frames of the first instants are computed (in another thread) while the motion goes on.
         with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
             motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
-                                               progress_frames=bar_modes)
+                                               progress_frames=bar_modes, ready=load_stepping)
         damping = robot_damping(scenario, group)
         zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
         if zeta.max() >= 1:

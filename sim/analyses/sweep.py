@@ -100,7 +100,7 @@ def _frequencies(model, ev, count):
     """``measure(q, locked) -> (count,)`` frequencies [Hz] at a locked evaluation, by the
     compiled solvers of the KED's frames, each pose's search started from the last pose's modes
     (the snake order keeps them neighbours)."""
-    from sim.solvers.ked import free_motions
+    from sim.solvers.frames import free_motions
     from sim.solvers.subspace import Tracker
 
     tracker = Tracker(model, count, free_motions(model, model.q_home, ev))

@@ -35,8 +35,8 @@ EXIT_ORPHANED = 3     # the helper's exit code when that process has gone
 # The slowest kernel of each analysis' ``loops`` (:mod:`sim.analyses`) and of the two other
 # tasks, as "module.function": absent from numba's cache, the kernels are cold.  Analyses
 # with the same probe share their loops: one task.
-PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.ked._frame_loop",
-          "frequencies": "sim.solvers.ked._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms",
+PROBES = {"transient": "sim.solvers.integrators._run", "ked": "sim.solvers.frames._frame_loop",
+          "frequencies": "sim.solvers.frames._frame_loop", "inverse_dynamics": "sim.kernels.equations.inverse_terms",
           "rigid_motion": "sim.solvers.motion._segment", "evaluation": "sim.kernels.equations.evaluate"}
 MOTION = "rigid_motion"   # the task every analysis with loops needs first: the rigid motion's step
 EVALUATION = "evaluation"   # the task of scenarios without loops (modes, say): the evaluation

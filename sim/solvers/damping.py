@@ -313,7 +313,7 @@ def schedule(model, damping, times, qs):
     if not damping.modal:
         return base
     from sim.model.constraints import actuator_values
-    from sim.solvers.ked import FramePool, _workers
+    from sim.solvers.frames import FramePool, _workers
 
     elastic, mass_ee, stiffness_ee = material_blocks(model)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))

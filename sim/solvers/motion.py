@@ -467,7 +467,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
 
     ``on_sample(q, v, a, s)`` (optional) is called with each sample as soon as it is known
     (``s``: the actuator values, not yet unwrapped), so that a consumer can start on it
-    while the motion goes on (:func:`sim.solvers.ked.motion_and_frames`).
+    while the motion goes on (:func:`sim.solvers.frames.motion_and_frames`).
 
     ``condition=False``: no condition numbers (``condition`` is NaN), only the guard against
     singular configurations -- an estimate (power and inverse iteration on ``A^T A``) with a

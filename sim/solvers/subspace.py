@@ -877,7 +877,7 @@ def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
     The free motions leave the elastic coordinates at rest, so they lie among the last
     ``n_z`` columns ``N_z``; they are the ``n_f`` directions of least energy
     ``w^T N_z^T K N_z w`` (the count comes from a structural decision,
-    :func:`sim.solvers.ked.free_motions`: the order of the energies, not a threshold on them,
+    :func:`sim.solvers.frames.free_motions`: the order of the energies, not a threshold on them,
     picks them out).  The other columns of ``N`` (all of ``N_z`` but the ``n_f`` pivots of the
     free directions) are then made mass-orthogonal to them: ``B = N_c - N_f P``,
     ``P = (N_f^T M N_f)^-1 N_f^T M N_c``.  ``B``'s elastic rows are still those of ``N``.
@@ -1013,7 +1013,7 @@ _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
 LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64, types.int64[:, ::1], _VEC,
                            types.int64[:, ::1]], Layout)
 SETTINGS = types.NamedTuple([types.int64] + [types.float64] * 4, Settings)
-# The one signature of the modes solvers, which the compiled frames (sim.solvers.ked) call
+# The one signature of the modes solvers, which the compiled frames (sim.solvers.frames) call
 # through an address (solver_address): (M, Kt, J, layout, memory = (order, X, X_prev),
 # settings, max_iter, F) -> (lam (p,), shapes (n_v, r), mass_shapes (n_v, r), X, sweeps,
 # static (n_v, m)), sweeps the iterations (-1: a dense solve, -2: turned down, -3: no positive
@@ -1124,7 +1124,7 @@ class Tracker:
         Modes wanted, r.
     free : int
         Free motions of the model with the actuators locked
-        (:func:`sim.solvers.ked.free_motions`).
+        (:func:`sim.solvers.frames.free_motions`).
     """
 
     def __init__(self, model, count, free=0):
@@ -1160,7 +1160,7 @@ class Tracker:
         self.sweeps = []   # per call: iterations, -1 dense solve
         self.turned_down = 0   # frames the constant solver left to the general one
         self.loaded = False   # the solvers compiled or loaded in this process (at the first call: the
-                              # compiled frames of sim.solvers.ked need only their own kernel)
+                              # compiled frames of sim.solvers.frames need only their own kernel)
 
     @staticmethod
     def applies(model, K=None):
@@ -1189,7 +1189,7 @@ class Tracker:
 
         ``seed`` (n, p): Ritz vectors of another configuration of the same motion (its
         :attr:`X`), e.g. the first, a common start for trackers that must give the same
-        numbers whichever of them computes an instant (:class:`sim.solvers.ked.FramePool`).
+        numbers whichever of them computes an instant (:class:`sim.solvers.frames.FramePool`).
         """
         self.X = self.seed
         self.X_prev = np.zeros((0, 0))

@@ -1,0 +1,516 @@
+"""The frozen structures along a rigid motion: KED's frames, in one compiled loop.
+
+At each instant of the rigid motion the robot is frozen (actuators locked at their values)
+and its lowest modes, the load of the motion ``F = Q - M a_r``, the static displacements
+under ``F`` and at rest, and the end effector's Jacobian are computed (:class:`Frame`) by the
+compiled :func:`_frame_loop` with subspace tracking (:mod:`sim.solvers.subspace`).  The
+frames of a motion are shared between this thread and worker threads (:class:`FramePool`),
+overlapped with the motion itself (:func:`motion_and_frames`).  KED steps through them
+(:mod:`sim.solvers.ked`); the ``[frequencies]`` analysis reads their modes.
+"""
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from sim.errors import SimError, signals_deferred
+from sim.kernels.common import compile_for, runtime
+from sim.kernels.equations import function
+from sim.kernels.pose import pose_terms
+from sim.model.assembly import SINGULAR_RATIO
+from sim.model.evaluator import Evaluator
+from sim.model.kinematics import pose_codes
+from sim.solvers.modal import modes
+from sim.solvers.motion import load_kernels as load_kernels_motion
+from sim.solvers.motion import rigid_motion
+from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, definite, mass_product, solver, solver_address
+
+
+FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The frozen structure of one instant of the rigid motion.
+
+    Attributes
+    ----------
+    load : ndarray, shape (n_v,)
+        ``F = Q - M a_r`` (see the module docstring) [N, N m].
+    omega : ndarray, shape (r,)
+        Lowest elastic circular frequencies [rad/s].
+    shapes : ndarray, shape (n_v, r)
+        Their mass-normalised shapes ``Phi`` (constrained subspace, actuators locked).
+    mass_shapes : ndarray, shape (n_v, r)
+        ``M Phi`` with the mass matrix of this instant: the mass projection onto these modes
+        (``eta = Phi^T M u``) needs no more of ``M``.
+    pose_jacobian : ndarray, shape (d, n_v)
+        End-effector coordinates' Jacobian, for the linearised deviation.
+    static_load : ndarray, shape (n_v,)
+        ``K_c^-1 F``: the static displacement under the load held constant (constrained
+        motions, actuators locked), for the static correction of the truncated modes.
+    static_rest : ndarray, shape (n_v,)
+        ``K_c^-1 Q(q, 0)``: the static deflection of the robot at rest at this pose (gravity,
+        lumped-spring preloads).
+    """
+
+    load: np.ndarray
+    omega: np.ndarray
+    shapes: np.ndarray
+    mass_shapes: np.ndarray
+    pose_jacobian: np.ndarray
+    static_load: np.ndarray
+    static_rest: np.ndarray
+
+
+def free_motions(model, q, ev):
+    """The number of free (rigid-body) motions of the model at ``q`` with the actuators locked.
+
+    Where the locked rows determine the reference coordinates (``J_r`` square and regular)
+    and the bodies' elastic stiffness is positive definite, every constrained motion strains
+    a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): none, and no eigensolve to tell.
+    Otherwise the structural decision of :func:`sim.solvers.modal.modes` (the null space of
+    the deformation rows).  ``ev``: the model's :class:`sim.model.evaluator.Evaluator`.
+    """
+    J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
+    rigid = model.v_rigid
+    if J.shape[0] == rigid.size:
+        sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
+        if sigma[-1] > SINGULAR_RATIO * sigma[0] and definite(model):
+            return 0
+    return modes(model, q, count=1).rigid_count
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The frames of ``n`` instants, stacked: the record :func:`integrate_frames` steps through.
+
+    Attributes
+    ----------
+    load : ndarray, shape (n, n_v)
+    omega : ndarray, shape (n, r)
+    shapes, mass_shapes : ndarray, shape (n, n_v, r)
+    pose_jacobian : ndarray, shape (n, d, n_v)
+    static_load, static_rest : ndarray, shape (n, n_v)
+        Row ``k`` of each: the fields of :class:`Frame` at instant ``k``.
+    """
+
+    load: np.ndarray
+    omega: np.ndarray
+    shapes: np.ndarray
+    mass_shapes: np.ndarray
+    pose_jacobian: np.ndarray
+    static_load: np.ndarray
+    static_rest: np.ndarray
+
+    @classmethod
+    def empty(cls, n, n_v, r, d, make=np.empty):
+        """``n`` frames to be filled (``make``: ``np.zeros`` for values to compute with);
+        ``omega`` zero (a frame left unfilled has none)."""
+        return cls(make((n, n_v)), np.zeros((n, r)), make((n, n_v, r)), make((n, n_v, r)), make((n, d, n_v)),
+                   make((n, n_v)), make((n, n_v)))
+
+    @classmethod
+    def stack(cls, frames):
+        """From a sequence of :class:`Frame`."""
+        return cls(*(np.stack([getattr(f, name) for f in frames]).astype(float) for name in FIELDS))
+
+    def __len__(self):
+        return self.load.shape[0]
+
+    def __getitem__(self, k):
+        return Frame(*(getattr(self, name)[k] for name in FIELDS))
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def put(self, k, fr):
+        """Store the :class:`Frame` ``fr`` as instant ``k``."""
+        for name in FIELDS:
+            getattr(self, name)[k] = getattr(fr, name)
+
+
+# The fields of Frame, which Frames stacks under the same names.
+FIELDS = tuple(f.name for f in fields(Frame))
+
+
+class FrameModel(NamedTuple):
+    """The model's part of :func:`_frame_loop` (:func:`_loop_arguments`): the evaluation of
+    ``tables`` at the addresses ``f`` (:func:`sim.kernels.equations.addresses`) into the
+    markers' kinematics ``data`` (the evaluator's, by reference), the
+    end-effector marker ``e`` and its coordinate codes ``kinds``, the ``n_all`` rows and the
+    locked ones ``keep`` (joints and rigid actuators), whether the tangent stiffness is wanted
+    (``stiff``), and the address ``solve`` of the modes solver
+    (:func:`sim.solvers.subspace.solver_address`)."""
+
+    tables: object
+    data: object
+    f: np.ndarray
+    kinds: np.ndarray
+    e: int
+    n_all: int
+    keep: np.ndarray
+    stiff: bool
+    solve: int
+
+
+@njit(cache=True, nogil=True)
+def _frame_loop(states, model, layout, seed, options, out, sweeps):
+    """The frames of the rigid states ``states = (qs, vs, accs, ss)`` (n, ...; the actuators
+    locked at ``ss`` (n, n_a)) in one compiled loop, the tracker starting from ``seed``: the
+    evaluation of the :class:`FrameModel` ``model`` (``M`` not flushed; with the forces at rest
+    ``Q(q, 0)`` and, with ``stiff``, the tangent stiffness of the springs, compliant drives and
+    stiffening), the modes and static displacements by its solver with the tracker's
+    ``layout`` (:meth:`sim.solvers.subspace.Tracker.layout`) and ``options = (settings,
+    max_iter, seed_iter)``, the load and the end-effector Jacobian
+    (:func:`sim.kernels.pose.pose_terms`) into ``out``, the arrays of :class:`Frames` (n, ...);
+    ``sweeps`` (n,) the solver's count per frame: -1 a dense solve, -2 where it turned the
+    frame down (left unfilled, for :func:`_general` to take; the tracker then starts afresh),
+    -3 where the stiffness is not positive definite on the elastic motions (unfilled too).
+    The same steps as :meth:`sim.solvers.subspace.Tracker.modes`.  Returns the last subspace.
+
+    The solver is called through its address, so that this loop compiles once for every
+    model and links neither solver: each compiles on its own, and only where a model needs it.
+    """
+    qs, vs, accs, ss = states
+    tables, data, f, kinds, e, n_all, keep, stiff, solve = model
+    settings, max_iter, seed_iter = options
+    load, omega, shapes, mass_shapes, jac, static_load, static_rest = out
+    n_v = vs.shape[1]
+    r = omega.shape[1]
+    M = np.zeros((n_v, n_v))
+    Q = np.zeros(n_v)
+    Q0 = np.zeros(n_v)
+    phi = np.zeros(n_all)
+    J = np.zeros((keep.size, n_v))
+    J_all = J if keep.size == n_all else np.zeros((n_all, n_v))    # all rows locked: no copy
+    gamma = np.zeros(n_all)
+    Kt = np.zeros((n_v, n_v)) if stiff else np.zeros((0, 0))
+    empty = np.zeros((0, 0))
+    rest = np.zeros(n_v)
+    F = np.zeros((n_v, 2))
+    a = np.zeros((n_v, 1))
+    x, xq, zero3 = np.zeros(kinds.size), np.zeros(kinds.size), np.zeros(3)
+    none = np.zeros((0, 0))
+    X, X_prev, fresh = seed, none, True
+    order = np.full(n_v, -1)    # the basis's dependent columns, chosen afresh
+    off, on = runtime(False), runtime(True)
+    with_K = runtime(stiff)
+    evaluate = function(f[0], tables)
+    modes = solver(solve)
+    for k in range(vs.shape[0]):
+        J_all.ravel()[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
+        if stiff:
+            Kt.ravel()[:] = 0.0
+        evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k],
+                 (off, with_K, off, on))
+        if keep.size < n_all:
+            for i in range(keep.size):
+                for j in range(n_v):
+                    J[i, j] = J_all[keep[i], j]
+        # Element by element here and below: slice assignments compile shape checks and
+        # broadcasting, much of a cold start's compilation for a few hundred numbers.
+        for i in range(n_v):
+            a[i, 0] = accs[k, i]
+        Ma = mass_product(M, layout, a)
+        for i in range(n_v):
+            F[i, 0] = Q[i] - Ma[i, 0]
+            F[i, 1] = Q0[i]
+        lam, sh, msh, X_new, sweeps[k], U = modes(M, Kt, J, layout, (order, X, X_prev), settings,
+                                                  seed_iter if fresh else max_iter, F)
+        if sweeps[k] < -1:     # turned down, or no positive stiffness: left unfilled
+            X, X_prev, fresh = seed, none, True
+            continue
+        X_prev = none if fresh else X
+        X, fresh = X_new, False
+        for i in range(r):
+            omega[k, i] = np.sqrt(max(lam[i], 0.0))
+        for i in range(n_v):
+            for j in range(r):
+                shapes[k, i, j] = sh[i, j]
+                mass_shapes[k, i, j] = msh[i, j]
+            load[k, i] = F[i, 0]
+            static_load[k, i] = U[i, 0]
+            static_rest[k, i] = U[i, 1]
+            for j in range(kinds.size):
+                jac[k, j, i] = 0.0
+        pose_terms(kinds, (data.p[e], data.A[e], data.Jp[e], data.Jw[e], tables.cols[e], zero3, zero3), rest,
+                   (x, jac[k], xq), off)
+    return X
+
+
+def _loop_arguments(model, ev, tracker, general=False):
+    """The arguments of :func:`_frame_loop` between the states and the output: ``model``,
+    ``layout``, ``seed`` and ``options``, with the tracker's solver
+    (:func:`sim.solvers.subspace._constant` where its stiffness is constant, else
+    :func:`sim.solvers.subspace._general`), or the general one."""
+    frame = FrameModel(ev.ref, ev.data_ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
+                       np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general))
+    return frame, tracker.layout(), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
+
+
+def _out(frames, rows=slice(None)):
+    """The arrays of :class:`Frames` ``frames`` (rows ``rows``), as :func:`_frame_loop` writes them."""
+    return tuple(getattr(frames, name)[rows] for name in FIELDS)
+
+
+def _frames(model, ev, tracker, states, out, k0, progress=None):
+    """The frames of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
+    ``s`` the actuator values, where they are locked) into ``out`` (:class:`Frames`) from
+    row ``k0``, by :func:`_frame_loop`; the frames its solver turned down (the constant
+    stiffness's partitioned basis near a singular configuration) again with the general one.
+
+    The ``tracker`` starts afresh from its seed (or a dense eigensolve) every ``FRAME_CHUNK``
+    states, the unit of work shared with the worker threads: each frame then has the same
+    starting subspace, and the same numbers, whichever thread computes it.
+    """
+    loop = _loop_arguments(model, ev, tracker)
+    for c0 in range(0, len(states[0]), FRAME_CHUNK):
+        chunk = slice(c0, min(len(states[0]), c0 + FRAME_CHUNK))
+        rows = slice(k0 + chunk.start, k0 + chunk.stop)
+        sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
+        part = tuple(np.ascontiguousarray(x[chunk], dtype=float) for x in states)
+        _frame_loop(part, *loop, _out(out, rows), sweeps)
+        down = np.flatnonzero(sweeps == -2)
+        if down.size:
+            redo = np.zeros(down.size, dtype=np.int64)
+            refill = Frames.empty(down.size, model.n_v, tracker.count, len(model.pose_kinds))
+            _frame_loop(tuple(x[down] for x in part), *_loop_arguments(model, ev, tracker, general=True),
+                        _out(refill), redo)
+            for i, k in enumerate(down):
+                out.put(rows.start + k, refill[i])
+            sweeps[down] = redo
+            tracker.turned_down += down.size
+        tracker.sweeps.extend(sweeps.tolist())
+        if progress is not None:
+            progress.update(len(sweeps))
+
+
+def _seed(model, ev, tracker, state):
+    """The Ritz vectors (n, p) of the tracker's dense start at ``state = (q, v, a, s)``
+    (arrays of one sample)."""
+    tracker.seed = np.zeros((0, 0))
+    sweeps = np.zeros(1, dtype=np.int64)
+    return _frame_loop(tuple(np.ascontiguousarray(x, dtype=float) for x in state), *_loop_arguments(model, ev, tracker),
+                       _out(Frames.empty(1, model.n_v, tracker.count, len(model.pose_kinds))), sweeps)
+
+
+def _workers(workers, n):
+    """Worker threads to use besides this one for ``n`` frames (0: all here).
+
+    ``workers`` None: two threads in all where there are two cores or more.  Always 0 in a
+    worker process (a parameter sweep's case): the sweep already keeps the cores busy.
+    """
+    workers = min(2, os.cpu_count() or 1) if workers is None else int(workers)
+    if multiprocessing.parent_process() is not None:
+        return 0
+    return max(0, min(workers - 1, n // FRAME_CHUNK - 1))
+
+
+class FramePool:
+    """Frames of a stream of ``n`` rigid states, shared between this thread and worker threads.
+
+    States arrive one by one (:meth:`add`); the first makes the trackers' common start
+    (:meth:`_prepare`, in a worker while the next states come), and every ``FRAME_CHUNK`` of
+    them go to the worker threads as one task.  :meth:`finish` computes the remaining states
+    here, then takes back, from the last one, the tasks no worker has started, so that this
+    thread and the workers end together.  Frames at different instants are independent, and
+    each is computed by the same code from the same starting subspace whichever thread runs
+    it (:func:`_frames`; every chunk's tracker starts from the seed made at the first state):
+    the numbers do not depend on the sharing.
+
+    Threads, not processes: the compiled kernels (the frames' loop and the rigid motion's)
+    release the GIL, so a thread runs in parallel with the motion from the first chunk on,
+    writing its frames straight into the shared :class:`Frames`.  Each thread has its own
+    :class:`sim.model.evaluator.Evaluator` and tracker (their work arrays).
+
+    Use as a context manager: leaving it waits for the running tasks and drops the others.
+
+    Parameters
+    ----------
+    model : Model
+    count : int
+        Modes per frame.
+    n : int
+        States to come.
+    workers : int
+        Worker threads besides this one (0: everything here).
+    progress : tqdm-like, optional
+        ``update(k)`` as frames are done.
+    ready : callable, optional
+        What a worker also gets ready while the motion starts (KED: its modal stepping's
+        kernel, :func:`sim.solvers.ked.load_stepping`).
+    """
+
+    def __init__(self, model, count, n, workers, progress=None, ready=None):
+        self.model, self.count, self.progress, self.ready = model, count, progress, ready
+        self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
+        self.free = None
+        self.first = None       # the first state
+        self.failure = None     # what stopped _prepare
+        self.seed = None   # the trackers' common start: Ritz vectors at the first state ...
+        self.seeded = threading.Event()     # ... once known
+        self.buffer = []
+        self.start = 0     # row of the first buffered state
+        self.tasks = []    # (start, states, future)
+        self.local = threading.local()
+        self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
+        if self.pool is not None:   # a worker gets ready while the motion starts
+            self.pool.submit(self._ready)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _states(self, rows):
+        return tuple(np.array(x) for x in zip(*rows))
+
+    def _ready(self):
+        """A worker's preparation: its evaluator, and what the caller needs ready."""
+        self._parts()
+        if self.ready is not None:
+            self.ready()
+
+    def add(self, q, v, a, s):
+        """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
+        if self.first is None:
+            self.first = (q, v, a, s)
+            if self.pool is not None:    # the seed while the first chunk's states come
+                self.pool.submit(self._prepare)
+        self.buffer.append((q, v, a, s))
+        if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
+            states = self._states(self.buffer)
+            future = self.pool.submit(self._compute, self.start, states)
+            if self.progress is not None:
+                future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
+            self.tasks.append((self.start, states, future))
+            self.start += FRAME_CHUNK
+            self.buffer = []
+
+    def _parts(self):
+        """This thread's evaluator and tracker (None until the free motions are known)."""
+        local = self.local
+        if not hasattr(local, "ev"):
+            with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
+                local.ev, local.tracker = Evaluator(self.model), None
+        if local.tracker is None and self.free is not None:
+            local.tracker = Tracker(self.model, self.count, self.free)
+        return local.ev, local.tracker
+
+    def _prepare(self):
+        """At the first state: the free motions (decided once for the motion) and the trackers'
+        seed, its Ritz vectors; the frames' tasks wait for them."""
+        try:
+            ev = self._parts()[0]
+            with signals_deferred():    # where it runs in the main thread (see sim.errors.signals_deferred)
+                self.free = free_motions(self.model, self.first[0], ev)
+            self.seed = _seed(self.model, ev, self._parts()[1], tuple(np.array([x]) for x in self.first))
+        except BaseException as exc:
+            self.failure = exc
+            raise
+        finally:    # whatever happens, no task waits for ever
+            self.seeded.set()
+
+    def _compute(self, start, states, progress=None):
+        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker
+        (once :meth:`_prepare` is done)."""
+        self.seeded.wait()
+        if self.failure is not None:    # the first task's error, wherever it is asked for
+            raise self.failure
+        ev, tracker = self._parts()
+        tracker.seed = np.zeros((0, 0)) if self.seed is None else self.seed
+        _frames(self.model, ev, tracker, states, self.frames, start, progress)
+
+    def finish(self):
+        """All the frames (:class:`Frames`), in the order of :meth:`add`."""
+        if self.pool is None and self.first is not None:
+            self._prepare()
+        if self.buffer:
+            self._compute(self.start, self._states(self.buffer), self.progress)
+        self.buffer = []
+        for start, states, future in reversed(self.tasks):
+            if future.cancel():
+                self._compute(start, states, self.progress)
+        for _, _, future in self.tasks:
+            if not future.cancelled():   # the others were done here
+                future.result()
+        return self.frames
+
+
+def _stable(frames, times):
+    """``frames``, or a :class:`sim.errors.SimError` naming the first instant of ``times``
+    where the frozen structure had no positive stiffness (its frame unfilled, see
+    :func:`_frame_loop`)."""
+    bad = np.flatnonzero(~(frames.omega[:, :1] > 0).all(axis=1)) if frames.omega.shape[1] else []
+    if len(bad):
+        raise SimError(f"the robot frozen at t = {times[bad[0]]:.6g} s has no positive stiffness on its elastic "
+                       f"motions (buckled under its axial loads, or a motion that nothing holds)")
+    return frames
+
+
+def frames_along(model, motion, count, progress=None, workers=None):
+    """Frames (:class:`Frames`) at every sample of a :class:`sim.solvers.motion.RigidMotion`.
+
+    ``workers``: threads (default two, or one on a single core); see :class:`FramePool`.
+    """
+    n = len(motion.q)
+    with FramePool(model, count, n, _workers(workers, n), progress) as pool:
+        for state in zip(motion.q, motion.v, motion.a, motion.actuators):
+            pool.add(*state)
+        return _stable(pool.finish(), getattr(motion, "t", np.arange(n, dtype=float)))
+
+
+def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
+                      q_start=None, ready=None):
+    """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
+
+    The frames of the first samples are computed by a worker thread while this one goes on
+    with the motion (:func:`sim.solvers.motion.rigid_motion` hands each sample to a
+    :class:`FramePool`); the same numbers as :func:`sim.solvers.motion.rigid_motion` followed by
+    :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
+    rather than unwrapped values.  ``q_start``: as :func:`sim.solvers.motion.rigid_motion`'s;
+    ``ready``: as :class:`FramePool`'s.
+
+    Returns
+    -------
+    motion : RigidMotion
+    frames : Frames
+        ``n`` instants.
+    """
+    with FramePool(model, count, len(times), _workers(workers, len(times)), progress_frames, ready) as pool:
+        motion = rigid_motion(model, trajectory, times, q_start=q_start, progress=progress_motion,
+                              on_sample=pool.add, condition=False)
+        return motion, _stable(pool.finish(), times)
+
+
+def compile_frames(model, count):
+    """Compile, or load from numba's cache, the frames' loop for ``model`` with ``count``
+    modes without compiling or calling the evaluation (an unassembled model will do;
+    :mod:`sim.app.parallel_compile`), and both modes solvers
+    (:func:`sim.solvers.subspace.solver_address`): the one of the constant stiffness, the
+    general one for any other robot that comes next, or for this one where it has free
+    motions or turns the constant solver down."""
+    with signals_deferred():
+        tracker = Tracker(model, count)
+        loop = _loop_arguments(model, Evaluator(model, load=False), tracker)
+        solver_address(not tracker.constant)
+        states = (np.zeros((0, model.n_q)), np.zeros((0, model.n_v)), np.zeros((0, model.n_v)),
+                  np.zeros((0, len(model.actuators))))
+        compile_for(_frame_loop, states, *loop, _out(Frames.empty(0, model.n_v, count, len(model.pose_kinds))),
+                    np.zeros(0, dtype=np.int64))
+
+
+def load_kernels(model, count):
+    """Compile, or load from numba's cache, the kernels of the frames along a motion for
+    ``model`` with ``count`` modes now: the rigid motion's and the frames' (``sim run`` does
+    it before the clocks of its analyses start)."""
+    load_kernels_motion(model, Evaluator(model))
+    compile_frames(model, count)
