@@ -96,3 +96,40 @@ def test_no_function_builds_an_evaluator_when_none_is_given():
                 if "ev" in defaults:
                     optional.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert not optional, "optional evaluators: " + ", ".join(optional)
+
+
+@pytest.mark.parametrize("scenario", ["slider_crank", "rrru3_servo"])
+def test_a_time_domain_analysis_builds_one_evaluator(scenario, monkeypatch):
+    """The data goes down the layers once: a transient analysis (reference, statics, time loop,
+    skeleton) and a KED with servo drives (motion, frames) each build one Evaluator, and pass it
+    to the library functions, which take it in place of the model (``sim.model.evaluator.held``);
+    they built three (the slider-crank), six and three (the servo robot) before."""
+    import sim.analyses as analyses
+    from sim.app.api import run
+
+    root = Path(__file__).resolve().parents[1]
+    built = []
+    original = Evaluator.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(type(self).__name__)
+        original(self, *args, **kwargs)
+
+    counts = {}
+    for name in ("transient", "ked"):
+        function = analyses.ANALYSES[name]
+
+        def wrapped(model, scenario, group, progress, function=function, name=name):
+            start = len(built)
+            try:
+                return function(model, scenario, group, progress)
+            finally:
+                counts[name] = len(built) - start
+        monkeypatch.setitem(analyses.ANALYSES, name, wrapped)
+    monkeypatch.setattr(Evaluator, "__init__", counting)
+    # (no modal damping: its schedule's frames take one evaluator per thread, their work arrays)
+    overrides = {"transient.duration": 0.01, "damping.ratio": 0.0} if scenario == "rrru3_servo" else {}
+    keep = {"slider_crank": ("transient",), "rrru3_servo": ("transient", "ked")}[scenario]
+    run(root / "scenarios" / f"{scenario}.toml", out=None, overrides=overrides)
+    for name in keep:
+        assert counts[name] == 1, (name, counts)

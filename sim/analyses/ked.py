@@ -166,23 +166,25 @@ def _servo(model, scenario, group, trajectory, time, progress):
 
     from sim.analyses import Quantity, damping as robot_damping
     from sim.analyses.servo import gains
+    from sim.model.evaluator import Evaluator
     from sim.solvers.inverse_dynamics import actuator_forces
     from sim.solvers.ked_servo import integrate, servo_frames
     from sim.solvers.motion import rigid_motion
 
     table = scenario.data["ked"]
     servo, damping = gains(model, scenario), robot_damping(scenario, group)
+    ev = Evaluator(model)       # the motion's and the frames'
     with progress(time.size, "ked: rigid motion") as bar:
-        motion = rigid_motion(model, trajectory, time, progress=bar, condition=False)
+        motion = rigid_motion(ev, trajectory, time, progress=bar, condition=False)
     torque = rest = None
     if servo.torque.any():
-        torque = actuator_forces(model, motion)
+        torque = actuator_forces(ev, motion)
         still = replace(motion, v=np.zeros_like(motion.v), a=np.zeros_like(motion.a),
                         actuators_dot=np.zeros_like(motion.actuators_dot),
                         actuators_ddot=np.zeros_like(motion.actuators_ddot))
-        rest = actuator_forces(model, still)
+        rest = actuator_forces(ev, still)
     with progress(time.size, "ked: servo frames") as bar:
-        frames = servo_frames(model, motion, servo, damping, table["modes"], torque, rest, bar)
+        frames = servo_frames(ev, motion, servo, damping, table["modes"], torque, rest, bar)
     parts = _parts(table, time, frames.omega)
     res = integrate(time, frames, servo, start=table["start"], parts=parts)
     joint = ["rad" if a.kind == "angle" else "m" for a in model.actuators]

@@ -260,7 +260,7 @@ def reference(model, scenario, table, progress, ev):
         bar = progress(len(times), "rigid reference")
         drive = _tabulated(law, times, model)
         try:
-            motion, residual = driven_motion(model, times, *drive, progress=bar), None
+            motion, residual = driven_motion(ev, times, *drive, progress=bar), None
         except SimError:
             # A rigid robot that cannot follow its actuators (a locked or misaligned loop, a
             # singular one at its change point): the least-squares rigid motion, which the
@@ -286,7 +286,7 @@ def reference(model, scenario, table, progress, ev):
     while True:
         times = np.linspace(0.0, duration, n)
         bar = progress(len(times), "rigid reference")
-        motion = rigid_motion(model, trajectory, times, progress=bar, condition=False)
+        motion = rigid_motion(ev, trajectory, times, progress=bar, condition=False)
         bar.close()
         error = hermite_error(times, motion.actuators_ddot)
         if error <= REFERENCE_TOL or n >= REFERENCE_MAX_SAMPLES:
@@ -297,7 +297,7 @@ def reference(model, scenario, table, progress, ev):
     if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
         from sim.solvers.inverse_dynamics import actuator_forces
         import scipy.interpolate    # on use: a long import that `sim modes` does without
-        torque = scipy.interpolate.CubicSpline(times, actuator_forces(model, motion), axis=0)
+        torque = scipy.interpolate.CubicSpline(times, actuator_forces(ev, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q, None)
 
 
@@ -307,7 +307,7 @@ def _torque_feedforward(model, scenario):
     return bool(gains(model, scenario).torque.any())
 
 
-def rigid_configurations(model, scenario, law, samples, times):
+def rigid_configurations(model, ev, scenario, law, samples, times):
     """Configurations (n, n_q) of the rigid robot at ``times`` (n,) [s]: along the
     ``[trajectory]`` by :func:`sim.solvers.motion.rigid_motion` (the reference's inverse
     kinematics), or with a ``drive_law`` by :func:`sim.solvers.motion.driven_motion` (its
@@ -318,10 +318,10 @@ def rigid_configurations(model, scenario, law, samples, times):
     times = np.asarray(times, dtype=float)
     if scenario.data["transient"].get("drive_law") is None:
         trajectory = from_scenario(scenario.data["trajectory"], model)
-        return rigid_motion(model, trajectory, times, q_start=samples[1][0], condition=False).q
+        return rigid_motion(ev, trajectory, times, q_start=samples[1][0], condition=False).q
     if samples[2] is None:
         try:
-            return driven_motion(model, times, *_tabulated(law, times, model), q_start=samples[1][0]).q
+            return driven_motion(ev, times, *_tabulated(law, times, model), q_start=samples[1][0]).q
         except SimError:    # an output instant at a change point the reference's samples stepped over
             pass
     return between(model, samples[0], samples[1], times)
@@ -339,7 +339,7 @@ def between(model, t, q, times):
     return out
 
 
-def write_skeleton(model, scenario, group, result, law, samples):
+def write_skeleton(model, ev, scenario, group, result, law, samples):
     """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the flexible robot from the sampled
     configurations, the rigid one from :func:`rigid_configurations`."""
     from sim.analyses import skeleton
@@ -347,7 +347,7 @@ def write_skeleton(model, scenario, group, result, law, samples):
 
     every = skeleton.stride(model, len(result.t))
     times = result.t[::every]
-    q_rigid = rigid_configurations(model, scenario, law, samples, times) if len(times) else np.zeros((0, model.n_q))
+    q_rigid = rigid_configurations(model, ev, scenario, law, samples, times) if len(times) else np.zeros((0, model.n_q))
     skeleton.write(group, model, result.t, every, skeleton_points(model, result.q[::every]),
                    skeleton_points(model, q_rigid), "the integrated configurations")
 
@@ -410,7 +410,7 @@ def run(model, scenario, group, progress):
 
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
-    ev = Evaluator(model)     # the reference's and the statics' (simulate builds the integrator's)
+    ev = Evaluator(model)     # the analysis' one: the reference, the statics, the time loop, the skeleton
     law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress, ev)
     kind = table["drive"]
     servo = None
@@ -430,7 +430,7 @@ def run(model, scenario, group, progress):
         # The servos hold the static load from the start: through the integral, or the
         # position loop's error (the joints then start behind their references).  At rest
         # the torque feedforward is the static one, whatever the motion's first instant asks.
-        rest = rest_forces(model, q0)[0]
+        rest = rest_forces(model, ev, q0)[0]
         holding = servo.holding(model, rest, servo.torque * rest)
     if table.get("initial_state") is not None or table["start"] == "static":
         s, sd, _ = law(0.0)
@@ -465,7 +465,7 @@ def run(model, scenario, group, progress):
         with progress(int(round(duration / h)), "transient") as bar:
             options = Options(method=method, rho_inf=table["rho_inf"], baumgarte=gains, newton_tol=table["newton_tol"],
                               newton_max_iter=table["newton_max_iter"])
-            return simulate(model, q0, v0, duration, h, drive, options, output_step=table["output_step"],
+            return simulate(ev, q0, v0, duration, h, drive, options, output_step=table["output_step"],
                             damping=damped, progress=bar)
 
     result = integrate(method)
@@ -484,7 +484,7 @@ def run(model, scenario, group, progress):
         summary.update(write_tracking(group, model, result, rigid, law, servo))
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
-    write_skeleton(model, scenario, group, result, law, samples)
+    write_skeleton(model, ev, scenario, group, result, law, samples)
     summary.update(sections.write(group, model, result.t, elastic_displacements(model, result.q),
                                   "the elastic nodal displacements (the integrated elastic coordinates)"))
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains

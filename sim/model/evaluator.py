@@ -292,3 +292,12 @@ class Evaluator(Kinematics):
                               Gg[keep] if velocity_jacobian else None, K_t, Q0, **extra)
         return Evaluation(M, Q, phi, J, gamma, s, J_s, gamma_s, G, Gg if velocity_jacobian else None, K_t, Q0,
                           **extra)
+
+
+def held(model):
+    """``(model, ev)`` from a model or an :class:`Evaluator`: a public function that takes
+    either builds its evaluator at its top from a model, and a caller that holds one passes it
+    instead, so that no second one is built below (the data goes down the layers once)."""
+    if isinstance(model, Evaluator):
+        return model.model, model
+    return model, Evaluator(model)

@@ -48,7 +48,7 @@ from sim.kernels.equations import inverse_terms
 from sim.linalg import condition_number, condition_state, lu_solve, singular_values, sparse_lu
 from sim.model.assembly import SINGULAR_RATIO
 from sim.errors import SimError, signals_deferred
-from sim.model.evaluator import Evaluator
+from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import body_frames
 from sim.model import JOINT_ROWS
 
@@ -300,6 +300,8 @@ def actuator_forces(model, motion):
     The open-loop input of a torque-driven transient (and a servo's torque feedforward);
     shares the kernel of :func:`inverse_dynamics`, plus the torque ``n^2 J_m s_ddot`` that
     accelerates the rigid actuators' rotors (:attr:`sim.model.types.Actuator.reflected_inertia`).
+    ``model``: the robot, or its evaluator where the caller holds one
+    (:func:`sim.model.evaluator.held`).
 
     Raises
     ------
@@ -307,9 +309,10 @@ def actuator_forces(model, motion):
         At the first instant where the direct (actuators-locked) Jacobian is singular,
         naming the time and the condition number.
     """
+    model, ev = held(model)
     nj = model.rows["n_joint"]
     tau = np.empty((motion.t.size, len(model.actuators)))
-    for sl, *_, lam, condition, _ in _along(model, motion, Evaluator(model)):
+    for sl, *_, lam, condition, _ in _along(model, motion, ev):
         bad = np.flatnonzero(~(condition < 1 / SINGULAR_RATIO))
         if bad.size:
             check_regular(motion.t[sl][bad[0]], condition[bad[0]])

@@ -136,7 +136,8 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
 
     Parameters
     ----------
-    model : Model
+    model : Model or sim.model.evaluator.Evaluator
+        The robot, or its evaluator where the caller holds one (:func:`sim.model.evaluator.held`).
     motion : RigidMotion
         ``n`` samples; its actuators are the servos' references.
     servo : sim.solvers.servo.Servo
@@ -155,9 +156,10 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     """
     from dataclasses import replace
 
-    from sim.model.evaluator import Evaluator
+    from sim.model.evaluator import held
     from sim.model.kinematics import pose_jacobian
 
+    model, ev = held(model)
     n, n_v, n_a = len(motion.t), model.n_v, len(model.actuators)
     g, f = servo.torque, servo.velocity
     if g.any() and (torque is None or torque_rest is None):
@@ -178,7 +180,6 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         forcing = forcing + g * torque
     tau_rest = g * torque_rest if g.any() else np.zeros((n, n_a))
     undamped = replace(damping, eta=0.0)
-    ev = Evaluator(model)
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
     for k in range(n):

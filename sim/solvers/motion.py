@@ -27,7 +27,7 @@ from numba import njit
 from sim.model.assembly import SINGULAR_RATIO, TOLERANCE, AssemblyError, assemble, solve_pose
 from sim.errors import SimError
 from sim.errors import signals_deferred
-from sim.model.evaluator import Evaluator
+from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
 from sim.kernels.common import FLUSH_RTOL, compile_for, flush as flush_roundoff, runtime, wrap
 from sim.kernels.equations import function
@@ -465,7 +465,9 @@ def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, *, ev, condition
 def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None, condition=True):
     """Sample the rigid robot's motion along ``trajectory`` at ``times`` (n,) [s].
 
-    ``on_sample(q, v, a, s)`` (optional) is called with each sample as soon as it is known
+    ``model``: the robot, or its evaluator where the caller holds one
+    (:func:`sim.model.evaluator.held`).  ``on_sample(q, v, a, s)`` (optional) is called with
+    each sample as soon as it is known
     (``s``: the actuator values, not yet unwrapped), so that a consumer can start on it
     while the motion goes on (:func:`sim.solvers.frames.motion_and_frames`).
 
@@ -486,6 +488,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         When the trajectory leaves the workspace or meets a singular configuration; the
         message names the time.
     """
+    model, ev = held(model)
     times = np.asarray(times, dtype=float)
     x, xd, xdd = trajectory(times)
     try:
@@ -500,7 +503,7 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         except AssemblyError as exc:
             raise SimError(_unreached(model, t, x[k], xdd, q_start, exc)) from None
 
-    out = _follow(model, Evaluator(model), times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
+    out = _follow(model, ev, times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
     act = out.s.copy()
     # Angles are unwrapped so that drives are continuous through +-pi.
     ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
@@ -532,6 +535,8 @@ def driven_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None, c
 
     Parameters
     ----------
+    model : Model or sim.model.evaluator.Evaluator
+        The robot, or its evaluator where the caller holds one (:func:`sim.model.evaluator.held`).
     times : ndarray, shape (n,)
     s, s_dot, s_ddot : ndarray, shape (n, n_a)
         The actuators' values (unwrapped angles [rad], lengths [m]) and rates at ``times``.
@@ -552,13 +557,13 @@ def driven_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None, c
         When the actuators' values cannot be assembled or meet a singular configuration;
         the message names the time.
     """
+    model, ev = held(model)
     times = np.asarray(times, dtype=float)
     s, sd, sdd = (np.array(x, dtype=float).reshape(times.size, -1) for x in (s, s_dot, s_ddot))
 
     def place(q, k, ev):
         return assemble(model, q, targets=s[k], what=f"the rigid robot at t = {times[k]:.6g} s", ev=ev)
 
-    ev = Evaluator(model)
     q = model.q_home if q_start is None else np.asarray(q_start, dtype=float)
     out = _follow(model, ev, times, (s, sd, sdd), place(q, 0, ev), place, True, progress, None, condition)
     return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=out.pose[0], pose_dot=out.pose[1],

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from sim.errors import signals_deferred
-from sim.model.evaluator import Evaluator
+from sim.model.evaluator import Evaluator, held
 from sim.solvers.integrators import METHODS, GeneralizedAlpha, Options
 from sim.model.kinematics import pose, sensor_values
 from sim.solvers.motion import load_kernels as load_kernels_motion
@@ -199,7 +199,8 @@ def simulate(model, q0, v0, t_end, h, drive, options=None, output_step=None, dam
 
     Parameters
     ----------
-    model : Model
+    model : Model or sim.model.evaluator.Evaluator
+        The robot, or its evaluator where the caller holds one (:func:`sim.model.evaluator.held`).
     q0 : ndarray, shape (n_q,)
     v0 : ndarray, shape (n_v,)
     t_end, h : float
@@ -224,7 +225,7 @@ def simulate(model, q0, v0, t_end, h, drive, options=None, output_step=None, dam
         integration stops early; the samples computed so far are kept.
     """
     start = time.perf_counter()
-    ev = Evaluator(model)
+    model, ev = held(model)
     options = Options() if options is None else options
     t0 = options.t0
     integrator = METHODS[options.method](ev, drive, t0, q0, v0, h, options, damping=damping)

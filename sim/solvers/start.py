@@ -46,10 +46,10 @@ def consistent_state(model, q_guess, v_elastic, targets, rates, ev):
     return q, v
 
 
-def rest_forces(model, qs):
+def rest_forces(model, ev, qs):
     """The actuators' forces (k, n_a) [N m or N] that hold the rigid robot at rest at the
     configurations ``qs`` (k, n_q) (:func:`sim.solvers.inverse_dynamics.actuator_forces` of
-    a motion at rest)."""
+    a motion at rest, by the evaluator ``ev``)."""
     from sim.solvers.inverse_dynamics import actuator_forces
     from sim.solvers.motion import RigidMotion
 
@@ -59,10 +59,10 @@ def rest_forces(model, qs):
     still = RigidMotion(t=zero(k), q=qs, v=zero((k, model.n_v)), a=zero((k, model.n_v)), pose=zero((k, d)),
                         pose_dot=zero((k, d)), pose_ddot=zero((k, d)), actuators=zero((k, n_a)),
                         actuators_dot=zero((k, n_a)), actuators_ddot=zero((k, n_a)), condition=zero(k))
-    return actuator_forces(model, still)
+    return actuator_forces(ev, still)
 
 
-def servo_sag(model, servo, qs):
+def servo_sag(model, ev, servo, qs):
     """The servos' share (k, d) of the end effector's static deflection at rest at the rigid
     configurations ``qs`` (k, n_q): the joints' lag behind their references where a position
     loop (no integral) or a compliant transmission carries the load that the torque
@@ -72,7 +72,7 @@ def servo_sag(model, servo, qs):
     from sim.solvers.servo import lag_gain
 
     out = []
-    for q, tau in zip(qs, rest_forces(model, qs)):
+    for q, tau in zip(qs, rest_forces(model, ev, qs)):
         start = servo.holding(model, tau, servo.torque * tau)
         out.append(-lag_gain(model, q, actuator_values(model, q)[1]) @ (start.lag + start.motor_offset))
     return np.array(out).reshape(len(qs), len(model.pose_kinds))
@@ -123,7 +123,7 @@ def static_deviation(model, ev, times, qs, lock=False, servo=None):
             u, E = _rest(model, q, ev, lock)
             values[k] = E.J_x @ u
     if servo is not None:
-        values += servo_sag(model, servo, qs)
+        values += servo_sag(model, ev, servo, qs)
     if not values.any():     # no gravity, no preloads: no spline to import and build
         return lambda t: np.zeros((np.size(t), values.shape[1]))
     import scipy.interpolate    # on use: a long import that `sim modes` does without
