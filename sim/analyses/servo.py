@@ -18,12 +18,14 @@ def gains(model, scenario):
     return Servo.from_table({k: v for k, v in table.items() if v is not None}, model, f"{scenario.path}: [servo]")
 
 
-def tracking(model, q, t, law):
+def tracking(model, ev, q, t, law):
     """The actuators' tracking along a transient.
 
     Parameters
     ----------
     model : Model
+    ev : sim.model.evaluator.Kinematics
+        The analysis' evaluator.
     q : ndarray, shape (n, n_q)
         Sampled configurations.
     t : ndarray, shape (n,)
@@ -42,7 +44,7 @@ def tracking(model, q, t, law):
         ``G = J_x N (J_s N)^+`` on the rigid coordinates, ``N`` the joints' null space); the rest
         of the deviation is the structure's.
     """
-    from sim.model.constraints import actuator_values
+    from sim.kernels.common import wrap
     from sim.solvers.servo import lag_gain
 
     n_a, d = len(model.actuators), len(model.pose_names)
@@ -50,21 +52,21 @@ def tracking(model, q, t, law):
     ref = np.asarray(law(np.asarray(t, dtype=float))[0]).reshape(len(t), n_a)
     angle = np.array([a.kind == "angle" for a in model.actuators])
     for i, qi in enumerate(q):
-        values, J_s = actuator_values(model, qi)
-        s[i] = values
-        e = ref[i] - values
-        error[i] = np.where(angle, (e + np.pi) % (2 * np.pi) - np.pi, e)
-        share[i] = -lag_gain(model, qi, J_s) @ error[i]
+        E = ev.kinematics(qi, pose=True)
+        s[i] = E.s
+        e = ref[i] - E.s
+        error[i] = np.where(angle, wrap(e), e)
+        share[i] = -lag_gain(model, E) @ error[i]
     return s, error, share
 
 
-def write_tracking(group, model, result, rigid, law, servo):
+def write_tracking(group, model, ev, result, rigid, law, servo):
     """The servo transient's datasets: actuator forces, motor angles, tracking errors and the
     deviation's split into the servo's and the structure's shares (``rigid`` (n, d) the rigid
     robot's poses).  Returns summary items."""
     from sim.analyses import Quantity
 
-    s, error, share = tracking(model, result.q, result.t, law)
+    s, error, share = tracking(model, ev, result.q, result.t, law)
     joint = ["rad" if a.kind == "angle" else "m" for a in model.actuators]
     gear = np.array([a.gear_ratio for a in model.actuators])
     names = ", ".join(model.actuator_names)
@@ -105,9 +107,12 @@ def check_stable(model, scenario, where):
     grows = np.flatnonzero(md.eigenvalues.real > 1e-9 * scale)
     if grows.size:
         k = grows[0]
+        rotors = max((a.reflected_inertia for a in model.actuators), default=0.0)
         raise SimError(f"{where}: the robot closed by its [servo] is unstable at home: its mode at "
                        f"{md.frequencies_hz[k]:.4g} Hz grows (damping ratio {md.damping_ratios[k]:.3g}); lower ki "
-                       f"(the integral), or raise kv")
+                       f"(the integral), or raise kv (joint side, N m s/rad or N s/m"
+                       + (f"; the rotors put up to {rotors:.3g} kg m^2 or kg on the joints, n^2 J_m" if rotors else "")
+                       + ")")
     if (md.real_roots > 1e-9 * scale).any():
         raise SimError(f"{where}: the robot closed by its [servo] is unstable at home: a motion grows at "
                        f"{md.real_roots.max():.3g} 1/s without oscillating; check the gains' signs and units")

@@ -542,7 +542,7 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
 
 @njit(cache=True, inline="always")
 def _wrap(x, angle):
-    return (x + np.pi) % (2 * np.pi) - np.pi if angle else x
+    return wrap(x) if angle else x
 
 
 @njit(cache=True)

@@ -107,11 +107,12 @@ class ServoFrames:
     motors: np.ndarray
     lag: np.ndarray
 
-    def system(self, k):
+    def system(self, k, C=None):
         """``A`` (2r + ny, 2r + ny) of frame ``k``: states ``(eta, eta', y)``.  The integrals
         act on the whole displacement, the truncated modes' quasi-static part ``C y`` (and
         ``c``, a load: :meth:`correction`) included: otherwise they would wind up against
-        the part of the static deflection the kept modes miss."""
+        the part of the static deflection the kept modes miss.  ``C``: the frame's
+        :meth:`correction` ``C`` where the caller has it."""
         r, ny = self.omega.shape[1], self.rates.shape[1]
         A = np.zeros((2 * r + ny, 2 * r + ny))
         A[:r, r:2 * r] = np.eye(r)
@@ -119,7 +120,7 @@ class ServoFrames:
         A[r:2 * r, r:2 * r] = -self.damping[k]
         A[r:2 * r, 2 * r:] = self.integral[k]
         A[2 * r:, :r] = self.rates[k] @ self.shapes[k]
-        A[2 * r:, 2 * r:] = self.rates[k] @ self.correction(k)[1]
+        A[2 * r:, 2 * r:] = self.rates[k] @ (self.correction(k)[1] if C is None else C)
         return A
 
     def correction(self, k):
@@ -157,7 +158,6 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     from dataclasses import replace
 
     from sim.model.evaluator import held
-    from sim.model.kinematics import pose_jacobian
 
     model, ev = held(model)
     n, n_v, n_a = len(motion.t), model.n_v, len(model.actuators)
@@ -184,7 +184,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
     for k in range(n):
         q = motion.q[k]
-        e = ev.evaluate(q, motion.v[k], rest=True)
+        e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
         p = sv.plant(model, q, undamped)
         N, m = p.N, p.M.shape[0]
         nn = N.shape[1]
@@ -235,9 +235,9 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
                       static_load=ext(scipy.linalg.lu_solve(lu, to_x(load))),
                       static_integral=ext(scipy.linalg.lu_solve(lu, PyKi)).reshape(n_x, ny),
                       static_rest=ext(x_rest), y_rest=y_rest, forcing=forcing[k],
-                      pose_jacobian=pose_jacobian(model, q)[1],
+                      pose_jacobian=e.J_x,
                       joints=np.concatenate([J_s, np.zeros((n_a, n_c))], axis=1), motors=motors,
-                      lag=sv.lag_gain(model, q, J_s))
+                      lag=sv.lag_gain(model, e))
         for name, value in values.items():
             out[name].append(value)
         if progress is not None:
@@ -364,18 +364,19 @@ def integrate(time, frames, servo, start="static", parts=1):
 
     eta, eta_dot = frames.mass_shapes[0].T @ u, frames.mass_shapes[0].T @ u_dot
     eta_all[0], eta_dot_all[0], y_all[0] = eta, eta_dot, yv
-    freq[0], zeta[0] = closed_modes(frames.system(0), r)
+    systems = [frames.system(k, corrections[k][1]) for k in range(n)]
+    for k in range(n):
+        freq[k], zeta[k] = closed_modes(systems[k], r)
     sample(0, 0.0, eta, eta_dot, yv, frames.shapes[0])
     for i in range(n - 1):
         dt = time[i + 1] - time[i]
         psi = frames.shapes[i]
         if i:
             eta, eta_dot = frames.mass_shapes[i].T @ u, frames.mass_shapes[i].T @ u_dot
-            freq[i], zeta[i] = closed_modes(frames.system(i), r)
         b0, b1 = psi.T @ frames.load[i], psi.T @ frames.load[i + 1]
         y0, y1 = frames.rates[i] @ corrections[i][0], frames.rates[i] @ corrections[i + 1][0]
         Z = np.zeros((size + 2, size + 2))
-        Z[:size, :size] = frames.system(i)
+        Z[:size, :size] = systems[i]
         Z[r:2 * r, size] = b0
         Z[r:2 * r, size + 1] = b1 - b0
         Z[2 * r:size, size] = y0
@@ -391,7 +392,6 @@ def integrate(time, frames, servo, start="static", parts=1):
         eta_all[i + 1], eta_dot_all[i + 1], y_all[i + 1] = eta, eta_dot, yv
         sample(i + 1, 0.0, eta, eta_dot, yv, psi)
         u, u_dot = psi @ eta, psi @ eta_dot
-    freq[-1], zeta[-1] = closed_modes(frames.system(n - 1), r)
 
     k = np.array([s[0] for s in samples])
     f = np.array([s[1] for s in samples])[:, None]

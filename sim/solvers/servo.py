@@ -188,18 +188,17 @@ def check_transient(model, where):
                        f"the motor and the joint) needs the motor's rotor_inertia > 0")
 
 
-def lag_gain(model, q, J_s):
+def lag_gain(model, E):
     """``G`` (d, n_a): the rigid robot's end-effector change per change of its actuators' joint
-    coordinates at ``q`` (``J_s`` (n_a, n_v) their Jacobian), ``G = J_x N (J_s N)^+`` on the
-    rigid coordinates, ``N`` the joints' null space: the servo's share of a deviation is
+    coordinates, ``G = J_x N (J_s N)^+`` on the rigid coordinates, ``N`` the joints' null
+    space, from an evaluation ``E`` at the configuration (its joint rows ``J``, the actuators'
+    ``J_s`` and, asked with ``pose=True``, ``J_x``): the servo's share of a deviation is
     ``G (s - s_ref)``, the rest is the structure's."""
     from sim.linalg import null_space
-    from sim.model.constraints import constraints
-    from sim.model.kinematics import pose_jacobian
 
     rigid = model.v_rigid
-    N = null_space(constraints(model, q)[1][:, rigid], 1e-10)
-    return pose_jacobian(model, q)[1][:, rigid] @ N @ np.linalg.pinv(J_s[:, rigid] @ N)
+    N = null_space(E.J[:, rigid], 1e-10)
+    return E.J_x[:, rigid] @ N @ np.linalg.pinv(E.J_s[:, rigid] @ N)
 
 
 @dataclass(frozen=True)

@@ -68,13 +68,12 @@ def servo_sag(model, ev, servo, qs):
     loop (no integral) or a compliant transmission carries the load that the torque
     feedforward leaves (:meth:`sim.solvers.servo.Servo.holding`), through the rigid robot's
     kinematics (:func:`sim.solvers.servo.lag_gain`)."""
-    from sim.model.constraints import actuator_values
     from sim.solvers.servo import lag_gain
 
     out = []
     for q, tau in zip(qs, rest_forces(model, ev, qs)):
         start = servo.holding(model, tau, servo.torque * tau)
-        out.append(-lag_gain(model, q, actuator_values(model, q)[1]) @ (start.lag + start.motor_offset))
+        out.append(-lag_gain(model, ev.kinematics(q, pose=True)) @ (start.lag + start.motor_offset))
     return np.array(out).reshape(len(qs), len(model.pose_kinds))
 
 
