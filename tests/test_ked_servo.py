@@ -348,3 +348,37 @@ def test_servo_frequencies_tracked_through_a_crossing(rrru3):
     assert tracked[:, :3] == pytest.approx(ascending[:, :3])
     kink = [np.abs(np.diff(x[:, 3], 2)).max() for x in (tracked, ascending)]
     assert kink[0] < 0.5 * kink[1]
+
+
+def test_locked_loop_has_no_servo_split(tmp_path):
+    """Bauchau's locked four-bar on a servo: the rigid robot cannot move with its actuator, so
+    the rigid kinematics that defines the servo's share admits no motion -- the split is left
+    out and said to be undefined (it read zero, which put the whole lag on the structure),
+    while the run and the tracking error are kept."""
+    from sim.app.api import open_results, run
+
+    path = tmp_path / "locked.toml"
+    path.write_text(f"""name = "locked"
+[model]
+file = "{(HERE.parent / 'models' / 'four_bar.py').as_posix()}"
+parameters = {{ tilt = 5.0, parts = 2, elements = 2 }}
+[servo]
+kp = 50.0
+kv = 20.0
+ki = 5.0
+[transient]
+step = 1e-3
+duration = 0.2
+start = "undeformed"
+method = "generalized-alpha"
+drive = "servo"
+drive_law = {{ kind = "constant_rate", rate = 0.6 }}
+""")
+    out = tmp_path / "locked.h5"
+    with pytest.warns(UserWarning, match="cannot follow its actuators"):
+        run(path, out=out)
+    ds = open_results(out, "transient")
+    assert ds.attrs["reference"] == "least_squares"
+    assert "deviation_servo" not in ds and "deviation_structure" not in ds
+    assert ds.attrs["servo_split"].startswith("undefined")
+    assert np.abs(ds["tracking_error"].values).max() > 1e-4

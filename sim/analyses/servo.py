@@ -60,10 +60,12 @@ def tracking(model, ev, q, t, law):
     return s, error, share
 
 
-def write_tracking(group, model, ev, result, rigid, law, servo):
+def write_tracking(group, model, ev, result, rigid, law, servo, split=True):
     """The servo transient's datasets: actuator forces, motor angles, tracking errors and the
     deviation's split into the servo's and the structure's shares (``rigid`` (n, d) the rigid
-    robot's poses).  Returns summary items."""
+    robot's poses).  ``split`` False: a locked loop, whose rigid robot cannot move with its
+    actuators, has no servo share to tell (the rigid kinematics that defines it admits no
+    motion): the split is left out and the summary says why.  Returns summary items."""
     from sim.analyses import Quantity
 
     s, error, share = tracking(model, ev, result.q, result.t, law)
@@ -76,20 +78,24 @@ def write_tracking(group, model, ev, result, rigid, law, servo):
               f"behind a compliant transmission the motor's own")
     group.put("tracking_error", error, joint, f"reference minus joint coordinate s_ref - s ({names}), joint side")
     pose_units = list(model.pose_units)
+    group.attrs["actuator_names"] = list(model.actuator_names)
+    group.attrs["servo_kp"], group.attrs["servo_kv"] = servo.kp, servo.kv
+    group.attrs["servo_ki"], group.attrs["servo_feedforward"] = servo.ki, list(servo.feedforward)
+    out = {"peak_tracking_error": Quantity(float(np.abs(error).max()) if error.size else 0.0, "rad or m")}
+    if not split:
+        why = "undefined: the rigid robot cannot move with its actuators (a locked or misaligned loop)"
+        group.attrs["servo_split"] = why
+        out["servo_split"] = why
+        return out
     deviation = result.pose - rigid
     group.put("deviation_servo", share, pose_units,
               "the servo's share of the deviation: the rigid robot's pose change for the actuators' "
               "lag s - s_ref (linearised at the sampled configuration)")
     group.put("deviation_structure", deviation - share, pose_units,
               "the structure's share of the deviation: deviation - deviation_servo")
-    group.attrs["actuator_names"] = list(model.actuator_names)
-    group.attrs["servo_kp"], group.attrs["servo_kv"] = servo.kp, servo.kv
-    group.attrs["servo_ki"], group.attrs["servo_feedforward"] = servo.ki, list(servo.feedforward)
-    out = {}
     for n, p, u in zip(model.pose_names, np.abs(share).max(axis=0) if len(share) else np.zeros(len(pose_units)),
                        pose_units):
         out[f"peak_deviation_servo_{n}"] = Quantity(float(p), u)
-    out["peak_tracking_error"] = Quantity(float(np.abs(error).max()) if error.size else 0.0, "rad or m")
     return out
 
 

@@ -481,7 +481,7 @@ def run(model, scenario, group, progress):
     write_motion(model, group, sensors, *motion_terms(model, result, drive, sensors))
     if servo is not None:
         from sim.analyses.servo import write_tracking
-        summary.update(write_tracking(group, model, ev, result, rigid, law, servo))
+        summary.update(write_tracking(group, model, ev, result, rigid, law, servo, split=samples[2] is None))
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, ev, scenario, group, result, law, samples)
