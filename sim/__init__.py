@@ -16,6 +16,10 @@ python-control plant of the robot with its drives), ...  See ``README.md`` and `
 import os
 import sys
 
+# The one home of the version (pyproject.toml reads it): a result file records it, and
+# importlib.metadata would cost every run its import and a search of the installation.
+__version__ = "0.1.0"
+
 # The matrices here are small (tens to hundreds of rows): threaded BLAS only adds
 # synchronisation cost, and ruins timings when two processes share the two cores.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

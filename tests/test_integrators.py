@@ -87,3 +87,32 @@ def test_newmark_conserves_energy_of_free_flexible_beam():
     assert res.status == "complete", res.message
     drift = np.abs(E - E[0]).max() / E[0]
     assert drift < 1e-3, f"energy drift {drift:.3g}"
+
+
+@pytest.mark.parametrize("path, parameters", [("slider_crank.py", dict(elements=4, planar=True)), ("rrru3.py", {}),
+                                              ("pss6.py", {}), ("five_bar.py", {})])
+def test_row_columns_hold_every_nonzero_of_the_constraint_jacobian(path, parameters):
+    """The step reads each row of ``J`` (joints and actuators) and of ``d gamma/dv`` on its
+    primitive's markers' columns only (:func:`row_columns`): every nonzero must lie there, at
+    states away from home (deformed, moving), and the pattern must be a small part of the row."""
+    from pathlib import Path
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers.integrators import row_columns
+
+    model = load_model(Path(__file__).parents[1] / "models" / path, parameters)
+    ev = Evaluator(model)
+    cols = row_columns(ev.tables, ev.n_rows)
+    inside = np.zeros((ev.n_rows, model.n_v), dtype=bool)
+    for r in range(ev.n_rows):
+        inside[r, cols[r][cols[r] >= 0]] = True
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q = integrate(model, model.q_home, 0.05 * rng.standard_normal(model.n_v))
+        E = ev.evaluate(q, rng.standard_normal(model.n_v), velocity_jacobian=True)
+        J = np.vstack([E.J, E.J_s])
+        Gg = np.vstack([E.gamma_v, np.zeros_like(E.J_s)])
+        assert (J != 0).any(axis=1).all()
+        assert not np.any((J != 0) & ~inside[: J.shape[0]])
+        assert not np.any((Gg != 0) & ~inside[: J.shape[0]])
+    assert inside.sum() < 0.5 * inside.size

@@ -311,23 +311,15 @@ def cmd_info(args):
     return 0
 
 
-def _version():
-    from importlib import metadata
-    try:
-        return metadata.version("ffrsim")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
-
-
 class _Version(argparse.Action):
-    """``--version``: the installed version, looked up only when asked for (the package
-    metadata costs every other command its search of the installation)."""
+    """``--version``: ``sim.__version__``."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"ffrsim {_version()}")
+        from sim import __version__
+        print(f"ffrsim {__version__}")
         parser.exit()
 
 

@@ -5,11 +5,35 @@ import sys
 from sim.errors import check_stop
 
 
-def make_progress():
-    """Return ``progress(total, desc) -> tqdm``: bars on an interactive stderr, outside CI."""
-    from tqdm import tqdm
+class Quiet:
+    """A bar that draws nothing (stderr not interactive, or CI): tqdm's interface as the
+    analyses use it, and the stop check between chunks.  tqdm itself is then not imported
+    (its import looks up its installed version: a run waits for it and draws nothing)."""
 
-    disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
+    def __init__(self, total=None, desc=None):
+        self.total, self.desc, self.n = total, desc, 0
+
+    def update(self, n=1):
+        check_stop()    # a stop whose exception was lost is raised here, between chunks
+        self.n += n
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def make_progress():
+    """Return ``progress(total, desc) -> tqdm``: bars on an interactive stderr, outside CI;
+    else :class:`Quiet` ones."""
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return Quiet
+
+    from tqdm import tqdm
 
     class Bar(tqdm):
         def update(self, n=1):
@@ -17,6 +41,5 @@ def make_progress():
             return super().update(n)
 
     def progress(total, desc):
-        return Bar(total=total, desc=desc, disable=disable, file=sys.stderr,
-                   leave=False, dynamic_ncols=True)
+        return Bar(total=total, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
     return progress

@@ -19,7 +19,6 @@ import socket
 import stat
 import time
 from datetime import datetime, timezone
-from importlib import metadata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -39,11 +38,9 @@ GROUP_ATTRS = ("status", "message", "wall_time_s")
 
 
 def sim_version():
-    """Installed version of ffrsim, or ``"unknown"`` when run from a source tree."""
-    try:
-        return metadata.version("ffrsim")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """The version of ffrsim that writes the file (``sim.__version__``)."""
+    from sim import __version__
+    return __version__
 
 
 def machine():

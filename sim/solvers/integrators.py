@@ -239,8 +239,9 @@ class Problem(NamedTuple):
     the evaluation of the tables ``t`` at the addresses ``f``
     (:func:`sim.kernels.equations.addresses`), writing the markers' kinematics into ``data``
     (the evaluator's :class:`sim.kernels.equations.Data`), the :class:`Scheme` ``sch``, the constraint
-    ``rows`` (n_c,) among the evaluation's, and the damping ``D`` (n_v, n_v; empty: none or
-    low-rank).  The drive law at one instant travels beside it as ``law = (s, sd, sdd, ff)``
+    ``rows`` (n_c,) among the evaluation's, the damping ``D`` (n_v, n_v; empty: none or
+    low-rank) and ``cols`` (n_rows, w): the columns each row of ``J`` can fill
+    (:func:`row_columns`), ascending, padded with -1.  The drive law at one instant travels beside it as ``law = (s, sd, sdd, ff)``
     (n_a,) each."""
 
     t: object
@@ -249,6 +250,31 @@ class Problem(NamedTuple):
     sch: Scheme
     rows: np.ndarray
     D: np.ndarray
+    cols: np.ndarray
+
+
+def row_columns(t, n_rows):
+    """The columns of ``v`` each constraint row's Jacobian can fill: those of its primitive's
+    two markers (:func:`sim.kernels.rows.rows` writes nothing else), ascending, padded with -1.
+
+    Parameters
+    ----------
+    t : sim.kernels.equations.Tables
+    n_rows : int
+
+    Returns
+    -------
+    ndarray of int64, shape (n_rows, w)
+    """
+    sets = [np.empty(0, dtype=np.int64)] * n_rows
+    for k in range(len(t.row)):
+        both = np.concatenate([t.cols[t.mi[k]], t.cols[t.mj[k]]])
+        for r in range(t.row[k], t.row[k] + (3 if t.kinds[k] == 0 else 1)):   # a point: 3 rows
+            sets[r] = np.unique(both[both >= 0])
+    out = np.full((n_rows, max([c.size for c in sets], default=0)), -1, dtype=np.int64)
+    for r, c in enumerate(sets):
+        out[r, :c.size] = c
+    return out
 
 
 class State(NamedTuple):
@@ -428,6 +454,28 @@ def _dot(A, i, y):
 
 
 @njit(cache=True, inline="always")
+def _dot_row(J, row, cols, y):
+    """``J[row] . y`` over the row's columns ``cols[row]`` (:func:`row_columns`)."""
+    acc = 0.0
+    for c in range(cols.shape[1]):
+        j = cols[row, c]
+        if j < 0:
+            break
+        acc += J[row, j] * y[j]
+    return acc
+
+
+@njit(cache=True, inline="always")
+def _add_row(Q, J, row, cols, f):
+    """``Q += f J[row]`` over the row's columns ``cols[row]``."""
+    for c in range(cols.shape[1]):
+        j = cols[row, c]
+        if j < 0:
+            break
+        Q[j] += J[row, j] * f
+
+
+@njit(cache=True, inline="always")
 def _row(row, nj, phi, gamma, s, sdd, angle):
     """Row ``row`` of the evaluation as a constraint of the problem: value ``C`` and
     acceleration right-hand side ``gamma``; a driving row (``row >= nj``) is ``s - s_ref``
@@ -449,7 +497,7 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
     tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the addresses
     of the evaluation of the tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
-    t, data, f, sch, rows, D = pb
+    t, data, f, sch, rows, D, cols = pb
     s, sd, sdd, ff = law
     n = a.size
     nj = t.n_joint
@@ -467,14 +515,13 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
         for k in range(w.phi.size - nj):
             row = nj + k
             if sch.transmission[0, k] > 0.0:
-                Q_k = _transmission(sch, k, s[k], sd[k], ff[k], w.phi[row], _dot(J, row, v1), t.angle[k])
-                for j in range(n):
-                    Q[j] += J[row, j] * Q_k
+                Q_k = _transmission(sch, k, s[k], sd[k], ff[k], w.phi[row], _dot_row(J, row, cols, v1), t.angle[k])
+                _add_row(Q, J, row, cols, Q_k)
                 continue
             err = s[k] - w.phi[row]
             if t.angle[k]:
                 err = wrap(err)
-            pd = sch.kp[k] * err + sch.kd[k] * (sd[k] - _dot(J, row, v1))
+            pd = sch.kp[k] * err + sch.kd[k] * (sd[k] - _dot_row(J, row, cols, v1))
             z = sv[Z, k] + 0.5 * sch.h * (sv[E, k] + pd)      # trapezoidal integral of tau_pd
             tau = ff[k] + pd + sch.ki[k] * z
             free = abs(tau) <= sch.limit[k]
@@ -482,21 +529,20 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
                 tau = sch.limit[k] if tau > 0 else -sch.limit[k]
                 z = sv[Z, k]                                # held while clipped (anti-windup)
             sv[Z1, k], sv[E1, k], sv[TAU1, k] = z, pd, tau
-            for j in range(n):
-                Q[j] += J[row, j] * tau
+            _add_row(Q, J, row, cols, tau)
             c = sch.kd[k] * (1.0 + 0.5 * sch.h * sch.ki[k])
             if jacobian and c != 0.0 and free:
-                for i in range(n):
+                for ci in range(cols.shape[1]):
+                    i = cols[row, ci]
+                    if i < 0:
+                        break
                     if J[row, i] != 0.0:
-                        for j in range(n):
-                            w.G[i, j] -= c * J[row, i] * J[row, j]
+                        _add_row(w.G[i], J, row, cols, -c * J[row, i])
     for k in range(sch.inertia.size):
         if sch.inertia[k] != 0.0:
             # the rotor's inertia force -I s_ddot on the joint coordinate
             row = nj + k
-            f = -sch.inertia[k] * (_dot(J, row, a) - w.gamma[row])
-            for j in range(n):
-                Q[j] += J[row, j] * f
+            _add_row(Q, J, row, cols, -sch.inertia[k] * (_dot_row(J, row, cols, a) - w.gamma[row]))
     if D.shape[0]:
         for i in range(n):
             Q[i] -= _dot(D, i, v1)
@@ -531,7 +577,10 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
         row = rows[k]
         C, rhs = _row(row, nj, w.phi, w.gamma, s, sdd, t.angle)
         Jv, Ja, lk = 0.0, 0.0, lam[k]
-        for j in range(n):               # C_dot = J v, J a and J^T lam in one pass
+        for c in range(cols.shape[1]):   # C_dot = J v, J a and J^T lam in one pass, on J's nonzeros
+            j = cols[row, c]
+            if j < 0:
+                break
             J_rj = J[row, j]
             Jv += J_rj * v1[j]
             Ja += J_rj * a[j]
@@ -584,7 +633,7 @@ def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
 def _residual(a, lam, st, pb, law, w, jacobian):
     """:func:`_equations` at ``a_{n+1} = a``: ``a_hat = c a + offset``, ``v1 = v_base + h gamma
     a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta a_hat)`` (the step's bases in ``w``)."""
-    t, _, _, sch, _, _ = pb
+    t, _, _, sch, _, _, _ = pb
     hg, hhb = sch.h * sch.gamma, sch.h * sch.h * sch.beta
     for i in range(a.size):
         a_hat = sch.c * a[i] + w.offset[i]
@@ -624,7 +673,7 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
-    _, _, _, sch, rows, _ = pb
+    _, _, _, sch, rows, _, _ = pb
     n = a.size
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
@@ -721,7 +770,7 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
     the matrix varies too much within the step for the kept one to contract -- e.g. a floating
     frame whipped by a stiff local mode (a compliant drive on a light hub).
     """
-    _, _, _, sch, _, _ = pb
+    _, _, _, sch, _, _, _ = pb
     # The known part follows the state; delta varies slowly; while Newton contracts
     # strongly the last factorisation is kept.
     refresh = st.counts[LU_OK] == 0 or fresh or full or st.counts[DELTA_OK] == 0
@@ -752,7 +801,7 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
 def _step(st, pb, law, w):
     """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
     failure code (0: accepted) and the Newton iterations of the last attempt."""
-    t, _, _, sch, rows, _ = pb
+    t, _, _, sch, rows, _, _ = pb
     h, g, b, am, af = sch.h, sch.gamma, sch.beta, sch.alpha_m, sch.alpha_f
     n = st.a.size
     for i in range(n):
@@ -824,7 +873,7 @@ def _record(st, pb, law, w, out):
     kinetic energy) is the last Newton iterate's when the work arrays hold it (flag
     ``CURRENT``: a configuration within ``newton_tol`` of the accepted one), else the whole
     equations are evaluated."""
-    t, data, f, sch, rows, _ = pb
+    t, data, f, sch, rows, _, cols = pb
     s, _, sdd, _ = law
     j = st.counts[SAMPLES]
     n = st.v.size
@@ -864,9 +913,7 @@ def _record(st, pb, law, w, out):
     nj = t.n_joint
     for k in range(sch.inertia.size):
         if sch.inertia[k] > 0.0:
-            rate = 0.0
-            for c in range(n):
-                rate += w.J[nj + k, c] * st.v[c]
+            rate = _dot_row(w.J, nj + k, cols, st.v)
             kinetic += 0.5 * sch.inertia[k] * rate * rate
         if sch.transmission[0, k] > 0.0:
             twist = _wrap(sch.servo[TH, k] - w.phi[nj + k], t.angle[k])
@@ -922,7 +969,7 @@ def _run(task, span, st, pb, laws, w, out):
     ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
     """
     count, k0, every, total = span
-    _, _, _, _, rows, _ = pb
+    _, _, _, _, rows, _, _ = pb
     S, SD, SDD, FF = laws
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
@@ -1030,6 +1077,7 @@ class GeneralizedAlpha:
         n_v, n_rows = ev.n_v, ev.n_rows
         # Constraint rows: the joints', and with prescribed drives the rigid actuators'.
         self.rows = np.flatnonzero(ev.keep if kind == 1 else np.arange(n_rows) < ev.n_joint).astype(np.int64)
+        self.cols = row_columns(ev.tables, n_rows)
         m = n_v + self.rows.size
         n_c = self.rows.size
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
@@ -1167,7 +1215,7 @@ class GeneralizedAlpha:
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
         return (task, (count, k0, every, total), self.state,
-                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D), self._drive(times),
+                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols), self._drive(times),
                 self.work, out)
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
