@@ -276,6 +276,14 @@ drive = "servo"
     assert_allclose(k["tracking_error"].values[0, 0], lag + tau0 / 500.0, rtol=1e-3)
     assert_allclose(k["motor_error"].values[0, 0], lag, atol=1e-3 * tau0 / 500.0)
     assert_allclose(t["tracking_error"].values[0, 0], k["tracking_error"].values[0, 0], rtol=1e-4)
+    # The servos' static share: at rest their lag under the weight, which the pose (the joint's
+    # angle, G = 1) takes whole: minus the start's tracking error; from a static start their
+    # dynamic share (deviation_servo - deviation_static_servo) starts at zero.
+    for g in (k, t):
+        static = g["deviation_static_servo"].values
+        assert_allclose(static[0, 0], -(lag + tau0 / 500.0), rtol=1e-3)
+        assert abs(g["deviation_servo"].values[0, 0] - static[0, 0]) < 1e-4 * abs(static[0, 0])
+        assert np.all(np.abs(static) <= np.abs(g["deviation_static"].values) * (1 + 1e-9) + 1e-15)
 
 
 @pytest.mark.parametrize("extra, parameters, fragment", [

@@ -415,7 +415,8 @@ def test_inverse_dynamics_with_the_rotor(axis):
 
 def test_plot_draws_bode_and_split(tmp_path):
     """`sim plot` of a servo run: the Bode plot of [state_space] (its magnitude the state
-    space's |H| at the stored frequencies) and the transient's deviation split."""
+    space's |H| at the stored frequencies) and the transient's dynamic deviation split (the
+    servos' share less its static part, ``deviation_static_servo``)."""
     import matplotlib.pyplot as plt
     from sim.app.api import open_results, run
     from sim.app.plots import _panels
@@ -452,11 +453,16 @@ points = 50
     assert_allclose(ds["magnitude"].values[:, 0, 0], exact, rtol=1e-9)
     panels = dict(_panels(read_result(out)))
     for title in ("state_space: frequency response (Bode)", "state_space: phase",
-                  "transient: deviation, servo and structure shares"):
+                  "transient: dynamic deviation, servo and structure shares"):
         fig, ax = plt.subplots()
         panels[title](ax)
         assert ax.lines, title
+        lines = {line.get_label(): np.asarray(line.get_ydata()) for line in ax.lines}
         plt.close(fig)
+    t = open_results(out, "transient")
+    servo = np.linalg.norm(t["deviation_servo"].values - t["deviation_static_servo"].values, axis=1)
+    assert servo.max() > 0
+    assert_allclose(lines["servo"] * servo.max() / lines["servo"].max(), servo, rtol=1e-12, atol=1e-12 * servo.max())
 
 
 @pytest.mark.parametrize("k_drive", [None, 500.0])

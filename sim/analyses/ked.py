@@ -13,6 +13,7 @@ static deflection at rest along the path and the dynamic rest.
 import numpy as np
 
 from sim.analyses import Quantity, determined, register, sections, settle
+from sim.analyses.servo import STATIC_SERVO
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
@@ -202,6 +203,7 @@ def _servo(model, scenario, group, trajectory, time, progress):
               "the servo's share of the deviation: the rigid robot's pose change for the actuators' lag s - s_ref")
     group.put("deviation_structure", res.deviation - res.deviation_servo, pose_units,
               "the structure's share of the deviation: deviation - deviation_servo")
+    group.put("deviation_static_servo", res.deviation_static_servo, pose_units, STATIC_SERVO)
     group.put("integral_states", res.integral, "N m s" if all(u == "rad" for u in joint) else "N s",
               "the servos' integral states y = int kv kp (r - theta) dt at the interval ends (those with ki > 0)")
     summary = {f"peak_tracking_error_{a}": Quantity(float(e), u)

@@ -60,10 +60,16 @@ def tracking(model, ev, q, t, law):
     return s, error, share
 
 
-def write_tracking(group, model, ev, result, rigid, law, servo, split=True):
+STATIC_SERVO = ("the servos' share of deviation_static: the rigid robot's pose change for the joints' lag behind "
+                "their references at rest under the static load (deviation_servo - deviation_static_servo: the "
+                "servos' dynamic share)")
+
+
+def write_tracking(group, model, ev, result, rigid, law, servo, static, split=True):
     """The servo transient's datasets: actuator forces, motor angles, tracking errors and the
     deviation's split into the servo's and the structure's shares (``rigid`` (n, d) the rigid
-    robot's poses).  ``split`` False: a locked loop, whose rigid robot cannot move with its
+    robot's poses; ``static`` (n, d) the servos' share of the static deflection at the output
+    instants, :func:`sim.solvers.start.static_deviation`).  ``split`` False: a locked loop, whose rigid robot cannot move with its
     actuators, has no servo share to tell (the rigid kinematics that defines it admits no
     motion): the split is left out and the summary says why.  Returns summary items."""
     from sim.analyses import Quantity
@@ -93,6 +99,7 @@ def write_tracking(group, model, ev, result, rigid, law, servo, split=True):
               "lag s - s_ref (linearised at the sampled configuration)")
     group.put("deviation_structure", deviation - share, pose_units,
               "the structure's share of the deviation: deviation - deviation_servo")
+    group.put("deviation_static_servo", static, pose_units, STATIC_SERVO)
     for n, p, u in zip(model.pose_names, np.abs(share).max(axis=0) if len(share) else np.zeros(len(pose_units)),
                        pose_units):
         out[f"peak_deviation_servo_{n}"] = Quantity(float(p), u)

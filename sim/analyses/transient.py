@@ -421,7 +421,7 @@ def run(model, scenario, group, progress):
     # under torque or free drives they are force sources: locked in the statics (servos: with
     # their own lag under the load).
     lock = kind != "prescribed"
-    static = static_deviation(model, ev, *samples[:2], lock=lock, servo=servo)
+    static, static_servo = static_deviation(model, ev, *samples[:2], lock=lock, servo=servo)
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
@@ -481,7 +481,8 @@ def run(model, scenario, group, progress):
     write_motion(model, group, sensors, *motion_terms(model, result, drive, sensors))
     if servo is not None:
         from sim.analyses.servo import write_tracking
-        summary.update(write_tracking(group, model, ev, result, rigid, law, servo, split=samples[2] is None))
+        summary.update(write_tracking(group, model, ev, result, rigid, law, servo, static_servo(result.t),
+                                      split=samples[2] is None))
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
     write_skeleton(model, ev, scenario, group, result, law, samples)

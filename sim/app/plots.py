@@ -689,7 +689,7 @@ def _panels(tree):
                            servo_plots.draw_servo_frequencies(ax, g)))
         if name in ("transient", "ked") and "deviation_servo" in group and not (
                 name == "ked" and "deviation_servo" in tree.get("transient", {})):     # the transient's once
-            panels.append((f"{name}: deviation, servo and structure shares", lambda ax, g=group:
+            panels.append((f"{name}: dynamic deviation, servo and structure shares", lambda ax, g=group:
                            servo_plots.draw_split(ax, g)))
         if name == "identification" and "parameters" in group:
             panels.append(("identification: measured vs computed frequencies", lambda ax, g=group:

@@ -1,6 +1,6 @@
 """Panels of ``sim plot`` for servo drives (:mod:`sim.solvers.servo`): the Bode plot of a
 ``state_space`` group, the closed-loop frequencies along the path beside the locked ones, and
-the transient's deviation split into the servo's and the structure's shares."""
+the transient's dynamic deviation split into the servo's and the structure's shares."""
 import numpy as np
 
 from sim.app.units import readable
@@ -52,20 +52,29 @@ def draw_servo_frequencies(ax, group):
 
 
 def draw_split(ax, group):
-    """Norm of the translational deviation (in µm or mm, :func:`sim.app.units.readable`): the whole, the servo's share and the
-    structure's, over time."""
+    """Norm of the translational dynamic deviation (in µm or mm, :func:`sim.app.units.readable`)
+    over time: the whole (``deviation_dynamic``), the servos' share and the structure's, each
+    less its static part (``deviation_static_servo``, the servos' lag under the static load,
+    and the rest of ``deviation_static``): a static sag would otherwise hide the vibration."""
     t = np.asarray(group["time"]["data"])
     units = _units(group, "deviation")
     d = np.shape(group["deviation"]["data"])[1]
     units = [units] * d if isinstance(units, str) else list(units)
     cols = [j for j, u in enumerate(units) if u == "m"] or list(range(d))
-    norms = {name: np.linalg.norm(np.asarray(group[name]["data"])[:, cols], axis=1)
-             for name in ("deviation", "deviation_servo", "deviation_structure")}
-    factor, unit = readable(norms["deviation"], "m")       # as the run summary prints it
+    data = {name: np.asarray(group[name]["data"])[:, cols] for name in
+            ("deviation", "deviation_static", "deviation_servo", "deviation_structure", "deviation_static_servo")
+            if name in group}
+    static = data.get("deviation_static", 0.0)
+    servo = data.get("deviation_static_servo", 0.0)     # files before it: the shares whole
+    parts = {"flexible - rigid - static": data["deviation"] - static,
+             "servo": data["deviation_servo"] - servo,
+             "structure": data["deviation_structure"] - (static - servo)}
+    norms = {name: np.linalg.norm(x, axis=1) for name, x in parts.items()}
+    factor, unit = readable(norms["flexible - rigid - static"], "m")
     for (name, x), style in zip(norms.items(), ("-", "--", ":")):
-        ax.plot(t, x / factor, style, label=name.replace("deviation_", "") if name != "deviation" else "flexible - rigid")
+        ax.plot(t, x / factor, style, label=name)
     ax.set_xlabel("time [s]")
-    ax.set_ylabel(f"deviation (translation norm) [{unit}]")
+    ax.set_ylabel(f"dynamic deviation (translation norm) [{unit}]")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     return ax

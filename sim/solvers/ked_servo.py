@@ -263,6 +263,8 @@ class ServoKed:
         The servos' joint-side forces [N m or N] (no torque limit).
     deviation_servo : ndarray, shape (k, d)
         The servos' share ``G (s - r)`` (:func:`sim.solvers.servo.lag_gain`).
+    deviation_static_servo : ndarray, shape (k, d)
+        Their share of ``deviation_static``: ``G`` times the joints' lag at rest under the load.
     ends : slice
         The interval ends among the instants.
     frame_time : ndarray, shape (n,)
@@ -283,6 +285,7 @@ class ServoKed:
     motor_error: np.ndarray
     actuator_forces: np.ndarray
     deviation_servo: np.ndarray
+    deviation_static_servo: np.ndarray
     ends: slice
     frame_time: np.ndarray
     frequencies: np.ndarray
@@ -410,6 +413,9 @@ def integrate(time, frames, servo, start="static", parts=1):
     static = (1 - f) * np.einsum("kab,kb->ka", frames.pose_jacobian[k], frames.static_rest[k, :n_v]) + \
         f * np.einsum("kab,kb->ka", frames.pose_jacobian[k1], frames.static_rest[k1, :n_v])
     lag_s = between(frames.joints, U)
+    lag = (1 - f[..., None]) * frames.lag[k] + f[..., None] * frames.lag[k1]
+    lag_rest = (1 - f) * np.einsum("kab,kb->ka", frames.joints[k], frames.static_rest[k]) + \
+        f * np.einsum("kab,kb->ka", frames.joints[k1], frames.static_rest[k1])
     delta = between(frames.motors, U)
     delta_dot = between(frames.motors, U_dot)
     forcing = (1 - f) * frames.forcing[k] + f * frames.forcing[k1]
@@ -417,8 +423,8 @@ def integrate(time, frames, servo, start="static", parts=1):
     force = forcing - (kv * servo.kp + ki * kv) * delta - kv * delta_dot + ki * (Y @ y_rows.T)
     return ServoKed(time=time[k] + f[:, 0] * (time[k1] - time[k]), deviation=deviation, deviation_static=static,
                     tracking_error=-lag_s, motor_error=-delta, actuator_forces=force,
-                    deviation_servo=np.einsum("kda,ka->kd", (1 - f[..., None]) * frames.lag[k]
-                                              + f[..., None] * frames.lag[k1], lag_s),
+                    deviation_servo=np.einsum("kda,ka->kd", lag, lag_s),
+                    deviation_static_servo=np.einsum("kda,ka->kd", lag, lag_rest),
                     ends=slice(0, None, parts), frame_time=np.asarray(time, dtype=float), frequencies=freq,
                     damping_ratios=zeta, modal_coordinates=eta_all, modal_velocities=eta_dot_all, integral=y_all,
                     displacement=np.array([s[2][:n_v] for s in samples])[::parts])

@@ -111,18 +111,24 @@ def _rest(model, q, ev, lock=False, load=None):
 
 
 def static_deviation(model, ev, times, qs, lock=False, servo=None):
-    """``static(t) -> (n, d)``: the end-effector's static deflection at rest along the rigid
-    configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock`` as
-    :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
+    """``(static, static_servo)``, each ``f(t) -> (n, d)``: the end-effector's static deflection
+    at rest along the rigid configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock``
+    as :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
     which the samples resolve).  ``servo`` (:class:`sim.solvers.servo.Servo`): the actuators
-    are held by these servos, whose lag under the load adds its share (:func:`servo_sag`)."""
-    values = np.zeros((len(qs), len(model.pose_kinds)))
+    are held by these servos, whose lag under the load adds its share (:func:`servo_sag`),
+    ``static_servo`` (zeros without servos)."""
+    d = len(model.pose_kinds)
+    values = np.zeros((len(qs), d))
     if len(model.v_elastic):
         for k, q in enumerate(qs):
             u, E = _rest(model, q, ev, lock)
             values[k] = E.J_x @ u
-    if servo is not None:
-        values += servo_sag(model, ev, servo, qs)
+    sag = servo_sag(model, ev, servo, qs) if servo is not None else np.zeros_like(values)
+    return _spline(times, values + sag), _spline(times, sag)
+
+
+def _spline(times, values):
+    """``f(t) -> (n, d)``: the cubic spline through ``values`` (k, d) at ``times`` (k,)."""
     if not values.any():     # no gravity, no preloads: no spline to import and build
         return lambda t: np.zeros((np.size(t), values.shape[1]))
     import scipy.interpolate    # on use: a long import that `sim modes` does without
