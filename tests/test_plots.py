@@ -529,3 +529,15 @@ def test_frf_pairs_that_vanish_to_round_off_are_named_not_drawn():
         assert a.get_ylim()[0] > 1e-13
     finally:
         plt.close(fig)
+
+
+def test_summary_text_in_readable_units_and_round_off_in_si():
+    """The run summary prints a deviation as the figures scale it (34.1 µm), and a round-off
+    (a planar robot's out-of-plane deviation, 1e-16 m) in SI, not as 1e-07 nm."""
+    from sim.analyses import Quantity
+    from sim.app.units import summary_text
+
+    assert summary_text(Quantity(3.41e-5, "m")) == "34.1 µm"
+    assert summary_text(Quantity(4.2e-9, "rad")) == "4.2 nrad"
+    assert summary_text(Quantity(2.741e-16, "m")) == "2.741e-16 m"
+    assert summary_text(Quantity(0.0, "m")) == "0 m"

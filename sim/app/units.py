@@ -25,8 +25,11 @@ def summary_text(value):
 
     if isinstance(value, Quantity):
         if value.unit in ("m", "rad") and np.isscalar(value.value) and np.isfinite(value.value):
-            # as the figures show it (sim.app.units): 34.1 µm, not 3.41e-05 m
+            # as the figures show it (sim.app.units): 34.1 µm, not 3.41e-05 m; a round-off (a
+            # planar robot's out-of-plane deviation) in SI: 2.7e-16 m, not 2.7e-07 nm
             factor, unit = readable(value.value, value.unit)
+            if abs(value.value) < 1e-3 * factor:
+                factor, unit = 1.0, value.unit
             return f"{summary_text(float(value.value) / factor)} {unit}"
         return f"{summary_text(value.value)} {value.unit}"
 
