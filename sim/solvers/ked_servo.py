@@ -31,9 +31,11 @@ the integral states beside them.  The first-order system ``X' = A X + b(t)``, ``
 eta', y)``, is advanced exactly under the load linear over the interval (the exponential of
 the augmented matrix, Van Loan 1978), and the state passes to the next interval's modes by
 mass projection.  The truncated modes respond quasi-statically (mode acceleration:
-``K_c^-1 - Phi Omega^-2 Phi^T`` applied to ``L + P^T Ki y``).  Structural damping ``eta``
-enters as its viscous equivalent at each kept mode's frequency (ratio ``eta / 2``, as in the
-locked KED); the torque limit is not applied (a linear analysis).
+``K_c^-1 - Phi Omega^-2 Phi^T`` applied to ``L + P^T Ki y``).  The damping is the servo
+transient's: lumped dampers and Rayleigh material damping, and the modal ratios (``zeta``,
+``eta / 2``) on the lowest ``modes`` modes of the structure, actuators locked, frozen along the
+path (:func:`sim.solvers.damping.schedule`: an elastic-coordinate damping matrix), projected on
+the plant's coordinates; the torque limit is not applied (a linear analysis).
 
 References
 ----------
@@ -47,6 +49,7 @@ import scipy.linalg
 
 from sim.errors import SimError
 from sim.solvers import servo as sv
+from sim.solvers.damping import Schedule, schedule
 
 FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
 
@@ -179,13 +182,23 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     if g.any():
         forcing = forcing + g * torque
     tau_rest = g * torque_rest if g.any() else np.zeros((n, n_a))
-    undamped = replace(damping, eta=0.0)
+    # The servo transient's damping: lumped and Rayleigh in the plant, the modal ratios from the
+    # locked structure's schedule (its lowest `modes` modes), not the servo plant's own modes.
+    local = replace(damping, eta=0.0, zeta=0.0)
+    modal = schedule(model, damping, motion.t, motion.q) if damping.modal else None
+    elastic = np.asarray(model.v_elastic, dtype=int)
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
-        p = sv.plant(model, q, undamped)
+        p = sv.plant(model, q, local)
+        if isinstance(modal, Schedule):
+            i = max(0, int(np.searchsorted(modal.times, motion.t[k], side="right")) - 1)
+            G = p.N[elastic].T @ modal.factors[i]            # (n, r): the factors on the plant's motions
+            C = p.C.copy()
+            C[:G.shape[0], :G.shape[0]] += (G * modal.rates[i]) @ G.T
+            p = replace(p, C=C)
         N, m = p.N, p.M.shape[0]
         nn = N.shape[1]
         Kc, Cc, _ = sv.held(p, servo)
@@ -221,16 +234,13 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
             x_rest, y_rest = sol[:m], sol[m:]
         else:
             x_rest, y_rest = scipy.linalg.lu_solve(lu, to_x(rest)), np.zeros(0)
-        eta_ratio = np.full(r, 0.5 * damping.eta)
-        if damping.modes is not None:
-            eta_ratio[damping.modes:] = 0.0
         motors = np.zeros((n_a, n_x))
         motors[:, :n_v] = J_s
         for j, i in enumerate(comp):
             motors[i] = 0.0
             motors[i, n_v + j] = 1.0
         values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi,
-                      damping=Phi.T @ Cc @ Phi + np.diag(2 * eta_ratio * omega), integral=Phi.T @ PyKi,
+                      damping=Phi.T @ Cc @ Phi, integral=Phi.T @ PyKi,
                       rates=-(servo.kv[y] * servo.kp[y])[:, None] * motors[y],
                       static_load=ext(scipy.linalg.lu_solve(lu, to_x(load))),
                       static_integral=ext(scipy.linalg.lu_solve(lu, PyKi)).reshape(n_x, ny),
