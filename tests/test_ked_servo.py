@@ -167,21 +167,10 @@ omega = 2.0
 duration = 0.3"""
 
 
-@pytest.mark.parametrize("feedforward, ki, trajectory, tolerance", [
-    ("velocity", 20.0, POINT, dict(tracking_error=0.02, deviation=0.02, deviation_dynamic=0.02)),
-    ("none", 0.0, POINT, dict(tracking_error=0.02, deviation=0.02, deviation_dynamic=0.02)),
-    ("velocity+torque", 20.0, CIRCLE, dict(tracking_error=0.1, deviation=0.02, deviation_dynamic=(0.03, 0.03, 0.3)))])
-def test_against_servo_transient(rrru3, tmp_path, feedforward, ki, trajectory, tolerance):
-    """A scenario with both, gravity on, starting at rest in the static equilibrium (the
-    servos holding the weight through the integral, or the position loop's lag, the torque
-    feedforward the static one even where the motion starts at speed): the KED's tracking
-    errors and deviation (whole and dynamic part) against the servo transient's within 2 % RMS
-    at a 5 mm move (0.2-0.5 % measured; a start out of equilibrium, an integral starting
-    empty, gave 50 %).  On the circle, which starts at speed, the torque feedforward leaves
-    tracking errors of a few µrad (within 10 %, 3-7 % measured), the deviation within 2 %
-    (0.5 %), its dynamic part in x and y within 3 % (0.8, 1.5 %) and in z, a few µm, within
-    30 % (21 %, as the locked KED's against the prescribed transient: the linearisation).  The
-    shares add up."""
+def ked_and_transient(tmp_path, trajectory, ki, feedforward, damping="ratio = 0.01"):
+    """The ``ked`` and ``transient`` groups (xarray) of the 3-RRRU (2 elements per link, geared
+    rotors) on servos along ``trajectory`` (a [trajectory] table's text), both from the static
+    equilibrium, with the ``[damping]`` table's text ``damping``."""
     from sim.app.api import open_results, run
 
     path = tmp_path / "servo.toml"
@@ -192,7 +181,7 @@ parameters = {{ elements_per_link = 2, rotor_inertia = 1.2e-4, gear_ratio = 50.0
 [trajectory]
 {trajectory}
 [damping]
-ratio = 0.01
+{damping}
 [servo]
 kp = 100.0
 kv = 60.0
@@ -209,7 +198,25 @@ drive = "servo"
 """)
     out = tmp_path / "servo.h5"
     run(path, out=out)
-    k, t = open_results(out, "ked"), open_results(out, "transient")
+    return open_results(out, "ked"), open_results(out, "transient")
+
+
+@pytest.mark.parametrize("feedforward, ki, trajectory, tolerance", [
+    ("velocity", 20.0, POINT, dict(tracking_error=0.02, deviation=0.02, deviation_dynamic=0.02)),
+    ("none", 0.0, POINT, dict(tracking_error=0.02, deviation=0.02, deviation_dynamic=0.02)),
+    ("velocity+torque", 20.0, CIRCLE, dict(tracking_error=0.1, deviation=0.02, deviation_dynamic=(0.03, 0.03, 0.3)))])
+def test_against_servo_transient(rrru3, tmp_path, feedforward, ki, trajectory, tolerance):
+    """A scenario with both, gravity on, starting at rest in the static equilibrium (the
+    servos holding the weight through the integral, or the position loop's lag, the torque
+    feedforward the static one even where the motion starts at speed): the KED's tracking
+    errors and deviation (whole and dynamic part) against the servo transient's within 2 % RMS
+    at a 5 mm move (0.2-0.5 % measured; a start out of equilibrium, an integral starting
+    empty, gave 50 %).  On the circle, which starts at speed, the torque feedforward leaves
+    tracking errors of a few µrad (within 10 %, 3-7 % measured), the deviation within 2 %
+    (0.5 %), its dynamic part in x and y within 3 % (0.8, 1.5 %) and in z, a few µm, within
+    30 % (21 %, as the locked KED's against the prescribed transient: the linearisation).  The
+    shares add up."""
+    k, t = ked_and_transient(tmp_path, trajectory, ki, feedforward)
     tk, tt = k["time"].values, t["time"].values
     assert np.abs(t["tracking_error"].values).max() > 1e-5
     for name in ("tracking_error", "deviation", "deviation_dynamic"):
@@ -399,37 +406,7 @@ def test_damping_is_the_servo_transients(tmp_path):
     With a ratio of 0.05 on the lowest 4 modes the tracking errors and the dynamic deviation
     agree within 0.8 % RMS (0.2-0.5 % measured; 0.45-1.25 % when the plant's every mode took
     the ratio)."""
-    from sim.app.api import open_results, run
-
-    path = tmp_path / "servo.toml"
-    path.write_text(f"""name = "servo"
-[model]
-file = "{RRRU.as_posix()}"
-parameters = {{ elements_per_link = 2, rotor_inertia = 1.2e-4, gear_ratio = 50.0 }}
-[trajectory]
-{POINT}
-[damping]
-ratio = 0.05
-modes = 4
-[servo]
-kp = 100.0
-kv = 60.0
-ki = 20.0
-feedforward = "velocity"
-[ked]
-intervals = 300
-modes = 8
-drives = "servo"
-start = "static"
-[transient]
-step = 2.5e-4
-output_step = 1e-3
-drive = "servo"
-start = "static"
-""")
-    out = tmp_path / "servo.h5"
-    run(path, out=out)
-    k, t = open_results(out, "ked"), open_results(out, "transient")
+    k, t = ked_and_transient(tmp_path, POINT, 20.0, "velocity", damping="ratio = 0.05\nmodes = 4")
     for name in ("tracking_error", "deviation_dynamic"):
         ref = on(k["time"].values, t["time"].values, t[name].values)
         assert np.all(rms(k[name].values - ref) < 0.008 * rms(ref)), name
