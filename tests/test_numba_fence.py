@@ -54,3 +54,33 @@ def test_import_and_a_factorisation_with_the_patches_off(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3.0", "2.0"]
+
+
+def test_an_overload_cached_for_other_types_is_compiled_again(tmp_path):
+    """Two processes compiling one kernel for different argument types at once can leave
+    numba's cache index naming the other's data file (index and data are saved apart).  Here
+    the two data files of a kernel cached for int64 and float64 arrays are swapped: a later
+    process asking for the float64 one must compile it again and get 0.5 x, not run the int64
+    code on floats (or crash boxing its result)."""
+    module = tmp_path / "twice.py"
+    module.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef half(x):\n    return x / 2\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    run = ("import numpy as np, sim.kernels, twice\n"
+           "print(twice.half(np.arange(3)).tolist(), twice.half(np.array([1.0, 3.0])).tolist(),"
+           " len(twice.half.stats.cache_misses))\n")
+
+    def child():
+        out = subprocess.run([sys.executable, "-c", run], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split("]")
+
+    assert child()[:2] == ["[0.0, 0.5, 1.0", " [0.5, 1.5"]
+    data = sorted((tmp_path / "cache").rglob("twice.half-*.nbc"))
+    assert len(data) == 2
+    first, second = (p.read_bytes() for p in data)
+    data[0].write_bytes(second)
+    data[1].write_bytes(first)
+    again = child()
+    assert again[:2] == ["[0.0, 0.5, 1.0", " [0.5, 1.5"]
+    assert int(again[2]) == 2         # both compiled again: neither loaded for the other's types

@@ -127,11 +127,15 @@ def _light_cache_loads():
       bitcode waits until a caller is linked against it, or a symbol is looked up that no
       parsed library defines; the two entry points (the function and its Python wrapper,
       named in the cached function descriptor) are listed at once.
+
+    And it checks what it loaded: an overload cached for other argument types than those asked
+    for (two processes that compiled the kernel at once can leave numba's index naming the
+    other's data file) is a miss, compiled again, not run.
     """
     import weakref
 
     import llvmlite.binding as ll
-    from numba.core import caching, codegen
+    from numba.core import caching, codegen, sigutils
     from numba.core.runtime import rtsys
 
     library, engine = codegen.CPUCodeLibrary, codegen.JitEngine
@@ -151,7 +155,14 @@ def _light_cache_loads():
     def load_overload(self, sig, target_context):
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            cres = self._load_overload(sig, target_context)
+        # numba saves a cache's index and its data files apart: two processes compiling one
+        # kernel for different argument types at once can leave the index naming a data file
+        # the other wrote.  Such an overload, for other types, is a miss: compiled (and saved)
+        # again, never run on arguments it was not compiled for.
+        if cres is not None and tuple(cres.signature.args) != tuple(sigutils.normalize_signature(sig)[0]):
+            return None
+        return cres
 
     def rebuild_light(self, target_context, payload):
         try:    # numba's payload: ((name, "object", (object code, bitcode)), fndesc, ...)
