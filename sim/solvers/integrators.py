@@ -466,6 +466,18 @@ def _dot_row(J, row, cols, y):
 
 
 @njit(cache=True, inline="always")
+def _clear_rows(J, cols):
+    """``J = 0`` on the rows' columns ``cols`` (:func:`row_columns`): the entries an evaluation
+    adds to (the others stay zero)."""
+    for row in range(cols.shape[0]):
+        for c in range(cols.shape[1]):
+            j = cols[row, c]
+            if j < 0:
+                break
+            J[row, j] = 0.0
+
+
+@njit(cache=True, inline="always")
 def _add_row(Q, J, row, cols, f):
     """``Q += f J[row]`` over the row's columns ``cols[row]``."""
     for c in range(cols.shape[1]):
@@ -501,8 +513,9 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     s, sd, sdd, ff = law
     n = a.size
     nj = t.n_joint
-    # M needs no reset: the evaluation writes every body's block and M has no other entries.
-    w.J[:] = 0.0
+    # M needs no reset: the evaluation writes every body's block and M has no other entries;
+    # J only on its rows' columns, which hold every entry the evaluation adds to.
+    _clear_rows(w.J, cols)
     if jacobian:
         w.G[:] = 0.0
         w.Gg[:] = 0.0
@@ -881,7 +894,7 @@ def _record(st, pb, law, w, out):
         _equations(st.q, st.v, np.zeros(n), np.zeros(rows.size), pb, law, w, runtime(False))
         st.counts[CURRENT] = 1
     else:
-        w.J[:] = 0.0
+        _clear_rows(w.J, cols)
         function(f[0], t)(st.q, st.v, t, data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt), s[:0],
                           (runtime(False), runtime(False), runtime(False), runtime(False)))
     out.t[j] = st.time[0]
