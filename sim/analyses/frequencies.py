@@ -2,7 +2,7 @@
 
 Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants; with ``drives =
 "servo"`` also the lowest ``count`` complex modes of the robot closed by its ``[servo]`` drives
-at each instant (:mod:`sim.solvers.servo`), tracked by the MAC of their complex shapes.  The modes are those
+at each instant (:mod:`sim.solvers.closed_loop`), tracked by the MAC of their complex shapes.  The modes are those
 of KED's frozen structures (actuators locked; :func:`sim.solvers.frames.frames_along`, its
 compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
 that a tracked mode crossing the ``count``-th one is still found; pairing uses the
@@ -127,7 +127,7 @@ def run(model, scenario, group, progress):
 
 def _servo(model, scenario, group, qs, k, progress):
     """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path,
-    tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.servo`;
+    tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.closed_loop`;
     ``EXTRA_MODES`` more at each instant, so that a crossing at the top is followed).
 
     The shapes live on each instant's own basis of the admissible motions; the earlier
@@ -136,7 +136,7 @@ def _servo(model, scenario, group, qs, k, progress):
     later instant's mass matrix, rotors included, as the locked modes are."""
     from sim.analyses import damping as robot_damping
     from sim.analyses.servo import gains
-    from sim.solvers.servo import closed_loop, modes, plant
+    from sim.solvers.closed_loop import closed_loop, modes, plant
     from sim.solvers.tracking import follow, weighted_mac
 
     servo, damping = gains(model, scenario), robot_damping(scenario, group)

@@ -11,7 +11,7 @@ REACTION_UNITS = ["N", "N", "N", "N m", "N m", "N m"]
 
 def loops(model, scenario):
     """Compile the inverse dynamics' own kernels alone (see :mod:`sim.analyses`)."""
-    from sim.solvers.inverse_dynamics import compile_loops
+    from sim.solvers.reactions import compile_loops
     compile_loops(model)
 
 
@@ -40,7 +40,7 @@ def run(model, scenario, group, progress):
         Trajectory outside the workspace, or a serial or parallel singular instant (named by
         its time and condition number); the samples before a parallel singularity are kept.
     """
-    from sim.solvers.inverse_dynamics import check_regular, inverse_dynamics
+    from sim.solvers.reactions import check_regular, inverse_dynamics
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
 

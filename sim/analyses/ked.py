@@ -1,6 +1,6 @@
 """Kineto-elastodynamics along the trajectory: group ``ked``.
 
-Table ``[ked]``: ``intervals``, ``modes``, ``start``; the method is in :mod:`sim.solvers.ked`.
+Table ``[ked]``: ``intervals``, ``modes``, ``start``; the method is in :mod:`sim.solvers.modal_stepping`.
 Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as the transient
 and the FRF apply it): each kept mode of each frozen structure gets ``ratio + eta/2`` (the
 lowest ``[damping] modes`` of them) plus the diagonal share of the flexible bodies' Rayleigh
@@ -22,7 +22,7 @@ def prepare(model, scenario):
     """Load the compiled kernels of the KED (see :mod:`sim.analyses`): with servo drives, the
     rigid motion's only."""
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import load_kernels
+    from sim.solvers.modal_stepping import load_kernels
     from sim.solvers.motion import load_kernels as load_motion
 
     if scenario.data["ked"]["drives"] == "servo":
@@ -33,7 +33,7 @@ def prepare(model, scenario):
 
 def loops(model, scenario):
     """Compile the KED's own loops alone (see :mod:`sim.analyses`; none with servo drives)."""
-    from sim.solvers.ked import compile_loops
+    from sim.solvers.modal_stepping import compile_loops
 
     if scenario.data["ked"]["drives"] != "servo":
         compile_loops(model, scenario.data["ked"]["modes"])
@@ -69,7 +69,7 @@ def run(model, scenario, group, progress):
     from sim.solvers.damping import material_matrix, modal_ratios
     from sim.errors import SimError
     from sim.solvers.frames import motion_and_frames
-    from sim.solvers.ked import integrate_frames, load_stepping
+    from sim.solvers.modal_stepping import integrate_frames, load_stepping
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
@@ -150,7 +150,7 @@ def run(model, scenario, group, progress):
 def _parts(table, time, omega):
     """Output instants per interval: ``output_step``'s, or :data:`PER_PERIOD` per period of the
     highest of the circular frequencies ``omega`` [rad/s]."""
-    from sim.solvers.ked import parts_for
+    from sim.solvers.modal_stepping import parts_for
 
     step = table.get("output_step")
     if step is None:
@@ -167,7 +167,7 @@ def _servo(model, scenario, group, trajectory, time, progress):
     from sim.analyses import Quantity, damping as robot_damping
     from sim.analyses.servo import gains
     from sim.model.evaluator import Evaluator
-    from sim.solvers.inverse_dynamics import actuator_forces
+    from sim.solvers.reactions import actuator_forces
     from sim.solvers.ked_servo import integrate, servo_frames
     from sim.solvers.motion import rigid_motion
 
@@ -218,7 +218,7 @@ def write_skeleton(model, group, result, q_rigid):
     """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the rigid robot at the rigid
     configurations ``q_rigid`` (n + 1, n_q), the flexible one moved by the linearised elastic
     displacement the deviation comes from, ``p = p_rigid + J_p(q_rigid) u``
-    (:attr:`sim.solvers.ked.KedResult.displacement`)."""
+    (:attr:`sim.solvers.modal_stepping.KedResult.displacement`)."""
     from sim.analyses import skeleton
     from sim.model.kinematics import skeleton_motion, skeleton_points
 

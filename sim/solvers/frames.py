@@ -6,7 +6,7 @@ under ``F`` and at rest, and the end effector's Jacobian are computed (:class:`F
 compiled :func:`_frame_loop` with subspace tracking (:mod:`sim.solvers.subspace`).  The
 frames of a motion are shared between this thread and worker threads (:class:`FramePool`),
 overlapped with the motion itself (:func:`motion_and_frames`).  KED steps through them
-(:mod:`sim.solvers.ked`); the ``[frequencies]`` analysis reads their modes.
+(:mod:`sim.solvers.modal_stepping`); the ``[frequencies]`` analysis reads their modes.
 """
 import multiprocessing
 import os
@@ -344,7 +344,7 @@ class FramePool:
         ``update(k)`` as frames are done.
     ready : callable, optional
         What a worker also gets ready while the motion starts (KED: its modal stepping's
-        kernel, :func:`sim.solvers.ked.load_stepping`).
+        kernel, :func:`sim.solvers.modal_stepping.load_stepping`).
     """
 
     def __init__(self, model, count, n, workers, progress=None, ready=None):

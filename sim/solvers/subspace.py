@@ -1,6 +1,6 @@
 r"""Lowest modes along a path of nearby configurations: warm-started subspace iteration.
 
-For KED (:mod:`sim.solvers.ked`) the modes are needed at hundreds of instants of one motion, a few
+For KED (:mod:`sim.solvers.modal_stepping`) the modes are needed at hundreds of instants of one motion, a few
 milliseconds apart.  When the structure's only stiffness is that of the flexible bodies
 (``K`` nonzero on the elastic coordinates only, constant: no lumped springs, compliant drives
 or geometric stiffening) and the locked constraint rows determine the reference coordinates
