@@ -47,7 +47,7 @@ def _first_pose(model, scenario, ev):
 
     k = scenario.data["frequencies"]["count"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
-    q0 = rigid_motion(model, trajectory, np.zeros(1), condition=False).q[0]
+    q0 = rigid_motion(ev, trajectory, np.zeros(1), condition=False).q[0]
     E = ev.evaluate(q0, np.zeros(model.n_v))
     J = locked_jacobian(model, E.J, E.J_s)
     if free_motions(model, q0, ev) > 0:
@@ -97,7 +97,7 @@ def run(model, scenario, group, progress):
     # The frozen structures of KED (actuators locked), through its compiled frame loop, the
     # frames of the first instants computed (in another thread) while the motion goes on.
     with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:
-        motion, frames = motion_and_frames(model, trajectory, time, min(k + EXTRA_MODES, available),
+        motion, frames = motion_and_frames(ev, trajectory, time, min(k + EXTRA_MODES, available),
                                            progress_motion=bar_motion, progress_frames=bar_modes, q_start=q0)
     omegas = frames.omega
     # The MAC in the metric of the later instant: M Phi of its own shapes comes with the

@@ -68,6 +68,7 @@ def run(model, scenario, group, progress):
     from sim.analyses import damping as robot_damping
     from sim.solvers.damping import material_matrix, modal_ratios
     from sim.errors import SimError
+    from sim.model.evaluator import Evaluator
     from sim.solvers.frames import motion_and_frames
     from sim.solvers.modal_stepping import integrate_frames, load_stepping
     from sim.solvers.trajectory import from_scenario
@@ -77,12 +78,13 @@ def run(model, scenario, group, progress):
     n = table["intervals"]
     time = np.linspace(0.0, trajectory.duration, n + 1)
     servo = table["drives"] == "servo"
+    ev = Evaluator(model)       # the motion's and the frames' (this thread's)
     if servo:
-        result, zeta, parts, motion, servo_summary = _servo(model, scenario, group, trajectory, time, progress)
+        result, zeta, parts, motion, servo_summary = _servo(ev, scenario, group, trajectory, time, progress)
     else:
         # The frames of the first instants are computed (in another thread) while the motion goes on.
         with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
-            motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
+            motion, frames = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
                                                progress_frames=bar_modes, ready=load_stepping)
         damping = robot_damping(scenario, group)
         zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
@@ -158,22 +160,21 @@ def _parts(table, time, omega):
     return max(1, int(round((time[1] - time[0]) / step))) if time.size > 1 else 1
 
 
-def _servo(model, scenario, group, trajectory, time, progress):
-    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.ked_servo`): its
-    result as the locked KED's record, the closed-loop damping ratios (n + 1, r), the output
-    instants per interval, the rigid motion and summary items; writes the tracking datasets."""
+def _servo(ev, scenario, group, trajectory, time, progress):
+    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.ked_servo`),
+    through the analysis' evaluator ``ev``: its result as the locked KED's record, the
+    closed-loop damping ratios (n + 1, r), the output instants per interval, the rigid motion
+    and summary items; writes the tracking datasets."""
     from dataclasses import replace
 
     from sim.analyses import Quantity, damping as robot_damping
     from sim.analyses.servo import gains
-    from sim.model.evaluator import Evaluator
     from sim.solvers.reactions import actuator_forces
     from sim.solvers.ked_servo import integrate, servo_frames
     from sim.solvers.motion import rigid_motion
 
-    table = scenario.data["ked"]
+    model, table = ev.model, scenario.data["ked"]
     servo, damping = gains(model, scenario), robot_damping(scenario, group)
-    ev = Evaluator(model)       # the motion's and the frames'
     with progress(time.size, "ked: rigid motion") as bar:
         motion = rigid_motion(ev, trajectory, time, progress=bar, condition=False)
     torque = rest = None

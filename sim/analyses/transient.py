@@ -458,7 +458,7 @@ def run(model, scenario, group, progress):
         from sim.solvers.trajectory import from_scenario
         moves = from_scenario(scenario.data["trajectory"], model).moves
     gains = baumgarte_gains(h, table["alpha"], table["beta"])
-    damped = schedule(model, robot_damping(scenario, group), *samples[:2])
+    damped = schedule(ev, robot_damping(scenario, group), *samples[:2])
     method, fallback = table["method"] or "newmark", None
 
     def integrate(method):
