@@ -43,6 +43,30 @@ def test_the_kernels_write_the_data_and_never_the_tables(name):
     assert np.abs(E.markers.p).max() > 0.0 and np.array_equal(ev.data.p, E.markers.p)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_model_tables_are_read_only(name):
+    """Every array of the tables is read-only once built (:func:`sim.model.tables.constants`):
+    a caller's write raises, and a kernel that writes one does not compile."""
+    import numba
+    from numba import njit
+
+    model = load(name, **MODELS[name])
+    ev = Evaluator(model)
+    arrays = [a for x in ev.tables for a in (x if isinstance(x, tuple) else (x,)) if isinstance(a, np.ndarray)]
+    assert len(arrays) > 50 and not any(a.flags.writeable for a in arrays)
+    for a in (ev.tables.gravity, ev.tables.g_mass[0], ev.tables.sp_home, model.kernel[0]):
+        with pytest.raises(ValueError, match="read-only"):
+            a[...] = 0.0
+
+    @njit
+    def write(t):
+        t.gravity[0] = 1.0
+
+    with pytest.raises(numba.core.errors.TypingError):
+        write(ev.ref)
+    assert np.array_equal(ev.tables.gravity, model.gravity)
+
+
 def test_evaluators_of_one_model_share_the_tables_and_not_the_data():
     """Two evaluators of one model read the same constant arrays and write their own data:
     an evaluation by one leaves the other's markers where its own last evaluation put them."""
