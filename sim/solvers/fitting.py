@@ -1,4 +1,4 @@
-r"""Identification of model parameters from measured natural frequencies.
+r"""Least-squares fit of model parameters to measured natural frequencies (identification).
 
 Named parameters ``p`` of a model file (joint stiffnesses, masses, ...) are fitted so that the
 computed frequencies match measured ones at one or more configurations:

@@ -1,4 +1,4 @@
-r"""Frequency response functions at a configuration.
+r"""Harmonic response: frequency response functions at a configuration.
 
 On the constrained, linearised system (:mod:`sim.solvers.damping`), for inputs ``f = B u`` and outputs
 ``y = C_out v``-displacements,

@@ -1,4 +1,5 @@
-r"""Inverse dynamics and kineto-statics of the rigid robot (paper 003).
+r"""The rigid robot's multipliers along a motion: actuator forces and joint reactions (inverse
+dynamics and kineto-statics, paper 003).
 
 Along a :class:`sim.solvers.motion.RigidMotion` the elastic coordinates are frozen, so only the
 reference coordinates ``r = model.v_rigid`` enter.  With all joint rows and the actuator rows
