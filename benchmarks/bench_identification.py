@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from sim.solvers.damping import Damping
-from sim.solvers.frf import frf
-from sim.solvers.identification import Configuration, Problem, identify
+from sim.solvers.harmonic import frf
+from sim.solvers.fitting import Configuration, Problem, identify
 from sim.model.loader import load_model
 
 MODEL = Path(__file__).resolve().parent.parent / "models" / "delta_surgiscope.py"

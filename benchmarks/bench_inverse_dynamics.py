@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.solvers.inverse_dynamics import inverse_dynamics
+from sim.solvers.reactions import inverse_dynamics
 from sim.model.loader import load_model
 from sim.solvers.motion import rigid_motion
 from sim.solvers.trajectory import circle

@@ -19,12 +19,12 @@ import numpy as np
 
 from sim.model.evaluator import Evaluator
 from sim.solvers.frames import frames_along
-from sim.solvers.ked import integrate_frames, ked
+from sim.solvers.modal_stepping import integrate_frames, ked
 from sim.solvers.modal import modes
 from sim.solvers.subspace import Tracker
 from sim.solvers.motion import rigid_motion
 from sim.model.loader import load_model
-from sim.solvers.sweep import run_cases
+from sim.solvers.cases import run_cases
 from sim.analyses.sweep import rows_frequencies
 from sim.solvers.trajectory import circle
 

@@ -84,7 +84,7 @@ _LAZY = {
     "rigid_motion": "sim.solvers.motion", "RigidMotion": "sim.solvers.motion",
     "simulate": "sim.solvers.simulate", "Drive": "sim.solvers.simulate",
     "IntegratorOptions": "sim.solvers.integrators:Options",
-    "state_space": "sim.solvers.servo", "Servo": "sim.solvers.servo",
+    "state_space": "sim.solvers.closed_loop", "Servo": "sim.solvers.closed_loop",
     **{name: "sim.app.api" for name in ("Result", "load_model", "modes", "stiffness", "frequencies", "transient", "ked",
                                         "inverse_dynamics", "frf", "identify", "run", "open_results", "plot",
                                         "animate", "report", "static_deflection", "StaticDeflection")},

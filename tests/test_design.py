@@ -3,7 +3,7 @@ import sim  # noqa: F401
 import numpy as np
 import pytest
 
-from sim.solvers.design import body_energies, energy_ratios, sensitivities
+from sim.solvers.sensitivity import body_energies, energy_ratios, sensitivities
 from sim.model.loader import load_model
 from sim.solvers.modal import modes
 
@@ -46,7 +46,7 @@ def test_sensitivities_do_not_depend_on_count_at_a_repeated_frequency():
     must not change the sensitivities of the modes kept."""
     from pathlib import Path
 
-    from sim.solvers.design import sensitivities
+    from sim.solvers.sensitivity import sensitivities
     from sim.model.loader import load_model
     path = Path(__file__).resolve().parent.parent / "models/slider_crank.py"
 

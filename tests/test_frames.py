@@ -10,7 +10,7 @@ import pytest
 from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
 from sim.solvers.frames import frames_along, free_motions
-from sim.solvers.ked import integrate_frames, ked
+from sim.solvers.modal_stepping import integrate_frames, ked
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import RESIDUAL_TOL
 from sim.solvers.trajectory import circle, from_scenario

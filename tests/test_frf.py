@@ -1,4 +1,4 @@
-"""FRFs (sim.solvers.frf): closed forms, method agreement, reciprocity, static limit, peaks."""
+"""FRFs (sim.solvers.harmonic): closed forms, method agreement, reciprocity, static limit, peaks."""
 from pathlib import Path
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from sim.solvers.damping import Damping
 from sim.errors import SimError
-from sim.solvers.frf import frf, static_compliance
+from sim.solvers.harmonic import frf, static_compliance
 from sim.model.loader import load_model
 
 HERE = Path(__file__).parent

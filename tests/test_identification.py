@@ -1,11 +1,11 @@
-"""Identification (sim.solvers.identification), MAC and pairing (sim.solvers.tracking), scenario tables."""
+"""Identification (sim.solvers.fitting), MAC and pairing (sim.solvers.tracking), scenario tables."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sim.errors import SimError
-from sim.solvers.identification import Configuration, Problem, identify
+from sim.solvers.fitting import Configuration, Problem, identify
 from sim.solvers.tracking import mac, pair_modes
 
 HERE = Path(__file__).parent
@@ -71,7 +71,7 @@ def test_pairing_by_mac_with_measured_shapes():
     """Measured modes given in swapped order with their shapes are paired by MAC."""
     outputs = ["displacement:P1:z", "displacement:P2:z"]
     from sim.solvers.damping import reduce
-    from sim.solvers.frf import _rows
+    from sim.solvers.harmonic import _rows
     from sim.model.loader import load_model
     import scipy.linalg
     model = load_model(CHAIN, TRUE)

@@ -21,7 +21,7 @@ from sim.model.evaluator import Evaluator, Kinematics
 from sim.app.cli import main
 from sim.model.constraints import actuator_values, constraints
 from sim.errors import SimError
-from sim.solvers.inverse_dynamics import actuator_forces, inverse_dynamics
+from sim.solvers.reactions import actuator_forces, inverse_dynamics
 from sim.model.loader import load_model
 from sim.solvers.motion import rigid_motion, rigid_sample
 from sim.solvers.trajectory import circle, polynomial

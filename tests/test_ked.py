@@ -5,7 +5,7 @@ import pytest
 import scipy.linalg
 
 from sim.solvers.frames import Frame
-from sim.solvers.ked import ModalStepper, integrate_frames, ked, ramp_response
+from sim.solvers.modal_stepping import ModalStepper, integrate_frames, ked, ramp_response
 from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
 from sim.solvers.trajectory import circle
@@ -401,7 +401,7 @@ def test_ked_samples_between_interval_ends_are_the_exact_response():
     """Free vibration of one mode (no load, u0 = 0.01, J = 2): the samples between the
     interval ends follow 0.02 cos(omega t) to round-off, and the interval ends are the
     frames' own values."""
-    from sim.solvers.ked import integrate_frames
+    from sim.solvers.modal_stepping import integrate_frames
     omega = np.array([2 * np.pi * 7.0])
     time = np.linspace(0.0, 0.5, 6)                        # 0.1 s intervals: 0.7 periods each
     frames = _constant_frames(np.zeros((6, 1)), omega, np.array([[2.0]]))
@@ -416,7 +416,7 @@ def test_ked_samples_equal_a_run_on_the_fine_grid():
     """A fixed structure with truncated modes (static correction on) under loads that jump from
     frame to frame: the samples of 5 instants per interval equal a KED on the 5x finer grid
     whose loads go linearly between the coarse ones (the ramp the intervals assume)."""
-    from sim.solvers.ked import integrate_frames
+    from sim.solvers.modal_stepping import integrate_frames
     rng = np.random.default_rng(3)
     omega = 2 * np.pi * np.array([5.0, 11.0, 40.0])
     J = rng.standard_normal((2, 3))

@@ -12,9 +12,9 @@ import scipy.integrate
 from numpy.testing import assert_allclose
 
 from sim.model.loader import load_model
-from sim.solvers import servo as sv
+from sim.solvers import closed_loop as sv
 from sim.solvers.damping import Damping
-from sim.solvers.inverse_dynamics import actuator_forces
+from sim.solvers.reactions import actuator_forces
 from sim.solvers.ked_servo import integrate, servo_frames
 from sim.solvers.motion import rigid_motion
 from sim.solvers.trajectory import from_scenario

@@ -213,7 +213,7 @@ def test_the_tasks_compile_what_the_analyses_call(scenario):
     from sim.model.tables import tables
     from sim.solvers.frames import _frame_loop
     from sim.solvers.integrators import _run
-    from sim.solvers.inverse_dynamics import _square
+    from sim.solvers.reactions import _square
     from sim.solvers.motion import _segment
 
     s = load_scenario(scenario)

@@ -43,6 +43,30 @@ def test_the_kernels_write_the_data_and_never_the_tables(name):
     assert np.abs(E.markers.p).max() > 0.0 and np.array_equal(ev.data.p, E.markers.p)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_model_tables_are_read_only(name):
+    """Every array of the tables is read-only once built (:func:`sim.model.tables.constants`):
+    a caller's write raises, and a kernel that writes one does not compile."""
+    import numba
+    from numba import njit
+
+    model = load(name, **MODELS[name])
+    ev = Evaluator(model)
+    arrays = [a for x in ev.tables for a in (x if isinstance(x, tuple) else (x,)) if isinstance(a, np.ndarray)]
+    assert len(arrays) > 50 and not any(a.flags.writeable for a in arrays)
+    for a in (ev.tables.gravity, ev.tables.g_mass[0], ev.tables.sp_home, model.kernel[0]):
+        with pytest.raises(ValueError, match="read-only"):
+            a[...] = 0.0
+
+    @njit
+    def write(t):
+        t.gravity[0] = 1.0
+
+    with pytest.raises(numba.core.errors.TypingError):
+        write(ev.ref)
+    assert np.array_equal(ev.tables.gravity, model.gravity)
+
+
 def test_evaluators_of_one_model_share_the_tables_and_not_the_data():
     """Two evaluators of one model read the same constant arrays and write their own data:
     an evaluation by one leaves the other's markers where its own last evaluation put them."""
@@ -98,12 +122,19 @@ def test_no_function_builds_an_evaluator_when_none_is_given():
     assert not optional, "optional evaluators: " + ", ".join(optional)
 
 
-@pytest.mark.parametrize("scenario", ["slider_crank", "rrru3_servo"])
+@pytest.mark.filterwarnings("ignore:transient and ked disagree")     # the shortened runs: not their numbers
+@pytest.mark.parametrize("scenario", ["slider_crank", "rrru3_servo", "rrru3_circle"])
 def test_a_time_domain_analysis_builds_one_evaluator(scenario, monkeypatch):
-    """The data goes down the layers once: a transient analysis (reference, statics, time loop,
-    skeleton) and a KED with servo drives (motion, frames) each build one Evaluator, and pass it
-    to the library functions, which take it in place of the model (``sim.model.evaluator.held``);
-    they built three (the slider-crank), six and three (the servo robot) before."""
+    """The data goes down the layers once: a transient analysis (reference, statics, modal
+    damping's frames, time loop, skeleton), a KED (motion, frames; locked or with servo
+    drives) and an inverse dynamics (motion, multipliers) each build one Evaluator in their
+    own thread, and pass it to the library functions, which take it in place of the model
+    (``sim.model.evaluator.held``); they built three (the slider-crank), six and three (the
+    servo robot), and two each on the locked robot (a second for the frames computed in this
+    thread, or for the multipliers), before.  The frames' worker threads each have their own
+    (their work arrays): not counted."""
+    import threading
+
     import sim.analyses as analyses
     from sim.app.api import run
 
@@ -112,11 +143,12 @@ def test_a_time_domain_analysis_builds_one_evaluator(scenario, monkeypatch):
     original = Evaluator.__init__
 
     def counting(self, *args, **kwargs):
-        built.append(type(self).__name__)
+        if threading.current_thread() is threading.main_thread():
+            built.append(type(self).__name__)
         original(self, *args, **kwargs)
 
     counts = {}
-    for name in ("transient", "ked"):
+    for name in ("transient", "ked", "inverse_dynamics"):
         function = analyses.ANALYSES[name]
 
         def wrapped(model, scenario, group, progress, function=function, name=name):
@@ -127,9 +159,11 @@ def test_a_time_domain_analysis_builds_one_evaluator(scenario, monkeypatch):
                 counts[name] = len(built) - start
         monkeypatch.setitem(analyses.ANALYSES, name, wrapped)
     monkeypatch.setattr(Evaluator, "__init__", counting)
-    # (no modal damping: its schedule's frames take one evaluator per thread, their work arrays)
-    overrides = {"transient.duration": 0.01, "damping.ratio": 0.0} if scenario == "rrru3_servo" else {}
-    keep = {"slider_crank": ("transient",), "rrru3_servo": ("transient", "ked")}[scenario]
+    overrides = {"slider_crank": {}, "rrru3_servo": {"transient.duration": 0.01, "damping.ratio": 0.0},
+                 "rrru3_circle": {"transient.duration": 0.002, "frequencies.samples": 2, "ked.intervals": 64,
+                                  "inverse_dynamics.samples": 20}}[scenario]
+    keep = {"slider_crank": ("transient",), "rrru3_servo": ("transient", "ked"),
+            "rrru3_circle": ("transient", "ked", "inverse_dynamics")}[scenario]
     run(root / "scenarios" / f"{scenario}.toml", out=None, overrides=overrides)
     for name in keep:
         assert counts[name] == 1, (name, counts)

@@ -1,4 +1,4 @@
-"""Servo drives (sim.solvers.servo, issue 45): closed forms of a geared servo axis and a two-inertia
+"""Servo drives (sim.solvers.closed_loop, issue 45): closed forms of a geared servo axis and a two-inertia
 drive, the transient against them and the linear response, the closed-loop modes of the 3-RRRU
 against an eigen-analysis built here, the state space against the FRF's direct solve."""
 from pathlib import Path
@@ -11,7 +11,7 @@ from numpy.testing import assert_allclose
 
 from sim.errors import SimError
 from sim.model.loader import load_model
-from sim.solvers import servo as sv
+from sim.solvers import closed_loop as sv
 from sim.solvers.integrators import Options
 from sim.solvers.simulate import simulate
 
@@ -149,9 +149,9 @@ def test_two_inertia_drive(axis):
 
 
 def test_state_space_equals_frf(axis):
-    """The state space's frequency response equals the FRF's direct solve (sim.solvers.frf with
+    """The state space's frequency response equals the FRF's direct solve (sim.solvers.harmonic with
     the same servo drives) on the two-inertia axis with integral and feedforward, to 1e-9."""
-    from sim.solvers.frf import frf
+    from sim.solvers.harmonic import frf
 
     model = load_model(AXIS, {"k_drive": 500.0})
     s = gains(model, ki=5.0)
@@ -402,7 +402,7 @@ outputs = {outputs}
 def test_inverse_dynamics_with_the_rotor(axis):
     """The rigid inverse dynamics of the geared axis on a cycloid: tau = (J_l + n^2 J_m) s_ddot,
     to 1e-9 (the prescribed transient's actuator force includes the rotor likewise)."""
-    from sim.solvers.inverse_dynamics import actuator_forces, inverse_dynamics
+    from sim.solvers.reactions import actuator_forces, inverse_dynamics
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
 

@@ -77,7 +77,7 @@ def test_planar_arm_compliance_and_finite_difference():
     by finite differences, read through the nonlinear kinematics, is C @ wrench."""
     from sim.model.kinematics import integrate, pose
     from sim.solvers.modal import static_response
-    from sim.solvers.stiffness import stiffness
+    from sim.solvers.compliance import stiffness
 
     model = planar_arm_model.build()
     C = stiffness(model, model.q_home).compliance

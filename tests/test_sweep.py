@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.solvers.sweep import modes_case, run_cases
+from sim.solvers.cases import modes_case, run_cases
 
 BEAM = str(Path(__file__).resolve().parent.parent / "models" / "beam.py")
 
@@ -48,9 +48,9 @@ def test_dask_local_cluster_gives_identical_numbers(local_results):
 
 
 def test_unreachable_scheduler_is_one_line_error(monkeypatch):
-    from sim.solvers import sweep
+    from sim.solvers import cases
     from sim.errors import SimError
-    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", 1.0)      # the default 10 s would only slow the test
+    monkeypatch.setattr(cases, "CONNECT_TIMEOUT", 1.0)      # the default 10 s would only slow the test
     with pytest.raises(SimError, match="Dask scheduler"):
         run_cases(modes_case, _cases()[:3], scheduler="tcp://127.0.0.1:1")
 

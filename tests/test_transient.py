@@ -13,7 +13,7 @@ import oracles
 
 from sim.analyses.transient import elastic_state
 from sim.solvers.start import consistent_state
-from sim.solvers.inverse_dynamics import multipliers
+from sim.solvers.reactions import multipliers
 from sim.model.evaluator import Evaluator, Kinematics
 from sim.model.loader import load_model
 from sim.solvers.integrators import Options

@@ -19,7 +19,7 @@ from sim.app.cli import main
 from sim.model.assembly import _ranks
 from sim.model.evaluator import Evaluator, Kinematics
 from sim.solvers.frames import Frame, Frames
-from sim.solvers.ked import integrate_frames, ked, static_correction
+from sim.solvers.modal_stepping import integrate_frames, ked, static_correction
 from sim.model.loader import load_model
 from sim.solvers.modal import static_response
 from sim.solvers.subspace import Tracker
@@ -380,7 +380,7 @@ def test_arm_inverse_dynamics_is_the_two_link_lagrangian(arm):
     """Actuator torques of the rigid arm along its circle against the planar two-link
     Lagrange equations (angles from x toward z; forearm: uniform tube, its sections' rotary
     inertia rho I L, plus the tip mass): equal to round-off, 1e-12 of the peak torque."""
-    from sim.solvers.inverse_dynamics import actuator_forces
+    from sim.solvers.reactions import actuator_forces
 
     t = np.linspace(0.0, 0.5, 51)
     motion = rigid_motion(arm, circle([0.45, -0.2], 0.05, 12.0, 0.5), t)

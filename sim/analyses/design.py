@@ -8,7 +8,7 @@ Table ``[design]``::
     rel_step = 1e-4     # relative step of the matrix finite differences
 
 Sensitivities ``d f_r / d p`` by the analytic formula with finite-difference matrices, and the
-kinetic and elastic energy ratios of each substructure in each mode (:mod:`sim.solvers.design`).
+kinetic and elastic energy ratios of each substructure in each mode (:mod:`sim.solvers.sensitivity`).
 """
 import numpy as np
 
@@ -56,7 +56,7 @@ def run(model, scenario, group, progress):
     dict
         Sensitivity of the first frequency to each parameter [Hz per unit].
     """
-    from sim.solvers.design import EXTRA_MODES, energy_ratios, matrices_at, sensitivities_at
+    from sim.solvers.sensitivity import EXTRA_MODES, energy_ratios, matrices_at, sensitivities_at
     from sim.model.loader import load_model
     from sim.solvers.modal import modes
 

@@ -2,7 +2,7 @@
 
 Table ``[frequencies]``: ``count`` tracked modes at ``samples`` instants; with ``drives =
 "servo"`` also the lowest ``count`` complex modes of the robot closed by its ``[servo]`` drives
-at each instant (:mod:`sim.solvers.servo`), tracked by the MAC of their complex shapes.  The modes are those
+at each instant (:mod:`sim.solvers.closed_loop`), tracked by the MAC of their complex shapes.  The modes are those
 of KED's frozen structures (actuators locked; :func:`sim.solvers.frames.frames_along`, its
 compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
 that a tracked mode crossing the ``count``-th one is still found; pairing uses the
@@ -47,7 +47,7 @@ def _first_pose(model, scenario, ev):
 
     k = scenario.data["frequencies"]["count"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
-    q0 = rigid_motion(model, trajectory, np.zeros(1), condition=False).q[0]
+    q0 = rigid_motion(ev, trajectory, np.zeros(1), condition=False).q[0]
     E = ev.evaluate(q0, np.zeros(model.n_v))
     J = locked_jacobian(model, E.J, E.J_s)
     if free_motions(model, q0, ev) > 0:
@@ -97,7 +97,7 @@ def run(model, scenario, group, progress):
     # The frozen structures of KED (actuators locked), through its compiled frame loop, the
     # frames of the first instants computed (in another thread) while the motion goes on.
     with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:
-        motion, frames = motion_and_frames(model, trajectory, time, min(k + EXTRA_MODES, available),
+        motion, frames = motion_and_frames(ev, trajectory, time, min(k + EXTRA_MODES, available),
                                            progress_motion=bar_motion, progress_frames=bar_modes, q_start=q0)
     omegas = frames.omega
     # The MAC in the metric of the later instant: M Phi of its own shapes comes with the
@@ -127,7 +127,7 @@ def run(model, scenario, group, progress):
 
 def _servo(model, scenario, group, qs, k, progress):
     """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path,
-    tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.servo`;
+    tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.closed_loop`;
     ``EXTRA_MODES`` more at each instant, so that a crossing at the top is followed).
 
     The shapes live on each instant's own basis of the admissible motions; the earlier
@@ -136,7 +136,7 @@ def _servo(model, scenario, group, qs, k, progress):
     later instant's mass matrix, rotors included, as the locked modes are."""
     from sim.analyses import damping as robot_damping
     from sim.analyses.servo import gains
-    from sim.solvers.servo import closed_loop, modes, plant
+    from sim.solvers.closed_loop import closed_loop, modes, plant
     from sim.solvers.tracking import follow, weighted_mac
 
     servo, damping = gains(model, scenario), robot_damping(scenario, group)

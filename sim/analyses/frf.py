@@ -26,7 +26,7 @@ def run(model, scenario, group, progress):
     """
     from sim.analyses import damping as robot_damping
     from sim.model.assembly import configuration
-    from sim.solvers.frf import frf
+    from sim.solvers.harmonic import frf
 
     t = scenario.data["frf"]
     where = f"{scenario.path}: [frf]"

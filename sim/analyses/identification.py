@@ -27,7 +27,7 @@ def run(model, scenario, group, progress):
     dict
         Fitted values, RMS error of the fit and the largest prediction error.
     """
-    from sim.solvers.identification import Configuration, Search, identify
+    from sim.solvers.fitting import Configuration, Search, identify
     from sim.model.loader import parameters
 
     t = scenario.data["identification"]

@@ -11,7 +11,7 @@ REACTION_UNITS = ["N", "N", "N", "N m", "N m", "N m"]
 
 def loops(model, scenario):
     """Compile the inverse dynamics' own kernels alone (see :mod:`sim.analyses`)."""
-    from sim.solvers.inverse_dynamics import compile_loops
+    from sim.solvers.reactions import compile_loops
     compile_loops(model)
 
 
@@ -40,7 +40,8 @@ def run(model, scenario, group, progress):
         Trajectory outside the workspace, or a serial or parallel singular instant (named by
         its time and condition number); the samples before a parallel singularity are kept.
     """
-    from sim.solvers.inverse_dynamics import check_regular, inverse_dynamics
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.reactions import check_regular, inverse_dynamics
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
 
@@ -48,13 +49,14 @@ def run(model, scenario, group, progress):
     where = f"{scenario.path}: [inverse_dynamics]"
     trajectory = from_scenario(scenario.data["trajectory"], model)
     times = np.linspace(0.0, trajectory.duration, table["samples"])
+    ev = Evaluator(model)       # the motion's and the inverse dynamics'
     try:
         with progress(times.size, "rigid motion") as bar:
-            motion = rigid_motion(model, trajectory, times, progress=bar)
+            motion = rigid_motion(ev, trajectory, times, progress=bar)
     except SimError as exc:
         raise SimError(f"{where} {exc}") from None
     with progress(times.size, "inverse dynamics") as bar:
-        result = inverse_dynamics(model, motion, frame=table["frame"], progress=bar)
+        result = inverse_dynamics(ev, motion, frame=table["frame"], progress=bar)
     bad = result.first_singular()
     n = times.size if bad is None else bad
     _write(model, group, result, motion, n)

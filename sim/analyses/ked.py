@@ -1,6 +1,6 @@
 """Kineto-elastodynamics along the trajectory: group ``ked``.
 
-Table ``[ked]``: ``intervals``, ``modes``, ``start``; the method is in :mod:`sim.solvers.ked`.
+Table ``[ked]``: ``intervals``, ``modes``, ``start``; the method is in :mod:`sim.solvers.modal_stepping`.
 Damping (:mod:`sim.solvers.damping`, the scenario's one ``[damping]`` model, as the transient
 and the FRF apply it): each kept mode of each frozen structure gets ``ratio + eta/2`` (the
 lowest ``[damping] modes`` of them) plus the diagonal share of the flexible bodies' Rayleigh
@@ -23,7 +23,7 @@ def prepare(model, scenario):
     """Load the compiled kernels of the KED (see :mod:`sim.analyses`): with servo drives, the
     rigid motion's only."""
     from sim.model.evaluator import Evaluator
-    from sim.solvers.ked import load_kernels
+    from sim.solvers.modal_stepping import load_kernels
     from sim.solvers.motion import load_kernels as load_motion
 
     if scenario.data["ked"]["drives"] == "servo":
@@ -34,7 +34,7 @@ def prepare(model, scenario):
 
 def loops(model, scenario):
     """Compile the KED's own loops alone (see :mod:`sim.analyses`; none with servo drives)."""
-    from sim.solvers.ked import compile_loops
+    from sim.solvers.modal_stepping import compile_loops
 
     if scenario.data["ked"]["drives"] != "servo":
         compile_loops(model, scenario.data["ked"]["modes"])
@@ -69,8 +69,9 @@ def run(model, scenario, group, progress):
     from sim.analyses import damping as robot_damping
     from sim.solvers.damping import material_matrix, modal_ratios
     from sim.errors import SimError
+    from sim.model.evaluator import Evaluator
     from sim.solvers.frames import motion_and_frames
-    from sim.solvers.ked import integrate_frames, load_stepping
+    from sim.solvers.modal_stepping import integrate_frames, load_stepping
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
@@ -78,12 +79,13 @@ def run(model, scenario, group, progress):
     n = table["intervals"]
     time = np.linspace(0.0, trajectory.duration, n + 1)
     servo = table["drives"] == "servo"
+    ev = Evaluator(model)       # the motion's and the frames' (this thread's)
     if servo:
-        result, zeta, parts, motion, servo_summary = _servo(model, scenario, group, trajectory, time, progress)
+        result, zeta, parts, motion, servo_summary = _servo(ev, scenario, group, trajectory, time, progress)
     else:
         # The frames of the first instants are computed (in another thread) while the motion goes on.
         with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
-            motion, frames = motion_and_frames(model, trajectory, time, table["modes"], progress_motion=bar_motion,
+            motion, frames = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
                                                progress_frames=bar_modes, ready=load_stepping)
         damping = robot_damping(scenario, group)
         zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
@@ -151,7 +153,7 @@ def run(model, scenario, group, progress):
 def _parts(table, time, omega):
     """Output instants per interval: ``output_step``'s, or :data:`PER_PERIOD` per period of the
     highest of the circular frequencies ``omega`` [rad/s]."""
-    from sim.solvers.ked import parts_for
+    from sim.solvers.modal_stepping import parts_for
 
     step = table.get("output_step")
     if step is None:
@@ -159,22 +161,21 @@ def _parts(table, time, omega):
     return max(1, int(round((time[1] - time[0]) / step))) if time.size > 1 else 1
 
 
-def _servo(model, scenario, group, trajectory, time, progress):
-    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.ked_servo`): its
-    result as the locked KED's record, the closed-loop damping ratios (n + 1, r), the output
-    instants per interval, the rigid motion and summary items; writes the tracking datasets."""
+def _servo(ev, scenario, group, trajectory, time, progress):
+    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.ked_servo`),
+    through the analysis' evaluator ``ev``: its result as the locked KED's record, the
+    closed-loop damping ratios (n + 1, r), the output instants per interval, the rigid motion
+    and summary items; writes the tracking datasets."""
     from dataclasses import replace
 
     from sim.analyses import Quantity, damping as robot_damping
     from sim.analyses.servo import gains
-    from sim.model.evaluator import Evaluator
-    from sim.solvers.inverse_dynamics import actuator_forces
+    from sim.solvers.reactions import actuator_forces
     from sim.solvers.ked_servo import integrate, servo_frames
     from sim.solvers.motion import rigid_motion
 
-    table = scenario.data["ked"]
+    model, table = ev.model, scenario.data["ked"]
     servo, damping = gains(model, scenario), robot_damping(scenario, group)
-    ev = Evaluator(model)       # the motion's and the frames'
     with progress(time.size, "ked: rigid motion") as bar:
         motion = rigid_motion(ev, trajectory, time, progress=bar, condition=False)
     torque = rest = None
@@ -220,7 +221,7 @@ def write_skeleton(model, group, result, q_rigid):
     """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the rigid robot at the rigid
     configurations ``q_rigid`` (n + 1, n_q), the flexible one moved by the linearised elastic
     displacement the deviation comes from, ``p = p_rigid + J_p(q_rigid) u``
-    (:attr:`sim.solvers.ked.KedResult.displacement`)."""
+    (:attr:`sim.solvers.modal_stepping.KedResult.displacement`)."""
     from sim.analyses import skeleton
     from sim.model.kinematics import skeleton_motion, skeleton_points
 

@@ -13,7 +13,7 @@ of the scenario's ``[model] parameters``; a name ``<table>.<key>`` sweeps a scen
 study), checked as in the file.  Each case builds the model in its worker and runs
 the registered analysis with the options of its table in the scenario (else the table's
 defaults) into an in-memory group; the case keeps the analysis' summary numbers and, for the
-analyses in `HEADLINES`, its headline datasets.  Cases run through `sim.solvers.sweep.run_cases`, so
+analyses in `HEADLINES`, its headline datasets.  Cases run through `sim.solvers.cases.run_cases`, so
 a local pool and a Dask cluster give identical numbers; a case that fails (a negative radius,
 an unreachable pose) is a row with its error, not the end of the sweep.
 
@@ -251,7 +251,7 @@ def run_parameter_grid(model, scenario, group, progress):
     SimError
         A parameter the model does not have, an unreachable Dask scheduler.
     """
-    from sim.solvers.sweep import run_cases
+    from sim.solvers.cases import run_cases
 
     table = scenario.data["sweep"]
     where = f"{scenario.path}: [sweep]"

@@ -1,6 +1,6 @@
 """Servo drives in the analyses: the ``[servo]`` gains, the transient's tracking record, the
 closed-loop modes of ``[modes]`` and ``[frequencies]`` (``drives = "servo"``) and the
-``[state_space]`` group (:mod:`sim.solvers.servo`)."""
+``[state_space]`` group (:mod:`sim.solvers.closed_loop`)."""
 
 import numpy as np
 
@@ -9,8 +9,8 @@ from sim.errors import SimError
 
 
 def gains(model, scenario):
-    """:class:`sim.solvers.servo.Servo` of the scenario's ``[servo]`` table."""
-    from sim.solvers.servo import Servo
+    """:class:`sim.solvers.closed_loop.Servo` of the scenario's ``[servo]`` table."""
+    from sim.solvers.closed_loop import Servo
 
     table = scenario.data.get("servo")
     if table is None:
@@ -45,7 +45,7 @@ def tracking(model, ev, q, t, law):
         of the deviation is the structure's.
     """
     from sim.kernels.common import wrap
-    from sim.solvers.servo import lag_gain
+    from sim.solvers.closed_loop import lag_gain
 
     n_a, d = len(model.actuators), len(model.pose_names)
     s, error, share = np.zeros((len(t), n_a)), np.zeros((len(t), n_a)), np.zeros((len(t), d))
@@ -111,7 +111,7 @@ def check_stable(model, scenario, where):
     a positive real part: a time-domain analysis would grow without bound), and a servo on a
     compliant transmission without a rotor; one line naming the mode and the gains to change."""
     from sim.solvers.damping import Damping
-    from sim.solvers.servo import check_transient
+    from sim.solvers.closed_loop import check_transient
 
     servo = gains(model, scenario)
     check_transient(model, where)
@@ -132,8 +132,8 @@ def check_stable(model, scenario, where):
 
 
 def closed_modes(model, q, servo, damping=None):
-    """:class:`sim.solvers.servo.Modes` of the robot at ``q`` closed by ``servo``."""
-    from sim.solvers.servo import closed_loop, modes, plant
+    """:class:`sim.solvers.closed_loop.Modes` of the robot at ``q`` closed by ``servo``."""
+    from sim.solvers.closed_loop import closed_loop, modes, plant
     return modes(closed_loop(plant(model, q, damping), servo))
 
 
@@ -152,7 +152,7 @@ def write_modes(group, result, count, prefix=""):
 
 def check(model, scenario):
     """Validate the ``[servo]`` gains and the inputs and outputs (see :mod:`sim.analyses`)."""
-    from sim.solvers.servo import check_signals
+    from sim.solvers.closed_loop import check_signals
 
     t = scenario.data["state_space"]
     if t["drives"] == "servo":
@@ -176,7 +176,7 @@ def run(model, scenario, group, progress):
     """
     from sim.analyses import damping as robot_damping
     from sim.model.assembly import configuration
-    from sim.solvers.servo import matrices, modes, truncate, Closed
+    from sim.solvers.closed_loop import matrices, modes, truncate, Closed
 
     t = scenario.data["state_space"]
     where = f"{scenario.path}: [state_space]"

@@ -9,7 +9,7 @@ from sim.errors import SimError
 @register("stiffness")
 def run(model, scenario, group, progress):
     """Write group ``stiffness``: compliance, stiffness, the deflection under ``load`` and the
-    share of the compliance each deformable part carries (:mod:`sim.solvers.stiffness`).
+    share of the compliance each deformable part carries (:mod:`sim.solvers.compliance`).
 
     Parameters
     ----------
@@ -26,7 +26,7 @@ def run(model, scenario, group, progress):
         The largest translational compliance and, with a load, the deflection per coordinate.
     """
     from sim.model.assembly import configuration
-    from sim.solvers.stiffness import TRANSLATIONS, load_units, stiffness
+    from sim.solvers.compliance import TRANSLATIONS, load_units, stiffness
 
     table = scenario.data["stiffness"]
     where = f"{scenario.path}: [stiffness]"

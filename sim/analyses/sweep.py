@@ -7,14 +7,14 @@ Table ``[sweep]``::
     y = [-0.2, 0.2, 50]
     pose = [...]               # the other coordinates (default: home)
     count = 4                  # frequencies per pose
-    analysis = "stiffness"     # map the end effector's compliance instead (sim.solvers.stiffness)
+    analysis = "stiffness"     # map the end effector's compliance instead (sim.solvers.compliance)
     workers = 2                # processes (default: min(2, cores)); 1 runs in this process
 
 The grid is walked row by row in snake order, each pose reached by Newton from a tangent
 prediction off the neighbouring solved pose (usually one iteration), so the map costs about
 one modal analysis per pose.  A pose that cannot be reached or is singular gets NaN
 frequencies and ``mask = False``; it does not stop the map.  Rows are shared among processes
-(:func:`sim.solvers.sweep.run_cases`), each process rebuilding the model from its file.
+(:func:`sim.solvers.cases.run_cases`), each process rebuilding the model from its file.
 """
 import os
 
@@ -115,10 +115,10 @@ def _frequencies(model, ev, count):
 
 def _compliance(model, ev):
     """``measure(q, locked) -> (d * d,)`` the end effector's Cartesian compliance (row-major,
-    :mod:`sim.solvers.stiffness`) at a locked evaluation (with its markers' kinematics)."""
+    :mod:`sim.solvers.compliance`) at a locked evaluation (with its markers' kinematics)."""
     from sim.model.dynamics import stiffness_matrix
     from sim.solvers.modal import static_response
-    from sim.solvers.stiffness import compliance_matrix, wrench_rows
+    from sim.solvers.compliance import compliance_matrix, wrench_rows
 
     K_body, e, cols = stiffness_matrix(model), model.ee_marker, ev.tables.cols
 
@@ -181,7 +181,7 @@ def run(model, scenario, group, progress):
     dict
         Frequency range of the lowest mode over the reachable poses, and their number.
     """
-    from sim.solvers.sweep import run_cases
+    from sim.solvers.cases import run_cases
 
     if "parameters" in scenario.data["sweep"]:
         # The other kind of sweep: any analysis over a grid of model parameters.
@@ -224,7 +224,7 @@ def run(model, scenario, group, progress):
 def _write_compliance(model, group, flat, mask, names):
     """Datasets of a stiffness map: ``compliance`` (n_0, n_1, d, d) from its row-major ``flat``
     (n_0, n_1, d * d), and the largest translational compliance (n_0, n_1); the summary."""
-    from sim.solvers.stiffness import TRANSLATIONS, compliance_units
+    from sim.solvers.compliance import TRANSLATIONS, compliance_units
 
     d = len(model.pose_kinds)
     C = flat.reshape(flat.shape[:2] + (d, d))

@@ -10,7 +10,7 @@ actuator law itself (direct kinematics of the rigid robot).  Drives:
 * ``prescribed``: driving constraints follow the rigid actuator motion;
 * ``torque``: the rigid inverse-dynamics actuator forces ``tau = -lam_s`` of
   ``M a + J^T lam = Q`` (rigid motion's ``a``), open loop, plus PD (``kp``, ``kd``);
-* ``servo``: the ``[servo]`` controllers (:mod:`sim.solvers.servo`) follow the rigid actuator
+* ``servo``: the ``[servo]`` controllers (:mod:`sim.solvers.closed_loop`) follow the rigid actuator
   motion, with the motors' reflected rotor inertia; the group also holds the actuator forces,
   the motor angles, the tracking errors and the deviation split into the servo's share (the
   rigid robot's pose change for the actuators' lag) and the structure's
@@ -295,7 +295,7 @@ def reference(model, scenario, table, progress, ev):
     law = hermite_law(times, motion.actuators, motion.actuators_dot, motion.actuators_ddot)
     torque = None
     if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
-        from sim.solvers.inverse_dynamics import actuator_forces
+        from sim.solvers.reactions import actuator_forces
         import scipy.interpolate    # on use: a long import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(ev, motion), axis=0)
     return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q, None)
@@ -458,7 +458,7 @@ def run(model, scenario, group, progress):
         from sim.solvers.trajectory import from_scenario
         moves = from_scenario(scenario.data["trajectory"], model).moves
     gains = baumgarte_gains(h, table["alpha"], table["beta"])
-    damped = schedule(model, robot_damping(scenario, group), *samples[:2])
+    damped = schedule(ev, robot_damping(scenario, group), *samples[:2])
     method, fallback = table["method"] or "newmark", None
 
     def integrate(method):

@@ -1,4 +1,4 @@
-"""Panels of ``sim plot`` for servo drives (:mod:`sim.solvers.servo`): the Bode plot of a
+"""Panels of ``sim plot`` for servo drives (:mod:`sim.solvers.closed_loop`): the Bode plot of a
 ``state_space`` group, the closed-loop frequencies along the path beside the locked ones, and
 the transient's dynamic deviation split into the servo's and the structure's shares."""
 import numpy as np

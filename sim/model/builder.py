@@ -436,7 +436,7 @@ class ModelBuilder:
         coordinate [rad/rad; rad/m for a screw of lead ``L``: ``n = 2 pi / L``].  The joint
         sees ``n^2 rotor_inertia``.  With ``stiffness`` too, the transmission is a spring
         between the motor (its own coordinate, joint-side units) and the joint (servo drives,
-        :mod:`sim.solvers.servo`).
+        :mod:`sim.solvers.closed_loop`).
         """
         if not (np.isfinite(rotor_inertia) and rotor_inertia >= 0):
             self._problems.append(f"actuator `{name}`: rotor_inertia must be >= 0, got {rotor_inertia!r}")

@@ -180,6 +180,9 @@ def _pose_terms(kinds, p, A, Jp, Jw, cols, n_v, v=None, pq=None, wq=None):
     x, J, xq = np.zeros(d), np.zeros((d, n_v)), np.zeros(d)
     rates = v is not None
     zero = np.zeros(3)
+    if cols.flags.writeable:    # read-only as the tables' (the evaluator's): one compilation of the kernel
+        cols = cols.view()
+        cols.setflags(write=False)
     marker = (np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(A, dtype=float),
               np.ascontiguousarray(Jp, dtype=float), np.ascontiguousarray(Jw, dtype=float), cols,
               np.ascontiguousarray(pq, dtype=float) if rates else zero,

@@ -25,7 +25,7 @@ def deflections(model, ms):
     loc = np.empty((6, 2, cols.shape[1]))
     for s in range(n_s):
         i, j = t["mi"][s], t["mj"][s]
-        kernel.deflection(i, j, t["d_home"][s], k.p, k.A, k.Jp, k.Ja, k.Jw, d[s], loc)
+        kernel.deflection(i, j, ms.tables.sp_home[s], k.p, k.A, k.Jp, k.Ja, k.Jw, d[s], loc)
         for side, m in enumerate((i, j)):
             np.add.at(Jd[s], (slice(None), cols[m]), loc[:, side])    # column -1: the padding
     return d, Jd[..., :-1]

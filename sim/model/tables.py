@@ -145,12 +145,22 @@ def _lumped(model):
 
 def constants(model):
     """The fields of :class:`~sim.kernels.equations.Tables` for ``model`` (a tuple, in field
-    order)."""
+    order), their arrays read-only: no kernel and no caller writes the model."""
     out = (np.ascontiguousarray(model.gravity, dtype=float), *_groups(model), *_markers(model), *_rows(model),
            *_stretch(model), *_lumped(model), int(model.rows["n_joint"]), int(model.n_v),
            np.array([b.n_f for b in model.bodies], dtype=np.int64))
     assert len(out) == len(Tables._fields)
-    return out
+    return _read_only(out)
+
+
+def _read_only(x):
+    """``x`` with every array in it (in tuples, at any depth) made read-only in place."""
+    if isinstance(x, np.ndarray):
+        x.setflags(write=False)
+    elif isinstance(x, tuple):
+        for y in x:
+            _read_only(y)
+    return x
 
 
 def tables(model):

@@ -306,7 +306,12 @@ def schedule(model, damping, times, qs):
     """:class:`Schedule` of ``damping`` along the rigid configurations ``qs`` (k, n_q) at
     ``times`` (k,), with modal damping on the lowest ``damping.modes`` modes (all when None;
     at most ``SCHEDULE_FRAMES`` evenly spaced structures); the constant material damping
-    (n_v, n_v) when no modal damping is set, None when nothing is damped."""
+    (n_v, n_v) when no modal damping is set, None when nothing is damped.  ``model``: the
+    robot, or its evaluator where the caller holds one (the frames' in this thread,
+    :func:`sim.model.evaluator.held`)."""
+    from sim.model.evaluator import held
+
+    model, ev = held(model)
     if not (damping.alpha or damping.beta or damping.modal) or not len(model.v_elastic):
         return None
     base = material_matrix(model, damping.alpha, damping.beta)
@@ -319,7 +324,7 @@ def schedule(model, damping, times, qs):
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
     count = elastic.size if damping.modes is None else min(int(damping.modes), elastic.size)
     zero = np.zeros(model.n_v)
-    with FramePool(model, count, pick.size, _workers(None, pick.size)) as pool:
+    with FramePool(ev, count, pick.size, _workers(None, pick.size)) as pool:
         for k in pick:
             pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
         frames = pool.finish()

@@ -6,7 +6,7 @@ under ``F`` and at rest, and the end effector's Jacobian are computed (:class:`F
 compiled :func:`_frame_loop` with subspace tracking (:mod:`sim.solvers.subspace`).  The
 frames of a motion are shared between this thread and worker threads (:class:`FramePool`),
 overlapped with the motion itself (:func:`motion_and_frames`).  KED steps through them
-(:mod:`sim.solvers.ked`); the ``[frequencies]`` analysis reads their modes.
+(:mod:`sim.solvers.modal_stepping`); the ``[frequencies]`` analysis reads their modes.
 """
 import multiprocessing
 import os
@@ -23,7 +23,7 @@ from sim.kernels.common import compile_for, runtime
 from sim.kernels.equations import function
 from sim.kernels.pose import pose_terms
 from sim.model.assembly import SINGULAR_RATIO
-from sim.model.evaluator import Evaluator
+from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
 from sim.solvers.modal import modes
 from sim.solvers.motion import load_kernels as load_kernels_motion
@@ -327,13 +327,17 @@ class FramePool:
     Threads, not processes: the compiled kernels (the frames' loop and the rigid motion's)
     release the GIL, so a thread runs in parallel with the motion from the first chunk on,
     writing its frames straight into the shared :class:`Frames`.  Each thread has its own
-    :class:`sim.model.evaluator.Evaluator` and tracker (their work arrays).
+    :class:`sim.model.evaluator.Evaluator` and tracker (their work arrays): this thread the
+    caller's, which its own evaluations (the motion's) leave free by the time it computes
+    frames (:meth:`finish`).
 
     Use as a context manager: leaving it waits for the running tasks and drops the others.
 
     Parameters
     ----------
-    model : Model
+    model : Model or Evaluator
+        The robot, or this thread's evaluator where the caller holds one
+        (:func:`sim.model.evaluator.held`).
     count : int
         Modes per frame.
     n : int
@@ -344,10 +348,11 @@ class FramePool:
         ``update(k)`` as frames are done.
     ready : callable, optional
         What a worker also gets ready while the motion starts (KED: its modal stepping's
-        kernel, :func:`sim.solvers.ked.load_stepping`).
+        kernel, :func:`sim.solvers.modal_stepping.load_stepping`).
     """
 
     def __init__(self, model, count, n, workers, progress=None, ready=None):
+        model, ev = held(model)
         self.model, self.count, self.progress, self.ready = model, count, progress, ready
         self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
         self.free = None
@@ -359,6 +364,7 @@ class FramePool:
         self.start = 0     # row of the first buffered state
         self.tasks = []    # (start, states, future)
         self.local = threading.local()
+        self.local.ev, self.local.tracker = ev, None     # this thread's
         self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
         if self.pool is not None:   # a worker gets ready while the motion starts
             self.pool.submit(self._ready)
@@ -459,7 +465,7 @@ def _stable(frames, times):
 def frames_along(model, motion, count, progress=None, workers=None):
     """Frames (:class:`Frames`) at every sample of a :class:`sim.solvers.motion.RigidMotion`.
 
-    ``workers``: threads (default two, or one on a single core); see :class:`FramePool`.
+    ``model``: the robot, or its evaluator (:func:`sim.model.evaluator.held`); ``workers``: threads (default two, or one on a single core); see :class:`FramePool`.
     """
     n = len(motion.q)
     with FramePool(model, count, n, _workers(workers, n), progress) as pool:
@@ -471,6 +477,9 @@ def frames_along(model, motion, count, progress=None, workers=None):
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
                       q_start=None, ready=None):
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
+
+    ``model``: the robot, or its evaluator where the caller holds one (the motion's and this
+    thread's frames'; :func:`sim.model.evaluator.held`).
 
     The frames of the first samples are computed by a worker thread while this one goes on
     with the motion (:func:`sim.solvers.motion.rigid_motion` hands each sample to a
@@ -485,8 +494,9 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     frames : Frames
         ``n`` instants.
     """
-    with FramePool(model, count, len(times), _workers(workers, len(times)), progress_frames, ready) as pool:
-        motion = rigid_motion(model, trajectory, times, q_start=q_start, progress=progress_motion,
+    model, ev = held(model)
+    with FramePool(ev, count, len(times), _workers(workers, len(times)), progress_frames, ready) as pool:
+        motion = rigid_motion(ev, trajectory, times, q_start=q_start, progress=progress_motion,
                               on_sample=pool.add, condition=False)
         return motion, _stable(pool.finish(), times)
 

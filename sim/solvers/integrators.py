@@ -69,7 +69,7 @@ The drives (actuators ``s(q)``, ``J_s = ds/dq``) enter the residual as
   derivative enters the iteration matrix through ``kd (1 + ki h / 2)`` and the forward-difference
   correction), clipped to ``|tau| <= limit``; while clipped, ``z`` is held (anti-windup) and the
   force does not depend on the state, so Newton sees no drive stiffness or damping there (a step
-  that crosses the limit may take more iterations).  :mod:`sim.solvers.servo` maps a cascade
+  that crosses the limit may take more iterations).  :mod:`sim.solvers.closed_loop` maps a cascade
   position/velocity servo onto this law;
   With ``Drive.transmission`` (servo drives), a compliant actuator's force acts on its motor
   (reflected inertia ``n^2 J_m``), joined to the joint coordinate by the actuator's spring and

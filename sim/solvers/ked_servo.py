@@ -1,14 +1,14 @@
 r"""Kineto-elastodynamics with the robot closed by its servo drives.
 
-The locked KED (:mod:`sim.solvers.ked`) keeps the elastic motion ``u`` in the null space of
+The locked KED (:mod:`sim.solvers.modal_stepping`) keeps the elastic motion ``u`` in the null space of
 the joints' and the actuators' rows: the drives are rigid.  Here the actuators are free and
-their servos (:mod:`sim.solvers.servo`) hold them; ``u`` is the motion away from the rigid
+their servos (:mod:`sim.solvers.closed_loop`) hold them; ``u`` is the motion away from the rigid
 robot that follows the references exactly, on the joints' null space ``N`` and, behind a
 compliant transmission, the motor's own coordinate (the plant's ``x``,
-:func:`sim.solvers.servo.plant`).  Linearised about the rigid motion ``(q_r, v_r, a_r)``
+:func:`sim.solvers.closed_loop.plant`).  Linearised about the rigid motion ``(q_r, v_r, a_r)``
 with the servo law written for the deviation ``delta = theta - r`` of the motor angles from
 their references (``z`` the integral of the PD torque from ``z(0) = 0``, ``y`` the closed
-loop's integral state of :func:`sim.solvers.servo.closed_loop`):
+loop's integral state of :func:`sim.solvers.closed_loop.closed_loop`):
 
     M x'' + (C + P^T Kv P) x' + (K + P^T (Kp + Ki Kv) P) x - P^T Ki y = L(t),     y' = -Kp P x,
 
@@ -48,7 +48,7 @@ import numpy as np
 import scipy.linalg
 
 from sim.errors import SimError
-from sim.solvers import servo as sv
+from sim.solvers import closed_loop as sv
 from sim.solvers.damping import Schedule, schedule
 
 FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
@@ -89,7 +89,7 @@ class ServoFrames:
         Rows giving the actuators' joint coordinates ``s - r`` and motor angles ``theta - r``
         (joint units) of a displacement.
     lag : ndarray, shape (n, d, n_a)
-        :func:`sim.solvers.servo.lag_gain`.
+        :func:`sim.solvers.closed_loop.lag_gain`.
     """
 
     load: np.ndarray
@@ -144,7 +144,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         The robot, or its evaluator where the caller holds one (:func:`sim.model.evaluator.held`).
     motion : RigidMotion
         ``n`` samples; its actuators are the servos' references.
-    servo : sim.solvers.servo.Servo
+    servo : sim.solvers.closed_loop.Servo
     damping : sim.solvers.damping.Damping
     count : int
         Modes kept (at most the plant's coordinates).
@@ -185,7 +185,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     # The servo transient's damping: lumped and Rayleigh in the plant, the modal ratios from the
     # locked structure's schedule (its lowest `modes` modes), not the servo plant's own modes.
     local = replace(damping, eta=0.0, zeta=0.0)
-    modal = schedule(model, damping, motion.t, motion.q) if damping.modal else None
+    modal = schedule(ev, damping, motion.t, motion.q) if damping.modal else None
     elastic = np.asarray(model.v_elastic, dtype=int)
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
@@ -272,7 +272,7 @@ class ServoKed:
     actuator_forces : ndarray, shape (k, n_a)
         The servos' joint-side forces [N m or N] (no torque limit).
     deviation_servo : ndarray, shape (k, d)
-        The servos' share ``G (s - r)`` (:func:`sim.solvers.servo.lag_gain`).
+        The servos' share ``G (s - r)`` (:func:`sim.solvers.closed_loop.lag_gain`).
     deviation_static_servo : ndarray, shape (k, d)
         Their share of ``deviation_static``: ``G`` times the joints' lag at rest under the load.
     ends : slice
@@ -307,9 +307,9 @@ class ServoKed:
 
 
     def result(self, pose_rigid):
-        """The record of the locked KED (:class:`sim.solvers.ked.KedResult`, its samples at
+        """The record of the locked KED (:class:`sim.solvers.modal_stepping.KedResult`, its samples at
         every instant) from the rigid poses ``pose_rigid`` (k, d) at :attr:`time`."""
-        from sim.solvers.ked import KedResult, KedSamples
+        from sim.solvers.modal_stepping import KedResult, KedSamples
 
         e, dev, static = self.ends, self.deviation, self.deviation_static
         samples = KedSamples(time=self.time, pose_rigid=pose_rigid, pose=pose_rigid + dev, deviation=dev,
@@ -342,7 +342,7 @@ def integrate(time, frames, servo, start="static", parts=1):
     time : ndarray, shape (n,)
         Frame instants (interval ends) [s].
     frames : ServoFrames
-    servo : sim.solvers.servo.Servo
+    servo : sim.solvers.closed_loop.Servo
         The gains (for the actuators' forces).
     start : {"static", "undeformed"}
         From the equilibrium at rest at the first pose, or undeformed.

@@ -5,7 +5,7 @@ its first pose (:func:`static_start`: the elastic deflection under gravity and p
 compliant drives' deflections that hold them), its coordinates assembled and its velocities
 consistent with every constraint row (:func:`consistent_state`).  Under servo drives the
 servos hold that load from the start, through their integral or the position loop's lag
-(:meth:`sim.solvers.servo.Servo.holding`, with the rest forces :func:`rest_forces`); the
+(:meth:`sim.solvers.closed_loop.Servo.holding`, with the rest forces :func:`rest_forces`); the
 static deflection along a path (:func:`static_deviation`) then includes their lag
 (:func:`servo_sag`), so that what remains of the deviation is the vibration.
 """
@@ -48,9 +48,9 @@ def consistent_state(model, q_guess, v_elastic, targets, rates, ev):
 
 def rest_forces(model, ev, qs):
     """The actuators' forces (k, n_a) [N m or N] that hold the rigid robot at rest at the
-    configurations ``qs`` (k, n_q) (:func:`sim.solvers.inverse_dynamics.actuator_forces` of
+    configurations ``qs`` (k, n_q) (:func:`sim.solvers.reactions.actuator_forces` of
     a motion at rest, by the evaluator ``ev``)."""
-    from sim.solvers.inverse_dynamics import actuator_forces
+    from sim.solvers.reactions import actuator_forces
     from sim.solvers.motion import RigidMotion
 
     qs = np.atleast_2d(np.asarray(qs, dtype=float))
@@ -66,9 +66,9 @@ def servo_sag(model, ev, servo, qs):
     """The servos' share (k, d) of the end effector's static deflection at rest at the rigid
     configurations ``qs`` (k, n_q): the joints' lag behind their references where a position
     loop (no integral) or a compliant transmission carries the load that the torque
-    feedforward leaves (:meth:`sim.solvers.servo.Servo.holding`), through the rigid robot's
-    kinematics (:func:`sim.solvers.servo.lag_gain`)."""
-    from sim.solvers.servo import lag_gain
+    feedforward leaves (:meth:`sim.solvers.closed_loop.Servo.holding`), through the rigid robot's
+    kinematics (:func:`sim.solvers.closed_loop.lag_gain`)."""
+    from sim.solvers.closed_loop import lag_gain
 
     out = []
     for q, tau in zip(qs, rest_forces(model, ev, qs)):
@@ -114,7 +114,7 @@ def static_deviation(model, ev, times, qs, lock=False, servo=None):
     """``(static, static_servo)``, each ``f(t) -> (n, d)``: the end-effector's static deflection
     at rest along the rigid configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock``
     as :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
-    which the samples resolve).  ``servo`` (:class:`sim.solvers.servo.Servo`): the actuators
+    which the samples resolve).  ``servo`` (:class:`sim.solvers.closed_loop.Servo`): the actuators
     are held by these servos, whose lag under the load adds its share (:func:`servo_sag`),
     ``static_servo`` (zeros without servos)."""
     d = len(model.pose_kinds)

@@ -1,6 +1,6 @@
 r"""Lowest modes along a path of nearby configurations: warm-started subspace iteration.
 
-For KED (:mod:`sim.solvers.ked`) the modes are needed at hundreds of instants of one motion, a few
+For KED (:mod:`sim.solvers.modal_stepping`) the modes are needed at hundreds of instants of one motion, a few
 milliseconds apart.  When the structure's only stiffness is that of the flexible bodies
 (``K`` nonzero on the elastic coordinates only, constant: no lumped springs, compliant drives
 or geometric stiffening) and the locked constraint rows determine the reference coordinates
@@ -521,7 +521,7 @@ def _structured_mass(M, layout, c, W, S):
             if col[i, t] < 0:
                 break
             val[i, t] = M[row, elastic[col[i, t]]]
-    return np.zeros((0, 0)), val, col, W, c, S
+    return np.zeros((0, 0)), val, col.copy(), W, c, S     # a writable copy: the dense operand's type
 
 
 @njit(cache=True, nogil=True)
@@ -1011,7 +1011,7 @@ def _constant(M, Kt, J, layout, memory, settings, max_iter, F):
 
 _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
 LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64, types.int64[:, ::1], _VEC,
-                           types.int64[:, ::1]], Layout)
+                           types.Array(types.int64, 2, "C", readonly=True)], Layout)     # m_col: as the tables' patterns
 SETTINGS = types.NamedTuple([types.int64] + [types.float64] * 4, Settings)
 # The one signature of the modes solvers, which the compiled frames (sim.solvers.frames) call
 # through an address (solver_address): (M, Kt, J, layout, memory = (order, X, X_prev),
@@ -1146,6 +1146,7 @@ class Tracker:
             K = elastic_stiffness(model, self.K_body)
             self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(K))
             self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
+        self.m_col.setflags(write=False)    # read-only as the tables' patterns: one compilation of pattern_product
         # Bodies: elastic coordinate k belongs to body owner[k] (whose six reference
         # coordinates are rigid[6 b : 6 b + 6], model.v_rigid's order); K is block diagonal
         # over the flexible bodies' ranges bounds[i]:bounds[i + 1].

@@ -394,12 +394,12 @@ def signals(model, q, plant, specs, what):
 
     Inputs: ``motor:<actuator>`` (the motor's torque, motor side [N m]; ``n`` times on the
     joint), ``reference:<actuator>`` (the servo's reference, joint units), and those of
-    :mod:`sim.solvers.frf` (``force:``, ``torque:``, ``actuator:`` a force on the joint
+    :mod:`sim.solvers.harmonic` (``force:``, ``torque:``, ``actuator:`` a force on the joint
     coordinate).  Outputs: ``motor:<actuator>`` (the motor's angle, motor side [rad]) and those
-    of :mod:`sim.solvers.frf` (``displacement:``, ``rotation:``, ``pose:``, ``actuator:`` the joint
+    of :mod:`sim.solvers.harmonic` (``displacement:``, ``rotation:``, ``pose:``, ``actuator:`` the joint
     coordinate), and ``sensor:<name>`` (a model sensor, linearised by central differences).
     """
-    from sim.solvers.frf import _rows
+    from sim.solvers.harmonic import _rows
 
     rows, units, refs = [], [], []
     for spec in specs:
@@ -435,8 +435,8 @@ def signals(model, q, plant, specs, what):
 def check_signals(model, specs, what):
     """Refuse (:class:`SimError`) a named input or output of :func:`signals` that ``model`` does
     not have, before anything is computed: the actuators and sensors named, the others
-    resolved as :mod:`sim.solvers.frf` does at home."""
-    from sim.solvers.frf import _rows
+    resolved as :mod:`sim.solvers.harmonic` does at home."""
+    from sim.solvers.harmonic import _rows
 
     sensors = [x.name for x in model.sensors]
     for spec in specs:

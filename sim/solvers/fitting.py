@@ -1,4 +1,4 @@
-r"""Identification of model parameters from measured natural frequencies.
+r"""Least-squares fit of model parameters to measured natural frequencies (identification).
 
 Named parameters ``p`` of a model file (joint stiffnesses, masses, ...) are fitted so that the
 computed frequencies match measured ones at one or more configurations:
@@ -77,7 +77,7 @@ class Configuration:
         Pair with the distinct computed frequencies (repeated roots of a symmetric robot count
         once) when pairing by order.
     shapes : ndarray, shape (n_points, k), optional
-        Measured shapes at ``shape_outputs`` (see :mod:`sim.solvers.frf` output strings): pairing by MAC.
+        Measured shapes at ``shape_outputs`` (see :mod:`sim.solvers.harmonic` output strings): pairing by MAC.
     shape_outputs : sequence of str, optional
     fit : bool
         Used in the fit (True) or only predicted (False).
@@ -86,7 +86,7 @@ class Configuration:
         Without ``modes`` or ``shapes``: by sorted order, or tracked from the reference (the
         first configuration) by MAC along the path between them.
     excitation, sensors : tuple of str
-        The test's inputs (:mod:`sim.solvers.frf` input strings: the hammer's point and
+        The test's inputs (:mod:`sim.solvers.harmonic` input strings: the hammer's point and
         direction) and response sensors (output strings): what it could see of each mode.
     """
 
@@ -360,7 +360,7 @@ class Problem:
         model, q, result = self._modes(c.parameters, c.pose, values, need)
         f = result.frequencies_hz
         if c.shapes is not None:
-            from sim.solvers.frf import _rows
+            from sim.solvers.harmonic import _rows
             from sim.solvers.tracking import mac, pair_modes
             rows, _ = _rows(model, q, c.shape_outputs, "output")
             table = mac(np.asarray(c.shapes), rows @ result.shapes)
@@ -376,10 +376,10 @@ class Problem:
         """Excitability and visibility (each (m,), relative to the best of the ``m <= count``
         lowest computed modes) of configuration ``c``'s modes for its test, and those modes'
         frequencies [Hz]: the largest modal force ``|b^T phi|`` over the excitations ``b``
-        (the generalised force of a unit input, :func:`sim.solvers.frf._rows`) and the
+        (the generalised force of a unit input, :func:`sim.solvers.harmonic._rows`) and the
         sensors' response norm ``|C phi|``, for the mass-normalised shapes ``phi``; None where
         the test declares no excitation or sensors."""
-        from sim.solvers.frf import _rows
+        from sim.solvers.harmonic import _rows
 
         model, q, result = self._modes(c.parameters, c.pose, values, count)
 
@@ -524,7 +524,7 @@ class Search:
         hypercube of the bounds in ``ln p``; the best is kept and the spread of the minima
         reported (``starts_parameters``, ``starts_cost``).
     scheduler, workers
-        Where the starts run (:func:`sim.solvers.sweep.run_cases`: a local process pool by
+        Where the starts run (:func:`sim.solvers.cases.run_cases`: a local process pool by
         default, or a Dask scheduler address).
     """
 
@@ -593,7 +593,7 @@ def identify(model_file, names, initial, configurations, bounds=(None, None), ba
         fit, stable = _fit(problem, points[0], *bounds, diff_step, max_evaluations)
         runs = [(fit.x, float(fit.cost), stable, problem.evaluations)]
     else:
-        from sim.solvers.sweep import run_cases
+        from sim.solvers.cases import run_cases
         cases = [(problem, theta, *bounds, diff_step, max_evaluations) for theta in points]
         outcomes = run_cases(fit_start, cases, scheduler=search.scheduler, workers=search.workers)
         failed = [r.error for r in outcomes if not r.ok]

@@ -1,4 +1,4 @@
-r"""Frequency response functions at a configuration.
+r"""Harmonic response: frequency response functions at a configuration.
 
 On the constrained, linearised system (:mod:`sim.solvers.damping`), for inputs ``f = B u`` and outputs
 ``y = C_out v``-displacements,
@@ -203,9 +203,9 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
     method : {"auto", "modal", "state", "direct"}
     locked : bool
         Actuators locked (default).
-    servo : sim.solvers.servo.Servo, optional
+    servo : sim.solvers.closed_loop.Servo, optional
         The robot closed by these servo drives instead (motors, rotors and transmissions,
-        :mod:`sim.solvers.servo`; inputs and outputs of :func:`sim.solvers.servo.signals`,
+        :mod:`sim.solvers.closed_loop`; inputs and outputs of :func:`sim.solvers.closed_loop.signals`,
         ``eta`` ignored): one solve per frequency (method ``direct``).
 
     Returns
@@ -234,7 +234,7 @@ def frf(model, q, inputs, outputs, frequencies_hz, damping=None, method="auto", 
 
 def _servo_frf(model, q, inputs, outputs, frequencies_hz, damping, servo):
     """:func:`frf` of the robot closed by ``servo``."""
-    from sim.solvers import servo as sv
+    from sim.solvers import closed_loop as sv
 
     p = sv.plant(model, q, damping)
     in_units = sv.signals(model, q, p, inputs, "input")[1]

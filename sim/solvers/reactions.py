@@ -1,4 +1,5 @@
-r"""Inverse dynamics and kineto-statics of the rigid robot (paper 003).
+r"""The rigid robot's multipliers along a motion: actuator forces and joint reactions (inverse
+dynamics and kineto-statics, paper 003).
 
 Along a :class:`sim.solvers.motion.RigidMotion` the elastic coordinates are frozen, so only the
 reference coordinates ``r = model.v_rigid`` enter.  With all joint rows and the actuator rows
@@ -261,7 +262,8 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
 
     Parameters
     ----------
-    model : Model
+    model : Model or Evaluator
+        The robot, or its evaluator where the caller holds one (:func:`sim.model.evaluator.held`).
     motion : RigidMotion
         From :func:`sim.solvers.motion.rigid_motion`.
     frame : {"world", "joint"}
@@ -277,9 +279,9 @@ def inverse_dynamics(model, motion, frame="world", progress=None):
     """
     if frame not in FRAMES:
         raise ValueError(f"`frame` must be one of {FRAMES}, got {frame!r}")
+    model, ev = held(model)
     n = motion.t.size
     nj = model.rows["n_joint"]
-    ev = Evaluator(model)
     tables = _wrench_tables(model)
     lam, wrench = np.empty((n, model.rows["n_total"])), np.empty((n, len(model.joints), 6))
     T, V, condition, residual = np.empty(n), np.empty(n), np.empty(n), np.empty(n)

@@ -1,4 +1,4 @@
-r"""Design studies: frequency sensitivities and energy ratios (paper 002 §4.2-4.3).
+r"""Frequency sensitivities and modal energy ratios (paper 002 §4.2-4.3; the ``[design]`` study).
 
 Sensitivity of an elastic circular frequency to a model parameter ``p`` (paper 002 eq. 59),
 for a simple eigenvalue with ``phi^T M phi = 1``:
