@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_memory.py [--elements 8 32 64 128] [--analysis transient ked frequencies]
-        [--fraction 0.002] [--top 12]
+        [--fraction 0.002] [--top 12] [--phases-only]
 
 Each size and analysis in its own process: ``tracemalloc`` follows numpy's allocations (not
 numba's inside compiled code, whose arrays are short-lived scratch), a thread samples the
@@ -63,7 +63,7 @@ def _phases():
     return peaks
 
 
-def child(n, analysis, fraction, top):
+def child(n, analysis, fraction, top, trace=True):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from common import run_analysis
     from sim.app.scenario import load_scenario
@@ -75,12 +75,13 @@ def child(n, analysis, fraction, top):
         from sim.analyses import PREPARE
         PREPARE[analysis](model, sc)
     peaks = _phases()
-    tracemalloc.start(12)
+    if trace:
+        tracemalloc.start(12)
     best = {"size": 0, "snap": None}
     done = threading.Event()
 
     def sample():
-        while not done.wait(0.005):
+        while trace and not done.wait(0.005):
             size = tracemalloc.get_traced_memory()[0]
             if size > 1.02 * best["size"]:
                 best["size"], best["snap"] = size, tracemalloc.take_snapshot()
@@ -89,7 +90,7 @@ def child(n, analysis, fraction, top):
     run_analysis(scenario, analysis, fraction if analysis == "transient" else 1.0, model=model)
     done.set()
     watcher.join()
-    peak = tracemalloc.get_traced_memory()[1]
+    peak = tracemalloc.get_traced_memory()[1] if trace else float("nan")
     snap = best["snap"]
     sites = []
     if snap is not None:
@@ -110,16 +111,19 @@ def main():
     parser.add_argument("--analysis", nargs="*", default=["transient", "ked", "frequencies"])
     parser.add_argument("--fraction", type=float, default=0.002)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--phases-only", action="store_true",
+                        help="no tracemalloc (its own overhead left out of the resident memory)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(int(args.child[0]), args.child[1], args.fraction, args.top)
+        return child(int(args.child[0]), args.child[1], args.fraction, args.top, not args.phases_only)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for analysis in args.analysis:
         for n in args.elements:
             start = time.perf_counter()
             run = subprocess.run([sys.executable, __file__, "--child", str(n), analysis, "--fraction",
-                                  str(args.fraction), "--top", str(args.top)], capture_output=True, text=True, env=env)
+                                  str(args.fraction), "--top", str(args.top)] + (["--phases-only"] if args.phases_only else []),
+                                 capture_output=True, text=True, env=env)
             if run.returncode:
                 sys.exit(f"bench_memory: {analysis} {n} failed:\n{run.stderr[-3000:]}")
             r = json.loads(run.stdout.strip().splitlines()[-1])

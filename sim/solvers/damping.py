@@ -334,14 +334,16 @@ def schedule(model, damping, times, qs):
     from sim.model.constraints import actuator_values
     from sim.solvers.frames import FramePool, _workers
 
-    elastic, mass_ee, stiffness_ee = material_blocks(model)
+    n_e = len(model.v_elastic)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
-    count = elastic.size if damping.modes is None else min(int(damping.modes), elastic.size)
+    count = n_e if damping.modes is None else min(int(damping.modes), n_e)
     zero = np.zeros(model.n_v)
     with FramePool(model, count, pick.size, _workers(None, pick.size)) as pool:
         for k in pick:
             pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
         frames = pool.finish()
+    # the dense (n_e, n_e) blocks after the frames, not beside their work arrays (the peak memory)
+    elastic, mass_ee, stiffness_ee = material_blocks(model)
     factors = np.stack([modal_factor(frames.shapes[k], frames.omega[k], mass_ee, stiffness_ee, elastic)
                         for k in range(pick.size)])
     rates = 2 * damping.ratios(frames.omega) * frames.omega
