@@ -9,7 +9,8 @@ Each size and analysis in its own process: ``tracemalloc`` follows numpy's alloc
 numba's inside compiled code, whose arrays are short-lived scratch), a thread samples the
 traced memory between the compiled calls and keeps the snapshot at its largest; printed: the
 peak traced memory, the peak resident memory (``ru_maxrss``: the compiled kernels and the
-interpreter are about 200 MB of it at any size), the peak resident memory within each phase
+interpreter are about 200 MB of it at any size; the largest of the phases' and the rest's:
+each phase resets it), the peak resident memory within each phase
 of :data:`PHASES` (Linux: the peak is reset at the phase's start through
 ``/proc/self/clear_refs``) and the largest allocation sites at the peak.
 """
@@ -101,7 +102,8 @@ def child(n, analysis, fraction, top, trace=True):
             sites.append((stat.size / 2**20, stat.count, " <- ".join(frames)))
     print(json.dumps({"n_v": model.n_v, "peak_traced_mb": peak / 2**20,
                       "snapshot_mb": best["size"] / 2**20,
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "sites": sites,
+                      "peak_rss_mb": max([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, *peaks.values()]),
+                      "sites": sites,
                       "phases": peaks}))
 
 

@@ -55,8 +55,8 @@ PIVOT_RTOL = 1e-13          # smallest pivot of an interior block, relative to i
 BLOCK_MIN = 150
 MODES = {"auto": 0, "dense": 1, "block": 2}
 MODES_DENSE = MODES["dense"]
-# info entries
-N_BORDER, ACTIVE, MODE, BLOCKED = range(4)
+# info entries (SHARED: the dense factors in the known part's memory, the block path's set-up)
+N_BORDER, ACTIVE, MODE, BLOCKED, SHARED = range(5)
 
 
 class Blocks(NamedTuple):
@@ -69,7 +69,8 @@ class Blocks(NamedTuple):
     then coupling unknowns, one after the other; ``ptr`` (nb, 7) per body ``n_I, w, k``, and
     the offsets of its interior list, coupling list, band and ``X, C`` in ``data``; ``data``
     the band factors and coupling blocks; ``work`` (2 m,) scratch; ``info``: border size,
-    whether the last factorisation is blocked, the mode (:data:`MODES`), factorisations blocked;
+    whether the last factorisation is blocked, the mode (:data:`MODES`), factorisations blocked,
+    whether the caller keeps the dense factors in the matrix's own memory (the block path);
     ``W, V, cap, cap_piv`` Woodbury's factors of the low-rank part (:func:`low_rank`);
     ``schur`` (n_S, n_S, Fortran order) the Schur complement's LU factors in its leading (n_B,
     n_B), room for the border the structure leaves (:func:`blocks`; a larger one: the dense LU).
@@ -106,8 +107,9 @@ def blocks(body_v, body_nf, m, mode="auto", rank=0):
     owner = np.full(m, -1, dtype=np.int64)
     for b, (v0, _, hi) in enumerate(ranges):
         owner[v0:hi] = b
-    info = np.zeros(4, dtype=np.int64)
+    info = np.zeros(5, dtype=np.int64)
     info[MODE] = MODES[mode]
+    info[SHARED] = mode == "block" or (mode == "auto" and m >= BLOCK_MIN)
     return Blocks(ranges, owner, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
                   np.zeros(m, dtype=np.int64), np.zeros(2 * m, dtype=np.int64), np.zeros((len(ranges), 7), dtype=np.int64),
                   np.zeros(size), np.zeros(2 * m), info, np.zeros((m, rank)), np.zeros((m, rank)),
@@ -206,9 +208,8 @@ def band_solve(band, n, w, y):
 
 @njit(cache=True)
 def _partition(A, blk):
-    """The interior and border of ``A`` (m, m, Fortran order) from its nonzeros; per body
-    ``n_I, w, k`` and the offsets into ``blk.data``.  Returns False when no body keeps an
-    interior."""
+    """The interior and border of ``A`` (m, m, C order) from its nonzeros; per body ``n_I, w,
+    k`` and the offsets into ``blk.data``.  Returns False when no body keeps an interior."""
     m = A.shape[0]
     owner, flag = blk.owner, blk.interior
     for j in range(m):
@@ -217,10 +218,10 @@ def _partition(A, blk):
     for b in range(nb):
         for j in range(blk.ranges[b, 1], blk.ranges[b, 2]):
             flag[j] = 1
-    for c in range(m):                 # a nonzero between two bodies: both ends are border
-        oc = owner[c]
-        for i in range(m):
-            if A[i, c] != 0.0 and owner[i] != oc:
+    for i in range(m):                 # a nonzero between two bodies: both ends are border
+        oi = owner[i]
+        for c in range(m):
+            if A[i, c] != 0.0 and owner[c] != oi:
                 flag[i] = 0
                 flag[c] = 0
     n_blocked, off_index, off_data = 0, 0, 0
@@ -232,10 +233,10 @@ def _partition(A, blk):
                 flag[j] = 1 + n        # position + 1
                 n += 1
         w = 0
-        for c in range(lo, hi):
-            if flag[c]:
-                for i in range(lo, hi):
-                    if flag[i] and A[i, c] != 0.0:
+        for i in range(lo, hi):
+            if flag[i]:
+                for c in range(lo, hi):
+                    if flag[c] and A[i, c] != 0.0:
                         w = max(w, abs(flag[i] - flag[c]))
         k = 0
         for j in range(v0, hi):
@@ -274,7 +275,7 @@ def _partition(A, blk):
 
 @njit(cache=True)
 def factor(A, blk, piv):
-    """Block factorisation of ``A`` (m, m, Fortran order; see the module docstring), which it
+    """Block factorisation of ``A`` (m, m, C order; see the module docstring), which it
     leaves unchanged: the interior blocks' band factors and coupling blocks into ``blk``, the
     Schur complement's LU factors into the leading (n_B, n_B) of ``blk.schur`` and ``piv``.
     Returns ``(ok, top, low)``: False where no body has an interior, an interior pivot is too
@@ -339,6 +340,16 @@ def factor(A, blk, piv):
     blk.info[ACTIVE] = 1
     blk.info[BLOCKED] += 1
     return True, top, low
+
+
+@njit(cache=True)
+def transpose(A):
+    """In place: ``A <- A^T`` (m, m): its memory then holds ``A`` in the other order (the
+    dense factorisation's, in place of the block path's)."""
+    m = A.shape[0]
+    for i in range(m):
+        for j in range(i + 1, m):
+            A[i, j], A[j, i] = A[j, i], A[i, j]
 
 
 @njit(cache=True)

@@ -109,8 +109,8 @@ from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 from sim.kernels.pose import marker_terms, pose_terms
 from sim.model.kinematics import pose_codes
-from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, add_low_rank, blocks, low_rank, \
-    saddle_lstsq, solve
+from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, low_rank, \
+    saddle_lstsq, solve, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -257,9 +257,9 @@ class State(NamedTuple):
     (n_q,), ``v, a, a_hat, a_prev`` (n_v,), ``lam, lam_prev`` (n_c,), the factorised iteration
     matrix ``lu`` (n, n, Fortran order), ``piv`` (n,), the Jacobian correction ``delta`` (n, n)
     (``n = n_v + n_c``), ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...) and the block
-    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`; while it is active, ``lu``
-    holds the matrix it factorised).  ``lu`` is :class:`Work`'s ``known``: the matrix is
-    assembled and factorised in place of its known part (memory)."""
+    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`).  On the block path
+    (``blocks.info[SHARED]``) ``lu`` is the transposed view of :class:`Work`'s ``known``: the
+    matrix is assembled, and factorised, in place of its known part (memory)."""
 
     time: np.ndarray
     q: np.ndarray
@@ -681,20 +681,29 @@ def _factorize(a, lam, st, pb, law, w, fresh):
         st.counts[EVALUATIONS] += m
         st.counts[JACOBIANS] += 1
         st.counts[DELTA_OK] = 1
-    # st.lu is w.known: the sum is formed, and factorised densely, in place of the known
-    # part (rebuilt at the next factorisation): one (m, m) array, not two.
     lu = st.lu
     blk = st.blocks
     blocked = False
     top, low = 0.0, np.inf
     info = 0
-    for j in range(m):
+    if blk.info[SHARED]:
+        # lu is w.known's memory (transposed view): the sum in place of the known part (rebuilt
+        # at the next factorisation), C-ordered for the row scans of the partition; the dense
+        # LU, where the blocks do not serve, after transposing it in place (lu then holds it).
+        A = w.known
         for i in range(m):
-            lu[i, j] += st.delta[i, j]
-    if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
-        blocked, top, low = block_factor(lu, blk, st.piv)
-        if blocked and w.low.shape[1]:
-            blocked = low_rank(st.piv, blk, w.low, w.low_rate, fv)
+            for j in range(m):
+                A[i, j] += st.delta[i, j]
+        if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
+            blocked, top, low = block_factor(A, blk, st.piv)
+            if blocked and w.low.shape[1]:
+                blocked = low_rank(st.piv, blk, w.low, w.low_rate, fv)
+        if not blocked:
+            transpose(A)
+    else:
+        for j in range(m):
+            for i in range(m):
+                lu[i, j] = w.known[i, j] + st.delta[i, j]
     if not blocked:
         blk.info[ACTIVE] = 0
         add_low_rank(lu, w.low, w.low_rate, fv)
@@ -1032,11 +1041,13 @@ class GeneralizedAlpha:
         self.rows = np.flatnonzero(ev.keep if kind == 1 else np.arange(n_rows) < ev.n_joint).astype(np.int64)
         m = n_v + self.rows.size
         n_c = self.rows.size
-        known = np.zeros((m, m), order="F")     # also the factors (State.lu)
+        blk = blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank)
+        known = np.zeros((m, m))
+        # The block path: the factors in the known part's memory (blocks.SHARED)
+        lu = known.T if blk.info[SHARED] else np.zeros((m, m), order="F")
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
-                           known, np.zeros(m, dtype=np.int32), np.zeros((m, m)),
-                           np.zeros(12, dtype=np.int64), blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank))
+                           lu, np.zeros(m, dtype=np.int32), np.zeros((m, m)), np.zeros(12, dtype=np.int64), blk)
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
