@@ -116,3 +116,76 @@ def test_choice_by_size():
     few = load_model("models/rrru3.py", {"elements_per_link": 2})
     g, ref = _run(few, "block", 5), _run(few, "dense", 5)
     assert g.n_blocked == 0 and g.n_factorizations >= 1 and np.array_equal(g.q, ref.q)
+
+
+def _arrays(x):
+    """The numpy arrays in the tuples ``x`` (nested), each memory once (a view of another's
+    memory, e.g. a transposed one, counts as that one)."""
+    out = {}
+    for item in x:
+        if isinstance(item, np.ndarray):
+            out[(item.__array_interface__["data"][0], item.nbytes)] = item
+        elif isinstance(item, tuple):
+            out.update({(a.__array_interface__["data"][0], a.nbytes): a for a in _arrays(item)})
+    return list(out.values())
+
+
+def test_integrator_memory_on_the_block_path():
+    """The integrator's arrays on the block path (3-RRRU, 8 elements per link, modal damping as
+    a low-rank term): two square arrays of the unknowns (the iteration matrix, assembled and
+    factorised in place of its known part, and the Jacobian correction), two of the velocity
+    coordinates (M and dQ/dv: no tangent stiffness in this model), the rest linear in the
+    coordinates (at most 200 x (n_v + n_c) entries each: rows, low-rank factors, band and
+    coupling blocks), and the Schur complement's room on the border, which does not grow with
+    them; the damping schedule forms no dense D."""
+    model = load_model("models/rrru3.py", {"elements_per_link": 8})
+    damping = _schedule(model)
+    g = _run(model, "auto", 3, damping)
+    st, w = g.state, g.work
+    m, n_v = w.r.size, model.n_v
+    assert m >= blocks.BLOCK_MIN and g.n_blocked >= 1 and np.shares_memory(st.lu, w.known) and w.Kt.size == 0
+    arrays = [a for a in _arrays(st + w) if a is not st.blocks.schur]
+    square = sorted((a.shape for a in arrays if a.ndim == 2 and min(a.shape) >= n_v), reverse=True)
+    assert square == [(m, m), (m, m), (n_v, n_v), (n_v, n_v)], square
+    rest = [a for a in arrays if not (a.ndim == 2 and min(a.shape) >= n_v)]
+    assert max(a.size for a in rest) <= 200 * m, max((a.size, a.shape) for a in rest)
+    assert damping._matrix is None
+    # The Schur complement's room: the border the structure leaves, the same with twice the
+    # elements (joint rows, reference coordinates, marker nodes).
+    n_S = st.blocks.schur.shape[0]
+    assert st.blocks.info[blocks.N_BORDER] <= n_S
+    finer = Evaluator(load_model("models/rrru3.py", {"elements_per_link": 16}), load=False)
+    more = blocks.blocks(finer.tables.body_v, finer.tables.body_nf, finer.n_v + (m - n_v))
+    assert more.schur.shape[0] == n_S
+
+
+def test_saddle_lstsq_is_the_dense_lstsq():
+    """The consistent accelerations from the structure (M body by body, the rotors by Woodbury,
+    the rows' Schur complement) against scipy's least squares on the whole saddle-point system:
+    redundant rows (one repeated) and rotor inertia on the actuators: a residual as small, and
+    the same accelerations and joint forces within 1e-8 of their largest entry."""
+    import scipy.linalg
+    model = load_model("models/rrru3.py", {"elements_per_link": 8})
+    g = _run(model, "auto", 1)
+    w, t = g.work, g.ev.tables
+    nj = g.ev.n_joint
+    J = np.vstack([w.J[:nj], w.J[:1]])          # a redundant row
+    J_s = w.J[nj:]
+    inertia = np.linspace(1e-3, 3e-3, J_s.shape[0])
+    rng = np.random.default_rng(3)
+    b = rng.normal(size=model.n_v + J.shape[0])
+    b[-1] = b[model.n_v]                        # consistent with the repeated row
+    x = blocks.saddle_lstsq(w.M, (t.body_v, t.body_nf), J, J_s, inertia, b)
+    A = np.block([[w.M + (J_s.T * inertia) @ J_s, J.T], [J, np.zeros((J.shape[0],) * 2)]])
+    ref = scipy.linalg.lstsq(A, b)[0]
+    n = model.n_v
+    # As accurate as the dense solve (its residual), the same solution to the condition's
+    # round-off (the random load excites stiff joint directions: a ~ 1e6)
+    residual = lambda y: np.abs(A @ y - b).max()    # noqa: E731
+    assert residual(x) <= 10 * residual(ref) + 1e-12 * np.abs(A).max() * np.abs(ref).max()
+    assert np.abs(x[:n] - ref[:n]).max() <= 1e-8 * np.abs(ref[:n]).max()
+    # the repeated row's multiplier is split evenly (least norm) where the dense solve's rank
+    # decision splits it at round-off: their joint force J^T lam is the same
+    force = lambda y: J.T @ y[n:]    # noqa: E731
+    assert np.abs(force(x) - force(ref)).max() <= 1e-8 * np.abs(force(ref)).max()
+    assert x[n] == pytest.approx(x[-1], rel=1e-8) and x[n] + x[-1] == pytest.approx(ref[n] + ref[-1], rel=1e-8)

@@ -313,3 +313,23 @@ def test_redundant_rows_fall_back_to_the_orthonormal_basis(navaro):
     N = constrained_basis(navaro, J)
     assert_allclose(N.T @ N, np.eye(N.shape[1]), atol=1e-12)
     assert N.shape[1] == NAVARO_INDEPENDENT_COORDINATES
+
+
+def test_static_response_by_the_saddle_point_system():
+    """From blocks.BLOCK_MIN coordinates (3-RRRU, 8 elements per link: 204) the static
+    deflection under gravity comes from the sparse saddle-point system: the constrained
+    basis's answer to 1e-9 of its largest entry; with the actuators free (a mechanism: free
+    motions) the system is found singular and the basis answers (its least-norm deflection)."""
+    from sim.model.dynamics import stiffness_matrix
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers import modal
+    model = load_model("models/rrru3.py", {"elements_per_link": 8})
+    ev = Evaluator(model)
+    q, rest = model.q_home, np.zeros(model.n_v)
+    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
+    u = modal._static_saddle(model, E.J, E.Q[:, None])
+    ref = modal.static_response(model, q, E.Q[:, None], K=stiffness_matrix(model, q), J=E.J)
+    assert u is not None and np.abs(u - ref).max() <= 1e-9 * np.abs(ref).max()
+    np.testing.assert_array_equal(modal.static_response(model, q, E.Q[:, None], J=E.J), u)
+    assert modal._static_saddle(model, E.J[:ev.n_joint], E.Q[:, None]) is None

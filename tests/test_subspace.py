@@ -237,3 +237,15 @@ def test_band_path_modes_and_statics_are_the_dense_paths(rrru3_fine, monkeypatch
     # within 2e-9 of them at this size, the conditioning of K_ee growing with the elements.
     ref = modes(model, motion.q[6], 6, M=evals[6].M, free=False, energies=False, J=evals[6].J, J_s=evals[6].J_s)
     np.testing.assert_allclose(found[True][6][0], ref.omega, rtol=1e-8)
+
+
+def test_band_path_forms_no_dense_stiffness(rrru3_fine):
+    """On the band path the tracker keeps no (n_v, n_v) stiffness (the constant solver reads its
+    band factors); the general solver's layout forms it, as the model's."""
+    from sim.model.dynamics import stiffness_matrix
+    model, _, evals = rrru3_fine
+    tracker = Tracker(model, 6)
+    E = evals[0]
+    tracker.modes(E.M, E.J)
+    assert tracker.K_band.size and tracker._K_body is None and tracker.layout().K_body.size == 0
+    np.testing.assert_array_equal(tracker.layout(general=True).K_body, stiffness_matrix(model))

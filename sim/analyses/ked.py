@@ -88,7 +88,8 @@ def run(model, scenario, group, progress):
             motion, frames = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
                                                progress_frames=bar_modes, ready=load_stepping)
         damping = robot_damping(scenario, group)
-        zeta = modal_ratios(damping, frames.omega, frames.shapes, material_matrix(model, damping.alpha, damping.beta))
+        material = material_matrix(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
+        zeta = modal_ratios(damping, frames.omega, frames.shapes, material)
         if zeta.max() >= 1:
             k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
             raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "

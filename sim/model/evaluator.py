@@ -182,8 +182,9 @@ class Evaluator(Kinematics):
         # that lands inside llvmlite's compiler callbacks is lost and leaves numba broken.
         with signals_deferred():
             zero = np.zeros(self.n_v)
+            # (one machine code whatever the flags: no second call with the velocity Jacobian,
+            # whose dense (n_v, n_v) arrays each thread's evaluator would allocate for nothing)
             self.evaluate(model.q_home, zero, targets=np.zeros(len(model.actuators)))
-            self.evaluate(model.q_home, zero, velocity_jacobian=True)
             self.potential(model.q_home)
             self.integrate(model.q_home, zero)
             home = self.kinematics(model.q_home, markers=True).markers

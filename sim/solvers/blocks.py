@@ -36,6 +36,7 @@ LU without pivoting), §3.2.11 (block LU and the Schur complement).
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg
 from numba import njit
 
 from sim.kernels.lapack import getrf
@@ -54,8 +55,8 @@ PIVOT_RTOL = 1e-13          # smallest pivot of an interior block, relative to i
 BLOCK_MIN = 150
 MODES = {"auto": 0, "dense": 1, "block": 2}
 MODES_DENSE = MODES["dense"]
-# info entries
-N_BORDER, ACTIVE, MODE, BLOCKED = range(4)
+# info entries (SHARED: the dense factors in the known part's memory, the block path's set-up)
+N_BORDER, ACTIVE, MODE, BLOCKED, SHARED = range(5)
 
 
 class Blocks(NamedTuple):
@@ -68,7 +69,11 @@ class Blocks(NamedTuple):
     then coupling unknowns, one after the other; ``ptr`` (nb, 7) per body ``n_I, w, k``, and
     the offsets of its interior list, coupling list, band and ``X, C`` in ``data``; ``data``
     the band factors and coupling blocks; ``work`` (2 m,) scratch; ``info``: border size,
-    whether the last factorisation is blocked, the mode (:data:`MODES`), factorisations blocked.
+    whether the last factorisation is blocked, the mode (:data:`MODES`), factorisations blocked,
+    whether the caller keeps the dense factors in the matrix's own memory (the block path);
+    ``W, V, cap, cap_piv`` Woodbury's factors of the low-rank part (:func:`low_rank`);
+    ``schur`` (n_S, n_S, Fortran order) the Schur complement's LU factors in its leading (n_B,
+    n_B), room for the border the structure leaves (:func:`blocks`; a larger one: the dense LU).
     """
 
     ranges: np.ndarray
@@ -85,6 +90,7 @@ class Blocks(NamedTuple):
     V: np.ndarray
     cap: np.ndarray
     cap_piv: np.ndarray
+    schur: np.ndarray
 
 
 def blocks(body_v, body_nf, m, mode="auto", rank=0):
@@ -95,15 +101,19 @@ def blocks(body_v, body_nf, m, mode="auto", rank=0):
                       dtype=np.int64).reshape(-1, 3)
     nf = ranges[:, 2] - ranges[:, 1]
     size = int(np.sum(nf * (2 * BAND_MAX + 1) + 2 * nf * COUPLING_MAX))
+    # The border: what is not a flexible body's elastic coordinate, and at most COUPLING_MAX
+    # coordinates of each (its reference and marker nodes' coordinates)
+    n_S = min(m, m - int(np.sum(ranges[:, 2] - ranges[:, 0])) + len(ranges) * COUPLING_MAX)
     owner = np.full(m, -1, dtype=np.int64)
     for b, (v0, _, hi) in enumerate(ranges):
         owner[v0:hi] = b
-    info = np.zeros(4, dtype=np.int64)
+    info = np.zeros(5, dtype=np.int64)
     info[MODE] = MODES[mode]
+    info[SHARED] = mode == "block" or (mode == "auto" and m >= BLOCK_MIN)
     return Blocks(ranges, owner, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
                   np.zeros(m, dtype=np.int64), np.zeros(2 * m, dtype=np.int64), np.zeros((len(ranges), 7), dtype=np.int64),
                   np.zeros(size), np.zeros(2 * m), info, np.zeros((m, rank)), np.zeros((m, rank)),
-                  np.zeros((rank, rank), order="F"), np.zeros(rank, dtype=np.int32))
+                  np.zeros((rank, rank), order="F"), np.zeros(rank, dtype=np.int32), np.zeros((n_S, n_S), order="F"))
 
 
 @njit(cache=True)
@@ -264,12 +274,13 @@ def _partition(A, blk):
 
 
 @njit(cache=True)
-def factor(A, blk, lu, piv):
-    """Block factorisation of ``A`` (m, m, C order; see the module docstring): the interior
-    blocks' band factors and coupling blocks into ``blk``, the Schur complement's LU factors
-    into the leading (n_B, n_B) of ``lu``'s memory and ``piv``.  Returns ``(ok, top, low)``:
-    False where no body has an interior or an interior pivot is too small (then nothing is
-    usable: factorise densely); the Schur complement's largest and smallest pivots."""
+def factor(A, blk, piv):
+    """Block factorisation of ``A`` (m, m, C order; see the module docstring), which it
+    leaves unchanged: the interior blocks' band factors and coupling blocks into ``blk``, the
+    Schur complement's LU factors into the leading (n_B, n_B) of ``blk.schur`` and ``piv``.
+    Returns ``(ok, top, low)``: False where no body has an interior, an interior pivot is too
+    small or the border outgrows ``blk.schur`` (then nothing is usable: factorise densely);
+    the Schur complement's largest and smallest pivots."""
     blk.info[ACTIVE] = 0
     if not _partition(A, blk):
         # No body keeps an interior: the joints' layout on too short bodies (an entry that
@@ -279,7 +290,9 @@ def factor(A, blk, lu, piv):
         return False, 0.0, 0.0
     data, index = blk.data, blk.index
     nB = blk.info[N_BORDER]
-    S = _square(lu, nB)
+    if nB > blk.schur.shape[0]:
+        return False, 0.0, 0.0
+    S = _square(blk.schur, nB)
     border = blk.border
     for q in range(nB):
         bq = border[q]
@@ -330,6 +343,16 @@ def factor(A, blk, lu, piv):
 
 
 @njit(cache=True)
+def transpose(A):
+    """In place: ``A <- A^T`` (m, m): its memory then holds ``A`` in the other order (the
+    dense factorisation's, in place of the block path's)."""
+    m = A.shape[0]
+    for i in range(m):
+        for j in range(i + 1, m):
+            A[i, j], A[j, i] = A[j, i], A[i, j]
+
+
+@njit(cache=True)
 def add_low_rank(A, U, rate, scale):
     """In place: ``A[:n, :n] += scale U diag(rate) U^T`` (``U`` (n, r))."""
     n, r = U.shape
@@ -342,7 +365,7 @@ def add_low_rank(A, U, rate, scale):
 
 
 @njit(cache=True)
-def low_rank(lu, piv, blk, U, rate, scale):
+def low_rank(piv, blk, U, rate, scale):
     """Woodbury's factors of ``A = A_s + scale U diag(rate) U^T`` (``U`` (n, r), n <= m,
     zero below) once :func:`factor` has factorised ``A_s``: ``W = A_s^-1 scale U diag(rate)``,
     ``V = U`` and the LU factors of ``1 + V^T W`` into ``blk``.  Returns False at a singular
@@ -355,7 +378,7 @@ def low_rank(lu, piv, blk, U, rate, scale):
             v = U[i, k] if i < n else 0.0
             blk.V[i, k] = v
             col[i] = scale * rate[k] * v
-        _blocked_solve(lu, piv, blk, col)
+        _blocked_solve(piv, blk, col)
         for i in range(m):
             blk.W[i, k] = col[i]
     for j in range(r):
@@ -379,7 +402,7 @@ def solve(lu, piv, blk, z):
     if not blk.info[ACTIVE]:
         lu_solve(lu, piv, z)
         return
-    _blocked_solve(lu, piv, blk, z)
+    _blocked_solve(piv, blk, z)
     r = blk.W.shape[1]
     if r:
         t = np.empty(r)
@@ -396,7 +419,7 @@ def solve(lu, piv, blk, z):
 
 
 @njit(cache=True)
-def _blocked_solve(lu, piv, blk, z):
+def _blocked_solve(piv, blk, z):
     """In place: ``z <- A_s^-1 z`` from :func:`factor`'s blocks."""
     nB = blk.info[N_BORDER]
     m = z.size
@@ -420,7 +443,7 @@ def _blocked_solve(lu, piv, blk, z):
             for i in range(n):
                 acc += C[l * n + i] * yb[i]
             rB[blk.where[index[blk.ptr[b, 4] + l]]] -= acc
-    lu_solve(_square(lu, nB), piv[:nB], rB)
+    lu_solve(_square(blk.schur, nB), piv[:nB], rB)
     for p in range(nB):
         z[blk.border[p]] = rB[p]
     for b in range(blk.ranges.shape[0]):       # x_I = y_b - X x_C
@@ -436,3 +459,49 @@ def _blocked_solve(lu, piv, blk, z):
             if xc != 0.0:
                 for i in range(n):
                     z[index[off + i]] -= X[j * n + i] * xc
+
+
+def saddle_lstsq(M, bodies, J, J_s, inertia, b):
+    """Least-squares solution ``x = (a, lam)`` of
+
+        [[M + J_s^T diag(inertia) J_s, J^T], [J, 0]] x = b
+
+    with ``M`` (n, n) block diagonal over the bodies ``bodies = (body_v, body_nf)`` (each
+    body's ``6 + nf`` coordinates from ``body_v``), without forming the (n + n_c)-square
+    system: ``a = M_s^-1 (b_a - J^T lam)`` and the Schur complement ``J M_s^-1 J^T lam = J
+    M_s^-1 b_a - b_c`` solved in the least-squares sense (redundant rows: the least-norm
+    ``lam``, as for the whole system, ``a`` being unique).  ``M_s^-1`` body block by body block,
+    the rotors' term (rank: the actuators with an ``inertia``) by Woodbury's identity.  Memory
+    and time linear in ``n`` for a bounded number of rows.
+
+    Parameters
+    ----------
+    M : ndarray, shape (n, n)
+    bodies : tuple of ndarray of int, shape (nb,) each
+    J : ndarray, shape (n_c, n)
+    J_s : ndarray, shape (n_a, n)
+    inertia : ndarray, shape (n_a,)
+    b : ndarray, shape (n + n_c,)
+
+    Returns
+    -------
+    ndarray, shape (n + n_c,)
+    """
+    n, n_c = M.shape[0], J.shape[0]
+    factors = [(slice(v, v + 6 + nf), scipy.linalg.lu_factor(M[v:v + 6 + nf, v:v + 6 + nf]))
+               for v, nf in zip(*bodies)]
+
+    def solve_M(X):
+        Y = np.empty_like(X)
+        for rows, lu in factors:
+            Y[rows] = scipy.linalg.lu_solve(lu, X[rows])
+        return Y
+    Y = solve_M(np.column_stack([J.T, b[:n]]))
+    rotors = np.flatnonzero(inertia)
+    if rotors.size:
+        U = J_s[rotors].T
+        Z = solve_M(U)
+        Y -= Z @ np.linalg.solve(np.diag(1.0 / inertia[rotors]) + U.T @ Z, U.T @ Y)
+    # rows dependent to within 1e-12 of the largest singular value: the least-norm multipliers
+    lam = scipy.linalg.lstsq(J @ Y[:, :n_c], J @ Y[:, n_c] - b[n:], cond=1e-12)[0]
+    return np.concatenate([Y[:, n_c] - Y[:, :n_c] @ lam, lam])

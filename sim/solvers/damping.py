@@ -222,8 +222,8 @@ def modal_ratios(damping, omega, shapes, material):
         Circular frequencies [rad/s] (0 for unfilled rows).
     shapes : ndarray, shape (n, n_v, r)
         Mass-normalised mode shapes.
-    material : ndarray, shape (n_v, n_v)
-        :func:`material_matrix`.
+    material : ndarray, shape (n_v, n_v), or None
+        :func:`material_matrix` (read only where ``damping`` has a material part).
 
     Returns
     -------
@@ -267,10 +267,14 @@ class Schedule:
     """The transient's viscous damping ``D(t)`` (n_v, n_v): the constant material part plus the
     modal part of the structure frozen at the last instant ``t_k <= t`` (as KED's intervals).
 
+    The integrator reads the modal part as its factors (a low-rank term, up to
+    :data:`sim.solvers.integrators.RANK_MAX` modes): the dense :attr:`matrix` is formed only
+    when asked for (memory quadratic in the coordinates).
+
     Parameters
     ----------
-    base : ndarray, shape (n_v, n_v)
-        Constant part (:func:`material_matrix`).
+    base : ndarray, shape (n_v, n_v), or None
+        Constant part (:func:`material_matrix`); None: none (``n_v`` then gives the size).
     elastic : ndarray of int, shape (n_e,)
     times : ndarray, shape (k,)
         Instants of the frozen structures [s], increasing, the first at the start.
@@ -278,28 +282,43 @@ class Schedule:
         :func:`modal_factor` of each.
     rates : ndarray, shape (k, r)
         ``2 zeta_r omega_r`` [1/s].
+    n_v : int, optional
+        Velocity coordinates, where ``base`` is None.
 
     Attributes
     ----------
     matrix : ndarray, shape (n_v, n_v)
-        ``D`` at the instant of the last :meth:`at`; updated in place, so a solver holding it
-        sees the new values.
+        ``D`` at the instant of the last :meth:`at`, formed at the first access; updated in
+        place from then on, so a solver holding it sees the new values.
     """
 
-    def __init__(self, base, elastic, times, factors, rates):
+    def __init__(self, base, elastic, times, factors, rates, n_v=None):
         self.base, self.elastic = base, np.ix_(elastic, elastic)
+        self.n_v = base.shape[0] if base is not None else int(n_v)
         self.times, self.factors, self.rates = times, factors, rates
-        self.matrix = base.copy()
+        self._matrix = None
         self.index = -1
         self.at(times[0])
 
+    @property
+    def matrix(self):
+        if self._matrix is None:
+            self._matrix = np.zeros((self.n_v, self.n_v)) if self.base is None else self.base.copy()
+            self._fill()
+        return self._matrix
+
     def at(self, t):
-        """Set :attr:`matrix` to ``D(t)``."""
+        """Set the instant to ``t``: :attr:`index` (the frozen structure's), :attr:`matrix` ``D(t)``."""
         k = max(0, int(np.searchsorted(self.times, t, side="right")) - 1)
         if k != self.index:
-            F = self.factors[k]
-            self.matrix[self.elastic] = self.base[self.elastic] + (F * self.rates[k]) @ F.T
             self.index = k
+            if self._matrix is not None:
+                self._fill()
+
+    def _fill(self):
+        F = self.factors[self.index]
+        modal = (F * self.rates[self.index]) @ F.T
+        self._matrix[self.elastic] = modal if self.base is None else self.base[self.elastic] + modal
 
 
 def schedule(model, damping, times, qs):
@@ -314,24 +333,26 @@ def schedule(model, damping, times, qs):
     model, ev = held(model)
     if not (damping.alpha or damping.beta or damping.modal) or not len(model.v_elastic):
         return None
-    base = material_matrix(model, damping.alpha, damping.beta)
     if not damping.modal:
-        return base
+        return material_matrix(model, damping.alpha, damping.beta)
+    base = material_matrix(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
     from sim.model.constraints import actuator_values
     from sim.solvers.frames import FramePool, _workers
 
-    elastic, mass_ee, stiffness_ee = material_blocks(model)
+    n_e = len(model.v_elastic)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
-    count = elastic.size if damping.modes is None else min(int(damping.modes), elastic.size)
+    count = n_e if damping.modes is None else min(int(damping.modes), n_e)
     zero = np.zeros(model.n_v)
     with FramePool(ev, count, pick.size, _workers(None, pick.size)) as pool:
         for k in pick:
             pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
         frames = pool.finish()
+    # the dense (n_e, n_e) blocks after the frames, not beside their work arrays (the peak memory)
+    elastic, mass_ee, stiffness_ee = material_blocks(model)
     factors = np.stack([modal_factor(frames.shapes[k], frames.omega[k], mass_ee, stiffness_ee, elastic)
                         for k in range(pick.size)])
     rates = 2 * damping.ratios(frames.omega) * frames.omega
-    return Schedule(base, elastic, np.asarray(times)[pick], factors, rates)
+    return Schedule(base, elastic, np.asarray(times)[pick], factors, rates, model.n_v)
 
 
 def rayleigh_coefficients(f1, f2, zeta1, zeta2):

@@ -251,7 +251,7 @@ def _loop_arguments(model, ev, tracker, general=False):
     :func:`sim.solvers.subspace._general`), or the general one."""
     frame = FrameModel(ev.ref, ev.data_ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
                        np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general))
-    return frame, tracker.layout(), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
+    return frame, tracker.layout(general or not tracker.constant), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
 
 
 def _out(frames, rows=slice(None)):

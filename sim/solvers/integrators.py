@@ -109,7 +109,8 @@ from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 from sim.kernels.pose import marker_terms, pose_terms
 from sim.model.kinematics import pose_codes
-from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, add_low_rank, blocks, low_rank, solve
+from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, low_rank, \
+    saddle_lstsq, solve, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -282,8 +283,9 @@ class State(NamedTuple):
     (n_q,), ``v, a, a_hat, a_prev`` (n_v,), ``lam, lam_prev`` (n_c,), the factorised iteration
     matrix ``lu`` (n, n, Fortran order), ``piv`` (n,), the Jacobian correction ``delta`` (n, n)
     (``n = n_v + n_c``), ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...) and the block
-    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`; the Schur complement's
-    factors in ``lu``'s memory when it is active)."""
+    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`).  On the block path
+    (``blocks.info[SHARED]``) ``lu`` is the transposed view of :class:`Work`'s ``known``: the
+    matrix is assembled, and factorised, in place of its known part (memory)."""
 
     time: np.ndarray
     q: np.ndarray
@@ -303,7 +305,8 @@ class State(NamedTuple):
 class Work(NamedTuple):
     """Scratch arrays of the compiled step (allocated once per integrator); ``low`` (n_v, r)
     and ``low_rate`` (r,): the modal part of the damping, ``Q -= low diag(low_rate) low^T v``,
-    kept apart from ``D`` (it couples every elastic coordinate; :mod:`sim.solvers.blocks`)."""
+    kept apart from ``D`` (it couples every elastic coordinate; :mod:`sim.solvers.blocks`);
+    ``Kt`` (n_v, n_v) empty where the model has no tangent stiffness (``Evaluator.stiff``)."""
 
     q1: np.ndarray
     v1: np.ndarray
@@ -670,9 +673,14 @@ def _known(sch, rows, w):
     g = sch.h * sch.h * sch.beta * sch.c
     A = w.known
     A[:] = 0.0
-    for i in range(n):
-        for j in range(n):
-            A[i, j] = w.M[i, j] - f * w.G[i, j] + g * w.Kt[i, j]
+    if w.Kt.size:
+        for i in range(n):
+            for j in range(n):
+                A[i, j] = w.M[i, j] - f * w.G[i, j] + g * w.Kt[i, j]
+    else:       # no tangent stiffness in the model (Work.Kt empty)
+        for i in range(n):
+            for j in range(n):
+                A[i, j] = w.M[i, j] - f * w.G[i, j]
     for k in range(rows.size):
         row = rows[k]
         for j in range(n):
@@ -740,20 +748,20 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     blocked = False
     top, low = 0.0, np.inf
     info = 0
-    if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
-        # The sum in place of the known part (rebuilt at the next factorisation), C-ordered
-        # for the row scans of the partition.
+    if blk.info[SHARED]:
+        # lu is w.known's memory (transposed view): the sum in place of the known part (rebuilt
+        # at the next factorisation), C-ordered for the row scans of the partition; the dense
+        # LU, where the blocks do not serve, after transposing it in place (lu then holds it).
         A = w.known
         for i in range(m):
             for j in range(m):
                 A[i, j] += st.delta[i, j]
-        blocked, top, low = block_factor(A, blk, lu, st.piv)
-        if blocked and w.low.shape[1]:
-            blocked = low_rank(lu, st.piv, blk, w.low, w.low_rate, fv)
+        if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
+            blocked, top, low = block_factor(A, blk, st.piv)
+            if blocked and w.low.shape[1]:
+                blocked = low_rank(st.piv, blk, w.low, w.low_rate, fv)
         if not blocked:
-            for j in range(m):
-                for i in range(m):
-                    lu[i, j] = A[i, j]
+            transpose(A)
     else:
         for j in range(m):
             for i in range(m):
@@ -1077,13 +1085,14 @@ class GeneralizedAlpha:
                              int(ev.model.ee_marker))
         self.ev, self.drive = ev, drive
         self.schedule = damping if hasattr(damping, "at") else None
-        self.D = np.zeros((0, 0)) if damping is None else \
-            (self.schedule.matrix if self.schedule is not None else np.ascontiguousarray(damping, dtype=float))
-        # Modal damping on a few modes: the material part in D, the modal one as a low-rank term.
+        # Modal damping on a few modes: the material part in D, the modal one as a low-rank term
+        # (the schedule's dense matrix is then never formed).
         rank = self.schedule.factors.shape[2] if self.schedule is not None else 0
         if not 0 < rank <= RANK_MAX:
             rank = 0
-        elif self.schedule.base.any():
+            self.D = np.zeros((0, 0)) if damping is None else \
+                (self.schedule.matrix if self.schedule is not None else np.ascontiguousarray(damping, dtype=float))
+        elif self.schedule.base is not None and self.schedule.base.any():
             self.D = np.ascontiguousarray(self.schedule.base, dtype=float)
         else:
             self.D = np.zeros((0, 0))
@@ -1093,15 +1102,19 @@ class GeneralizedAlpha:
         self.cols = row_columns(ev.tables, n_rows)
         m = n_v + self.rows.size
         n_c = self.rows.size
+        blk = blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank)
+        known = np.zeros((m, m))
+        # The block path: the factors in the known part's memory (blocks.SHARED)
+        lu = known.T if blk.info[SHARED] else np.zeros((m, m), order="F")
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
-                           np.zeros((m, m), order="F"), np.zeros(m, dtype=np.int32), np.zeros((m, m)),
-                           np.zeros(12, dtype=np.int64), blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank))
+                           lu, np.zeros(m, dtype=np.int32), np.zeros((m, m)), np.zeros(12, dtype=np.int64), blk)
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
-                         np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)), np.zeros((n_v, n_v)),
+                         np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
+                         np.zeros((n_v, n_v) if ev.stiff else (0, 0)),
                          np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
-                         np.zeros((m, m)), np.zeros((n_v, rank)), np.zeros(rank))
+                         known, np.zeros((n_v, rank)), np.zeros(rank))
         if rank:
             self._low_rank()
         self.status, self.message = "running", ""
@@ -1196,9 +1209,14 @@ class GeneralizedAlpha:
             st.counts[EVALUATIONS] += 1
         J = w.J[self.rows]
         J_s = w.J[self.ev.n_joint:]
-        M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
-        A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
-        x = scipy.linalg.lstsq(A, -w.r)[0]
+        if w.r.size >= BLOCK_MIN:
+            # M block diagonal over the bodies: no dense (m, m) system (memory; whichever
+            # factorisation the steps take, so that the two start alike)
+            x = saddle_lstsq(w.M, (self.ev.tables.body_v, self.ev.tables.body_nf), J, J_s, sch.inertia, -w.r)
+        else:
+            M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
+            A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+            x = scipy.linalg.lstsq(A, -w.r)[0]
         st.a[:], st.lam[:] = x[:n], x[n:]
         st.a_hat[:] = st.a
         # the drive's state at t0: the integral as it starts, not advanced over a step

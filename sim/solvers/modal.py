@@ -29,6 +29,7 @@ from sim.model.mobility import NULL_RTOL, free_basis
 from sim.model.kinematics import markers
 from sim.linalg import null_space, partitioned_null_space
 from sim.model.tables import compliant
+from sim.solvers.blocks import BLOCK_MIN, PIVOT_RTOL
 
 PARTITION_RTOL = 1e-3  # reference-coordinate rows at least this well conditioned (pivoted-QR diagonal
 #                        ratio): elastic coordinates independent; the basis's condition number then
@@ -188,6 +189,10 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     -------
     ndarray, shape (n_v, m)
     """
+    if K is None and N is None and J is not None and model.n_v >= BLOCK_MIN:
+        u = _static_saddle(model, J, loads)
+        if u is not None:
+            return u
     K = stiffness_matrix(model, q) if K is None else K
     if N is None:
         N = constrained_basis(model, constraint_jacobian(model, q) if J is None else J)
@@ -200,6 +205,50 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
         # factorisation (gelsy; the SVD's gelsd gives the same to round-off in 2.4 times the time).
         y = scipy.linalg.lstsq(Kn, b, cond=NULL_RTOL, check_finite=False, lapack_driver="gelsy")[0]
     return N @ y
+
+
+def _static_saddle(model, J, loads):
+    """:func:`static_response` from :data:`sim.solvers.blocks.BLOCK_MIN` coordinates, where
+    the stiffness is the bodies' constant ``K_ff`` only: the saddle-point system ``[[K, J^T],
+    [J, 0]] (u, mu) = (loads, 0)`` by a sparse LU (memory linear in the coordinates; the
+    constrained basis and ``N^T K N`` are dense, their product cubic).  The same ``u`` as
+    the basis's where ``N^T K N`` is positive definite; None where the model has other
+    stiffness (lumped springs, compliant drives, stiffening) or the system is singular to
+    ``PIVOT_RTOL`` (free motions: the basis's least-norm answer)."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    from sim.model.dynamics import _has_lumped
+    from sim.model.tables import stretched
+    if _has_lumped(model) or stretched(model):
+        return None
+    n_v = model.n_v
+    rows, cols, vals = [], [], []
+    for b, body in enumerate(model.bodies):
+        if body.n_f:
+            i = model.q_index[b][1] + 6
+            r, c = np.nonzero(body.stiffness_ff)
+            rows.append(r + i)
+            cols.append(c + i)
+            vals.append(np.asarray(body.stiffness_ff)[r, c])
+    K = scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_v, n_v))
+    Js = scipy.sparse.csr_matrix(J)
+    A = scipy.sparse.bmat([[K, Js.T], [Js, None]], format="csr")
+    # Symmetric equilibration (each row and column by the root of its largest entry: stiffness
+    # ~1e9 beside rows ~1), so that the pivots' spread says how singular the system is.
+    big = np.maximum(abs(A).max(axis=1).toarray().ravel(), np.finfo(float).tiny)
+    d = 1.0 / np.sqrt(big)
+    scale = scipy.sparse.diags(d)
+    try:
+        lu = scipy.sparse.linalg.splu((scale @ A @ scale).tocsc())
+    except RuntimeError:      # exactly singular
+        return None
+    pivots = np.abs(lu.U.diagonal())
+    if not (np.isfinite(pivots).all() and pivots.min() > PIVOT_RTOL * pivots.max()):
+        return None
+    rhs = np.zeros((A.shape[0], loads.shape[1]))
+    rhs[:n_v] = loads
+    return (d[:, None] * lu.solve(d[:, None] * rhs))[:n_v]
 
 
 def _lumped_owner(model, marker_i, marker_j):

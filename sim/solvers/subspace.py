@@ -1032,14 +1032,13 @@ def solver_address(constant):
 def elastic_blocks(model, K=None):
     """The flexible bodies' stiffness on their own elastic coordinates, symmetric, in the order
     of ``v`` (``K_ee`` is block diagonal over them): a list of (n_f, n_f).  ``K``: the bodies'
-    stiffness (n_v, n_v) (default :func:`sim.model.dynamics.stiffness_matrix`)."""
-    K = dynamics.stiffness_matrix(model) if K is None else K
+    stiffness (n_v, n_v) (default: each body's ``K_ff``, the same entries, no (n_v, n_v) array)."""
     elastic, blocks, start = model.v_elastic, [], 0
     for body in model.bodies:
         if body.n_f:
             e = elastic[start:start + body.n_f]
             start += body.n_f
-            Kb = K[np.ix_(e, e)]
+            Kb = np.asarray(body.stiffness_ff, dtype=float) if K is None else K[np.ix_(e, e)]
             blocks.append(np.ascontiguousarray(0.5 * (Kb + Kb.T)))
     return blocks
 
@@ -1131,19 +1130,19 @@ class Tracker:
         self.model, self.count, self.free = model, int(count), int(free)
         self.rigid = np.asarray(model.v_rigid, dtype=np.int64)
         self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
-        self.K_body = np.ascontiguousarray(dynamics.stiffness_matrix(model))
-        self.constant = self.free == 0 and Tracker.applies(model, self.K_body)
+        self._K_body = None     # formed where the general solver needs it (memory: n_v x n_v)
+        self.constant = self.free == 0 and Tracker.applies(model)
         self.K_inv = self.K_inv_chol = np.zeros((0, 0))
         self.band, self.K_band = np.zeros((0, 2), dtype=np.int64), np.zeros(0)
         self.m_col = np.zeros((0, 0), dtype=np.int64)
         factors = None
         if self.constant and self.elastic.size >= BAND_MIN:   # the band path (module docstring)
-            factors = _band_factors(elastic_blocks(model, self.K_body))
+            factors = _band_factors(elastic_blocks(model))
         if factors is not None:
             self.band, self.K_band = factors
             self.m_col = _mass_pattern(model)
         elif self.constant:
-            K = elastic_stiffness(model, self.K_body)
+            K = elastic_stiffness(model)
             self.K_inv_chol = np.linalg.inv(np.linalg.cholesky(K))
             self.K_inv = self.K_inv_chol.T @ self.K_inv_chol
         self.m_col.setflags(write=False)    # read-only as the tables' patterns: one compilation of pattern_product
@@ -1175,9 +1174,20 @@ class Tracker:
             return False
         return definite(model, K)
 
-    def layout(self):
-        """The model's part of the solvers' arguments (:data:`SOLVER`)."""
-        return Layout(self.K_body, self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
+    @property
+    def K_body(self):
+        """The bodies' stiffness (n_v, n_v) (:func:`sim.model.dynamics.stiffness_matrix`), formed
+        at the first access."""
+        if self._K_body is None:
+            self._K_body = np.ascontiguousarray(dynamics.stiffness_matrix(model=self.model))
+        return self._K_body
+
+    def layout(self, general=None):
+        """The model's part of the solvers' arguments (:data:`SOLVER`), for the general solver
+        (default: where the stiffness is not constant); ``K_body`` empty for the constant one,
+        which does not read it."""
+        general = not self.constant if general is None else general
+        return Layout(self.K_body if general else np.zeros((0, 0)), self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
                       self.bounds, self.free, self.band, self.K_band, self.m_col)
 
     def settings(self):
@@ -1231,7 +1241,7 @@ class Tracker:
             if found is not None and found[4] == -2:    # turned down: the general basis
                 self.turned_down += 1
             if found is None or found[4] == -2:
-                found = _general(*arguments)
+                found = _general(*arguments[:3], self.layout(True), *arguments[4:])
             lam, shapes, mass_shapes, X, sweeps, static = found
         self.loaded = True
         self.sweeps.append(sweeps)
