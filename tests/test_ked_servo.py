@@ -1,4 +1,4 @@
-"""KED with servo drives (sim.solvers.ked_servo, issue 45 item 4): the geared axis against the
+"""KED with servo drives (sim.solvers.servo_stepping, issue 45 item 4): the geared axis against the
 closed-form ODE, the two-inertia drive against the state space, the frozen structures'
 closed-loop frequencies against the full closed loop, the truncated modes' share under the
 integral, and the 3-RRRU against the servo transient."""
@@ -15,7 +15,7 @@ from sim.model.loader import load_model
 from sim.solvers import closed_loop as sv
 from sim.solvers.damping import Damping
 from sim.solvers.reactions import actuator_forces
-from sim.solvers.ked_servo import integrate, servo_frames
+from sim.solvers.servo_stepping import integrate, servo_frames
 from sim.solvers.motion import rigid_motion
 from sim.solvers.trajectory import from_scenario
 

@@ -163,7 +163,7 @@ def _parts(table, time, omega):
 
 
 def _servo(ev, scenario, group, trajectory, time, progress):
-    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.ked_servo`),
+    """The KED with the actuators held by their ``[servo]`` (:mod:`sim.solvers.servo_stepping`),
     through the analysis' evaluator ``ev``: its result as the locked KED's record, the
     closed-loop damping ratios (n + 1, r), the output instants per interval, the rigid motion
     and summary items; writes the tracking datasets."""
@@ -172,7 +172,7 @@ def _servo(ev, scenario, group, trajectory, time, progress):
     from sim.analyses import Quantity, damping as robot_damping
     from sim.analyses.servo import gains
     from sim.solvers.reactions import actuator_forces
-    from sim.solvers.ked_servo import integrate, servo_frames
+    from sim.solvers.servo_stepping import integrate, servo_frames
     from sim.solvers.motion import rigid_motion
 
     model, table = ev.model, scenario.data["ked"]
