@@ -286,6 +286,17 @@ drive = "servo"
     # The servos' static share: at rest their lag under the weight, which the pose (the joint's
     # angle, G = 1) takes whole: minus the start's tracking error; from a static start their
     # dynamic share (deviation_servo - deviation_static_servo) starts at zero.
+    # The summary prints the vibration's peak beside the whole's, the weight's sag aside.
+    import json
+
+    import h5py
+    from sim.analyses import Quantity
+    from sim.app.units import summary_text
+    with h5py.File(out, "r") as f:
+        for name, g in (("ked", k), ("transient", t)):
+            summary = json.loads(f[name].attrs["summary"])
+            dynamic = np.abs(g["deviation_dynamic"].values[:, 0]).max()
+            assert summary["peak_dynamic_deviation_rz"] == summary_text(Quantity(dynamic, "rad"))
     for g in (k, t):
         static = g["deviation_static_servo"].values
         assert_allclose(static[0, 0], -(lag + tau0 / 500.0), rtol=1e-3)

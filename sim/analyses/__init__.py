@@ -25,6 +25,8 @@ itself (`sim.app.parallel_compile`).
 
 from typing import NamedTuple
 
+import numpy as np
+
 ANALYSES = {}
 PREPARE = {}
 CHECK = {}
@@ -36,6 +38,20 @@ class Quantity(NamedTuple):
 
     value: object
     unit: str
+
+
+def peaks(model, deviation, static):
+    """Summary items of a time-domain deviation (n, d): ``peak_deviation_<name>``, and where the
+    robot sags at rest (``static`` (n, d) not zero) ``peak_dynamic_deviation_<name>``, the peak
+    of ``deviation - static``: the vibration, which a static sag would hide in the whole."""
+    d = len(model.pose_names)
+    whole = np.abs(deviation).max(axis=0) if len(deviation) else np.zeros(d)
+    out = {f"peak_deviation_{n}": Quantity(float(p), u) for n, p, u in zip(model.pose_names, whole, model.pose_units)}
+    if len(deviation) and np.any(static):
+        dynamic = np.abs(deviation - static).max(axis=0)
+        out.update({f"peak_dynamic_deviation_{n}": Quantity(float(p), u)
+                    for n, p, u in zip(model.pose_names, dynamic, model.pose_units)})
+    return out
 
 
 def register(name, prepare=None, check=None, loops=None):

@@ -12,7 +12,7 @@ static deflection at rest along the path and the dynamic rest.
 """
 import numpy as np
 
-from sim.analyses import Quantity, determined, register, sections, settle
+from sim.analyses import determined, peaks, register, sections, settle
 from sim.analyses.servo import STATIC_SERVO
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
@@ -140,9 +140,7 @@ def run(model, scenario, group, progress):
     section_summary = sections.write(group, model, result.time, result.displacement,
                                      "the elastic nodal displacements at the interval ends (modal part plus "
                                      "the static correction of the truncated modes)")
-    peaks = np.abs(out.deviation).max(axis=0)
-    summary = {f"peak_deviation_{k}": Quantity(float(p), u) for k, p, u in zip(model.pose_names, peaks,
-                                                                                 model.pose_units)}
+    summary = peaks(model, out.deviation, out.deviation_static)
     summary["frequency_range_hz"] = (float(np.nanmin(result.frequencies)), float(np.nanmax(result.frequencies)))
     summary.update(settle.write(group, model, trajectory.moves, out.time, out.pose_rigid, out.deviation_dynamic))
     summary.update(section_summary)

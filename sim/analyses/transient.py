@@ -49,7 +49,7 @@ constraints and the drive.
 
 import numpy as np
 
-from sim.analyses import Quantity, determined, register, sections, settle
+from sim.analyses import Quantity, determined, peaks, register, sections, settle
 from sim.model.rotations import skew
 from sim.errors import SimError
 from sim.solvers.start import consistent_state, rest_forces, static_deviation, static_start
@@ -574,8 +574,7 @@ def write(model, group, result, pose_rigid, static):
     steps = max(c["steps"], 1)
     group.attrs["time_per_step_s"] = c["wall_time_s"] / steps
     group.attrs["time_per_iteration_s"] = c["wall_time_s"] / max(c["iterations"], 1)
-    peaks = np.abs(deviation).max(axis=0) if len(deviation) else np.zeros(len(units))
-    summary = {f"peak_deviation_{n}": Quantity(float(p), u) for n, p, u in zip(model.pose_names, peaks, units)}
+    summary = peaks(model, deviation, static)
     summary.update(max_constraint_violation=Quantity(float(result.constraint_violation.max()), "m or rad"),
                    steps=int(c["steps"]), newton_iterations_per_step=c["iterations"] / steps,
                    ms_per_step=1e3 * c["wall_time_s"] / steps,
