@@ -190,15 +190,22 @@ def check_transient(model, where):
 
 def lag_gain(model, E):
     """``G`` (d, n_a): the rigid robot's end-effector change per change of its actuators' joint
-    coordinates, ``G = J_x N (J_s N)^+`` on the rigid coordinates, ``N`` the joints' null
-    space, from an evaluation ``E`` at the configuration (its joint rows ``J``, the actuators'
-    ``J_s`` and, asked with ``pose=True``, ``J_x``): the servo's share of a deviation is
-    ``G (s - s_ref)``, the rest is the structure's."""
-    from sim.linalg import null_space
+    coordinates, from an evaluation ``E`` at the configuration (its joint rows ``J``, the
+    actuators' ``J_s`` and, asked with ``pose=True``, ``J_x``): the servo's share of a deviation
+    is ``G (s - s_ref)``, the rest is the structure's.
 
+    ``G = J_x A_r^+ [0; 1]``, ``A = [J; J_s]`` on the rigid coordinates and ``A_r^+`` its
+    pseudo-inverse at the robot's generic rank ``r`` (``model.ranks[1]``): the least motion
+    that keeps the joints and moves the actuators.  Not the rank of ``A`` at the configuration:
+    on a deformed robot a loop's redundant rows (a planar loop's out-of-plane ones) are no
+    longer exactly so, and the numerical rank would count them and lock the motion they allow.
+    """
     rigid = model.v_rigid
-    N = null_space(E.J[:, rigid], 1e-10)
-    return E.J_x[:, rigid] @ N @ np.linalg.pinv(E.J_s[:, rigid] @ N)
+    nj = E.J.shape[0]
+    A = np.vstack([E.J[:, rigid], E.J_s[:, rigid]])
+    U, sv, Vt = np.linalg.svd(A, full_matrices=False)
+    r = int(model.ranks[1]) if len(model.ranks) else int(np.sum(sv > 1e-10 * sv[0]))
+    return (E.J_x[:, rigid] @ Vt[:r].T) @ ((U[nj:, :r] / sv[:r]).T)
 
 
 @dataclass(frozen=True)
