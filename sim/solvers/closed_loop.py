@@ -43,6 +43,7 @@ import numpy as np
 import scipy.linalg
 
 from sim.errors import SimError
+from sim.model.assembly import RANK_RTOL
 from sim.solvers import damping as dmp
 
 FEEDFORWARD = ("none", "velocity", "velocity+torque")
@@ -204,7 +205,7 @@ def lag_gain(model, E):
     nj = E.J.shape[0]
     A = np.vstack([E.J[:, rigid], E.J_s[:, rigid]])
     U, sv, Vt = np.linalg.svd(A, full_matrices=False)
-    r = int(model.ranks[1]) if len(model.ranks) else int(np.sum(sv > 1e-10 * sv[0]))
+    r = int(model.ranks[1]) if len(model.ranks) else int(np.sum(sv > RANK_RTOL * sv[0]))   # as the ranks
     return (E.J_x[:, rigid] @ Vt[:r].T) @ ((U[nj:, :r] / sv[:r]).T)
 
 

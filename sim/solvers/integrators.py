@@ -242,8 +242,8 @@ class Problem(NamedTuple):
     (the evaluator's :class:`sim.kernels.equations.Data`), the :class:`Scheme` ``sch``, the constraint
     ``rows`` (n_c,) among the evaluation's, the damping ``D`` (n_v, n_v; empty: none or
     low-rank) and ``cols`` (n_rows, w): the columns each row of ``J`` can fill
-    (:func:`row_columns`), ascending, padded with -1.  The drive law at one instant travels beside it as ``law = (s, sd, sdd, ff)``
-    (n_a,) each."""
+    (:func:`row_columns`), ascending, padded with -1.  The drive law at one instant travels
+    beside it as ``law = (s, sd, sdd, ff)`` (n_a,) each."""
 
     t: object
     data: object
@@ -673,14 +673,13 @@ def _known(sch, rows, w):
     g = sch.h * sch.h * sch.beta * sch.c
     A = w.known
     A[:] = 0.0
-    if w.Kt.size:
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = w.M[i, j] - f * w.G[i, j]
+    if w.Kt.size:       # empty where the model has no tangent stiffness
         for i in range(n):
             for j in range(n):
-                A[i, j] = w.M[i, j] - f * w.G[i, j] + g * w.Kt[i, j]
-    else:       # no tangent stiffness in the model (Work.Kt empty)
-        for i in range(n):
-            for j in range(n):
-                A[i, j] = w.M[i, j] - f * w.G[i, j]
+                A[i, j] += g * w.Kt[i, j]
     for k in range(rows.size):
         row = rows[k]
         for j in range(n):
@@ -1246,8 +1245,8 @@ class GeneralizedAlpha:
         h = self.scheme.h
         times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
         return (task, (count, k0, every, total), self.state,
-                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols), self._drive(times),
-                self.work, out)
+                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols),
+                self._drive(times), self.work, out)
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
         return _run(*self._arguments(task, out, count, k0, every, total))
