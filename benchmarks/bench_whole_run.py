@@ -14,7 +14,9 @@ run (the machine's load varies), each program as a whole process: ``sim run SCEN
 * the transient group's ``wall_time_s`` per step (the whole analysis: rigid reference, loop,
   skeleton, sections, self-checks) against Exudyn's solve per step (target <= 1.5x);
 * the compiled loop per step (``time_per_step_s``) against Exudyn's solve per step (<= 1.0x);
-* the import floor: ``python -c "import numpy, numba, scipy.linalg, h5py"`` as a whole process.
+* the import floor the issue names: ``python -c "import numpy, numba, scipy.linalg, h5py"`` as a
+  whole process, and what a small run imports (``numpy, numba, h5py``: ``scipy.linalg``'s package
+  is kept out of it, :func:`sim.kernels._numba._light_lapack`).
 
 ``PYTHONDONTWRITEBYTECODE`` is removed from the children's environment: a user's installation
 keeps its compiled bytecode, and without it every run compiles ffrsim's sources again.
@@ -91,10 +93,13 @@ def main():
     args = parser.parse_args()
     env = environment()
     with tempfile.TemporaryDirectory() as tmp:
-        floor = [timed([sys.executable, "-c", "import numpy, numba, scipy.linalg, h5py"], env, ROOT)[0]
-                 for _ in range(args.rounds)]
+        floor, light = [], []
+        for _ in range(args.rounds):
+            floor.append(timed([sys.executable, "-c", "import numpy, numba, scipy.linalg, h5py"], env, ROOT)[0])
+            light.append(timed([sys.executable, "-c", "import numpy, numba, h5py"], env, ROOT)[0])
         print(f"import floor (numpy, numba, scipy.linalg, h5py as a whole process): "
-              f"{statistics.median(floor):.3f} s")
+              f"{statistics.median(floor):.3f} s; without scipy.linalg (what a small run imports): "
+              f"{statistics.median(light):.3f} s")
         for name, scenario, script, peer_args, steps, target in CASES:
             if args.case and name not in args.case:
                 continue

@@ -11,12 +11,17 @@ Roundoff leaves entries of order 1e-40 .. 1e-80 where the exact value is zero (p
 rotation matrices with exact-zero structure); their products in BLAS underflow to subnormal
 numbers, which x86 processes about 100x slower.  :func:`flush` zeroes entries below
 ``FLUSH_RTOL`` of the largest one, far below the 1e-16 resolution of the data.
+
+Matrices of at most :data:`NUMPY_MAX` rows and columns (a planar robot's, a small spatial
+one's) go to numpy's LAPACK instead: importing ``scipy.linalg`` takes about 0.1 s (scipy's
+array-API layer imports ``numpy.testing`` and ``numpy.f2py`` with it), more than a small
+model's whole transient, and at such sizes every driver takes microseconds.  scipy is
+imported on the first larger matrix.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 
 from sim.kernels.common import FLUSH_RTOL, flush as flush_kernel, runtime
@@ -25,6 +30,12 @@ from sim.kernels.common import FLUSH_RTOL, flush as flush_kernel, runtime
 STACK_SPLIT = 64
 SVD_DRIVER = "gesvd"
 LSTSQ_DRIVER = "gelsy"
+# Largest row or column count decomposed by numpy (the module docstring says why).
+NUMPY_MAX = 64
+
+
+def _small(A):
+    return max(A.shape) <= NUMPY_MAX
 
 
 def flush(A):
@@ -36,8 +47,13 @@ def flush(A):
 
 
 def svd(A, full_matrices=False, compute_uv=True):
-    """Singular value decomposition of A (m, n) with the QR-iteration driver."""
-    return scipy.linalg.svd(flush(A), full_matrices=full_matrices, compute_uv=compute_uv,
+    """Singular value decomposition of A (m, n) with the QR-iteration driver (numpy's
+    divide-and-conquer one on a small A, :data:`NUMPY_MAX`)."""
+    A = flush(A)
+    if _small(A):
+        return np.linalg.svd(A, full_matrices=full_matrices, compute_uv=compute_uv)
+    import scipy.linalg
+    return scipy.linalg.svd(A, full_matrices=full_matrices, compute_uv=compute_uv,
                             lapack_driver=SVD_DRIVER, check_finite=False)
 
 
@@ -46,11 +62,19 @@ def null_space(A, rcond):
 
     Rank-revealing QR with column pivoting of ``A^T`` (rank: ``|R_kk| > rcond |R_00|``): one
     Householder factorisation, 2-3x cheaper than an SVD completed to a full basis on the
-    constraint Jacobians here, and reliable because their rank gaps span many decades.
+    constraint Jacobians here, and reliable because their rank gaps span many decades.  A
+    small A (:data:`NUMPY_MAX`): the right singular vectors of numpy's full SVD (rank:
+    ``sigma_k > rcond sigma_0``).
     """
     if A.shape[0] == 0:
         return np.eye(A.shape[1])
-    Q, R, _ = scipy.linalg.qr(flush(A).T, mode="full", pivoting=True, check_finite=False)
+    A = flush(A)
+    if _small(A):
+        _, s, Vh = np.linalg.svd(A, full_matrices=True)
+        rank = int(np.sum(s > rcond * s[0])) if s.size and s[0] > 0 else 0
+        return flush(Vh[rank:].T)
+    import scipy.linalg
+    Q, R, _ = scipy.linalg.qr(A.T, mode="full", pivoting=True, check_finite=False)
     d = np.abs(np.diag(R))
     rank = int(np.sum(d > rcond * d[0])) if d.size and d[0] > 0 else 0
     return flush(Q[:, rank:])
@@ -74,8 +98,14 @@ def singular_values(A):
 
 
 def lstsq(A, b, cond):
-    """Minimum-norm least-squares solution of A x = b (complete orthogonal factorisation)."""
-    return scipy.linalg.lstsq(flush(A), b, cond=cond, lapack_driver=LSTSQ_DRIVER, check_finite=False)[0]
+    """Minimum-norm least-squares solution of A x = b (complete orthogonal factorisation; on a
+    small A, :data:`NUMPY_MAX`, numpy's SVD-based one), singular values below ``cond`` times
+    the largest taken as zero."""
+    A = flush(A)
+    if _small(A):
+        return np.linalg.lstsq(A, b, rcond=cond)[0]
+    import scipy.linalg
+    return scipy.linalg.lstsq(A, b, cond=cond, lapack_driver=LSTSQ_DRIVER, check_finite=False)[0]
 
 
 def partitioned_null_space(A, dependent, independent, rcond):
@@ -115,6 +145,7 @@ def partitioned_null_space(A, dependent, independent, rcond):
     if m == 0:
         B[dependent, n_i:] = np.eye(dependent.size)
         return B
+    import scipy.linalg
     A = flush(A)
     Q, R, p = scipy.linalg.qr(A[:, dependent].T, mode="full", pivoting=True, check_finite=False)
     d = np.abs(np.diag(R))

@@ -163,3 +163,24 @@ def test_condition_number_near_a_singularity_is_the_dense_eigensolves():
     assert_allclose(shift, COLD_SHIFT, rtol=0)
     A[:, 3] = 0.0
     assert condition_number(A, basis, shift) == np.inf
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_svd_null_space_and_lstsq_by_numpy_and_by_scipy(monkeypatch, small):
+    """Both drivers of sim.linalg (numpy's on small matrices, scipy's QR-based ones on larger)
+    give the same singular values, the same null space (the span, whatever the basis) and the
+    same minimum-norm least-squares solution, on a rank-deficient (12, 20) matrix of rank 8."""
+    import sim.linalg as L
+    monkeypatch.setattr(L, "NUMPY_MAX", 64 if small else 0)
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((12, 8)) @ rng.standard_normal((8, 20))
+    b = rng.standard_normal(12)
+    s_ref = np.linalg.svd(A, compute_uv=False)
+    assert_allclose(L.svd(A, compute_uv=False), s_ref, rtol=1e-12, atol=1e-12 * s_ref[0])
+    N = L.null_space(A, 1e-10)
+    assert N.shape == (20, 12)
+    assert_allclose(N.T @ N, np.eye(12), atol=1e-12)
+    assert np.abs(A @ N).max() < 1e-12 * s_ref[0]
+    x = L.lstsq(A, b, cond=1e-10)
+    x_ref = np.linalg.pinv(A, rcond=1e-10) @ b
+    assert_allclose(x, x_ref, rtol=1e-10, atol=1e-12)

@@ -20,7 +20,7 @@ ROOT = Path(sim.kernels.__file__).resolve().parents[2]
 def test_every_patch_applies_on_the_tested_numba():
     assert _numba.TESTED[0] <= _numba.version() < _numba.TESTED[1]
     assert sim.kernels.PATCHES == ["_tolerant_cache_index", "_light_cache_loads", "_package_cache_stamp",
-                                   "_compiles_hold_signals"]
+                                   "_compiles_hold_signals", "_light_lapack"]
 
 
 def test_the_pin_is_the_tested_range():
@@ -55,6 +55,32 @@ def test_import_and_a_factorisation_with_the_patches_off(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3.0", "2.0"]
+
+
+def test_a_small_run_does_without_scipy_linalg(tmp_path):
+    """The package scipy.linalg, whose import pulls numpy.testing and numpy.f2py (about 0.1 s),
+    stays out of a small robot's whole run: numba reaches BLAS and LAPACK through the light load
+    (_light_lapack), sim.linalg decomposes small matrices with numpy's LAPACK.  Imported
+    afterwards, scipy.linalg works, and LAPACK's LU called from compiled code gives its factors
+    and pivots bitwise."""
+    code = ("import sys\n"
+            "from sim.app.cli import main\n"
+            f"code = main(['run', {str(ROOT / 'scenarios' / 'slider_crank.toml')!r}, '--out', "
+            f"{str(tmp_path / 'r.h5')!r}, '--force'])\n"
+            "print('imported', code, [m for m in ('scipy.linalg', 'numpy.f2py', 'numpy.testing') if m in sys.modules])\n"
+            "import numpy as np, scipy.linalg\n"
+            "from scipy.linalg import cython_lapack\n"
+            "from sim.kernels.lapack import getrf, _getrf_lapack\n"
+            "A = np.random.default_rng(5).standard_normal((90, 90))\n"
+            "lu, piv = np.asfortranarray(A.copy()), np.zeros(90, np.int32)\n"
+            "ref, ref_piv = scipy.linalg.lu_factor(A)\n"
+            "print('lapack', getrf is _getrf_lapack, getrf(lu, piv), np.array_equal(lu, ref), np.array_equal(piv, ref_piv))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines() if line.split()}
+    assert lines["imported"] == ["0", "[]"]
+    assert lines["lapack"] == ["True", "0", "True", "True"]
 
 
 def test_an_overload_cached_for_other_types_is_compiled_again(tmp_path):

@@ -4,8 +4,9 @@ in this module, so that a numba release can break at most what is here.
 Two kinds of use:
 
 * **patches** that make numba's disk cache faster and safer (:func:`_tolerant_cache_index`,
-  :func:`_light_cache_loads`, :func:`_package_cache_stamp`) and compilations hold back stop
-  signals (:func:`_compiles_hold_signals`).  They are applied by :func:`apply` only on the numba
+  :func:`_light_cache_loads`, :func:`_package_cache_stamp`), compilations hold back stop
+  signals (:func:`_compiles_hold_signals`) and BLAS and LAPACK load without the package
+  ``scipy.linalg`` (:func:`_light_lapack`).  They are applied by :func:`apply` only on the numba
   releases they were tested with (:data:`TESTED`, the range ``pyproject.toml`` pins) and unless
   ``FFRSIM_NUMBA_PATCHES=0``; elsewhere, or where a patch no longer finds what it replaces,
   numba keeps its own behaviour: slower cache loading, never a broken import;
@@ -42,7 +43,8 @@ def apply():
     applied = []
     if not enabled():
         return applied
-    for patch in (_tolerant_cache_index, _light_cache_loads, _package_cache_stamp, _compiles_hold_signals):
+    for patch in (_tolerant_cache_index, _light_cache_loads, _package_cache_stamp, _compiles_hold_signals,
+                  _light_lapack):
         try:
             patch()
         except (ImportError, AttributeError, TypeError):
@@ -58,9 +60,10 @@ def lapack_getrf():
     if not enabled():
         return None
     try:
-        from numba.np.linalg import _LAPACK, ensure_lapack
-        ensure_lapack()
-        return _LAPACK().numba_xxgetrf(types.float64)
+        from numba.np.linalg import _LAPACK
+        # The class's signature, not an instance: that would import scipy.linalg
+        # (:func:`_light_lapack` says why not); the symbol reaches LAPACK on its first call.
+        return _LAPACK.numba_xxgetrf(types.float64)
     except (ImportError, AttributeError, TypeError):
         return None
 
@@ -108,6 +111,47 @@ def _tolerant_cache_index():
     _load_index.tolerant = True
     IndexDataCacheFile._load_index = _load_index
 
+
+
+def _light_lapack():
+    """Let numba reach BLAS and LAPACK without importing the package ``scipy.linalg``.
+
+    numba's helper library takes each BLAS and LAPACK function from scipy's public Cython
+    modules ``scipy.linalg.cython_blas`` and ``cython_lapack`` on its first call, importing them
+    by name, and loading cached code that uses numba's array functions imports them too (its
+    ``numba.np.arraymath`` checks for BLAS).  Imported the usual way, that runs the package
+    ``scipy.linalg`` first, whose array-API layer imports ``numpy.testing`` and ``numpy.f2py``:
+    about 0.1 s of every run, more than a small robot's whole transient, for two extension
+    modules that need none of it.  They are loaded here from their files under their own
+    names, so that numba's imports find them in ``sys.modules``; ``import scipy.linalg`` later
+    works as before (its own extensions find them there too).  Nothing is done where
+    ``scipy.linalg`` is imported already.
+    """
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if "scipy.linalg" in sys.modules:
+        return
+    import scipy
+
+    folder = os.path.join(os.path.dirname(scipy.__file__), "linalg")
+    for stem in ("cython_blas", "cython_lapack"):
+        name = f"scipy.linalg.{stem}"
+        if name in sys.modules:
+            continue
+        paths = [os.path.join(folder, stem + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+        paths = [path for path in paths if os.path.isfile(path)]
+        if not paths:
+            raise ImportError(f"no {name} extension in {folder}")
+        spec = importlib.util.spec_from_file_location(name, paths[0])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
 
 
 def _light_cache_loads():

@@ -39,7 +39,6 @@ import os
 import resource
 
 import numpy as np
-import scipy.linalg
 
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
@@ -744,6 +743,7 @@ def _make_body(spec):
         r = int(spec["modes"])
         if not 0 < r <= B.shape[1]:
             raise ValueError(f"`modes` must be in 1..{B.shape[1]}, got {spec['modes']}")
+        import scipy.linalg
         _, phi = scipy.linalg.eigh(Kc, Mc, subset_by_index=[0, r - 1])
         B = B @ phi
     x0 = np.zeros(n)
@@ -784,6 +784,7 @@ def _in_plane(B, nodes, normal):
         kept[axis] = False                           # translation along the normal
         kept[3 + axis] = True                        # rotation about it
         return B[:, np.tile(kept, nodes)[B.argmax(axis=0)]]
+    import scipy.linalg
     return B @ scipy.linalg.null_space(_out_of_plane(nodes, normal) @ B)
 
 
@@ -796,6 +797,7 @@ def _constrained(B, G):
     picks = GB != 0
     if np.all(picks.sum(axis=1) <= 1):
         return B[:, ~picks.any(axis=0)]
+    import scipy.linalg
     return B @ scipy.linalg.null_space(GB)
 
 

@@ -36,7 +36,6 @@ LU without pivoting), §3.2.11 (block LU and the Schur complement).
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 
 from sim.kernels.lapack import getrf
@@ -487,6 +486,7 @@ def saddle_lstsq(M, bodies, J, J_s, inertia, b):
     -------
     ndarray, shape (n + n_c,)
     """
+    import scipy.linalg
     n, n_c = M.shape[0], J.shape[0]
     factors = [(slice(v, v + 6 + nf), scipy.linalg.lu_factor(M[v:v + 6 + nf, v:v + 6 + nf]))
                for v, nf in zip(*bodies)]

@@ -40,7 +40,6 @@ A rigid link of inertia ``J_l`` on a servo axis: ``J = J_l + n^2 J_m``, closed-l
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.linalg
 
 from sim.errors import SimError
 from sim.model.assembly import RANK_RTOL
@@ -375,6 +374,7 @@ class Modes:
 
 def modes(closed):
     """:class:`Modes` of ``closed`` (:class:`Closed`)."""
+    import scipy.linalg
     lam, V = scipy.linalg.eig(closed.A)
     scale = max(np.abs(lam).max(initial=0.0), 1.0)
     pair = lam.imag > 1e-9 * scale
@@ -499,6 +499,7 @@ def truncate(A, B, C, D, count):
     """Modal truncation to the ``count`` lowest modes (by ``|lambda|``; a complex pair counts
     once, its two real states kept together; real roots count as one each), the static gain of
     the rest kept in ``D`` (when they have no zero root).  Returns ``(A, B, C, D)``."""
+    import scipy.linalg
     lam, V = scipy.linalg.eig(A)
     scale = max(np.abs(lam).max(initial=0.0), 1.0)
     order = np.argsort(np.abs(lam) + 1e-12 * np.abs(lam.imag))

@@ -42,7 +42,6 @@ non-proportional damping; complex modes).
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from sim.errors import SimError
 
@@ -374,6 +373,7 @@ def modal_damping_matrix(M, shapes, omega, zeta):
 
 def undamped_modes(red):
     """Eigenpairs of ``(K_n, M_n)``: ``omega`` (n,) [rad/s] ascending, mass-normalised ``X`` (n, n)."""
+    import scipy.linalg
     lam, X = scipy.linalg.eigh(red.K, red.M)
     return np.sqrt(np.maximum(lam, 0.0)), X
 
@@ -446,6 +446,7 @@ def complex_modes(M, C, K, eta=0.0):
     -------
     ComplexModes
     """
+    import scipy.linalg
     n = M.shape[0]
     A, _ = state_space(M, C, K, eta)
     lam, Z = scipy.linalg.eig(A)

@@ -39,7 +39,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
 
 from sim.errors import SimError
 
@@ -469,6 +468,7 @@ def _fit(problem, theta, lo, hi, diff_step, max_evaluations):
     """Least squares from ``theta`` (ln p) with the tracked pairings frozen for each run and
     re-tracked at its solution, until they no longer change (at most ``PAIRING_ROUNDS`` runs):
     ``(fit, stable)``, ``fit`` scipy's result of the last run."""
+    import scipy.optimize
     tracked = [c for c in problem.configurations if problem._tracked(c) and c.fit]
     stable = False
     pairing = {c.name: problem.track(c, np.exp(theta))[0] for c in tracked}
@@ -558,6 +558,7 @@ def identify(model_file, names, initial, configurations, bounds=(None, None), ba
     -------
     IdentificationResult
     """
+    import scipy.optimize
     search = Search() if search is None else search
     lower, upper = bounds
     diff_step, max_evaluations, starts = search.diff_step, search.max_evaluations, search.starts

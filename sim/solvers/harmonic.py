@@ -20,7 +20,6 @@ frequency (reference).  ``auto`` picks ``modal`` when the damping is proportiona
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from sim.solvers import damping as dmp
 from sim.errors import SimError
@@ -151,6 +150,7 @@ def frf_reduced(red, B, Cout, frequencies_hz, damping, method="auto"):
     method : str
         The method used.
     """
+    import scipy.linalg
     if method not in METHODS:
         raise SimError(f"FRF method must be one of {', '.join(METHODS)}, got `{method}`")
     w = 2 * np.pi * np.asarray(frequencies_hz, dtype=float)

@@ -100,7 +100,6 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 
 from sim.kernels.common import compile_for, runtime, wrap
@@ -108,6 +107,7 @@ from sim.kernels.equations import function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 from sim.kernels.pose import marker_terms, pose_terms
+from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
 from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, low_rank, \
     saddle_lstsq, solve, transpose
@@ -1215,7 +1215,7 @@ class GeneralizedAlpha:
         else:
             M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
             A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
-            x = scipy.linalg.lstsq(A, -w.r)[0]
+            x = lstsq(A, -w.r, cond=np.finfo(float).eps)
         st.a[:], st.lam[:] = x[:n], x[n:]
         st.a_hat[:] = st.a
         # the drive's state at t0: the integral as it starts, not advanced over a step

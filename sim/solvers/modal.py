@@ -20,7 +20,6 @@ S. Briot et al., natural frequencies of the NaVARo (paper 000 of this project), 
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from sim.model import springs
 from sim.model.constraints import actuator_values, constraints
@@ -129,6 +128,7 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     -------
     ModalResult
     """
+    import scipy.linalg
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q) if K is None else K
     N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
@@ -189,6 +189,7 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     -------
     ndarray, shape (n_v, m)
     """
+    import scipy.linalg
     if K is None and N is None and J is not None and model.n_v >= BLOCK_MIN:
         u = _static_saddle(model, J, loads)
         if u is not None:

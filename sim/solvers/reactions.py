@@ -41,7 +41,6 @@ parallel singularity shows as a condition number above ``1 / SINGULAR_RATIO``.
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 
 from sim.kernels.common import FLUSH_RTOL, compile_for, flush, runtime
@@ -154,6 +153,7 @@ def _solve(model, Jr, rhs, warm=None):
     reference coordinates, ``rhs`` (n, n_r) ``Q_r - M_rr a_r``.  Returns ``lam`` (n, n_c), the
     condition numbers (n,) at the direct rank and the residual norms (n,).  ``warm``: the
     state of :func:`sim.linalg.condition_number` carried along a motion (square ``J_r``)."""
+    import scipy.linalg
     rank = model.ranks[1]
     if Jr.shape[1] == Jr.shape[2] == rank:
         warm = condition_state(Jr.shape[2]) if warm is None else warm

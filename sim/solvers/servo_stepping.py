@@ -45,7 +45,6 @@ Control 23 (1978) 395-404.
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from sim.errors import SimError
 from sim.solvers import closed_loop as sv
@@ -158,6 +157,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     SimError
         Where the robot held by its servos has a free motion (naming the time).
     """
+    import scipy.linalg
     from dataclasses import replace
 
     from sim.model.evaluator import held
@@ -324,6 +324,7 @@ class ServoKed:
 def closed_modes(A, r):
     """Frequencies [Hz] and damping ratios (r,) of the complex pairs of ``A``, ascending by
     ``|lambda|`` (NaN where fewer)."""
+    import scipy.linalg
     lam = scipy.linalg.eigvals(A)
     scale = max(np.abs(lam).max(initial=0.0), 1.0)
     pair = lam[lam.imag > 1e-9 * scale]
@@ -353,6 +354,7 @@ def integrate(time, frames, servo, start="static", parts=1):
     -------
     ServoKed
     """
+    import scipy.linalg
     if start not in ("static", "undeformed"):
         raise ValueError(f"`start` must be 'static' or 'undeformed', got {start!r}")
     n, n_x, r = frames.shapes.shape

@@ -9,7 +9,6 @@ R. J. Allemang, "The modal assurance criterion -- twenty years of use and abuse"
 Vibration 37(8), 2003.
 """
 import numpy as np
-import scipy.optimize
 
 
 def mac(phi_a, phi_b, M=None):
@@ -54,6 +53,7 @@ def pair_modes(mac_matrix):
     list of (int, int)
         ``min(k_a, k_b)`` pairs sorted by ``i``.
     """
+    import scipy.optimize
     rows, cols = scipy.optimize.linear_sum_assignment(-np.asarray(mac_matrix))
     return sorted(zip(rows.tolist(), cols.tolist()))
 
