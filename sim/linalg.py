@@ -31,7 +31,7 @@ STACK_SPLIT = 64
 SVD_DRIVER = "gesvd"
 LSTSQ_DRIVER = "gelsy"
 # Largest row or column count decomposed by numpy (the module docstring says why).
-NUMPY_MAX = 64
+NUMPY_MAX = 128
 
 
 def _small(A):

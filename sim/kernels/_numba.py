@@ -170,16 +170,23 @@ def _light_cache_loads():
       and lists the symbols it defines, so that the entry points can be looked up.  Here the
       bitcode waits until a caller is linked against it, or a symbol is looked up that no
       parsed library defines; the two entry points (the function and its Python wrapper,
-      named in the cached function descriptor) are listed at once.
+      named in the cached function descriptor) are listed at once;
+    * it imports the module of every function whose environment the code holds, numba's own
+      implementations' among them (``numba.np.arraymath``, ``npyimpl``, ``cpython.listobj``:
+      a fifth of a small run's model build), for the module's globals.  Only object-mode
+      code reads an environment's globals (numba's ``pylowering``); compiled code in
+      nopython mode, all that ``sim`` has, reads its constants.  An environment whose module
+      is not imported gets a dictionary that names the module.
 
     And it checks what it loaded: an overload cached for other argument types than those asked
     for (two processes that compiled the kernel at once can leave numba's index naming the
     other's data file) is a miss, compiled again, not run.
     """
+    import sys
     import weakref
 
     import llvmlite.binding as ll
-    from numba.core import caching, codegen, sigutils
+    from numba.core import caching, codegen, environment, sigutils
     from numba.core.runtime import rtsys
 
     library, engine = codegen.CPUCodeLibrary, codegen.JitEngine
@@ -187,6 +194,7 @@ def _light_cache_loads():
         return
     rebuild, unserialize = caching.CompileResultCacheImpl.rebuild, library._unserialize.__func__
     for_linking, defined = library._get_module_for_linking, engine.is_symbol_defined
+    rebuild_env = environment._rebuild_env
     pending = weakref.WeakSet()     # loaded libraries whose bitcode is not parsed yet
 
     def parse(lib):
@@ -249,8 +257,18 @@ def _light_cache_loads():
                 parse(lib)
         return defined(self, name)
 
+    def rebuild_env_light(modname, consts, env_name):
+        if modname in sys.modules or environment.lookup_environment(env_name) is not None:
+            return rebuild_env(modname, consts, env_name)
+        env = environment.Environment({"__name__": modname})
+        env.consts[:] = consts
+        env.env_name = env_name
+        environment.Environment._memo[env_name] = env
+        return env
+
     load_overload.light = True
     caching.Cache.load_overload = load_overload
+    environment._rebuild_env = rebuild_env_light
     caching.CompileResultCacheImpl.rebuild = rebuild_light
     library._unserialize = classmethod(unserialize_light)
     library._get_module_for_linking = get_module_for_linking
