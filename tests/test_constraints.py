@@ -104,3 +104,26 @@ def test_skeleton_jacobian_matches_finite_differences(name, request):
     batched = skeleton_motion(model, np.stack([q, q2]), directions)       # (configuration, direction) pairs
     np.testing.assert_allclose(batched[1], skeleton_motion(model, q2, directions[1]), rtol=0, atol=1e-15)
     assert segments.min() >= 0 and segments.max() < len(p), "segments index the points"
+
+
+@pytest.mark.parametrize("name", ["navaro", "flexible_arm"])
+def test_skeleton_acceleration_matches_finite_differences(name, request):
+    """The points' accelerations along the curve ``q(t) = q (+) (t v + t^2/2 a)`` (rigid and
+    elastic coordinates moving, so the centripetal and Coriolis terms count): the second
+    central difference of the points, to O(h^2)."""
+    from sim.model.kinematics import integrate, skeleton_acceleration, skeleton_points
+    model = request.getfixturevalue(name)
+    rng = np.random.default_rng(5)
+    dv = 1e-2 * rng.standard_normal(model.n_v)
+    dv[model.v_elastic] *= 1e-2
+    q = integrate(model, model.q_home, dv)
+    v, a = rng.standard_normal((2, model.n_v))
+    v[model.v_elastic] *= 1e-2
+    a[model.v_elastic] *= 1e-2
+    h = 1e-4
+    p = [skeleton_points(model, integrate(model, q, s * h * v + 0.5 * (s * h) ** 2 * a)) for s in (-1, 0, 1)]
+    ddp = (p[0] - 2 * p[1] + p[2]) / h ** 2
+    np.testing.assert_allclose(skeleton_acceleration(model, q, v, a), ddp, rtol=1e-5, atol=1e-5,
+                               err_msg=f"{name}: skeleton accelerations")
+    centripetal = skeleton_acceleration(model, q, v, np.zeros(model.n_v))
+    assert np.abs(centripetal).max() > 1e-2, "the velocity terms are tested too"

@@ -26,7 +26,7 @@ def stride(model, n_t):
     return max(1, int(np.ceil(n_t * per_instant / MAX_VALUES)))
 
 
-def write(group, model, time, every, points, points_rigid, how, own_time=False):
+def write(group, model, time, every, points, points_rigid, how, own_time=False, how_rigid=None):
     """Write subgroup ``skeleton`` of a time-domain group.
 
     Parameters
@@ -42,6 +42,8 @@ def write(group, model, time, every, points, points_rigid, how, own_time=False):
         Flexible and rigid robot [m], world frame.
     how : str
         How the flexible points were obtained, for their description.
+    how_rigid : str, optional
+        How the rigid points were obtained, where not exactly at the rigid configurations.
     own_time : bool
         ``time`` is not the group's ``time`` (KED's frames between denser output instants):
         the skeleton gets its own.
@@ -60,6 +62,7 @@ def write(group, model, time, every, points, points_rigid, how, own_time=False):
     group.put("skeleton/points", points, "m", "points drawing the flexible robot (flexible-body nodes, rigid-body "
               f"and ground markers), world frame: {how}", dims=dims)
     group.put("skeleton/points_rigid", points_rigid, "m",
-              "the same points on the rigid robot (elastic coordinates zero, the rigid reference motion)", dims=dims)
+              "the same points on the rigid robot (elastic coordinates zero, the rigid reference motion)" +
+              (f": {how_rigid}" if how_rigid else ""), dims=dims)
     group.attrs["skeleton_every"] = int(every)
     group.attrs["skeleton_end_effector_point"] = int(marker_points(model)[model.ee_marker])

@@ -47,6 +47,8 @@ the rigid coordinates are re-assembled and the rigid velocities made consistent 
 constraints and the drive.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from sim.analyses import Quantity, determined, peaks, register, sections, settle
@@ -229,12 +231,22 @@ def _tabulated(law, times, model):
     return Drive("prescribed", reference=law).table(times, len(model.actuators))[:3]
 
 
+class Samples(NamedTuple):
+    """The rigid reference's samples: instants ``t`` (m,) [s], configurations ``q`` (m, n_q),
+    velocities ``v`` and accelerations ``a`` (m, n_v), and, where the rigid robot cannot follow
+    its actuators exactly (:func:`sim.solvers.motion.least_squares_motion`), the joints'
+    ``residual`` (m,) of that least-squares reference (None where it can)."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    residual: object
+
+
 def reference(model, scenario, table, progress, ev):
     """Rigid reference (``ev``: the analysis' evaluator): ``(law, pose_rigid(t), q0, v0,
-    torque(t) or None, duration, samples)``,
-    ``samples = (t, q, residual)`` the rigid configurations it was built from and, where the
-    rigid robot cannot follow its actuators exactly (:func:`sim.solvers.motion.least_squares_motion`),
-    the joints' residual (n,) of that least-squares reference (None where it can)."""
+    torque(t) or None, duration, samples)``, ``samples`` the :class:`Samples` it was built
+    from."""
     from sim.solvers.motion import driven_motion, least_squares_motion, rigid_motion
     from sim.solvers.trajectory import from_scenario
 
@@ -275,7 +287,7 @@ def reference(model, scenario, table, progress, ev):
         if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
             raise SimError(f"{where} drive = \"{table['drive']}\" with torque feedforward needs a [trajectory] "
                            f"(rigid inverse dynamics)")
-        return law, pose_rigid, qs[0], v0, None, duration, (times, qs, residual)
+        return law, pose_rigid, qs[0], v0, None, duration, Samples(times, qs, motion.v, motion.a, residual)
     if traj is None:
         raise SimError(f"{where} needs a [trajectory] table or a drive_law")
     trajectory = from_scenario(traj, model)
@@ -298,33 +310,14 @@ def reference(model, scenario, table, progress, ev):
         from sim.solvers.reactions import actuator_forces
         import scipy.interpolate    # on use: a long import that `sim modes` does without
         torque = scipy.interpolate.CubicSpline(times, actuator_forces(ev, motion), axis=0)
-    return law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration, (times, motion.q, None)
+    return (law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration,
+            Samples(times, motion.q, motion.v, motion.a, None))
 
 
 def _torque_feedforward(model, scenario):
     """Whether the scenario's servos feed the rigid inverse dynamics' forces forward."""
     from sim.analyses.servo import gains
     return bool(gains(model, scenario).torque.any())
-
-
-def rigid_configurations(model, ev, scenario, law, samples, times):
-    """Configurations (n, n_q) of the rigid robot at ``times`` (n,) [s]: along the
-    ``[trajectory]`` by :func:`sim.solvers.motion.rigid_motion` (the reference's inverse
-    kinematics), or with a ``drive_law`` by :func:`sim.solvers.motion.driven_motion` (its
-    direct kinematics), from the first of the reference's ``samples = (t, q)``."""
-    from sim.solvers.motion import driven_motion, rigid_motion
-    from sim.solvers.trajectory import from_scenario
-
-    times = np.asarray(times, dtype=float)
-    if scenario.data["transient"].get("drive_law") is None:
-        trajectory = from_scenario(scenario.data["trajectory"], model)
-        return rigid_motion(ev, trajectory, times, q_start=samples[1][0], condition=False).q
-    if samples[2] is None:
-        try:
-            return driven_motion(ev, times, *_tabulated(law, times, model), q_start=samples[1][0]).q
-        except SimError:    # an output instant at a change point the reference's samples stepped over
-            pass
-    return between(model, samples[0], samples[1], times)
 
 
 def between(model, t, q, times):
@@ -339,17 +332,30 @@ def between(model, t, q, times):
     return out
 
 
-def write_skeleton(model, ev, scenario, group, result, law, samples):
+def write_skeleton(model, group, result, samples):
     """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the flexible robot from the sampled
-    configurations, the rigid one from :func:`rigid_configurations`."""
+    configurations; the rigid one from the rigid reference's :class:`Samples`, its points
+    interpolated by quintic Hermite polynomials through their positions, velocities and
+    accelerations (:func:`hermite_law`: exact at the samples, and between them as close as
+    the reference's own interpolation of the drive, which the samples' spacing bounds), or,
+    where the reference is a least-squares one (rates by finite differences), its
+    configurations interpolated linearly (:func:`between`)."""
     from sim.analyses import skeleton
-    from sim.model.kinematics import skeleton_points
+    from sim.model.kinematics import skeleton_acceleration, skeleton_motion, skeleton_points
 
     every = skeleton.stride(model, len(result.t))
     times = result.t[::every]
-    q_rigid = rigid_configurations(model, ev, scenario, law, samples, times) if len(times) else np.zeros((0, model.n_q))
-    skeleton.write(group, model, result.t, every, skeleton_points(model, result.q[::every]),
-                   skeleton_points(model, q_rigid), "the integrated configurations")
+    if samples.residual is None:
+        t, q, v, a = samples.t, samples.q, samples.v, samples.a
+        rates = (skeleton_points(model, q), skeleton_motion(model, q, v), skeleton_acceleration(model, q, v, a))
+        rigid = hermite_law(t, *(x.reshape(len(t), -1) for x in rates))(times)[0].reshape(len(times), -1, 3)
+        how = ("quintic Hermite interpolation of the rigid reference's samples (points, velocities and "
+               "accelerations)")
+    else:
+        rigid = skeleton_points(model, between(model, samples.t, samples.q, times))
+        how = "linear interpolation of the least-squares rigid reference's configurations"
+    skeleton.write(group, model, result.t, every, skeleton_points(model, result.q[::every]), rigid,
+                   "the integrated configurations", how_rigid=how)
 
 
 def prepare(model, scenario):
@@ -421,7 +427,7 @@ def run(model, scenario, group, progress):
     # under torque or free drives they are force sources: locked in the statics (servos: with
     # their own lag under the load).
     lock = kind != "prescribed"
-    static, static_servo = static_deviation(model, ev, *samples[:2], lock=lock, servo=servo)
+    static, static_servo = static_deviation(model, ev, samples.t, samples.q, lock=lock, servo=servo)
     q_f, v_f = np.zeros(model.n_q), np.zeros(model.n_v)
     if table.get("initial_state") is not None:
         q_f, v_f = elastic_state(model, table["initial_state"], where)
@@ -458,7 +464,7 @@ def run(model, scenario, group, progress):
         from sim.solvers.trajectory import from_scenario
         moves = from_scenario(scenario.data["trajectory"], model).moves
     gains = baumgarte_gains(h, table["alpha"], table["beta"])
-    damped = schedule(ev, robot_damping(scenario, group), *samples[:2])
+    damped = schedule(ev, robot_damping(scenario, group), samples.t, samples.q)
     method, fallback = table["method"] or "newmark", None
 
     def integrate(method):
@@ -482,17 +488,17 @@ def run(model, scenario, group, progress):
     if servo is not None:
         from sim.analyses.servo import write_tracking
         summary.update(write_tracking(group, model, ev, result, rigid, law, servo, static_servo(result.t),
-                                      split=samples[2] is None))
+                                      split=samples.residual is None))
     if moves is not None:
         summary.update(settle.write(group, model, moves, result.t, rigid, result.pose - rigid - static(result.t)))
-    write_skeleton(model, ev, scenario, group, result, law, samples)
+    write_skeleton(model, group, result, samples)
     summary.update(sections.write(group, model, result.t, elastic_displacements(model, result.q),
                                   "the elastic nodal displacements (the integrated elastic coordinates)"))
     group.attrs["baumgarte_alpha"], group.attrs["baumgarte_beta"] = gains
     group.attrs["step"] = h      # [s], the time step (sim.app.selfcheck's ringing check)
     # The rigid reference (sim.app.selfcheck warns of a least-squares one and of a branch change)
-    group.attrs["reference"] = "exact" if samples[2] is None else "least_squares"
-    group.attrs["reference_residual"] = 0.0 if samples[2] is None else float(np.max(samples[2]))
+    group.attrs["reference"] = "exact" if samples.residual is None else "least_squares"
+    group.attrs["reference_residual"] = 0.0 if samples.residual is None else float(np.max(samples.residual))
     # Free motions the model declares that move its end effector: the transient drifts along them
     group.attrs["free_motions"] = int(model.free_motions_declared)
     group.attrs["robot_size"] = robot_size(np.vstack([markers(model, model.q_home).p,

@@ -328,6 +328,38 @@ def skeleton_motion(model, q, dv):
     return np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)
 
 
+def skeleton_acceleration(model, q, v, a):
+    """Accelerations of the points of :func:`skeleton` at the state ``(q, v)`` with the
+    accelerations ``a``: :func:`skeleton_motion` of ``a`` and the terms quadratic in the
+    velocities, ``R_WB (w x (w x p_BP_B) + 2 w x D dq_f)`` (``w`` the body's angular velocity in
+    its frame, ``dq_f`` its elastic rates).
+
+    Parameters
+    ----------
+    q : ndarray, shape (..., n_q)
+    v, a : ndarray, shape (..., n_v)
+
+    Returns
+    -------
+    ddp : ndarray, shape (broadcast of the leading dimensions, n_p, 3)
+        [m/s^2], world frame.
+    """
+    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    _, sv = _starts(model)
+    shape = np.broadcast_shapes(q.shape[:-1], v.shape[:-1], np.shape(a)[:-1])
+    parts = []
+    for b, (R, _, local, D) in enumerate(_body_points(model, q)):
+        w = v[..., None, sv[b] + 3:sv[b] + 6]
+        inner = np.cross(w, local)
+        if D is not None:
+            n_f = model.bodies[b].n_f
+            inner = inner + 2.0 * (v[..., sv[b] + 6:sv[b] + 6 + n_f] @ D).reshape(v.shape[:-1] + (-1, 3))
+        part = np.cross(w, inner) @ np.swapaxes(R, -1, -2)
+        parts.append(np.broadcast_to(part, shape + part.shape[-2:]))
+    quadratic = np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)
+    return skeleton_motion(model, q, a) + quadratic
+
+
 def body_point_starts(model):
     """Index (n_b + 1,) of each body's first point among the points of :func:`skeleton` (its
     nodes on a flexible body, its markers on a rigid one), then of the ground's markers."""
