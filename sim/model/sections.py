@@ -74,13 +74,13 @@ def section_forces(body, u_f):
     d = np.asarray(u_f, dtype=float) @ body.basis.T                      # (..., 6 n_nodes) body frame
     dofs = (6 * body.elements[:, :, None] + np.arange(6)).reshape(-1, 12)
     T = rotation_12(body.element_frames)
-    local = np.einsum("eji,...ej->...ei", T, d[..., dofs])              # T^T d_e
-    f = np.einsum("eij,...ej->...ei", body.element_stiffness, local)
+    # f_e = K_e T_e^T d_e, as the row d_e^T (T_e K_e^T): one batched product over the elements
+    f = (d[..., dofs][..., None, :] @ (T @ np.swapaxes(body.element_stiffness, -1, -2)))[..., 0, :]
     S = np.concatenate([-f[..., :6], f[..., 6:]], axis=-2)              # (..., 2 n_el, 6): first, second ends
     P, R, _ = _ends(body)
-    turned = np.concatenate([np.einsum("pab,...pb->...pa", R, S[..., :3]),
-                             np.einsum("pab,...pb->...pa", R, S[..., 3:])], axis=-1)
-    return np.einsum("np,...pc->...nc", P, turned)
+    Rt = np.swapaxes(R, -1, -2)
+    turned = np.concatenate([(S[..., None, :3] @ Rt)[..., 0, :], (S[..., None, 3:] @ Rt)[..., 0, :]], axis=-1)
+    return P @ turned
 
 
 def stresses(body, forces):

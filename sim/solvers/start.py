@@ -117,9 +117,13 @@ def static_deviation(model, ev, times, qs, lock=False, servo=None):
     which the samples resolve).  ``servo`` (:class:`sim.solvers.closed_loop.Servo`): the actuators
     are held by these servos, whose lag under the load adds its share (:func:`servo_sag`),
     ``static_servo`` (zeros without servos)."""
+    from sim.model.tables import compliant
+
     d = len(model.pose_kinds)
     values = np.zeros((len(qs), d))
-    if len(model.v_elastic):
+    # At rest on the rigid robot (no elastic coordinates, no rates) only gravity, springs and
+    # compliant drives load the structure: without them there is nothing to evaluate.
+    if len(model.v_elastic) and (model.gravity.any() or model.springs or compliant(model).any()):
         for k, q in enumerate(qs):
             u, E = _rest(model, q, ev, lock)
             values[k] = E.J_x @ u
