@@ -20,7 +20,7 @@ ROOT = Path(sim.kernels.__file__).resolve().parents[2]
 def test_every_patch_applies_on_the_tested_numba():
     assert _numba.TESTED[0] <= _numba.version() < _numba.TESTED[1]
     assert sim.kernels.PATCHES == ["_tolerant_cache_index", "_light_cache_loads", "_package_cache_stamp",
-                                   "_compiles_hold_signals", "_light_lapack"]
+                                   "_compiles_hold_signals", "_light_lapack", "_plain_array_types"]
 
 
 def test_the_pin_is_the_tested_range():
@@ -64,7 +64,8 @@ def test_a_small_run_does_without_scipy_linalg(tmp_path):
     implementation modules imported for the environments of the cached code (_light_cache_loads).
     Imported afterwards, scipy.linalg works, and LAPACK's LU called from compiled code gives its
     factors and pivots bitwise.  (The run is done twice: a first one on a cold cache compiles.)"""
-    kept_out = ("scipy.linalg", "numpy.f2py", "numpy.testing", "numba.np.arraymath", "numba.np.npyimpl")
+    kept_out = ("scipy.linalg", "numpy.f2py", "numpy.testing", "numba.np.arraymath", "numba.np.npyimpl",
+                "numba.np.linalg", "numpy.ma")
     code = ("import sys\n"
             "from sim.app.cli import main\n"
             f"code = main(['run', {str(ROOT / 'scenarios' / 'slider_crank.toml')!r}, '--out', "

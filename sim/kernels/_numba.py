@@ -5,8 +5,9 @@ Two kinds of use:
 
 * **patches** that make numba's disk cache faster and safer (:func:`_tolerant_cache_index`,
   :func:`_light_cache_loads`, :func:`_package_cache_stamp`), compilations hold back stop
-  signals (:func:`_compiles_hold_signals`) and BLAS and LAPACK load without the package
-  ``scipy.linalg`` (:func:`_light_lapack`).  They are applied by :func:`apply` only on the numba
+  signals (:func:`_compiles_hold_signals`), BLAS and LAPACK load without the package
+  ``scipy.linalg`` (:func:`_light_lapack`) and plain arrays are typed without ``numpy.ma``
+  (:func:`_plain_array_types`).  They are applied by :func:`apply` only on the numba
   releases they were tested with (:data:`TESTED`, the range ``pyproject.toml`` pins) and unless
   ``FFRSIM_NUMBA_PATCHES=0``; elsewhere, or where a patch no longer finds what it replaces,
   numba keeps its own behaviour: slower cache loading, never a broken import;
@@ -44,7 +45,7 @@ def apply():
     if not enabled():
         return applied
     for patch in (_tolerant_cache_index, _light_cache_loads, _package_cache_stamp, _compiles_hold_signals,
-                  _light_lapack):
+                  _light_lapack, _plain_array_types):
         try:
             patch()
         except (ImportError, AttributeError, TypeError):
@@ -56,16 +57,17 @@ def apply():
 def lapack_getrf():
     """numba's external ``dgetrf`` function (LAPACK LU from ``scipy.linalg.cython_lapack``, a
     symbol, so code calling it stays cacheable), or ``None`` where this numba does not offer it
-    or the patches are off (:func:`enabled`)."""
+    or the patches are off (:func:`enabled`).
+
+    The symbol of numba's helper library with the signature of numba's
+    ``numba.np.linalg._LAPACK.numba_xxgetrf`` (LAPACK's integers 32-bit, as numba checks of
+    scipy's), written out here: importing ``numba.np.linalg`` for it costs a run 25 ms.  The
+    symbol reaches LAPACK on its first call (:func:`_light_lapack`)."""
     if not enabled():
         return None
-    try:
-        from numba.np.linalg import _LAPACK
-        # The class's signature, not an instance: that would import scipy.linalg
-        # (:func:`_light_lapack` says why not); the symbol reaches LAPACK on its first call.
-        return _LAPACK.numba_xxgetrf(types.float64)
-    except (ImportError, AttributeError, TypeError):
-        return None
+    signature = types.intc(types.char, types.intp, types.intp, types.CPointer(types.float64), types.intp,
+                           types.CPointer(types.int32))
+    return types.ExternalFunction("numba_xxgetrf", signature)
 
 
 def address(kernel, signature):
@@ -152,6 +154,37 @@ def _light_lapack():
         except BaseException:
             del sys.modules[name]
             raise
+
+
+def _plain_array_types():
+    """Type a plain ``numpy.ndarray`` without importing ``numpy.ma``.
+
+    numba types an array argument in Python wherever its compiled dispatcher does not (inside
+    a tuple or a named tuple: the solvers' records), and first asks whether it is a masked
+    array, which imports ``numpy.ma`` on first use (7 ms of a small run).  An array of exactly
+    the type ``numpy.ndarray`` is no masked array: it gets numba's own type at once (dtype,
+    dimensions, layout, read-only flag); anything else, or a dtype numba does not take, goes
+    to numba's typing as before.
+    """
+    import numpy as np
+    from numba.core.typing import typeof
+    from numba.np import numpy_support
+
+    numba_own = typeof.typeof_impl.dispatch(np.ndarray)
+    if getattr(numba_own, "plain", False):
+        return
+
+    def typeof_array(val, c):
+        if type(val) is np.ndarray:
+            try:
+                dtype = numpy_support.from_dtype(val.dtype)
+            except Exception:
+                return numba_own(val, c)
+            return types.Array(dtype, val.ndim, numpy_support.map_layout(val), readonly=not val.flags.writeable)
+        return numba_own(val, c)
+
+    typeof_array.plain = True
+    typeof.typeof_impl.register(np.ndarray)(typeof_array)
 
 
 def _light_cache_loads():

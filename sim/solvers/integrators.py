@@ -271,7 +271,8 @@ def row_columns(t, n_rows):
     for k in range(len(t.row)):
         both = np.concatenate([t.cols[t.mi[k]], t.cols[t.mj[k]]])
         for r in range(t.row[k], t.row[k] + (3 if t.kinds[k] == 0 else 1)):   # a point: 3 rows
-            sets[r] = np.unique(both[both >= 0])
+            # sorted(set()): np.unique would import numpy.ma (its masked check), 7 ms of a run
+            sets[r] = np.array(sorted(set(both[both >= 0].tolist())), dtype=np.int64)
     out = np.full((n_rows, max([c.size for c in sets], default=0)), -1, dtype=np.int64)
     for r, c in enumerate(sets):
         out[r, :c.size] = c
