@@ -20,7 +20,8 @@ ROOT = Path(sim.kernels.__file__).resolve().parents[2]
 def test_every_patch_applies_on_the_tested_numba():
     assert _numba.TESTED[0] <= _numba.version() < _numba.TESTED[1]
     assert sim.kernels.PATCHES == ["_tolerant_cache_index", "_light_cache_loads", "_package_cache_stamp",
-                                   "_compiles_hold_signals", "_light_lapack", "_plain_array_types"]
+                                   "_compiles_hold_signals", "_light_lapack", "_plain_array_types",
+                                   "_cached_runtime"]
 
 
 def test_the_pin_is_the_tested_range():
@@ -85,6 +86,35 @@ def test_a_small_run_does_without_scipy_linalg(tmp_path):
     lines = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines() if line.split()}
     assert lines["imported"] == ["0", "[]"]
     assert lines["lapack"] == ["True", "0", "True", "True"]
+
+
+def test_numba_runtime_compiled_once_then_loaded(tmp_path):
+    """numba's runtime functions are compiled by the first process and loaded by the next
+    (_cached_runtime); an unreadable entry is compiled again and replaced, and the kernels run
+    right either way."""
+    code = ("import numpy as np\n"
+            "from numba.core.runtime import nrtdynmod\n"
+            "made = []\n"
+            "own = nrtdynmod.create_nrt_module\n"
+            "nrtdynmod.create_nrt_module = lambda ctx: (made.append(1), own(ctx))[1]\n"
+            "from sim.linalg import flush\n"
+            "flushed = flush(np.array([1.0, 1e-30, -2.0])).tolist()\n"
+            "print(len(made), flushed)\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split(None, 1)
+
+    assert run() == ["1", "[1.0, 0.0, -2.0]\n"]
+    entries = list((tmp_path / "cache").rglob("numba-runtime-*.nbo"))
+    assert len(entries) == 1
+    assert run() == ["0", "[1.0, 0.0, -2.0]\n"]
+    entries[0].write_bytes(b"not a pickle")
+    assert run() == ["1", "[1.0, 0.0, -2.0]\n"]
+    assert run() == ["0", "[1.0, 0.0, -2.0]\n"]
 
 
 def test_an_overload_cached_for_other_types_is_compiled_again(tmp_path):

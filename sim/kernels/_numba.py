@@ -6,8 +6,8 @@ Two kinds of use:
 * **patches** that make numba's disk cache faster and safer (:func:`_tolerant_cache_index`,
   :func:`_light_cache_loads`, :func:`_package_cache_stamp`), compilations hold back stop
   signals (:func:`_compiles_hold_signals`), BLAS and LAPACK load without the package
-  ``scipy.linalg`` (:func:`_light_lapack`) and plain arrays are typed without ``numpy.ma``
-  (:func:`_plain_array_types`).  They are applied by :func:`apply` only on the numba
+  ``scipy.linalg`` (:func:`_light_lapack`), plain arrays are typed without ``numpy.ma``
+  (:func:`_plain_array_types`) and numba's runtime functions are cached (:func:`_cached_runtime`).  They are applied by :func:`apply` only on the numba
   releases they were tested with (:data:`TESTED`, the range ``pyproject.toml`` pins) and unless
   ``FFRSIM_NUMBA_PATCHES=0``; elsewhere, or where a patch no longer finds what it replaces,
   numba keeps its own behaviour: slower cache loading, never a broken import;
@@ -18,6 +18,7 @@ Two kinds of use:
   function (:func:`address`, :func:`function_at`).
 """
 import functools
+import hashlib
 import os
 
 import numba
@@ -45,7 +46,7 @@ def apply():
     if not enabled():
         return applied
     for patch in (_tolerant_cache_index, _light_cache_loads, _package_cache_stamp, _compiles_hold_signals,
-                  _light_lapack, _plain_array_types):
+                  _light_lapack, _plain_array_types, _cached_runtime):
         try:
             patch()
         except (ImportError, AttributeError, TypeError):
@@ -185,6 +186,62 @@ def _plain_array_types():
 
     typeof_array.plain = True
     typeof.typeof_impl.register(np.ndarray)(typeof_array)
+
+
+def _cached_runtime():
+    """Load numba's runtime functions (NRT: reference counts, atomics) from a cache.
+
+    numba compiles them from LLVM IR when a process loads its first kernel: 15-25 ms of every
+    run, for the same machine code each time.  Here they are compiled once with object caching
+    on, kept beside ``sim``'s kernel cache (numba's folder for it: in-tree, or the user's), named
+    by numba's and llvmlite's releases and numba's codegen key (target, CPU name and features),
+    written atomically, and loaded as a cached kernel is; an entry that is missing or cannot be
+    read is compiled again.
+    """
+    import contextlib
+    import pickle
+
+    import llvmlite
+    from numba.core.runtime import nrtdynmod
+
+    own = nrtdynmod.compile_nrt_functions
+    if getattr(own, "cached", False):
+        return
+
+    def where(ctx):
+        from sim.kernels.common import runtime
+
+        key = repr((numba.__version__, llvmlite.__version__, ctx.codegen().magic_tuple())).encode()
+        name = f"numba-runtime-{hashlib.sha256(key).hexdigest()[:16]}.nbo"
+        return os.path.join(runtime._cache._cache_path, name)
+
+    def compile_nrt_functions(ctx):
+        try:
+            path = where(ctx)
+        except Exception:       # numba's internals moved: compile as numba does
+            return own(ctx)
+        try:
+            with open(path, "rb") as f:
+                return ctx.codegen().unserialize_library(pickle.load(f))
+        except Exception:
+            pass
+        ir_module, library = nrtdynmod.create_nrt_module(ctx)
+        library.enable_object_caching()
+        library.add_ir_module(ir_module)
+        library.finalize()
+        temporary = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(temporary, "xb") as f:
+                pickle.dump(library.serialize_using_object_code(), f)
+            os.replace(temporary, path)
+        except Exception:       # a read-only cache: compiled in every process, as numba does
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+        return library
+
+    compile_nrt_functions.cached = True
+    nrtdynmod.compile_nrt_functions = compile_nrt_functions
 
 
 def _light_cache_loads():
