@@ -15,8 +15,9 @@ numbers, which x86 processes about 100x slower.  :func:`flush` zeroes entries be
 Matrices of at most :data:`NUMPY_MAX` rows and columns (a planar robot's, a small spatial
 one's) go to numpy's LAPACK instead: importing ``scipy.linalg`` takes about 0.1 s (scipy's
 array-API layer imports ``numpy.testing`` and ``numpy.f2py`` with it), more than a small
-model's whole transient, and at such sizes every driver takes microseconds.  scipy is
-imported on the first larger matrix.
+model's whole transient, and at such sizes every driver takes tens of microseconds.  Above
+it numpy's SVD-based null space costs about twice the pivoted QR (and many mid-size runs
+import scipy for their modes anyway): scipy is imported on the first larger matrix.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,7 @@ STACK_SPLIT = 64
 SVD_DRIVER = "gesvd"
 LSTSQ_DRIVER = "gelsy"
 # Largest row or column count decomposed by numpy (the module docstring says why).
-NUMPY_MAX = 128
+NUMPY_MAX = 64
 
 
 def _small(A):
