@@ -348,7 +348,8 @@ def write_skeleton(model, group, result, samples):
     if samples.residual is None:
         t, q, v, a = samples.t, samples.q, samples.v, samples.a
         rates = (skeleton_points(model, q), skeleton_motion(model, q, v), skeleton_acceleration(model, q, v, a))
-        rigid = hermite_law(t, *(x.reshape(len(t), -1) for x in rates))(times)[0].reshape(len(times), -1, 3)
+        n_p = rates[0].shape[1]
+        rigid = hermite_law(t, *(x.reshape(len(t), -1) for x in rates))(times)[0].reshape(len(times), n_p, 3)
         how = ("quintic Hermite interpolation of the rigid reference's samples (points, velocities and "
                "accelerations)")
     else:
