@@ -499,3 +499,24 @@ def test_stop_during_a_cold_compilation_ends_within_two_seconds(tmp_path, comman
         os.killpg(process.pid, signal.SIGKILL)
     check_clean(tmp_path, code, err, 143, "interrupted")
     assert waited < 2.0, f"ended {waited:.1f} s after SIGTERM"
+
+
+@pytest.mark.parametrize("argv, expected", [(["--version"], 0), (["run", "no-such-file.toml"], 2)])
+def test_the_command_ends_without_teardown_yet_runs_exit_handlers(tmp_path, argv, expected):
+    """The ``sim`` command leaves by ``os._exit`` once done (the interpreter's teardown skipped):
+    its exit code kept, the exit handlers run (after the command's own output), and what it
+    printed reaches a pipe in full (stdout and stderr flushed)."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('exit handler', flush=False))\n"
+            f"sys.argv[1:] = {argv!r}\n"
+            "from sim.app import console\n"
+            "sys.exit(console())\n")
+    process = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert process.returncode == expected, process.stderr
+    lines = process.stdout.splitlines()
+    assert lines and lines[-1] == "exit handler", process.stdout
+    if expected == 0:
+        assert lines[0].startswith("ffrsim "), process.stdout
+    else:
+        assert len(process.stderr.strip().splitlines()) == 1 and "no-such-file.toml" in process.stderr, process.stderr
