@@ -694,10 +694,13 @@ def _known(sch, rows, w):
 
 @njit(cache=True, inline="always")
 def _base(a, lam, st, pb, law, w):
-    """Before the forward differences: ``(r0, base, rates)``, the residual at ``(a, lam)`` (in
-    ``w.r``), the one they are taken from and the low-rank damping's rates, which are set to
-    zero meanwhile: that damping is exact in the iteration matrix (:func:`_factorize`'s end),
-    and its round-off in the differences would couple every body."""
+    """Before the forward differences: the unknowns ``(a, lam)`` into ``w.x`` and ``(r0, base,
+    rates)``, the residual there (in ``w.r``), the one the differences are taken from and the
+    low-rank damping's rates, which are set to zero meanwhile: that damping is exact in the
+    iteration matrix (:func:`_factorize`'s end), and its round-off in the differences would
+    couple every body."""
+    w.x[:a.size] = a
+    w.x[a.size:] = lam
     r0 = w.r.copy()
     rates = w.low_rate.copy()
     base = r0
@@ -725,8 +728,6 @@ def _dense_delta(a, lam, st, pb, law, w):
     n = a.size
     m = w.r.size
     x = w.x
-    x[:n] = a
-    x[n:] = lam
     r0, base, rates = _base(a, lam, st, pb, law, w)
     for k in range(m):
         step = _step_size(x[k])
@@ -762,8 +763,6 @@ def _grouped_delta(a, lam, st, pb, law, w):
     n = a.size
     m = w.r.size
     x = w.x
-    x[:n] = a
-    x[n:] = lam
     r0, base, rates = _base(a, lam, st, pb, law, w)
     steps = np.empty(m)
     n_g = pat.group_ptr.size - 1
