@@ -33,9 +33,11 @@ damping and Baumgarte-rate terms, which follow the velocities) and the tangent s
 forces that vary fast with the configuration, ``beta' h^2 [[K_t, 0], [0, 0]]`` (geometric
 stiffening, lumped springs) -- and ``Delta``: the rest (the bodies' stiffness, ``d(J^T
 lam)/dq``, the position terms of the Baumgarte rows, through the Newmark map ``dq/da = beta'
-h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown).  ``Delta`` varies slowly and is kept until Newton slows down (rate above
-``SLOW_RATE``); the LU factorisation is kept from step to step while Newton contracts strongly
-(rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
+h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown; on the block
+path one per group of unknowns that share no row of the Jacobian's structure,
+:func:`sim.solvers.blocks.pattern`, and ``Delta`` held on that structure).  ``Delta`` varies
+slowly and is kept until Newton slows down (rate above ``SLOW_RATE``); the LU factorisation
+is kept from step to step while Newton contracts strongly (rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
 would make simplified Newton contract only linearly at that rate: within each step the
 corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
 absorb that drift (:func:`_broyden`).  A step the kept matrix cannot take is tried again
