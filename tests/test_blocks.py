@@ -243,3 +243,32 @@ def test_jacobian_pattern_holds_the_dense_correction(name):
     assert np.all(np.abs(grouped - dense.delta) <= 1e-10 * scale)
     groups = pat.group_ptr.size - 1
     assert groups < m and runs["dense"].n_evaluations - runs["block"].n_evaluations == m - groups
+
+
+def _csc(A):
+    """``ptr, rows`` of the nonzeros of ``A`` (m, m) by columns."""
+    rows = [np.flatnonzero(A[:, k]) for k in range(A.shape[1])]
+    return np.cumsum([0] + [r.size for r in rows]).astype(np.int64), np.concatenate(rows).astype(np.int64)
+
+
+def test_column_groups_share_no_row():
+    """The greedy colouring of blocks._groups: a tridiagonal pattern of 10 columns takes 3 groups
+    (columns k, k + 3, ...), an arrow (a dense first row and column) one group per column, a
+    block-diagonal arrow of three bodies of 5 (each with its own dense row) 5 groups; in each,
+    no two columns of a group share a row and every column is in one group."""
+    m = 10
+    tri = np.eye(m) + np.eye(m, k=1) + np.eye(m, k=-1)
+    arrow = np.eye(m)
+    arrow[0], arrow[:, 0] = 1.0, 1.0
+    bodies = np.zeros((15, 15))
+    for b in range(3):
+        s = slice(5 * b, 5 * b + 5)
+        bodies[s, s] = np.eye(5)
+        bodies[5 * b, s] = 1.0
+    for A, count in ((tri, 3), (arrow, m), (bodies, 5)):
+        ptr, rows = _csc(A)
+        group_ptr, group_cols = blocks._groups(ptr, rows, A.shape[0])
+        assert group_ptr.size - 1 == count and np.array_equal(np.sort(group_cols), np.arange(A.shape[0]))
+        for g in range(count):
+            cols = group_cols[group_ptr[g]:group_ptr[g + 1]]
+            assert (A[:, cols] != 0).sum(axis=1).max() <= 1
