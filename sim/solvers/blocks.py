@@ -24,7 +24,10 @@ back-substitution with their square (which leaves the caches from about a thousa
 partition is read from the matrix itself at every factorisation (its exact zeros: the
 forward-difference noise is dropped beforehand, :data:`DROP_RTOL`), so that an entry that
 couples an interior coordinate outside its body only moves it to the border: the elimination
-is exact.  The interior blocks are factorised without pivoting (mass plus stiffness, positive
+is exact.  The forward-difference correction itself is held on the structure the tables give
+(:func:`pattern`) and taken by groups of columns that share no row (Curtis, Powell and Reid:
+one evaluation of the residual per group, about a third of the unknowns on a robot of three
+equal links).  The interior blocks are factorised without pivoting (mass plus stiffness, positive
 definite up to the small velocity terms); a pivot below ``PIVOT_RTOL`` of the block's largest
 sends the factorisation back to the dense path.
 
@@ -32,6 +35,8 @@ References
 ----------
 G. H. Golub, C. F. Van Loan, *Matrix Computations*, 4th ed., Johns Hopkins, 2013, §4.3 (banded
 LU without pivoting), §3.2.11 (block LU and the Schur complement).
+A. R. Curtis, M. J. D. Powell, J. K. Reid, "On the estimation of sparse Jacobian matrices",
+IMA J. Appl. Math. 13 (1974) 117-119.
 """
 from typing import NamedTuple
 
@@ -90,6 +95,152 @@ class Blocks(NamedTuple):
     cap: np.ndarray
     cap_piv: np.ndarray
     schur: np.ndarray
+
+
+class Pattern(NamedTuple):
+    """Where the forward-difference Jacobian correction of the iteration matrix (m, m) can be
+    nonzero, by columns (:func:`pattern`), the groups of columns it is taken by and its values.
+
+    ``ptr`` (m + 1,), ``rows`` (nnz,): column ``k``'s rows are ``rows[ptr[k]:ptr[k + 1]]``,
+    ascending; ``group_ptr`` (n_g + 1,), ``group_cols`` (m,): the columns of group ``g`` are
+    ``group_cols[group_ptr[g]:group_ptr[g + 1]]``, no two of them with a row in common (one
+    evaluation of the residual perturbs them all); ``values`` (nnz,) the correction's entries
+    in ``rows``' order.  All empty: the correction is a dense (m, m) array, column by column.
+    """
+
+    ptr: np.ndarray
+    rows: np.ndarray
+    group_ptr: np.ndarray
+    group_cols: np.ndarray
+    values: np.ndarray
+
+
+def no_pattern():
+    """The empty :class:`Pattern`: the dense correction."""
+    none = np.zeros(0, dtype=np.int64)
+    return Pattern(none, none, none, none, np.zeros(0))
+
+
+def pattern(t, kept, D, m, ranges):
+    """The structure of the step residual's Jacobian (``m = n_v + kept.size`` unknowns ``(a,
+    lam)``), from the tables alone, and its column groups (:class:`Pattern`); the empty one when
+    no flexible body of ``ranges`` (:class:`Blocks`) keeps :data:`INTERIOR_MIN` elastic
+    coordinates that no marker touches (the block factorisation has nothing to eliminate).
+
+    Each term of the residual reads few coordinates: a body's equations its own (its reference
+    rows and columns on all of them; its elastic rows and columns among themselves on the
+    nonzeros of ``M_ff``, ``K_ff``, of the second moments ``T`` (velocity and inertia terms)
+    and of its stiffening elements); a constraint row's primitive, its ``J^T lam`` and the
+    forces on its actuator (servo, rotor, compliance) the columns of its two markers; a
+    lumped spring its markers'; the damping ``D`` (n_v, n_v; empty: none) its nonzeros.  The
+    low-rank modal damping is left out (the differences are taken without it).
+
+    Parameters
+    ----------
+    t : sim.kernels.equations.Tables
+    kept : ndarray of int, shape (n_c,)
+        The evaluation's rows that are constraints of the step (after the ``n_v`` accelerations).
+    D : ndarray, shape (n_v, n_v) or (0, 0)
+    m : int
+    ranges : ndarray of int, shape (nb, 3)
+
+    Returns
+    -------
+    Pattern
+    """
+    n_v = int(t.n_v)
+    pieces = [np.stack([np.arange(m)] * 2)]             # the diagonal: every column has a row
+
+    def square(c):
+        c = _distinct(c[c >= 0])
+        pieces.append(np.stack([np.repeat(c, c.size), np.tile(c, c.size)]))
+        return c
+    border = np.zeros(m, dtype=bool)
+    for v0, nf in zip(t.body_v, t.body_nf):             # reference rows and columns
+        body, ref = np.arange(v0, v0 + 6 + nf), np.arange(v0, v0 + 6)
+        pieces += [np.stack([np.repeat(ref, body.size), np.tile(body, 6)]),
+                   np.stack([np.tile(body, 6), np.repeat(ref, body.size)])]
+    for ff, Tnz, starts in zip(t.g_ff, t.g_Tnz, t.g_vs):
+        f, j = np.nonzero(ff >= 0)
+        e = Tnz[(Tnz[:, 2] > 0) & (Tnz[:, 3] > 0)][:, 2:] - 1
+        local = np.concatenate([np.stack([f, ff[f, j]]), e.T, e[:, ::-1].T], axis=1)
+        pieces += [v0 + 6 + local for v0 in starts]
+    for b in range(t.st_v.size):                       # stiffening: each element's coordinates
+        idx = t.st_idx[b]
+        pieces.append(t.st_v[b] + np.stack([np.repeat(idx, idx.shape[1], axis=1).ravel(),
+                                            np.tile(idx, (1, idx.shape[1])).ravel()]))
+    where = np.full(3 * t.row.size, -1, dtype=np.int64)   # each row's unknown (a primitive: at most 3 rows)
+    where[kept] = n_v + np.arange(kept.size)
+    for k in range(t.row.size):
+        c = square(np.concatenate([t.cols[t.mi[k]] if t.mi[k] >= 0 else [], t.cols[t.mj[k]] if t.mj[k] >= 0 else []])
+                   .astype(np.int64))
+        border[c] = True
+        for r in range(t.row[k], t.row[k] + (3 if t.kinds[k] == 0 else 1)):
+            if where[r] >= 0:
+                pieces += [np.stack([np.full(c.size, where[r]), c]), np.stack([c, np.full(c.size, where[r])])]
+    for i, j in zip(t.sp_mi, t.sp_mj):
+        c = square(np.concatenate([t.cols[i] if i >= 0 else [], t.cols[j] if j >= 0 else []]).astype(np.int64))
+        border[c] = True
+    if D.size:
+        pieces.append(np.stack(np.nonzero(D)))
+    if not any(np.count_nonzero(~border[lo:hi]) >= INTERIOR_MIN for _, lo, hi in ranges):
+        return no_pattern()
+    code = _distinct(np.concatenate([p[1] * m + p[0] for p in pieces]))   # by column, then row
+    rows, cols = code % m, code // m
+    ptr = np.searchsorted(cols, np.arange(m + 1))
+    group_ptr, group_cols = _groups(ptr, rows, m)
+    return Pattern(ptr, rows, group_ptr, group_cols, np.zeros(rows.size))
+
+
+def _distinct(x):
+    """The distinct values of the integers ``x``, ascending (np.unique would import numpy.ma for
+    its masked-array check: milliseconds of a run)."""
+    x = np.sort(x)
+    return x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x
+
+
+@njit(cache=True)
+def _groups(ptr, rows, m):
+    """Greedy colouring of the columns of the pattern ``ptr, rows`` (CSC, m columns): each
+    column takes the first group in which no column shares one of its rows (Curtis, Powell and
+    Reid).  Returns ``group_ptr, group_cols`` (:class:`Pattern`)."""
+    rptr = np.zeros(m + 1, dtype=np.int64)
+    for e in range(rows.size):
+        rptr[rows[e] + 1] += 1
+    for i in range(m):
+        rptr[i + 1] += rptr[i]
+    fill = rptr[:-1].copy()
+    rcol = np.empty(rows.size, dtype=np.int64)
+    for k in range(m):
+        for e in range(ptr[k], ptr[k + 1]):
+            rcol[fill[rows[e]]] = k
+            fill[rows[e]] += 1
+    colour = np.full(m, -1, dtype=np.int64)
+    taken = np.full(m + 1, -1, dtype=np.int64)        # taken[c] == k: group c is closed to column k
+    n_g = 0
+    for k in range(m):
+        for e in range(ptr[k], ptr[k + 1]):
+            i = rows[e]
+            for p in range(rptr[i], rptr[i + 1]):
+                c = colour[rcol[p]]
+                if c >= 0:
+                    taken[c] = k
+        c = 0
+        while taken[c] == k:
+            c += 1
+        colour[k] = c
+        n_g = max(n_g, c + 1)
+    group_ptr = np.zeros(n_g + 1, dtype=np.int64)
+    for k in range(m):
+        group_ptr[colour[k] + 1] += 1
+    for g in range(n_g):
+        group_ptr[g + 1] += group_ptr[g]
+    fill = group_ptr[:-1].copy()
+    group_cols = np.empty(m, dtype=np.int64)
+    for k in range(m):
+        group_cols[fill[colour[k]]] = k
+        fill[colour[k]] += 1
+    return group_ptr, group_cols
 
 
 def blocks(body_v, body_nf, m, mode="auto", rank=0):

@@ -33,9 +33,11 @@ damping and Baumgarte-rate terms, which follow the velocities) and the tangent s
 forces that vary fast with the configuration, ``beta' h^2 [[K_t, 0], [0, 0]]`` (geometric
 stiffening, lumped springs) -- and ``Delta``: the rest (the bodies' stiffness, ``d(J^T
 lam)/dq``, the position terms of the Baumgarte rows, through the Newmark map ``dq/da = beta'
-h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown).  ``Delta`` varies slowly and is kept until Newton slows down (rate above
-``SLOW_RATE``); the LU factorisation is kept from step to step while Newton contracts strongly
-(rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
+h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown; on the block
+path one per group of unknowns that share no row of the Jacobian's structure,
+:func:`sim.solvers.blocks.pattern`, and ``Delta`` held on that structure).  ``Delta`` varies
+slowly and is kept until Newton slows down (rate above ``SLOW_RATE``); the LU factorisation
+is kept from step to step while Newton contracts strongly (rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
 would make simplified Newton contract only linearly at that rate: within each step the
 corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
 absorb that drift (:func:`_broyden`).  A step the kept matrix cannot take is tried again
@@ -110,7 +112,7 @@ from sim.kernels.pose import marker_terms, pose_terms
 from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
 from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, low_rank, \
-    saddle_lstsq, solve, transpose
+    no_pattern, pattern, saddle_lstsq, solve, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -283,10 +285,14 @@ class State(NamedTuple):
     """What the compiled loop advances, in place: ``time = (t, last correction)``, ``q``
     (n_q,), ``v, a, a_hat, a_prev`` (n_v,), ``lam, lam_prev`` (n_c,), the factorised iteration
     matrix ``lu`` (n, n, Fortran order), ``piv`` (n,), the Jacobian correction ``delta`` (n, n)
-    (``n = n_v + n_c``), ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...) and the block
-    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`).  On the block path
+    (``n = n_v + n_c``), ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...), the block
+    factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`) and the correction's
+    ``pattern`` (:class:`sim.solvers.blocks.Pattern`).  On the block path
     (``blocks.info[SHARED]``) ``lu`` is the transposed view of :class:`Work`'s ``known``: the
-    matrix is assembled, and factorised, in place of its known part (memory)."""
+    matrix is assembled, and factorised, in place of its known part (memory); where the
+    structure leaves the bodies an interior, the correction is held on its pattern (``delta``
+    (0, 0)) and taken by its column groups (fewer evaluations, memory linear in the
+    coordinates)."""
 
     time: np.ndarray
     q: np.ndarray
@@ -301,6 +307,7 @@ class State(NamedTuple):
     delta: np.ndarray
     counts: np.ndarray
     blocks: tuple
+    pattern: tuple
 
 
 class Work(NamedTuple):
@@ -689,6 +696,116 @@ def _known(sch, rows, w):
 
 
 @njit(cache=True, inline="always")
+def _base(a, lam, st, pb, law, w):
+    """Before the forward differences: the unknowns ``(a, lam)`` into ``w.x`` and ``(r0, base,
+    rates)``, the residual there (in ``w.r``), the one the differences are taken from and the
+    low-rank damping's rates, which are set to zero meanwhile: that damping is exact in the
+    iteration matrix (:func:`_factorize`'s end), and its round-off in the differences would
+    couple every body."""
+    w.x[:a.size] = a
+    w.x[a.size:] = lam
+    r0 = w.r.copy()
+    rates = w.low_rate.copy()
+    base = r0
+    if rates.size:
+        w.low_rate[:] = 0.0
+        _residual(a, lam, st, pb, law, w, runtime(False))
+        base = w.r.copy()
+        st.counts[EVALUATIONS] += 1
+    return r0, base, rates
+
+
+@njit(cache=True, inline="always")
+def _step_size(x):
+    """The forward difference's step for the unknown ``x``: the residual is linear in lam and
+    nearly linear in a (through beta' h^2 << 1): steps of order 1 in SI units resolve the
+    position terms far above round-off."""
+    return max(1e-6 * abs(x), 1.0)
+
+
+@njit(cache=True, inline="always")
+def _dense_delta(a, lam, st, pb, law, w):
+    """The Jacobian correction ``st.delta`` (m, m) column by column: one evaluation per unknown
+    (forward differences of the residual, whose value at ``(a, lam)`` is ``w.r``, less the
+    known part ``w.known``)."""
+    n = a.size
+    m = w.r.size
+    x = w.x
+    r0, base, rates = _base(a, lam, st, pb, law, w)
+    for k in range(m):
+        step = _step_size(x[k])
+        keep = x[k]
+        x[k] += step
+        _residual(x[:n], x[n:], st, pb, law, w, runtime(False))
+        x[k] = keep
+        for i in range(m):
+            st.delta[i, k] = (w.r[i] - base[i]) / step - w.known[i, k]
+    w.low_rate[:] = rates
+    # Differences below DROP_RTOL of their row's largest entry are the residual's
+    # round-off: zero, so that the bodies' elastic blocks stay uncoupled where they are
+    # (sim.solvers.blocks); the dense path factorises the same matrix.
+    for i in range(m):
+        big = 0.0
+        for j in range(m):
+            big = max(big, abs(w.known[i, j] + st.delta[i, j]))
+        floor = DROP_RTOL * big
+        for j in range(m):
+            if abs(st.delta[i, j]) <= floor:
+                st.delta[i, j] = 0.0
+    w.r[:] = r0
+    st.counts[EVALUATIONS] += m
+
+
+@njit(cache=True, inline="always")
+def _grouped_delta(a, lam, st, pb, law, w):
+    """The Jacobian correction on its pattern (``st.pattern``, :func:`sim.solvers.blocks.pattern`):
+    one evaluation per group of columns that share no row, all of them perturbed at once (each
+    row then differs by its one column's step); the entries as :func:`_dense_delta` takes them,
+    with the same round-off floor (the row's largest entry of ``known + delta``)."""
+    pat = st.pattern
+    n = a.size
+    m = w.r.size
+    x = w.x
+    r0, base, rates = _base(a, lam, st, pb, law, w)
+    steps = np.empty(m)
+    n_g = pat.group_ptr.size - 1
+    for g in range(n_g):
+        for p in range(pat.group_ptr[g], pat.group_ptr[g + 1]):
+            k = pat.group_cols[p]
+            steps[k] = _step_size(x[k])
+            x[k] += steps[k]
+        _residual(x[:n], x[n:], st, pb, law, w, runtime(False))
+        for p in range(pat.group_ptr[g], pat.group_ptr[g + 1]):
+            k = pat.group_cols[p]
+            x[k] = a[k] if k < n else lam[k - n]
+            for e in range(pat.ptr[k], pat.ptr[k + 1]):
+                i = pat.rows[e]
+                pat.values[e] = (w.r[i] - base[i]) / steps[k] - w.known[i, k]
+    w.low_rate[:] = rates
+    # The round-off floor of each row from known + delta, added on the pattern and taken out
+    # again (the known part's entries kept aside: restored exactly).
+    A = w.known
+    kept = np.empty(pat.values.size)
+    for k in range(m):
+        for e in range(pat.ptr[k], pat.ptr[k + 1]):
+            kept[e] = A[pat.rows[e], k]
+            A[pat.rows[e], k] = kept[e] + pat.values[e]
+    floor = steps
+    for i in range(m):
+        big = 0.0
+        for j in range(m):
+            big = max(big, abs(A[i, j]))
+        floor[i] = DROP_RTOL * big
+    for k in range(m):
+        for e in range(pat.ptr[k], pat.ptr[k + 1]):
+            A[pat.rows[e], k] = kept[e]
+            if abs(pat.values[e]) <= floor[pat.rows[e]]:
+                pat.values[e] = 0.0
+    w.r[:] = r0
+    st.counts[EVALUATIONS] += n_g
+
+
+@njit(cache=True, inline="always")
 def _factorize(a, lam, st, pb, law, w, fresh):
     """Residual at ``(a, lam)`` into ``w.r``, the known part of the iteration matrix, its
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
@@ -703,44 +820,11 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     st.counts[CURRENT] = 1
     _known(sch, rows, w)
     if fresh or st.counts[DELTA_OK] == 0:
-        x = w.x
-        x[:n] = a
-        x[n:] = lam
-        r0 = w.r.copy()
-        # The low-rank damping is exact in the iteration matrix (_factorize's end): the
-        # differences are taken without it, where its round-off would couple every body.
-        rates = w.low_rate.copy()
-        base = r0
-        if rates.size:
-            w.low_rate[:] = 0.0
-            _residual(a, lam, st, pb, law, w, runtime(False))
-            base = w.r.copy()
-            st.counts[EVALUATIONS] += 1
-        for k in range(m):
-            # The residual is linear in lam and nearly linear in a (through beta' h^2 << 1):
-            # steps of order 1 in SI units resolve the position terms far above round-off.
-            step = max(1e-6 * abs(x[k]), 1.0)
-            keep = x[k]
-            x[k] += step
-            _residual(x[:n], x[n:], st, pb, law, w, runtime(False))
-            x[k] = keep
-            for i in range(m):
-                st.delta[i, k] = (w.r[i] - base[i]) / step - w.known[i, k]
-        w.low_rate[:] = rates
-        # Differences below DROP_RTOL of their row's largest entry are the residual's
-        # round-off: zero, so that the bodies' elastic blocks stay uncoupled where they are
-        # (sim.solvers.blocks); the dense path factorises the same matrix.
-        for i in range(m):
-            big = 0.0
-            for j in range(m):
-                big = max(big, abs(w.known[i, j] + st.delta[i, j]))
-            floor = DROP_RTOL * big
-            for j in range(m):
-                if abs(st.delta[i, j]) <= floor:
-                    st.delta[i, j] = 0.0
-        w.r[:] = r0
+        if st.pattern.ptr.size:
+            _grouped_delta(a, lam, st, pb, law, w)
+        else:
+            _dense_delta(a, lam, st, pb, law, w)
         st.counts[CURRENT] = 0           # the work arrays hold the last perturbed state
-        st.counts[EVALUATIONS] += m
         st.counts[JACOBIANS] += 1
         st.counts[DELTA_OK] = 1
     lu = st.lu
@@ -753,9 +837,15 @@ def _factorize(a, lam, st, pb, law, w, fresh):
         # at the next factorisation), C-ordered for the row scans of the partition; the dense
         # LU, where the blocks do not serve, after transposing it in place (lu then holds it).
         A = w.known
-        for i in range(m):
-            for j in range(m):
-                A[i, j] += st.delta[i, j]
+        pat = st.pattern
+        if pat.ptr.size:
+            for k in range(m):
+                for e in range(pat.ptr[k], pat.ptr[k + 1]):
+                    A[pat.rows[e], k] += pat.values[e]
+        else:
+            for i in range(m):
+                for j in range(m):
+                    A[i, j] += st.delta[i, j]
         if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
             blocked, top, low = block_factor(A, blk, st.piv)
             if blocked and w.low.shape[1]:
@@ -1106,9 +1196,12 @@ class GeneralizedAlpha:
         known = np.zeros((m, m))
         # The block path: the factors in the known part's memory (blocks.SHARED)
         lu = known.T if blk.info[SHARED] else np.zeros((m, m), order="F")
+        # The block path: the Jacobian correction on its pattern, by column groups
+        pat = pattern(ev.tables, self.rows, self.D, m, blk.ranges) if blk.info[SHARED] else no_pattern()
+        delta = np.zeros((0, 0) if pat.ptr.size else (m, m))
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
-                           lu, np.zeros(m, dtype=np.int32), np.zeros((m, m)), np.zeros(12, dtype=np.int64), blk)
+                           lu, np.zeros(m, dtype=np.int32), delta, np.zeros(12, dtype=np.int64), blk, pat)
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
