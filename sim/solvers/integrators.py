@@ -812,7 +812,6 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
     _, _, _, sch, rows, _, _ = pb
-    n = a.size
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
     _residual(a, lam, st, pb, law, w, runtime(True))
