@@ -117,6 +117,28 @@ def test_numba_runtime_compiled_once_then_loaded(tmp_path):
     assert run() == ["0", "[1.0, 0.0, -2.0]\n"]
 
 
+def test_plain_arrays_typed_as_numba_types_them():
+    """_plain_array_types gives every plain array numba's own type (layouts, read-only,
+    dtypes, a 0-d array, inside a tuple) and leaves other arrays and errors to numba."""
+    from numba import typeof
+    from numba.core import errors
+    from numba.core.typing.typeof import _typeof_ndarray, typeof_impl
+
+    assert getattr(typeof_impl.dispatch(np.ndarray), "plain", False)
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    arrays = [np.zeros((3, 4)), np.zeros((3, 4), order="F"), np.zeros(7)[::2], frozen, np.array(2.5),
+              np.zeros(3, dtype=np.int32), np.zeros(2, dtype=np.complex128), np.zeros(2, dtype=bool),
+              np.zeros(2, dtype=[("a", np.float64), ("b", np.int64)])]
+    for a in arrays:
+        assert typeof(a) == _typeof_ndarray(a, None), a
+        assert typeof((a, 1.0)) == typeof((a, 1.0)) and typeof((a,))[0] == _typeof_ndarray(a, None)
+    with pytest.raises(errors.NumbaTypeError, match="MaskedArray"):
+        typeof(np.ma.zeros(3))
+    with pytest.raises(errors.NumbaValueError, match="dtype"):
+        typeof(np.zeros(2, dtype=">f8"))
+
+
 def test_an_overload_cached_for_other_types_is_compiled_again(tmp_path):
     """Two processes compiling one kernel for different argument types at once can leave
     numba's cache index naming the other's data file (index and data are saved apart).  Here

@@ -194,14 +194,15 @@ def _cached_runtime():
     numba compiles them from LLVM IR when a process loads its first kernel: 15-25 ms of every
     run, for the same machine code each time.  Here they are compiled once with object caching
     on, kept beside ``sim``'s kernel cache (numba's folder for it: in-tree, or the user's), named
-    by numba's and llvmlite's releases and numba's codegen key (target, CPU name and features),
-    written atomically, and loaded as a cached kernel is; an entry that is missing or cannot be
-    read is compiled again.
+    by numba's and llvmlite's releases, numba's codegen key (target, CPU name and features) and
+    its NRT debugging settings, written atomically, and loaded as a cached kernel is; an entry
+    that is missing or cannot be read is compiled again.
     """
     import contextlib
     import pickle
 
     import llvmlite
+    from numba.core import config
     from numba.core.runtime import nrtdynmod
 
     own = nrtdynmod.compile_nrt_functions
@@ -211,7 +212,9 @@ def _cached_runtime():
     def where(ctx):
         from sim.kernels.common import runtime
 
-        key = repr((numba.__version__, llvmlite.__version__, ctx.codegen().magic_tuple())).encode()
+        # numba's IR for them reads its DEBUG_NRT settings: part of the name too
+        debug = (config.DEBUG_NRT, config.DEBUG_NRT_STACK_LIMIT)
+        key = repr((numba.__version__, llvmlite.__version__, ctx.codegen().magic_tuple(), debug)).encode()
         name = f"numba-runtime-{hashlib.sha256(key).hexdigest()[:16]}.nbo"
         return os.path.join(runtime._cache._cache_path, name)
 
