@@ -74,6 +74,8 @@ def test_a_small_run_does_without_scipy_linalg(tmp_path):
             f"print('imported', code, [m for m in {kept_out!r} if m in sys.modules])\n"
             "import numpy as np, scipy.linalg\n"
             "from scipy.linalg import cython_lapack\n"
+            "assert scipy.linalg.cython_lapack is cython_lapack is sys.modules['scipy.linalg.cython_lapack']\n"
+            "assert scipy.linalg.cython_blas is sys.modules['scipy.linalg.cython_blas']\n"
             "from sim.kernels.lapack import getrf, _getrf_lapack\n"
             "A = np.random.default_rng(5).standard_normal((90, 90))\n"
             "lu, piv = np.asfortranarray(A.copy()), np.zeros(90, np.int32)\n"

@@ -126,10 +126,13 @@ def _light_lapack():
     ``scipy.linalg`` first, whose array-API layer imports ``numpy.testing`` and ``numpy.f2py``:
     about 0.1 s of every run, more than a small robot's whole transient, for two extension
     modules that need none of it.  They are loaded here from their files under their own
-    names, so that numba's imports find them in ``sys.modules``; ``import scipy.linalg`` later
-    works as before (its own extensions find them there too).  Nothing is done where
-    ``scipy.linalg`` is imported already.
+    names, so that numba's imports find them in ``sys.modules``.  ``import scipy.linalg``
+    later works as before: its own extensions find them there too, and a one-time finder
+    binds them as the package's attributes once it is loaded (the import system binds only
+    the submodules it loads itself).  Nothing is done where ``scipy.linalg`` is imported
+    already.
     """
+    import importlib.abc
     import importlib.machinery
     import importlib.util
     import sys
@@ -139,7 +142,8 @@ def _light_lapack():
     import scipy
 
     folder = os.path.join(os.path.dirname(scipy.__file__), "linalg")
-    for stem in ("cython_blas", "cython_lapack"):
+    stems = ("cython_blas", "cython_lapack")
+    for stem in stems:
         name = f"scipy.linalg.{stem}"
         if name in sys.modules:
             continue
@@ -155,6 +159,24 @@ def _light_lapack():
         except BaseException:
             del sys.modules[name]
             raise
+
+    class Bind(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "scipy.linalg":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                own = spec.loader.exec_module
+
+                def exec_module(package):
+                    own(package)
+                    for stem in stems:
+                        setattr(package, stem, sys.modules[f"scipy.linalg.{stem}"])
+                spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Bind())
 
 
 def _plain_array_types():
