@@ -98,6 +98,7 @@ C. T. Kelley, *Iterative Methods for Linear and Nonlinear Equations*, SIAM, 1995
 (Broyden's method, storage of the steps).
 """
 
+import time
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -133,7 +134,9 @@ DRIVE_KINDS = {"free": 0, "prescribed": 1, "torque": 2}
 SERVO_ROWS = Z, E, Z1, E1, TAU1, TAU, TH, THD, THDD, TH1, THD1, THDD1 = range(12)
 # (TH, THD, THDD: a transmission's motor angle, rate and acceleration, accepted; TH1...: at the iterate)
 ATTEMPTS = 3                # kept matrix, matrix fresh at the predictor, Newton proper
-CHUNK = 256                 # steps per compiled call (progress and Ctrl-C between calls)
+CALL_TIME = 0.1             # s a compiled call of the step loop is sized to take (progress and
+#                           Ctrl-C between calls; each call types its records in Python: 0.4 ms)
+FIRST_CHUNK = 16            # steps of the first call, before the step's cost is known
 BAUMGARTE_RATE = 4.0        # default Baumgarte gains alpha = beta = BAUMGARTE_RATE / step.  Newmark's
 #                           trapezoidal rule maps the constraint error's decay to (1 - r/2) / (1 + r/2) per
 #                           step: -1/3 here.  The drift the integration leaves at velocity level (second
@@ -1211,6 +1214,7 @@ class GeneralizedAlpha:
             self._low_rank()
         self.status, self.message = "running", ""
         self._no_samples = self.samples(0)
+        self._chunk = FIRST_CHUNK      # steps of the next compiled call (advance)
         if consistent:
             self._initial_acceleration()
 
@@ -1336,7 +1340,9 @@ class GeneralizedAlpha:
         """The arguments of :func:`_run`, with the drive law at the ``count`` next steps' ends
         (at the current instant for a sample or the equations)."""
         h = self.scheme.h
-        times = self.t + h * np.arange(1, count + 1) if task == ADVANCE else np.array([self.t])
+        # The steps' ends as the loop accumulates its time (t += h, step by step), so that the
+        # drive sees the same instants however the steps are split into calls.
+        times = np.add.accumulate(np.r_[self.t, np.full(count, h)])[1:] if task == ADVANCE else np.array([self.t])
         return (task, (count, k0, every, total), self.state,
                 Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols),
                 self._drive(times), self.work, out)
@@ -1379,7 +1385,7 @@ class GeneralizedAlpha:
         taken = 0
         while taken < count:
             k0 = self.n_steps
-            chunk = min(CHUNK, count - taken)
+            chunk = min(self._chunk, count - taken)
             if self.schedule is not None:
                 # Each step uses D at its start: the chunk ends where the schedule changes.
                 starts = self.t + sch.h * np.arange(chunk)
@@ -1387,7 +1393,13 @@ class GeneralizedAlpha:
                 chunk = max(1, int(np.count_nonzero(index == index[0])))
                 self.schedule.at(self.t)
                 self._low_rank()
+            start = time.perf_counter()
             code, done = self._call(ADVANCE, out, chunk, k0, every if out is not self._no_samples else 0, total)
+            elapsed = time.perf_counter() - start
+            if done and elapsed > 0:
+                # Calls of about CALL_TIME: few on a small model, where each costs its typing,
+                # short ones on a large model, which stays responsive to progress and Ctrl-C.
+                self._chunk = max(1, int(done * CALL_TIME / elapsed))
             taken += done + (1 if code else 0)
             if progress is not None:
                 progress.update(done)
