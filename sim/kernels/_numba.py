@@ -7,7 +7,8 @@ Two kinds of use:
   :func:`_light_cache_loads`, :func:`_package_cache_stamp`), compilations hold back stop
   signals (:func:`_compiles_hold_signals`), BLAS and LAPACK load without the package
   ``scipy.linalg`` (:func:`_light_lapack`), plain arrays are typed without ``numpy.ma``
-  (:func:`_plain_array_types`) and numba's runtime functions are cached (:func:`_cached_runtime`).  They are applied by :func:`apply` only on the numba
+  (:func:`_plain_array_types`) and numba's runtime functions are cached
+  (:func:`_cached_runtime`).  They are applied by :func:`apply` only on the numba
   releases they were tested with (:data:`TESTED`, the range ``pyproject.toml`` pins) and unless
   ``FFRSIM_NUMBA_PATCHES=0``; elsewhere, or where a patch no longer finds what it replaces,
   numba keeps its own behaviour: slower cache loading, never a broken import;
@@ -222,6 +223,7 @@ def _cached_runtime():
     """
     import contextlib
     import pickle
+    import tempfile
 
     import llvmlite
     from numba.core import config
@@ -254,15 +256,20 @@ def _cached_runtime():
         library.enable_object_caching()
         library.add_ir_module(ir_module)
         library.finalize()
-        temporary = f"{path}.{os.getpid()}.tmp"
+        temporary = None
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(temporary, "xb") as f:
+            # Created exclusively under a random name (no link followed), readable as numba's
+            # own cache files are, then renamed over the entry in one step.
+            handle, temporary = tempfile.mkstemp(prefix=".numba-runtime-", suffix=".tmp", dir=os.path.dirname(path))
+            os.fchmod(handle, 0o644)
+            with os.fdopen(handle, "wb") as f:
                 pickle.dump(library.serialize_using_object_code(), f)
             os.replace(temporary, path)
         except Exception:       # a read-only cache: compiled in every process, as numba does
-            with contextlib.suppress(OSError):
-                os.remove(temporary)
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.remove(temporary)
         return library
 
     compile_nrt_functions.cached = True

@@ -152,7 +152,7 @@ def pattern(t, kept, D, m, ranges):
     pieces = [np.stack([np.arange(m)] * 2)]             # the diagonal: every column has a row
 
     def square(c):
-        c = _distinct(c[c >= 0])
+        c = distinct(c[c >= 0])
         pieces.append(np.stack([np.repeat(c, c.size), np.tile(c, c.size)]))
         return c
     border = np.zeros(m, dtype=bool)
@@ -185,14 +185,14 @@ def pattern(t, kept, D, m, ranges):
         pieces.append(np.stack(np.nonzero(D)))
     if not any(np.count_nonzero(~border[lo:hi]) >= INTERIOR_MIN for _, lo, hi in ranges):
         return no_pattern()
-    code = _distinct(np.concatenate([p[1] * m + p[0] for p in pieces]))   # by column, then row
+    code = distinct(np.concatenate([p[1] * m + p[0] for p in pieces]))   # by column, then row
     rows, cols = code % m, code // m
     ptr = np.searchsorted(cols, np.arange(m + 1))
     group_ptr, group_cols = _groups(ptr, rows, m)
     return Pattern(ptr, rows, group_ptr, group_cols, np.zeros(rows.size))
 
 
-def _distinct(x):
+def distinct(x):
     """The distinct values of the integers ``x``, ascending (np.unique would import numpy.ma for
     its masked-array check: milliseconds of a run)."""
     x = np.sort(x)

@@ -112,8 +112,8 @@ from sim.kernels.lapack import getrf
 from sim.kernels.pose import marker_terms, pose_terms
 from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
-from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, low_rank, \
-    no_pattern, pattern, saddle_lstsq, solve, transpose
+from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, distinct, \
+    low_rank, no_pattern, pattern, saddle_lstsq, solve, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -276,8 +276,7 @@ def row_columns(t, n_rows):
     for k in range(len(t.row)):
         both = np.concatenate([t.cols[t.mi[k]], t.cols[t.mj[k]]])
         for r in range(t.row[k], t.row[k] + (3 if t.kinds[k] == 0 else 1)):   # a point: 3 rows
-            # sorted(set()): np.unique would import numpy.ma (its masked check), 7 ms of a run
-            sets[r] = np.array(sorted(set(both[both >= 0].tolist())), dtype=np.int64)
+            sets[r] = distinct(both[both >= 0]).astype(np.int64)
     out = np.full((n_rows, max([c.size for c in sets], default=0)), -1, dtype=np.int64)
     for r, c in enumerate(sets):
         out[r, :c.size] = c
