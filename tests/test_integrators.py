@@ -145,3 +145,33 @@ def test_the_steps_split_into_calls_do_not_change_the_motion():
     assert abs(runs[0][0] - model.q_home).max() > 0.1, "the crank turned"
     for one, split in zip(runs[0], runs[1]):
         np.testing.assert_array_equal(one, split)
+
+
+def test_the_step_loop_takes_its_state_problem_and_work_by_reference():
+    """The compiled step loop is given the state, the problem and the work arrays as records
+    (one reference count each, not one per array at every compiled call: a quarter of a
+    small model's step), their nested blocks, pattern and scheme too; the records share the
+    integrator's arrays, so that what the loop writes shows in Python, and an integrator
+    makes them once."""
+    from numba import typeof
+
+    from sim.kernels.common import RecordType
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers.integrators import ADVANCE, GeneralizedAlpha
+
+    model = load_model("models/slider_crank.py", {"elements": 2, "planar": True})
+    integrator = GeneralizedAlpha(Evaluator(model), Drive("prescribed", reference=lambda t: (
+        np.zeros(1), np.full(1, 10.0), np.zeros(1))), 0.0, model.q_home, np.zeros(model.n_v), 5e-5, Options())
+    _, _, st, pb, _, w, _ = integrator._arguments(ADVANCE, integrator._no_samples, 3)
+    kinds = {name: typeof(x) for name, x in (("state", st), ("problem", pb), ("work", w))}
+    for name, kind in kinds.items():
+        assert isinstance(kind, RecordType), name
+    fields = {name: dict(kind.field_dict) for name, kind in kinds.items()}
+    for name, field in (("state", "blocks"), ("state", "pattern"), ("problem", "sch"), ("problem", "t")):
+        assert isinstance(fields[name][field], RecordType), (name, field)
+    assert integrator._arguments(ADVANCE, integrator._no_samples, 3)[2] is st
+    t0 = integrator.t
+    integrator.advance(3)
+    assert integrator.t == pytest.approx(t0 + 3 * 5e-5, rel=1e-12)
+    assert integrator.state.counts[0] == 3 and np.isfinite(integrator.work.r).all()

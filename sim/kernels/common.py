@@ -67,6 +67,14 @@ def record_type(t):
     return RecordType(list(zip(kind.fields, kind.types)))
 
 
+def reference(t):
+    """``by_reference(t)``, or only its numba type where a field of the named tuple ``t`` is a
+    numba type (a compilation from types: :func:`compile_for`)."""
+    if any(isinstance(x, types.Type) for x in t):
+        return RecordType([(name, x if isinstance(x, types.Type) else typeof(x)) for name, x in zip(t._fields, t)])
+    return by_reference(t)
+
+
 def compile_for(kernel, *args):
     """Compile, or load from numba's cache, the dispatcher ``kernel`` for the types of the
     values ``args`` as a call would, without calling it; an argument that is a numba type

@@ -105,7 +105,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim.kernels.common import compile_for, runtime, wrap
+from sim.kernels.common import compile_for, reference, runtime, wrap
 from sim.kernels.equations import function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
@@ -522,7 +522,7 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
     tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the addresses
     of the evaluation of the tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
-    t, data, f, sch, rows, D, cols = pb
+    t, data, f, sch, rows, D, cols = pb.t, pb.data, pb.f, pb.sch, pb.rows, pb.D, pb.cols
     s, sd, sdd, ff = law
     n = a.size
     nj = t.n_joint
@@ -659,7 +659,7 @@ def _transmission(sch, k, s_ref, sd_ref, ff, s, s_dot, angle):
 def _residual(a, lam, st, pb, law, w, jacobian):
     """:func:`_equations` at ``a_{n+1} = a``: ``a_hat = c a + offset``, ``v1 = v_base + h gamma
     a_hat``, ``q1 = q ⊕ (dq_base + h^2 beta a_hat)`` (the step's bases in ``w``)."""
-    t, _, _, sch, _, _, _ = pb
+    t, sch = pb.t, pb.sch
     hg, hhb = sch.h * sch.gamma, sch.h * sch.h * sch.beta
     for i in range(a.size):
         a_hat = sch.c * a[i] + w.offset[i]
@@ -813,7 +813,7 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
-    _, _, _, sch, rows, _, _ = pb
+    sch, rows = pb.sch, pb.rows
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
     _residual(a, lam, st, pb, law, w, runtime(True))
@@ -882,7 +882,7 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
     the matrix varies too much within the step for the kept one to contract -- e.g. a floating
     frame whipped by a stiff local mode (a compliant drive on a light hub).
     """
-    _, _, _, sch, _, _, _ = pb
+    sch = pb.sch
     # The known part follows the state; delta varies slowly; while Newton contracts
     # strongly the last factorisation is kept.
     refresh = st.counts[LU_OK] == 0 or fresh or full or st.counts[DELTA_OK] == 0
@@ -913,7 +913,7 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
 def _step(st, pb, law, w):
     """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
     failure code (0: accepted) and the Newton iterations of the last attempt."""
-    t, _, _, sch, rows, _, _ = pb
+    t, sch, rows = pb.t, pb.sch, pb.rows
     h, g, b, am, af = sch.h, sch.gamma, sch.beta, sch.alpha_m, sch.alpha_f
     n = st.a.size
     for i in range(n):
@@ -985,7 +985,7 @@ def _record(st, pb, law, w, out):
     kinetic energy) is the last Newton iterate's when the work arrays hold it (flag
     ``CURRENT``: a configuration within ``newton_tol`` of the accepted one), else the whole
     equations are evaluated."""
-    t, data, f, sch, rows, _, cols = pb
+    t, data, f, sch, rows, cols = pb.t, pb.data, pb.f, pb.sch, pb.rows, pb.cols
     s, _, sdd, _ = law
     j = st.counts[SAMPLES]
     n = st.v.size
@@ -1081,7 +1081,7 @@ def _run(task, span, st, pb, laws, w, out):
     ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
     """
     count, k0, every, total = span
-    _, _, _, _, rows, _, _ = pb
+    rows = pb.rows
     S, SD, SDD, FF = laws
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
@@ -1212,6 +1212,7 @@ class GeneralizedAlpha:
         if rank:
             self._low_rank()
         self.status, self.message = "running", ""
+        self._refs = None
         self._no_samples = self.samples(0)
         self._chunk = FIRST_CHUNK      # steps of the next compiled call (advance)
         if consistent:
@@ -1342,9 +1343,24 @@ class GeneralizedAlpha:
         # The steps' ends as the loop accumulates its time (t += h, step by step), so that the
         # drive sees the same instants however the steps are split into calls.
         times = np.add.accumulate(np.r_[self.t, np.full(count, h)])[1:] if task == ADVANCE else np.array([self.t])
-        return (task, (count, k0, every, total), self.state,
-                Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols),
-                self._drive(times), self.work, out)
+        st, pb, w = self._records()
+        return task, (count, k0, every, total), st, pb, self._drive(times), w, out
+
+    def _records(self):
+        """The :class:`State`, the :class:`Problem` and the :class:`Work` by reference, as
+        :func:`_run` takes them (made once; their arrays are this integrator's).
+
+        A named tuple passed to a compiled function has each of its arrays' reference counts
+        raised on entry and lowered on exit, and again where it is unpacked: on a small model
+        a thousand atomic operations per step, a quarter of it.  A record is one count, raised
+        where it is passed and where a field is read."""
+        if self._refs is None:
+            st = self.state
+            st = st._replace(blocks=reference(st.blocks), pattern=reference(st.pattern))
+            pb = Problem(self.ev.ref, self.ev.data_ref, self.ev.f, reference(self.scheme), self.rows, self.D,
+                         self.cols)
+            self._refs = reference(st), reference(pb), reference(self.work)
+        return self._refs
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
         return _run(*self._arguments(task, out, count, k0, every, total))
