@@ -382,7 +382,7 @@ def _broyden(z, steps, k):
     ``Delta`` ages); the updates absorb that within the step, where plain simplified Newton
     would contract only linearly at that rate.  Returns the number of stored steps.
     """
-    z0 = z.copy()
+    steps[k] = z            # H_0's correction, kept for a restart (the row then receives the result)
     for j in range(k - 1):
         s_j, s_next = steps[j], steps[j + 1]
         f = np.dot(s_j, z) / np.dot(s_j, s_j)
@@ -392,8 +392,8 @@ def _broyden(z, steps, k):
         s = steps[k - 1]
         denom = 1.0 - np.dot(s, z) / np.dot(s, s)
         if abs(denom) < 0.1:            # nearly singular update: restart from H_0
+            z[:] = steps[k]
             k = 0
-            z[:] = z0
         else:
             for i in range(z.size):
                 z[i] /= denom
@@ -403,7 +403,8 @@ def _broyden(z, steps, k):
 
 @njit(cache=True)
 def newton_update(r, factors, steps, k, unknowns, iteration, previous, limits):
-    """One quasi-Newton correction of the step unknowns ``(a, lam)`` (updated in place).
+    """One quasi-Newton correction of the step unknowns ``(a, lam)`` (updated in place; the
+    residual ``r`` (m,) is overwritten: it becomes the correction).
 
     The core shared by the Python and the compiled Newton loops: ``-A^-1 r`` from the
     factorised iteration matrix (dense ``lu, piv``, or ``blk``'s blocks:
@@ -429,7 +430,9 @@ def newton_update(r, factors, steps, k, unknowns, iteration, previous, limits):
     a, lam = unknowns
     scale, tol, diverged = limits
     n = a.size
-    z = -r
+    z = r                   # in place: the residual is not read again
+    for i in range(z.size):
+        z[i] = -z[i]
     solve(lu, piv, blk, z)
     k = _broyden(z, steps, k)
     big = 0.0
@@ -960,7 +963,8 @@ def _step(st, pb, law, w):
         st.v[i] = w.v_base[i] + h * g * a_hat
         w.dq[i] = w.dq_base[i] + h * h * b * a_hat
         st.a_hat[i] = a_hat
-    integrate(st.q.copy(), w.dq, t.body_q, t.body_v, t.body_nf, st.q)
+    integrate(st.q, w.dq, t.body_q, t.body_v, t.body_nf, w.q1)
+    st.q[:] = w.q1
     st.a_prev[:] = st.a
     st.lam_prev[:] = st.lam
     st.a[:] = a
