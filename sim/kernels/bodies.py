@@ -85,17 +85,19 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
         # each displacement component involves few of them (a few per cent of the dense T).
         # Undeformed and at rest in its frame (the rigid robot's states: KED's frames, modes at
         # a pose), z = e_0: Tz is the column c = 0 of T and Tzd vanishes.
-        Tz[:] = 0.0
-        Tzd[:] = 0.0
-        for e in range(T_nz.shape[0]):
+        for k in range(3):
+            for l in range(3):
+                for a in range(n + 1):
+                    Tz[k, l, a] = 0.0
+                    Tzd[k, l, a] = 0.0
+        for e in range(0 if undeformed else T_nz.shape[0]):
             t = T_val[b, e]
             k, l, c, a = T_nz[e, 0], T_nz[e, 1], T_nz[e, 2], T_nz[e, 3]
-            if undeformed:
-                if c == 0:
-                    Tz[k, l, a] = t
-            else:
-                Tz[k, l, a] += t * z[c]
-                Tzd[k, l, a] += t * zd[c]
+            Tz[k, l, a] += t * z[c]
+            Tzd[k, l, a] += t * zd[c]
+        for e in range(T_nz.shape[0] if undeformed else 0):
+            if T_nz[e, 2] == 0:
+                Tz[T_nz[e, 0], T_nz[e, 1], T_nz[e, 3]] = T_val[b, e]
         for k in range(3):
             for l in range(3):
                 u_kl = 0.0
