@@ -227,3 +227,19 @@ def test_model_holds_no_dense_second_moments():
         assert rod.mass_ff.base is group.mass_ff and rod.stiffness_ff.base is group.stiffness_ff
         nnz.append(len(rod.second_value))
     assert nnz[1] <= 2.1 * nnz[0]
+
+
+def test_stiffening_is_held_per_element():
+    """A stiffened rod of 32 elements (a selection basis) holds each element's elongation row
+    and slope matrix on the few coordinates it touches (at most 12), not dense (n_el, n_f,
+    n_f); their dense forms are the element matrices placed at those coordinates."""
+    model = load("slider_crank", stiffening=True, elements=32)
+    rod = next(b for b in model.bodies if b.stretch_k.size)
+    assert rod.stretch_G.shape[1:] == (rod.stretch_index.shape[1],) * 2 and rod.stretch_index.shape[1] <= 12
+    assert rod.stretch_G.size <= 32 * 12 * 12 < rod.n_f ** 2
+    # the element's slope matrix: symmetric, its row and matrix on its own coordinates only
+    dense = rod.stretch_slopes
+    assert np.array_equal(dense, np.swapaxes(dense, 1, 2))
+    for e in range(32):
+        touched = np.flatnonzero(np.any(dense[e] != 0, axis=0) | (rod.stretch_rows[e] != 0))
+        assert set(touched) <= set(rod.stretch_index[e]) and np.ptp(touched) < 12

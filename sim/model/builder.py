@@ -41,6 +41,7 @@ import resource
 
 import numpy as np
 
+from sim.kernels.stretch import compact
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
 from sim.model.sections import COMPONENTS, UNITS
@@ -154,8 +155,9 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=Fal
     z_ref_B : ndarray, shape (n_el, 3)
         Vectors fixing each element's local z axis (body components).
     stiffening : bool
-        Also the elongation rows ``stretch_rows`` (n_el, n) and slope matrices ``stretch_G``
-        (n_el, n, n) of the geometric stiffening.
+        Also each element's elongation row ``stretch_rows`` (n_el, 12) and slope matrix
+        ``stretch_G`` (n_el, 12, 12) of the geometric stiffening on its coordinates ``dofs``
+        (n_el, 12).
 
     Returns
     -------
@@ -217,12 +219,30 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=Fal
     ixy, ixz = np.ix_([1, 5, 7, 11], [1, 5, 7, 11]), np.ix_([2, 4, 8, 10], [2, 4, 8, 10])
     G_loc[:, ixy[0], ixy[1]] = g
     G_loc[:, ixz[0], ixz[1]] = g * np.outer(flip, flip)
-    stretch_rows = np.zeros((len(L), n))
-    stretch_G = np.zeros((len(L), n, n))
-    e = np.arange(len(L))[:, None]
-    stretch_rows[e, dofs] = T @ a_loc
-    stretch_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = T @ G_loc @ np.transpose(T, (0, 2, 1))
-    return dict(out, stretch_rows=stretch_rows, stretch_G=stretch_G)
+    return dict(out, stretch_rows=T @ a_loc, stretch_G=T @ G_loc @ np.transpose(T, (0, 2, 1)), dofs=dofs)
+
+
+def _stretch_tables(mats, n, B):
+    """A stiffened body's per-element tables on its elastic coordinates (:func:`compact`): a
+    ``B`` that selects columns by indexing each element's 12 coordinates, another one densely
+    (``B^T G_e B`` per element)."""
+    rows, slopes, dofs = mats["stretch_rows"], mats["stretch_G"], mats["dofs"]
+    if not _is_selection(B):
+        e = np.arange(len(dofs))[:, None]
+        full_rows, full_G = np.zeros((len(dofs), n)), np.zeros((len(dofs), n, n))
+        full_rows[e, dofs] = rows
+        full_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = slopes
+        return compact(full_rows @ B, B.T @ full_G @ B)
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[B.argmax(axis=0)] = np.arange(B.shape[1])
+    at = pos[dofs]                                       # each element coordinate's elastic index
+    order = np.argsort(np.where(at >= 0, at, n), axis=1, kind="stable")    # ascending, fixed ones last
+    at = np.take_along_axis(at, order, axis=1)
+    kept = at >= 0
+    rows = np.take_along_axis(rows, order, axis=1) * kept
+    e = np.arange(len(dofs))[:, None, None]
+    slopes = slopes[e, order[:, :, None], order[:, None, :]] * (kept[:, :, None] & kept[:, None, :])
+    return compact(rows, slopes, at)
 
 
 def _summed(index, value, n):
@@ -741,8 +761,10 @@ def _make_body(spec):
     nodes_B = (spec["nodes_W"] - r_WB) @ R_WB
     z_ref_B = spec["z_ref_W"] @ R_WB
     n = 6 * len(nodes_B)
-    # ... and with stiffening two n x n slope matrices per element (nodal and projected).
-    need = (DENSE_MATRICES + 2 * len(spec["elements"]) * bool(spec["stiffening"])) * 8.0 * n * n
+    # ... and with stiffening by a basis that is not a selection two n x n slope matrices per
+    # element (nodal and projected; a selection's are the elements' own, 12 x 12).
+    general = spec["modes"] is not None or spec["pinned"] is not None or spec.get("plane") is not None
+    need = (DENSE_MATRICES + 2 * len(spec["elements"]) * bool(spec["stiffening"] and general)) * 8.0 * n * n
     if need > 0.8 * available_memory():
         raise ValueError(f"{len(spec['elements'])} elements ({n} nodal coordinates) need about {need / 2**30:.3g} GiB "
                          f"for the body's matrices, more than the {available_memory() / 2**30:.3g} GiB available: "
@@ -815,8 +837,8 @@ def _make_body(spec):
                 substructure=spec["substructure"], element_stiffness=mats["K_local"], element_frames=mats["R_BE"],
                 sections=tuple(spec["sections"]))
     if spec["stiffening"]:
-        body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
-                                   stretch_slopes=B.T @ mats["stretch_G"] @ B)
+        idx, A, G = _stretch_tables(mats, n, B)
+        body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_index=idx, stretch_A=A, stretch_G=G)
     return body, (r_WB, R_WB)
 
 

@@ -12,7 +12,6 @@ with up to four body groups.
 import numpy as np
 
 from sim.kernels.equations import GROUPS, Tables
-from sim.kernels.stretch import compact
 
 KINDS = ("point", "dot", "ddot", "angle")
 
@@ -123,10 +122,10 @@ def stretched(model):
 
 def _stretch(model):
     """The ``st_*`` fields: the stiffened bodies' elastic starts in ``q`` and ``v``, counts, and
-    their per-element tables (:func:`sim.kernels.stretch.compact`) padded to the most elements
+    their per-element tables (:func:`sim.kernels.stretch.compact`, the bodies') padded to the most elements
     and coordinates per element."""
     bodies = stretched(model)
-    tables = [compact(model.bodies[b].stretch_rows, model.bodies[b].stretch_slopes) for b in bodies]
+    tables = [(model.bodies[b].stretch_index, model.bodies[b].stretch_A, model.bodies[b].stretch_G) for b in bodies]
     n_e = max((model.bodies[b].stretch_k.size for b in bodies), default=0)
     m = max((t[0].shape[1] for t in tables), default=0)
     idx, A = np.zeros((len(bodies), n_e, m), dtype=np.int64), np.zeros((len(bodies), n_e, m))

@@ -29,10 +29,13 @@ class Body:
     basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     substructure: str = ""
     # Geometric stiffening (see sim.model.dynamics): per element, axial stiffness EA/L (n_el,),
-    # elongation rows (n_el, n_f) and slope matrices (n_el, n_f, n_f); empty when off.
+    # and its elongation row and slope matrix on the elastic coordinates it touches
+    # (sim.kernels.stretch.compact: stretch_index (n_el, m), stretch_A (n_el, m), stretch_G
+    # (n_el, m, m)); empty when off.
     stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
-    stretch_slopes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    stretch_index: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    stretch_A: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    stretch_G: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
     # Section forces and stresses (sim.model.sections): per element, the stiffness (n_el, 12, 12)
     # in its frame, that frame's axes in the body frame R_BE (n_el, 3, 3), and the sections.
     element_stiffness: np.ndarray = field(default_factory=lambda: np.zeros((0, 12, 12)))
@@ -48,6 +51,21 @@ class Body:
         """The second moments ``T`` (3, 3, n_f + 1, n_f + 1) as a dense array, made at each call
         (tests and small bodies; the kernels read :attr:`second_index`, :attr:`second_value`)."""
         return dense_moment(self.second_index, self.second_value, self.n_f + 1)
+
+    @property
+    def stretch_rows(self):
+        """The elongation rows (n_el, n_f), dense, made at each call (tests)."""
+        out = np.zeros((self.stretch_k.size, self.n_f))
+        np.add.at(out, (np.arange(self.stretch_k.size)[:, None], self.stretch_index), self.stretch_A)   # padding: 0s
+        return out
+
+    @property
+    def stretch_slopes(self):
+        """The slope matrices (n_el, n_f, n_f), dense, made at each call (tests)."""
+        out = np.zeros((self.stretch_k.size, self.n_f, self.n_f))
+        e = np.arange(self.stretch_k.size)[:, None, None]
+        np.add.at(out, (e, self.stretch_index[:, :, None], self.stretch_index[:, None, :]), self.stretch_G)
+        return out
 
     @property
     def flexible(self):
