@@ -11,8 +11,9 @@ traced memory between the compiled calls and keeps the snapshot at its largest; 
 peak traced memory, the peak resident memory (``ru_maxrss``: the compiled kernels and the
 interpreter are about 200 MB of it at any size; the largest of the phases' and the rest's:
 each phase resets it), the peak resident memory within each phase
-of :data:`PHASES` (Linux: the peak is reset at the phase's start through
-``/proc/self/clear_refs``) and the largest allocation sites at the peak.
+of :data:`PHASES` and of the model's build (``load_model``; Linux: the peak is reset at the
+phase's start through ``/proc/self/clear_refs``) and the largest allocation sites at the peak
+(the build's not traced).
 """
 import argparse
 import json
@@ -71,11 +72,15 @@ def child(n, analysis, fraction, top, trace=True):
     from sim.model.loader import load_model
     scenario = "scenarios/rrru3_circle.toml"
     sc = load_scenario(ROOT / scenario)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
     model = load_model(sc.model_file, {**sc.model_parameters, "elements_per_link": n})
+    build = _rss_peak()
     if analysis != "transient":
         from sim.analyses import PREPARE
         PREPARE[analysis](model, sc)
     peaks = _phases()
+    peaks["load_model"] = build
     if trace:
         tracemalloc.start(12)
     best = {"size": 0, "snap": None}

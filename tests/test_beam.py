@@ -7,6 +7,7 @@ from conftest import load
 from problems import bar_extension, cantilever_tip_deflection, consistent_mass, shaft_twist
 from sim.model import beam
 from sim.model.builder import beam_structure_matrices
+from sim.model.types import dense_moment
 
 #: Element cases: (L, E, G, rho, A, Iy, Iz, J, Ip) with distinct values so that no two terms
 #: can be swapped unnoticed.
@@ -25,7 +26,7 @@ def element_matrices(case):
     section = beam.Section(E=E, G=G, rho=rho, A=A, Iy=Iy, Iz=Iz, J=J, Ip=Ip)
     full = beam_structure_matrices(np.array([[0.0, 0.0, 0.0], [L, 0.0, 0.0]]), np.array([[0, 1]]), [section],
                                    np.array([[0.0, 0.0, 1.0]]))
-    return full["K"], np.einsum("kkij->ij", full["I"]) + full["Mrot"]
+    return full["K"], np.einsum("kkij->ij", dense_moment(*full["I"], 12)) + full["Mrot"]
 
 
 def rigid_motions(L):
@@ -163,3 +164,82 @@ def test_plane_errors_name_the_body():
         _cantilever(plane=(0.0, 0.0, 0.0))
     with pytest.raises(ValueError, match=r"body `beam`: element 0 is not in the plane normal to \[1.0, 0.0, 0.0\]"):
         _cantilever(plane=(1.0, 0.0, 0.0))
+
+
+def _curved_rod(n_el):
+    """Nodes, elements, sections and z references of a bent steel rod of ``n_el`` elements
+    (out of every plane: all couplings of the second moments present)."""
+    s = np.linspace(0.0, 1.0, n_el + 1)
+    nodes = np.column_stack([0.8 * s, 0.2 * np.sin(2.0 * s), 0.1 * s ** 2])
+    section = beam.Section(*ELEMENTS["steel_flat"][1:])
+    return nodes, np.column_stack([np.arange(n_el), np.arange(1, n_el + 1)]), [section] * n_el, \
+        np.tile([0.0, 0.0, 1.0], (n_el, 1))
+
+
+@pytest.mark.parametrize("basis", ["selection", "general"])
+def test_second_moments_by_nonzeros_are_the_dense_projection(basis):
+    """A body's ``T = B_z^T I B_z`` formed by the nonzeros (``builder._projected``) against the
+    dense product of the same nodal ``I``: a clamped selection ``B`` (the band kept) and a dense
+    orthonormal one (4 modes' worth), within 1e-14 of ``T``'s largest entry, zeros where the
+    dense one has them; the nodal ``I`` by nonzeros against element-by-element dense sums."""
+    from sim.model.builder import _projected
+    nodes, elements, sections, z_ref = _curved_rod(6)
+    full = beam_structure_matrices(nodes, elements, sections, z_ref)
+    n = 6 * len(nodes)
+    I = dense_moment(*full["I"], n)
+    # each element's 12 x 12 block lands on its two nodes only: the band of a chain
+    k, l, i, j = full["I"][0].T
+    assert np.abs(i // 6 - j // 6).max() == 1 and I[:, :, 0, 12:].max() == 0.0
+    B = np.eye(n)[:, 6:] if basis == "selection" else np.linalg.qr(np.random.default_rng(1).normal(size=(n, 4)))[0]
+    x0 = np.zeros(n)
+    x0.reshape(-1, 6)[:, :3] = nodes
+    Bz = np.column_stack([x0, B])
+    ref = Bz.T @ I @ Bz
+    got = dense_moment(*_projected(full["I"], n, x0, B), B.shape[1] + 1)
+    assert_allclose(got, ref, rtol=0, atol=1e-14 * np.abs(ref).max())
+    if basis == "selection":        # banded: the elastic block couples neighbouring nodes only
+        a, b = np.indices(got.shape[2:]) - 1
+        assert np.all(got[ref == 0] == 0) and np.all(got[:, :, (a >= 0) & (b >= 0) & (abs(a // 6 - b // 6) > 1)] == 0)
+
+
+def test_model_holds_no_dense_second_moments():
+    """The 3-RRRU's rods at 16 and 32 elements: no array of the bodies, the groups or the kernel
+    tables has the dense second moments' size ``9 (n_f + 1)^2``; their nonzeros grow with the
+    elements (twice the elements, at most 2.1 times the entries), and the bodies' elastic
+    mass and stiffness are views of the groups' (held once)."""
+    def arrays(x):
+        if isinstance(x, np.ndarray):
+            yield x
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                yield from arrays(y)
+        elif hasattr(x, "__dataclass_fields__"):
+            for f in x.__dataclass_fields__:
+                yield from arrays(getattr(x, f))
+    nnz = []
+    for elements in (16, 32):
+        model = load("rrru3", elements_per_link=elements)
+        n_f = max(b.n_f for b in model.bodies)
+        held = list(arrays(model.bodies)) + list(arrays(model.body_groups)) + list(arrays(model.kernel))
+        assert max(a.size for a in held) < 9 * (n_f + 1) ** 2
+        rod = next(b for b in model.bodies if b.n_f == n_f)
+        group = next(g for g in model.body_groups if g.n_f == n_f)
+        assert rod.mass_ff.base is group.mass_ff and rod.stiffness_ff.base is group.stiffness_ff
+        nnz.append(len(rod.second_value))
+    assert nnz[1] <= 2.1 * nnz[0]
+
+
+def test_stiffening_is_held_per_element():
+    """A stiffened rod of 32 elements (a selection basis) holds each element's elongation row
+    and slope matrix on the few coordinates it touches (at most 12), not dense (n_el, n_f,
+    n_f); their dense forms are the element matrices placed at those coordinates."""
+    model = load("slider_crank", stiffening=True, elements=32)
+    rod = next(b for b in model.bodies if b.stretch_k.size)
+    assert rod.stretch_G.shape[1:] == (rod.stretch_index.shape[1],) * 2 and rod.stretch_index.shape[1] <= 12
+    assert rod.stretch_G.size <= 32 * 12 * 12 < rod.n_f ** 2
+    # the element's slope matrix: symmetric, its row and matrix on its own coordinates only
+    dense = rod.stretch_slopes
+    assert np.array_equal(dense, np.swapaxes(dense, 1, 2))
+    for e in range(32):
+        touched = np.flatnonzero(np.any(dense[e] != 0, axis=0) | (rod.stretch_rows[e] != 0))
+        assert set(touched) <= set(rod.stretch_index[e]) and np.ptp(touched) < 12

@@ -54,6 +54,28 @@ def test_delta_free_motions_are_grubler_counts_and_free(params, moving, internal
         assert "platform" in mob.lines[0] and "move the end effector (x, y)" in mob.lines[0]
 
 
+@pytest.mark.parametrize("name, params", [("delta", {"forearm": "rod"}), ("delta", {}), ("pss6", {}),
+                                          ("rrru3", {"elements_per_link": 16})])
+def test_free_motions_from_the_reference_columns_are_those_of_the_whole_space(name, params, monkeypatch):
+    """The free motions found among the bodies' reference columns (no decomposition with n_v
+    columns) span the same space as the null space of the rows followed by that of the
+    deformation rows on all coordinates (:func:`sim.model.mobility.free_basis`): the same
+    projector within 1e-9."""
+    import sim.model.mobility as mobility
+    model = delta(**params) if name == "delta" else load(name, **params)
+    widths = []
+    plain = mobility.null_space
+    monkeypatch.setattr(mobility, "null_space", lambda A, rcond: widths.append(A.shape[1]) or plain(A, rcond))
+    mob = free_motions(model)
+    assert max(widths) <= 6 * len(model.bodies) < model.n_v
+    q = model.q_home
+    N = plain(constraints(model, q, targets=np.zeros(len(model.actuators)))[1], mobility.NULL_RTOL)
+    whole = np.linalg.qr(N @ mobility.free_basis(model, q, N))[0]
+    basis = np.hstack([mob.moving, mob.internal])
+    assert basis.shape[1] == whole.shape[1]
+    np.testing.assert_allclose(basis @ basis.T, whole @ whole.T, atol=1e-9)
+
+
 @pytest.mark.parametrize("name, count, line", [
     ("navaro", 0, None),
     ("rrru3", 0, None),

@@ -21,7 +21,10 @@ class Group(NamedTuple):
     """The invariants of one body group (:class:`sim.model.BodyGroup`; the tables' ``g_*``
     entries, :class:`sim.kernels.equations.Tables`): each body's reference starts in ``q`` and
     ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3, n+1, n+1)
-    and their nonzeros ``T_nz`` (nnz, 4), ``T_val`` (g, nnz), ``Jrot``, ``Grot``, ``Mff``,
+    by their nonzeros ``T_nz`` (nnz, 4) rows ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]``,
+    ``T_val`` (g, nnz), the antisymmetric parts of their elastic blocks ``W_nz`` (nw, 2) rows
+    ``(f, e)``, ``W_val`` (g, nw, 3): ``T[2, 1] - T[1, 2]``, ``T[0, 2] - T[2, 0]``, ``T[1, 0]
+    - T[0, 1]`` at ``[f + 1, e + 1]``, ``Jrot``, ``Grot``, ``Mff``,
     ``Kff``, and ``ff`` (n, w): the columns of each row of ``Mff`` and ``Kff`` that hold a
     nonzero in some body of the group, ascending, padded with -1 (a beam's nodal coordinates
     couple only to their elements' neighbours: the elastic blocks are banded, and written and
@@ -31,9 +34,10 @@ class Group(NamedTuple):
     v_start: np.ndarray
     mass: np.ndarray
     S: np.ndarray
-    T: np.ndarray
     T_nz: np.ndarray
     T_val: np.ndarray
+    W_nz: np.ndarray
+    W_val: np.ndarray
     Jrot: np.ndarray
     Grot: np.ndarray
     Mff: np.ndarray
@@ -50,9 +54,10 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
     ``Q0`` (n_v,; size 0: not wanted): also the forces at rest, ``Q(q, 0)`` (gravity and the
     elastic forces: the velocity-free part of ``Q``, written before the velocity terms).
     With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
-    velocity-quadratic forces (each body's block; see :func:`group_velocity`).
+    velocity-quadratic forces (each body's block; see :func:`group_velocity`; given zeroed: the
+    elastic block is written on its nonzeros only).
     """
-    q_start, v_start, mass, S, T, T_nz, T_val, Jrot, Grot, Mff, Kff, ff = group
+    q_start, v_start, mass, S, T_nz, T_val, W_nz, W_val, Jrot, Grot, Mff, Kff, ff = group
     g_count = q_start.size
     n = Mff.shape[1]
     rest = Q0.size > 0
@@ -83,13 +88,16 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
         for k in range(3):
             for l in range(3):
                 for a in range(n + 1):
-                    Tz[k, l, a] = T[b, l, k, 0, a] if undeformed else 0.0
+                    Tz[k, l, a] = 0.0
                     Tzd[k, l, a] = 0.0
         for e in range(0 if undeformed else T_nz.shape[0]):
             t = T_val[b, e]
             k, l, c, a = T_nz[e, 0], T_nz[e, 1], T_nz[e, 2], T_nz[e, 3]
             Tz[k, l, a] += t * z[c]
             Tzd[k, l, a] += t * zd[c]
+        for e in range(T_nz.shape[0] if undeformed else 0):
+            if T_nz[e, 2] == 0:
+                Tz[T_nz[e, 0], T_nz[e, 1], T_nz[e, 3]] = T_val[b, e]
         for k in range(3):
             for l in range(3):
                 u_kl = 0.0
@@ -226,7 +234,7 @@ def group_velocity(b, vs, group, terms, trP, v, G):
     * ``Q_f[a] = ... - sum_kl (W W)_kl Tz_kl[a] - 2 sum_kl W_kl Tzd_kl[a]``, ``W W = w w^T - |w|^2 1``.
     """
     R, s, sd, Ith, Iw, Gq, P, Tz, Tzd = terms
-    S, T, Grot = group.S, group.T, group.Grot
+    S, W_nz, W_val, Grot = group.S, group.W_nz, group.W_val, group.Grot
     n = group.Mff.shape[1]
     w0, w1, w2 = v[vs + 3], v[vs + 4], v[vs + 5]
     # x = w x s + 2 s_d
@@ -292,9 +300,8 @@ def group_velocity(b, vs, group, terms, trP, v, G):
         G[vs + 6 + f, vs + 3] -= 2 * (Tzd[2, 1, a] - Tzd[1, 2, a])
         G[vs + 6 + f, vs + 4] -= 2 * (Tzd[0, 2, a] - Tzd[2, 0, a])
         G[vs + 6 + f, vs + 5] -= 2 * (Tzd[1, 0, a] - Tzd[0, 1, a])
-        # elastic rows, q_f_dot columns: -2 sum_kl W_kl T[k, l, a, e + 1]
-        for e in range(n):
-            c = e + 1
-            G[vs + 6 + f, vs + 6 + e] = -2 * (w2 * (T[b, 1, 0, a, c] - T[b, 0, 1, a, c])
-                                              + w1 * (T[b, 0, 2, a, c] - T[b, 2, 0, a, c])
-                                              + w0 * (T[b, 2, 1, a, c] - T[b, 1, 2, a, c]))
+    # elastic rows, q_f_dot columns: -2 sum_kl W_kl T[k, l, f + 1, e + 1] (W = skew(w)), on the
+    # places where T's antisymmetric part has a nonzero (G's other entries there stay zero)
+    for p in range(W_nz.shape[0]):
+        G[vs + 6 + W_nz[p, 0], vs + 6 + W_nz[p, 1]] = -2 * (w2 * W_val[b, p, 2] + w1 * W_val[b, p, 1]
+                                                           + w0 * W_val[b, p, 0])

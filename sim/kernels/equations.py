@@ -38,9 +38,11 @@ class Tables(NamedTuple):
 
     ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`): reference starts in
     ``q`` and ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3,
-    n+1, n+1) also as their nonzeros (``g_Tnz`` (nnz, 4) rows ``(k, l, c, a)`` standing for
-    ``T[:, l, k, c, a]``, ``g_Tval`` (g, nnz)), ``J_rot``, ``G_rot``, ``M_ff``, ``K_ff`` and the columns of their rows' nonzeros
-    ``ff`` (:class:`sim.kernels.bodies.Group`).
+    n+1, n+1) by their nonzeros (``g_Tnz`` (nnz, 4) rows ``(k, l, c, a)`` standing for
+    ``T[:, l, k, c, a]``, ``g_Tval`` (g, nnz)) and the antisymmetric parts of their elastic
+    blocks (``g_Wnz``, ``g_Wval``, :func:`sim.model.tables._sparse_T`), ``J_rot``, ``G_rot``,
+    ``M_ff``, ``K_ff`` and the columns of their rows' nonzeros ``ff``
+    (:class:`sim.kernels.bodies.Group`).
     Markers: ``marker_body`` (n_m,; -1 ground), ``body_q``, ``body_v`` (n_b,) each body's
     start in ``q`` and ``v``, ``qf_idx`` (n_m, nf) the elastic coordinates a marker's shape
     functions ``D``, ``E`` (n_m, 3, nf) act on (-1: padding), ``p0`` (n_m, 3), ``R_BM``
@@ -62,9 +64,10 @@ class Tables(NamedTuple):
     g_vs: tuple
     g_mass: tuple
     g_S: tuple
-    g_T: tuple
     g_Tnz: tuple
     g_Tval: tuple
+    g_Wnz: tuple
+    g_Wval: tuple
     g_Jrot: tuple
     g_Grot: tuple
     g_Mff: tuple
@@ -173,9 +176,9 @@ def _frames(t, data):
 def _group(g, q, v, t, M, Q, Q0, G, with_G):
     """:func:`group_terms` of body group ``g`` of the tables ``t`` (none for padding)."""
     if t.g_qs[g].size:
-        group_terms(q, v, t.gravity, Group(t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_T[g], t.g_Tnz[g],
-                                           t.g_Tval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g], t.g_Kff[g],
-                                           t.g_ff[g]),
+        group_terms(q, v, t.gravity, Group(t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_Tnz[g], t.g_Tval[g],
+                                           t.g_Wnz[g], t.g_Wval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g],
+                                           t.g_Kff[g], t.g_ff[g]),
                     M, Q, Q0, G, with_G)
 
 

@@ -13,18 +13,19 @@ import numpy as np
 from numba import njit
 
 
-def compact(rows, slopes):
+def compact(rows, slopes, coords=None):
     """Per-element tables of the kernel from the dense ``rows`` (n_e, n) and ``slopes``
     (n_e, n, n): the coordinates each element touches ``idx`` (n_e, m), its row ``A`` (n_e, m)
     and matrix ``G`` (n_e, m, m) on them (``m``: the most an element touches; padding: index 0
-    with zero entries)."""
+    with zero entries).  ``coords`` (n_e, n): the coordinate each column of an element's
+    ``rows`` and ``slopes`` stands for (given per element, ascending; default: the column)."""
     n_e = rows.shape[0]
     support = [np.flatnonzero((rows[e] != 0) | np.any(slopes[e] != 0, axis=0) | np.any(slopes[e] != 0, axis=1))
                for e in range(n_e)]
     m = max((s.size for s in support), default=0)
     idx, A, G = np.zeros((n_e, m), dtype=np.int64), np.zeros((n_e, m)), np.zeros((n_e, m, m))
     for e, s in enumerate(support):
-        idx[e, :s.size] = s
+        idx[e, :s.size] = s if coords is None else coords[e, s]
         A[e, :s.size] = rows[e, s]
         G[e, :s.size, :s.size] = slopes[e][np.ix_(s, s)]
     return idx, A, G

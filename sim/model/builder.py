@@ -20,7 +20,8 @@ reference-condition or modal basis).  Every body carries, computed once:
 
 * ``mass`` [kg];
 * ``first_moment`` (3, n_f+1): ``int rho u dV = first_moment @ z``;
-* ``second_moment`` (3, 3, n_f+1, n_f+1): ``int rho u_k u_l dV = z^T second_moment[k, l] z``;
+* ``second_moment`` ``T`` (3, 3, n_f+1, n_f+1): ``int rho u_k u_l dV = z^T T[k, l] z``, held by its
+  nonzeros ``second_index``, ``second_value`` (a beam's ``T`` is banded);
 * ``rot_inertia`` (3, 3), ``rot_coupling`` (3, n_f): rotary inertia of the beam sections
   and of attached inertias (constant, linear FFR theory);
 * ``mass_ff``, ``stiffness_ff`` (n_f, n_f).
@@ -40,10 +41,12 @@ import resource
 
 import numpy as np
 
+from sim.kernels.stretch import compact
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
 from sim.model.sections import COMPONENTS, UNITS
-from sim.model.types import Actuator, Body, Joint, Marker, Model, Reference, Sensor, Spring, _body_groups
+from sim.model.types import (Actuator, Body, Joint, Marker, Model, Reference, Sensor, Spring, _body_groups,
+                             sparse_moment)
 
 # Whether ``build()`` assembles by default: a model file calls it itself, and a process that
 # only compiles kernels for the model's structure (sim.app.parallel_compile) turns it off
@@ -66,7 +69,7 @@ JOINT_ROWS = {
 ACTUATED = {"revolute": "angle", "cylindrical": "slide", "prismatic": "slide"}
 
 
-DENSE_MATRICES = 14    # n x n arrays a beam body's invariants hold at once (K, M_rot, 9 second moments, ...)
+DENSE_MATRICES = 8     # n x n arrays a beam body's invariants hold at once (K, M_rot, B, M_ff, K_ff, products)
 
 
 def available_memory():
@@ -135,13 +138,13 @@ def _rigid_invariants(name, mass, com_B, inertia_C_B):
     I_C = np.asarray(inertia_C_B, dtype=float)
     # int rho r r^T about the mass centre, from the inertia tensor: E = tr(I)/2 * 1 - I.
     E = 0.5 * np.trace(I_C) * np.eye(3) - I_C
-    second = (mass * np.outer(c, c) + E)[:, :, None, None]
-    return dict(name=name, mass=float(mass), first_moment=(mass * c)[:, None], second_moment=second,
+    index, value = sparse_moment((mass * np.outer(c, c) + E)[:, :, None, None])
+    return dict(name=name, mass=float(mass), first_moment=(mass * c)[:, None], second_index=index, second_value=value,
                 rot_inertia=np.zeros((3, 3)), rot_coupling=np.zeros((3, 0)), mass_ff=np.zeros((0, 0)),
                 stiffness_ff=np.zeros((0, 0)))
 
 
-def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
+def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=False):
     """Full nodal matrices of a beam structure in its body frame.
 
     Parameters
@@ -151,12 +154,17 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
     sections : sequence of :class:`sim.model.beam.Section`, length n_el
     z_ref_B : ndarray, shape (n_el, 3)
         Vectors fixing each element's local z axis (body components).
+    stiffening : bool
+        Also each element's elongation row ``stretch_rows`` (n_el, 12) and slope matrix
+        ``stretch_G`` (n_el, 12, 12) of the geometric stiffening on its coordinates ``dofs``
+        (n_el, 12).
 
     Returns
     -------
-    dict with ``K`` (n, n), ``S`` (3, n) first-moment matrix, ``I`` (3, 3, n, n) second-moment
-    matrices, ``Jrot`` (3, 3), ``Grot`` (3, n), ``Mrot`` (n, n), ``R_BE`` (n_el, 3, 3),
-    ``L`` (n_el,), ``mass`` -- with ``n = 6 n_nodes``.
+    dict with ``K`` (n, n), ``S`` (3, n) first-moment matrix, ``I`` the second-moment matrices
+    (3, 3, n, n) by their nonzeros ``(index (nnz, 4), value (nnz,))`` (:func:`_summed`; banded:
+    each element's 12 coordinates), ``Jrot`` (3, 3), ``Grot`` (3, n), ``Mrot`` (n, n),
+    ``R_BE`` (n_el, 3, 3), ``L`` (n_el,), ``mass`` -- with ``n = 6 n_nodes``.
     """
     n = 6 * len(nodes_B)
     P1, P2 = nodes_B[elements[:, 0]], nodes_B[elements[:, 1]]
@@ -182,7 +190,6 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
     Gr_e = np.einsum("g,e,eab,egbj->eaj", GW, L, Jsec_B, Th_e)
     K = np.zeros((n, n))
     Mrot = np.zeros((n, n))
-    I = np.zeros((3, 3, n, n))
     S = np.zeros((3, n))
     Grot = np.zeros((3, n))
     ii, jj = dofs[:, :, None], dofs[:, None, :]
@@ -191,8 +198,14 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
     for k in range(3):
         np.add.at(S[k], dofs, S1[k])
         np.add.at(Grot[k], dofs, Gr_e[:, k])
-        for l in range(3):
-            np.add.at(I[k, l], (ii, jj), I_e[k, l])
+    kl = np.indices((3, 3)).reshape(2, 9, 1, 1, 1)
+    at = np.broadcast_arrays(kl[0], kl[1], ii[None], jj[None])
+    I = _summed(np.stack([x.ravel() for x in at], axis=1), I_e.reshape(-1), n)
+    out = dict(K=K, S=S, I=I, Jrot=np.einsum("e,eab->ab", L, Jsec_B), Grot=Grot, Mrot=Mrot,
+               R_BE=R_BE, L=L, K_local=K_loc, mass=float(np.sum(prop["rho"] * prop["A"] * L)),
+               stretch_k=prop["E"] * prop["A"] / L)
+    if not stiffening:
+        return out
     # Second-order axial strain u' + (v'^2 + w'^2)/2: elongation rows and slope matrices
     # int (v'^2 + w'^2) dx = q_loc^T G q_loc (the unit geometric stiffness of each element).
     a_loc = np.zeros(12)
@@ -206,14 +219,72 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B):
     ixy, ixz = np.ix_([1, 5, 7, 11], [1, 5, 7, 11]), np.ix_([2, 4, 8, 10], [2, 4, 8, 10])
     G_loc[:, ixy[0], ixy[1]] = g
     G_loc[:, ixz[0], ixz[1]] = g * np.outer(flip, flip)
-    stretch_rows = np.zeros((len(L), n))
-    stretch_G = np.zeros((len(L), n, n))
-    e = np.arange(len(L))[:, None]
-    stretch_rows[e, dofs] = T @ a_loc
-    stretch_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = T @ G_loc @ np.transpose(T, (0, 2, 1))
-    return dict(K=K, S=S, I=I, Jrot=np.einsum("e,eab->ab", L, Jsec_B), Grot=Grot, Mrot=Mrot,
-                R_BE=R_BE, L=L, K_local=K_loc, mass=float(np.sum(prop["rho"] * prop["A"] * L)),
-                stretch_k=prop["E"] * prop["A"] / L, stretch_rows=stretch_rows, stretch_G=stretch_G)
+    return dict(out, stretch_rows=T @ a_loc, stretch_G=T @ G_loc @ np.transpose(T, (0, 2, 1)), dofs=dofs)
+
+
+def _stretch_tables(mats, n, B):
+    """A stiffened body's per-element tables on its elastic coordinates (:func:`compact`): a
+    ``B`` that selects columns by indexing each element's 12 coordinates, another one densely
+    (``B^T G_e B`` per element)."""
+    rows, slopes, dofs = mats["stretch_rows"], mats["stretch_G"], mats["dofs"]
+    if not _is_selection(B):
+        e = np.arange(len(dofs))[:, None]
+        full_rows, full_G = np.zeros((len(dofs), n)), np.zeros((len(dofs), n, n))
+        full_rows[e, dofs] = rows
+        full_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = slopes
+        return compact(full_rows @ B, B.T @ full_G @ B)
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[B.argmax(axis=0)] = np.arange(B.shape[1])
+    at = pos[dofs]                                       # each element coordinate's elastic index
+    order = np.argsort(np.where(at >= 0, at, n), axis=1, kind="stable")    # ascending, fixed ones last
+    at = np.take_along_axis(at, order, axis=1)
+    kept = at >= 0
+    rows = np.take_along_axis(rows, order, axis=1) * kept
+    e = np.arange(len(dofs))[:, None, None]
+    slopes = slopes[e, order[:, :, None], order[:, None, :]] * (kept[:, :, None] & kept[:, None, :])
+    return compact(rows, slopes, at)
+
+
+def _summed(index, value, n):
+    """The nonzeros ``(index, value)`` of second moments (3, 3, n, n) given as entries ``index``
+    (nnz, 4), ``value`` (nnz,) that may repeat, in the dense array's order: the entries of one
+    place added in the order given (as ``np.add.at`` into the dense array adds them)."""
+    key = np.ravel_multi_index(tuple(index.T), (3, 3, n, n))
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
+    return index[order[first]], np.add.reduceat(value[order], first) if key.size else np.zeros(0)
+
+
+def _projected(I, n, x0, B):
+    """The body's second moments ``T = B_z^T I B_z`` (3, 3, m, m), ``B_z = [x0, B]`` (n, m), of the
+    nodal ones ``I`` (3, 3, n, n), both by their nonzeros (:func:`_summed`), zeros dropped.  A
+    ``B`` that selects columns is applied by indexing (the band kept), another one densely."""
+    index, value = I
+    k, l, i, j = index.T
+    if not _is_selection(B):
+        import scipy.sparse
+        T = np.zeros((3, 3, B.shape[1] + 1, B.shape[1] + 1))
+        Bz = np.column_stack([x0, B])
+        for a in range(3):
+            for b in range(3):
+                at = (k == a) & (l == b)
+                T[a, b] = Bz.T @ (scipy.sparse.csr_matrix((value[at], (i[at], j[at])), shape=(n, n)) @ Bz)
+        return sparse_moment(T)
+    pos = np.zeros(n, dtype=np.int64)
+    pos[B.argmax(axis=0)] = np.arange(1, B.shape[1] + 1)       # T's index of each kept coordinate (0: none)
+    # Row and column 0: x0^T I[k, l] and I[k, l] x0; their corner x0^T I[k, l] x0.
+    row, col = value * x0[i], value * x0[j]
+    corner = row * x0[j]
+    zero = np.zeros_like(k)
+    inner = (pos[i] > 0) & (pos[j] > 0)
+    parts = [(np.stack([k, l, pos[i], pos[j]], axis=1)[inner], value[inner]),
+             (np.stack([k, l, zero, pos[j]], axis=1)[pos[j] > 0], row[pos[j] > 0]),
+             (np.stack([k, l, pos[i], zero], axis=1)[pos[i] > 0], col[pos[i] > 0]),
+             (np.stack([k, l, zero, zero], axis=1), corner)]
+    index, value = _summed(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                           B.shape[1] + 1)
+    return index[value != 0], value[value != 0]
 
 
 GW = beam.GAUSS_W
@@ -690,15 +761,17 @@ def _make_body(spec):
     nodes_B = (spec["nodes_W"] - r_WB) @ R_WB
     z_ref_B = spec["z_ref_W"] @ R_WB
     n = 6 * len(nodes_B)
-    # ... and one n x n geometric stiffness per element (the stretching terms).
-    need = (DENSE_MATRICES + len(spec["elements"])) * 8.0 * n * n
+    # ... and with stiffening by a basis that is not a selection two n x n slope matrices per
+    # element (nodal and projected; a selection's are the elements' own, 12 x 12).
+    general = spec["modes"] is not None or spec["pinned"] is not None or spec.get("plane") is not None
+    need = (DENSE_MATRICES + 2 * len(spec["elements"]) * bool(spec["stiffening"] and general)) * 8.0 * n * n
     if need > 0.8 * available_memory():
         raise ValueError(f"{len(spec['elements'])} elements ({n} nodal coordinates) need about {need / 2**30:.3g} GiB "
                          f"for the body's matrices, more than the {available_memory() / 2**30:.3g} GiB available: "
                          f"use fewer elements, or a modal basis")
-    mats = beam_structure_matrices(nodes_B, spec["elements"], spec["sections"], z_ref_B)
-    n = 6 * len(nodes_B)
+    mats = beam_structure_matrices(nodes_B, spec["elements"], spec["sections"], z_ref_B, spec["stiffening"])
     mass = mats["mass"]
+    masses = []
     for pm in spec["points"]:
         node = pm["node"]
         if node is None:
@@ -710,12 +783,14 @@ def _make_body(spec):
         J_B = R_WB.T @ pm["inertia"] @ R_WB
         for k in range(3):
             mats["S"][k, t[k]] += pm["mass"]
-            for l in range(3):
-                mats["I"][k, l, t[k], t[l]] += pm["mass"]
+            masses += [((k, l, t[k], t[l]), pm["mass"]) for l in range(3)]
         mats["Jrot"] += J_B
         mats["Grot"][:, r] += J_B
         mats["Mrot"][np.ix_(r, r)] += J_B
         mass += pm["mass"]
+    if masses:      # added after the elements' (the sums' order of a dense array's += at each)
+        mats["I"] = _summed(np.concatenate([mats["I"][0], np.array([m[0] for m in masses])]),
+                            np.concatenate([mats["I"][1], [m[1] for m in masses]]), n)
     # The clamp fixes the reference node; the pinned frame (below) leaves it some rotations.
     B = np.eye(n)[:, np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6))] if spec["pinned"] is None \
         else np.eye(n)
@@ -738,7 +813,9 @@ def _make_body(spec):
         G[5, 6 * b:6 * b + 3] = t2
         B = _constrained(B, G)
     if spec["modes"] is not None:
-        M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"]
+        (k, l, i, j), value = mats["I"][0].T, mats["I"][1]
+        M_full = mats["Mrot"].copy()
+        np.add.at(M_full, (i[k == l], j[k == l]), value[k == l])
         Kc, Mc = B.T @ mats["K"] @ B, B.T @ M_full @ B
         r = int(spec["modes"])
         if not 0 < r <= B.shape[1]:
@@ -748,28 +825,20 @@ def _make_body(spec):
         B = B @ phi
     x0 = np.zeros(n)
     x0.reshape(-1, 6)[:, :3] = nodes_B
-    Bz = np.column_stack([x0, B])
-    selection = spec["modes"] is None and _is_selection(B)
-    if selection:
-        keep = B.argmax(axis=0)
-        # B selects columns: project by indexing, O(n^2) instead of O(n^3).
-        I = mats["I"]
-        second = np.empty((3, 3, len(keep) + 1, len(keep) + 1))
-        second[:, :, 1:, 1:] = I[:, :, keep][:, :, :, keep]
-        second[:, :, 0, 1:] = (x0 @ I)[:, :, keep]
-        second[:, :, 1:, 0] = (I @ x0)[:, :, keep]
-        second[:, :, 0, 0] = x0 @ I @ x0
-    else:
-        second = Bz.T @ mats["I"] @ Bz
-    body = Body(name=spec["name"], mass=mass, first_moment=mats["S"] @ Bz, second_moment=second,
-                rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
-                mass_ff=np.einsum("kkab->ab", second[:, :, 1:, 1:]) + B.T @ mats["Mrot"] @ B,
-                stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
+    index, value = _projected(mats["I"], n, x0, B)
+    # M_ff = sum_k T[k, k, 1:, 1:] + B^T M_rot B
+    k, l, a, b = index.T
+    inner = (k == l) & (a > 0) & (b > 0)
+    mass_ff = np.zeros((B.shape[1], B.shape[1]))
+    np.add.at(mass_ff, (a[inner] - 1, b[inner] - 1), value[inner])
+    body = Body(name=spec["name"], mass=mass, first_moment=mats["S"] @ np.column_stack([x0, B]),
+                second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
+                mass_ff=mass_ff + B.T @ mats["Mrot"] @ B, stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
                 substructure=spec["substructure"], element_stiffness=mats["K_local"], element_frames=mats["R_BE"],
                 sections=tuple(spec["sections"]))
     if spec["stiffening"]:
-        body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_rows=mats["stretch_rows"] @ B,
-                                   stretch_slopes=B.T @ mats["stretch_G"] @ B)
+        idx, A, G = _stretch_tables(mats, n, B)
+        body = dataclasses.replace(body, stretch_k=mats["stretch_k"], stretch_index=idx, stretch_A=A, stretch_G=G)
     return body, (r_WB, R_WB)
 
 
@@ -857,10 +926,11 @@ def _finalise(name, parts, gravity, frames, end_effector, notes):
         q0 += [r, quat_from_matrix(R), np.zeros(body.n_f)]
     n_q, n_v = iq, iv
     rows, row_names = _row_tables(joints, actuators)
+    bodies, groups = _body_groups(bodies, q_index)
     model = Model(name=name, bodies=bodies, markers=markers, joints=joints, actuators=actuators, sensors=sensors,
                  gravity=gravity, q_home=np.concatenate(q0), q_index=tuple(q_index), n_q=n_q, n_v=n_v, ee_marker=ee,
                  pose_kinds=kinds, pose_names=names, marker_body=np.array([m.body for m in markers], dtype=int),
-                 rows=rows, row_names=row_names, notes=notes, body_groups=_body_groups(bodies, q_index))
+                 rows=rows, row_names=row_names, notes=notes, body_groups=groups)
     return _replace(model)
 
 

@@ -81,10 +81,17 @@ def free_motions(model, q=None):
     FreeMotions
     """
     q = model.q_home if q is None else q
+    # A free motion moves no elastic coordinate: it is one of the bodies' reference motions
+    # (6 a body) that the rows and the other deformation rows leave free, found among those
+    # columns alone (the same motions as free_basis's; no n_v x n_v basis).
+    rigid = model.v_rigid
     J = constraints(model, q, targets=np.zeros(len(model.actuators)))[1]
-    N = null_space(J, NULL_RTOL)
-    Z = free_basis(model, q, N)
-    R = np.linalg.qr(N @ Z)[0] if Z.shape[1] else np.zeros((model.n_v, 0))
+    N = null_space(J[:, rigid], NULL_RTOL)
+    D = deformation_rows(model, q, elastic=False)[:, rigid] @ N
+    Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
+    R = np.zeros((model.n_v, Z.shape[1]))
+    if Z.shape[1]:
+        R[rigid] = np.linalg.qr(N @ Z)[0]
     J_x = pose_jacobian(model, q)[1]
     U, s, Vt = np.linalg.svd(J_x @ R) if R.shape[1] else (None, np.zeros(0), np.zeros((0, 0)))
     k_m = int(np.sum(s > MOVES_TOL))

@@ -31,14 +31,15 @@ def deflections(model, ms):
     return d, Jd[..., :-1]
 
 
-def deformation_rows(model, q, J_s=None):
+def deformation_rows(model, q, J_s=None, elastic=True):
     """Rows (n_d, n_v) whose null space is the motion without any deformation.
 
-    Elastic coordinates, the stiff directions of every lumped spring and the coordinates of
-    the compliant actuators, each row of unit scale, so that a rank decision on them does not
-    depend on the stiffness values.  ``J_s`` (n_a, n_v): the actuator Jacobian, if at hand.
+    Elastic coordinates (without ``elastic``: not these rows), the stiff directions of every
+    lumped spring and the coordinates of the compliant actuators, each row of unit scale, so
+    that a rank decision on them does not depend on the stiffness values.  ``J_s`` (n_a,
+    n_v): the actuator Jacobian, if at hand.
     """
-    rows = [np.eye(model.n_v)[model.v_elastic]]
+    rows = [np.eye(model.n_v)[model.v_elastic] if elastic else np.zeros((0, model.n_v))]
     if model.springs:
         _, Jd = deflections(model, markers(model, q))
         for K6, J in zip(model.spring_tables["K"], Jd):

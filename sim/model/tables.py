@@ -12,7 +12,6 @@ with up to four body groups.
 import numpy as np
 
 from sim.kernels.equations import GROUPS, Tables
-from sim.kernels.stretch import compact
 
 KINDS = ("point", "dot", "ddot", "angle")
 
@@ -57,12 +56,27 @@ def _rows(model):
 
 
 def _sparse_T(group):
-    """The nonzeros of a body group's second moments ``T`` (n_b, 3, 3, n+1, n+1): ``g_Tnz``
-    (nnz, 4), row ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]`` (the pattern of all the
-    group's bodies), and ``g_Tval`` (n_b, nnz)."""
-    T = np.asarray(group.second_moment, dtype=float)
-    l, k, c, a = np.nonzero(np.any(T != 0, axis=0))
-    return np.stack([k, l, c, a], axis=1).astype(np.int64), np.ascontiguousarray(T[:, l, k, c, a])
+    """The nonzeros of a body group's second moments ``T`` (n_b, 3, 3, n+1, n+1) (the pattern of
+    all the group's bodies, :attr:`sim.model.BodyGroup.second_index`): ``g_Tnz`` (nnz, 4), row
+    ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]``, ``g_Tval`` (n_b, nnz); and the
+    antisymmetric parts of their elastic blocks that the velocity Jacobian reads, ``g_Wnz`` (nw,
+    2) rows ``(f, e)`` and ``g_Wval`` (n_b, nw, 3): ``T[2, 1] - T[1, 2]``, ``T[0, 2] - T[2, 0]``,
+    ``T[1, 0] - T[0, 1]`` at ``[f + 1, e + 1]`` where one of them is nonzero in some body."""
+    index, value = group.second_index, np.asarray(group.second_value, dtype=float)
+    n = group.n_f + 1
+    Tnz = np.ascontiguousarray(index[:, [1, 0, 2, 3]], dtype=np.int64)
+    # Each body's T[k, l] on the elastic places (a, c) where some (k, l) off the diagonal has one.
+    k, l, a, c = index.T
+    at = (k != l) & (a > 0) & (c > 0)
+    places = np.sort(a[at] * n + c[at])
+    places = places[np.r_[True, places[1:] != places[:-1]]] if places.size else places
+    where = np.searchsorted(places, a[at] * n + c[at])
+    T = np.zeros((3, 3, len(value), places.size))
+    T[k[at], l[at], :, where] = value[:, at].T
+    W = np.stack([T[2, 1] - T[1, 2], T[0, 2] - T[2, 0], T[1, 0] - T[0, 1]], axis=-1)     # (n_b, nw, 3)
+    keep = np.any(W != 0, axis=(0, 2))
+    Wnz = np.stack([places[keep] // n - 1, places[keep] % n - 1], axis=1).astype(np.int64)
+    return Tnz, np.ascontiguousarray(value), Wnz, np.ascontiguousarray(W[:, keep])
 
 
 def _pattern(group):
@@ -81,7 +95,8 @@ def _pattern(group):
 
 # An empty group of each g_* field (no bodies), in field order.
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 3, 1)),
-          np.zeros((0, 3, 3, 1, 1)), np.zeros((0, 4), dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 3, 3)),
+          np.zeros((0, 4), dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 0, 3)),
+          np.zeros((0, 3, 3)),
           np.zeros((0, 3, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0), dtype=np.int64))
 
 
@@ -93,8 +108,8 @@ def _groups(model):
     sparse = [_sparse_T(g) for g in groups]
     patterns = tuple(_pattern(g) for g in groups)
     fields = (tuple(g.q_start.astype(np.int64) for g in groups), tuple(g.v_start.astype(np.int64) for g in groups),
-              dense("mass"), dense("first_moment"), dense("second_moment"), tuple(s[0] for s in sparse),
-              tuple(s[1] for s in sparse), *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")),
+              dense("mass"), dense("first_moment"), *(tuple(s[i] for s in sparse) for i in range(4)),
+              *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")),
               patterns)
     pad = -len(groups) % GROUPS
     return tuple(field + (empty,) * pad for field, empty in zip(fields, _EMPTY))
@@ -107,10 +122,10 @@ def stretched(model):
 
 def _stretch(model):
     """The ``st_*`` fields: the stiffened bodies' elastic starts in ``q`` and ``v``, counts, and
-    their per-element tables (:func:`sim.kernels.stretch.compact`) padded to the most elements
+    their per-element tables (:func:`sim.kernels.stretch.compact`, the bodies') padded to the most elements
     and coordinates per element."""
     bodies = stretched(model)
-    tables = [compact(model.bodies[b].stretch_rows, model.bodies[b].stretch_slopes) for b in bodies]
+    tables = [(model.bodies[b].stretch_index, model.bodies[b].stretch_A, model.bodies[b].stretch_G) for b in bodies]
     n_e = max((model.bodies[b].stretch_k.size for b in bodies), default=0)
     m = max((t[0].shape[1] for t in tables), default=0)
     idx, A = np.zeros((len(bodies), n_e, m), dtype=np.int64), np.zeros((len(bodies), n_e, m))

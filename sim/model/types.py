@@ -4,7 +4,7 @@ springs, sensors), as :class:`sim.model.builder.ModelBuilder` builds and validat
 The coordinates and the inertia invariants a body carries are described in
 :mod:`sim.model.builder`.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,7 +16,10 @@ class Body:
     name: str
     mass: float
     first_moment: np.ndarray
-    second_moment: np.ndarray
+    # The second moments T (3, 3, n_f + 1, n_f + 1) by their nonzeros, in the dense array's
+    # order (a beam's are banded: a dense T grows with the square of its elements).
+    second_index: np.ndarray     # (nnz, 4) int: (k, l, a, b) of T[k, l, a, b]
+    second_value: np.ndarray     # (nnz,)
     rot_inertia: np.ndarray
     rot_coupling: np.ndarray
     mass_ff: np.ndarray
@@ -26,10 +29,13 @@ class Body:
     basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     substructure: str = ""
     # Geometric stiffening (see sim.model.dynamics): per element, axial stiffness EA/L (n_el,),
-    # elongation rows (n_el, n_f) and slope matrices (n_el, n_f, n_f); empty when off.
+    # and its elongation row and slope matrix on the elastic coordinates it touches
+    # (sim.kernels.stretch.compact: stretch_index (n_el, m), stretch_A (n_el, m), stretch_G
+    # (n_el, m, m)); empty when off.
     stretch_k: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    stretch_rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
-    stretch_slopes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    stretch_index: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    stretch_A: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    stretch_G: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
     # Section forces and stresses (sim.model.sections): per element, the stiffness (n_el, 12, 12)
     # in its frame, that frame's axes in the body frame R_BE (n_el, 3, 3), and the sections.
     element_stiffness: np.ndarray = field(default_factory=lambda: np.zeros((0, 12, 12)))
@@ -39,6 +45,27 @@ class Body:
     @property
     def n_f(self):
         return self.mass_ff.shape[0]
+
+    @property
+    def second_moment(self):
+        """The second moments ``T`` (3, 3, n_f + 1, n_f + 1) as a dense array, made at each call
+        (tests and small bodies; the kernels read :attr:`second_index`, :attr:`second_value`)."""
+        return dense_moment(self.second_index, self.second_value, self.n_f + 1)
+
+    @property
+    def stretch_rows(self):
+        """The elongation rows (n_el, n_f), dense, made at each call (tests)."""
+        out = np.zeros((self.stretch_k.size, self.n_f))
+        np.add.at(out, (np.arange(self.stretch_k.size)[:, None], self.stretch_index), self.stretch_A)   # padding: 0s
+        return out
+
+    @property
+    def stretch_slopes(self):
+        """The slope matrices (n_el, n_f, n_f), dense, made at each call (tests)."""
+        out = np.zeros((self.stretch_k.size, self.n_f, self.n_f))
+        e = np.arange(self.stretch_k.size)[:, None, None]
+        np.add.at(out, (e, self.stretch_index[:, :, None], self.stretch_index[:, None, :]), self.stretch_G)
+        return out
 
     @property
     def flexible(self):
@@ -57,7 +84,8 @@ class BodyGroup:
     v_start: np.ndarray        # (g,)
     mass: np.ndarray           # (g,)
     first_moment: np.ndarray   # (g, 3, n_f + 1)
-    second_moment: np.ndarray  # (g, 3, 3, n_f + 1, n_f + 1)
+    second_index: np.ndarray   # (nnz, 4): the nonzeros of the bodies' T, all bodies' together
+    second_value: np.ndarray   # (g, nnz): each body's T there (0 where it has none)
     rot_inertia: np.ndarray    # (g, 3, 3)
     rot_coupling: np.ndarray   # (g, 3, n_f)
     mass_ff: np.ndarray        # (g, n_f, n_f)
@@ -67,19 +95,61 @@ class BodyGroup:
     def n_f(self):
         return self.mass_ff.shape[1]
 
+    @property
+    def second_moment(self):
+        """The bodies' ``T`` (g, 3, 3, n_f + 1, n_f + 1) dense, made at each call (tests)."""
+        return np.stack([dense_moment(self.second_index, x, self.n_f + 1) for x in self.second_value])
+
+
+def dense_moment(index, value, n):
+    """The dense second moments ``T`` (3, 3, n, n) of the nonzeros ``index`` (nnz, 4) ``(k, l,
+    a, b)`` and ``value`` (nnz,)."""
+    T = np.zeros((3, 3, n, n))
+    T[tuple(index.T)] = value
+    return T
+
+
+def sparse_moment(T):
+    """``(index, value)``: the nonzeros of the dense second moments ``T`` (3, 3, n, n), in its
+    order (see :func:`dense_moment`)."""
+    index = np.argwhere(T != 0)
+    return index, T[tuple(index.T)]
+
+
+def _union(bodies):
+    """The nonzeros of several bodies' ``T`` together, ``(index (nnz, 4), values (g, nnz))``, in
+    the dense array's order."""
+    n = bodies[0].n_f + 1
+    shape = (3, 3, n, n)
+    keys = [np.ravel_multi_index(tuple(b.second_index.T), shape) for b in bodies]
+    every = np.sort(np.concatenate(keys))
+    every = every[np.r_[True, every[1:] != every[:-1]]] if every.size else every
+    values = np.zeros((len(bodies), every.size))
+    for x, b, k in zip(values, bodies, keys):
+        x[np.searchsorted(every, k)] = b.second_value
+    return np.stack(np.unravel_index(every, shape), axis=1).astype(np.int64), values
+
 
 def _body_groups(bodies, q_index):
-    groups = []
+    """``(bodies, groups)``: the :class:`BodyGroup` of each elastic size, and the bodies with their
+    ``mass_ff``, ``stiffness_ff`` and ``second_value`` views of the groups' stacks (held once)."""
+    groups, bodies = [], list(bodies)
     for n_f in sorted({b.n_f for b in bodies}):
         idx = np.array([i for i, b in enumerate(bodies) if b.n_f == n_f], dtype=int)
         sel = [bodies[i] for i in idx]
-        groups.append(BodyGroup(index=idx, q_start=np.array([q_index[i][0] for i in idx]),
-                                v_start=np.array([q_index[i][1] for i in idx]),
-                                mass=np.array([b.mass for b in sel]),
-                                **{k: np.stack([getattr(b, k) for b in sel])
-                                   for k in ("first_moment", "second_moment", "rot_inertia", "rot_coupling",
-                                             "mass_ff", "stiffness_ff")}))
-    return tuple(groups)
+        index, values = _union(sel)
+        group = BodyGroup(index=idx, q_start=np.array([q_index[i][0] for i in idx]),
+                          v_start=np.array([q_index[i][1] for i in idx]), mass=np.array([b.mass for b in sel]),
+                          second_index=index, second_value=values,
+                          **{k: np.stack([getattr(b, k) for b in sel])
+                             for k in ("first_moment", "rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")})
+        groups.append(group)
+        for j, i in enumerate(idx):
+            # Where a body's own nonzeros are the group's (alike bodies), its values are a view too.
+            own = (dict(second_index=index, second_value=values[j]) if np.array_equal(index, sel[j].second_index)
+                   else {})
+            bodies[i] = replace(sel[j], mass_ff=group.mass_ff[j], stiffness_ff=group.stiffness_ff[j], **own)
+    return tuple(bodies), tuple(groups)
 
 
 @dataclass(frozen=True)

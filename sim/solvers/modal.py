@@ -223,6 +223,10 @@ def _static_saddle(model, J, loads):
     from sim.model.tables import stretched
     if _has_lumped(model) or stretched(model):
         return None
+    if null_space(J[:, model.v_rigid], NULL_RTOL).shape[1]:
+        # Free motions (reference motions the rows leave free, where K is zero): singular.
+        # Said before SuperLU is asked: on such a system it has crashed the process at times.
+        return None
     n_v = model.n_v
     rows, cols, vals = [], [], []
     for b, body in enumerate(model.bodies):
