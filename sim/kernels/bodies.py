@@ -18,8 +18,8 @@ from sim.kernels.frames import quat_R_into
 
 
 class Group(NamedTuple):
-    """The invariants of one body group (:class:`sim.model.BodyGroup`; the tables' ``g_*``
-    entries, :class:`sim.kernels.equations.Tables`): each body's reference starts in ``q`` and
+    """The invariants of one body group (:class:`sim.model.BodyGroup`; an entry of the tables'
+    ``groups``, :class:`sim.kernels.equations.Tables`): each body's reference starts in ``q`` and
     ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3, n+1, n+1)
     by their nonzeros ``T_nz`` (nnz, 4) rows ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]``,
     ``T_val`` (g, nnz), the antisymmetric parts of their elastic blocks ``W_nz`` (nw, 2) rows
@@ -57,7 +57,9 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G):
     velocity-quadratic forces (each body's block; see :func:`group_velocity`; given zeroed: the
     elastic block is written on its nonzeros only).
     """
-    q_start, v_start, mass, S, T_nz, T_val, W_nz, W_val, Jrot, Grot, Mff, Kff, ff = group
+    # Field by field (``group`` is a record in compiled loops: one reference count per field read).
+    q_start, v_start, mass, S, T_nz, T_val = group.q_start, group.v_start, group.mass, group.S, group.T_nz, group.T_val
+    Jrot, Grot, Mff, Kff, ff = group.Jrot, group.Grot, group.Mff, group.Kff, group.ff
     g_count = q_start.size
     n = Mff.shape[1]
     rest = Q0.size > 0

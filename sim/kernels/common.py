@@ -44,12 +44,38 @@ def _reference(t):
     return by_reference(t)
 
 
+def _nested(kind):
+    """Whether a field of numba type ``kind`` is held by reference too: a named tuple, or a
+    (non-empty) tuple of named tuples."""
+    if isinstance(kind, types.BaseNamedTuple):
+        return True
+    return isinstance(kind, types.BaseTuple) and len(kind) > 0 and \
+        all(isinstance(k, types.BaseNamedTuple) for k in kind)
+
+
+def _held(kind):
+    """The numba type :func:`by_reference` makes of a value of numba type ``kind``."""
+    if isinstance(kind, types.BaseNamedTuple):
+        return RecordType([(name, _held(k)) for name, k in zip(kind.fields, kind.types)])
+    if _nested(kind):
+        return types.Tuple([_held(k) for k in kind])
+    return kind
+
+
 @overload(_reference)
 def _reference_impl(t):
-    kind = RecordType(list(zip(t.fields, t.types)))
+    kind = _held(t)
+
+    def field(name, k):
+        if isinstance(k, types.BaseNamedTuple):
+            return f"_reference(t.{name})"
+        if _nested(k):
+            return "(" + "".join(f"_reference(t.{name}[{i}]), " for i in range(len(k))) + ")"
+        return f"t.{name}"
     # Field names must be literal in compiled code: the constructor is written for this tuple.
-    text = "def impl(t):\n    s = new(kind)\n" + "".join(f"    s.{f} = t.{f}\n" for f in t.fields) + "    return s\n"
-    scope = {"new": structref.new, "kind": kind}
+    text = "def impl(t):\n    s = new(kind)\n" + "".join(f"    s.{f} = {field(f, k)}\n" for f, k in
+                                                         zip(t.fields, t.types)) + "    return s\n"
+    scope = {"new": structref.new, "kind": kind, "_reference": _reference}
     exec(text, scope)
     return scope["impl"]
 
@@ -57,21 +83,24 @@ def _reference_impl(t):
 @njit(cache=True)
 def by_reference(t):
     """The named tuple ``t`` by reference (a :class:`Record`: the same fields, its arrays
-    shared, so that what compiled code writes into them shows in ``t``).  Scalars are copied."""
+    shared, so that what compiled code writes into them shows in ``t``).  Scalars are copied;
+    named tuples in it, alone or in a tuple, are records too (a record passed to a compiled
+    function, or read from another, raises one reference count; a named tuple, one per array
+    in it)."""
     return _reference(t)
 
 
 def record_type(t):
     """The numba type of ``by_reference(t)``, without compiling :func:`by_reference`."""
-    kind = typeof(t)
-    return RecordType(list(zip(kind.fields, kind.types)))
+    return _held(typeof(t))
 
 
 def reference(t):
     """``by_reference(t)``, or only its numba type where a field of the named tuple ``t`` is a
     numba type (a compilation from types: :func:`compile_for`)."""
     if any(isinstance(x, types.Type) for x in t):
-        return RecordType([(name, x if isinstance(x, types.Type) else typeof(x)) for name, x in zip(t._fields, t)])
+        return RecordType([(name, x if isinstance(x, types.Type) else record_type(x))
+                           for name, x in zip(t._fields, t)])
     return by_reference(t)
 
 

@@ -17,10 +17,10 @@ compiled once.
 from typing import NamedTuple
 
 import numpy as np
-from numba import boolean, float64, literal_unroll, njit, typeof, types, void
+from numba import boolean, float64, njit, typeof, types, void
 from numba.extending import intrinsic
 
-from sim.kernels.bodies import Group, group_terms
+from sim.kernels.bodies import group_terms
 from sim.kernels.common import (FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pattern_product,
                                 pointer, record_type, runtime)
 from sim.kernels.frames import quat_R_into
@@ -36,13 +36,12 @@ class Tables(NamedTuple):
     by reference (:func:`sim.kernels.common.by_reference`) and compiled loops pass on as it is;
     what the kernels write goes to a :class:`Data`.
 
-    ``g_*``: tuples over the body groups (:class:`sim.model.BodyGroup`): reference starts in
-    ``q`` and ``v``, masses, first moments ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3,
-    n+1, n+1) by their nonzeros (``g_Tnz`` (nnz, 4) rows ``(k, l, c, a)`` standing for
-    ``T[:, l, k, c, a]``, ``g_Tval`` (g, nnz)) and the antisymmetric parts of their elastic
-    blocks (``g_Wnz``, ``g_Wval``, :func:`sim.model.tables._sparse_T`), ``J_rot``, ``G_rot``,
-    ``M_ff``, ``K_ff`` and the columns of their rows' nonzeros ``ff``
-    (:class:`sim.kernels.bodies.Group`).
+    ``groups``: the body groups (:class:`sim.model.BodyGroup`), each a
+    :class:`sim.kernels.bodies.Group` (records in the tables' record), padded with empty ones to
+    a multiple of :data:`GROUPS`: reference starts in ``q`` and ``v``, masses, first moments
+    ``S`` (g, 3, n+1), second moments ``T`` (g, 3, 3, n+1, n+1) by their nonzeros and the
+    antisymmetric parts of their elastic blocks (:func:`sim.model.tables._sparse_T`),
+    ``J_rot``, ``G_rot``, ``M_ff``, ``K_ff`` and the columns of their rows' nonzeros ``ff``.
     Markers: ``marker_body`` (n_m,; -1 ground), ``body_q``, ``body_v`` (n_b,) each body's
     start in ``q`` and ``v``, ``qf_idx`` (n_m, nf) the elastic coordinates a marker's shape
     functions ``D``, ``E`` (n_m, 3, nf) act on (-1: padding), ``p0`` (n_m, 3), ``R_BM``
@@ -60,19 +59,7 @@ class Tables(NamedTuple):
     """
 
     gravity: np.ndarray
-    g_qs: tuple
-    g_vs: tuple
-    g_mass: tuple
-    g_S: tuple
-    g_Tnz: tuple
-    g_Tval: tuple
-    g_Wnz: tuple
-    g_Wval: tuple
-    g_Jrot: tuple
-    g_Grot: tuple
-    g_Mff: tuple
-    g_Kff: tuple
-    g_ff: tuple
+    groups: tuple
     marker_body: np.ndarray
     body_q: np.ndarray
     body_v: np.ndarray
@@ -153,7 +140,6 @@ DATA = record_type(Data(*(np.zeros((0,) * n) for n in (2, 3, 3, 4, 3, 2, 3, 2, 3
 # part of its type, so every robot with up to GROUPS groups of elastic sizes shares one
 # compilation of every kernel; sim.model.tables).
 GROUPS = 4
-_GROUP_INDICES = tuple(range(GROUPS))
 # mass_products: from this many velocity coordinates by the nonzeros of the bodies' blocks (a few
 # hundred: the beams' M_ff then mostly zeros; below, the dense blocks' numbers kept as they were).
 PATTERN_MIN = 200
@@ -170,16 +156,6 @@ def _frames(t, data):
     """The markers' state of :func:`sim.kernels.springs.springs` from the tables ``t`` and the
     markers' kinematics ``data``."""
     return t.cols, data.p, data.A, data.Jp, data.Ja, data.Jw
-
-
-@njit(cache=True, inline="always")
-def _group(g, q, v, t, M, Q, Q0, G, with_G):
-    """:func:`group_terms` of body group ``g`` of the tables ``t`` (none for padding)."""
-    if t.g_qs[g].size:
-        group_terms(q, v, t.gravity, Group(t.g_qs[g], t.g_vs[g], t.g_mass[g], t.g_S[g], t.g_Tnz[g], t.g_Tval[g],
-                                           t.g_Wnz[g], t.g_Wval[g], t.g_Jrot[g], t.g_Grot[g], t.g_Mff[g],
-                                           t.g_Kff[g], t.g_ff[g]),
-                    M, Q, Q0, G, with_G)
 
 
 @njit(cache=True, nogil=True)
@@ -203,13 +179,13 @@ def evaluate(q, v, t, data, out, targets, flags):
     M, Q, Q0, phi, J, gamma, G, Gg, Kt = out
     with_G, with_K, flush, bodies = flags
     if bodies:
-        # The group tuples at literal indices, each call reading one element of each: a tuple
-        # indexed at run time is copied whole at every access (a fifth of a small model's
-        # evaluation).  Beyond the GROUPS a robot rarely exceeds, at run time.
-        for g in literal_unroll(_GROUP_INDICES):
-            _group(g, q, v, t, M, Q, Q0, G, with_G)
-        for g in range(GROUPS, len(t.g_qs)):
-            _group(g, q, v, t, M, Q, Q0, G, with_G)
+        # Each group a record: one reference count where it is read (a named tuple's arrays
+        # would each have theirs raised, a third of a small model's evaluation).
+        groups, gravity = t.groups, t.gravity
+        for g in range(len(groups)):
+            group = groups[g]
+            if group.q_start.size:      # not padding
+                group_terms(q, v, gravity, group, M, Q, Q0, G, with_G)
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
             tangent = np.zeros((n, n)) if with_K else M
@@ -285,13 +261,6 @@ def potential_function(typingctx, address, t):
     return kind(types.int64, t), first_class(kind)
 
 
-@njit(cache=True, inline="always")
-def _group_product(g, t, M, X, Y):
-    """The rows of ``Y = M X`` of body group ``g``'s bodies (:func:`sim.kernels.common.pattern_product`)."""
-    for v0 in t.g_vs[g]:
-        pattern_product(M, v0, t.g_ff[g], 0, X, Y)
-
-
 @njit(cache=True)
 def mass_products(qs, t, data, f, X, out):
     """``out[k] = M(qs[k]) X[k]`` (n_v, p) at the configurations ``qs[k]`` (m, n_q), ``X`` (m,
@@ -319,10 +288,10 @@ def mass_products(qs, t, data, f, X, out):
         if n_v < PATTERN_MIN:
             out[k] = block_product(M, bounds, X[k])
             continue
-        for g in literal_unroll(_GROUP_INDICES):
-            _group_product(g, t, M, X[k], out[k])
-        for g in range(GROUPS, len(t.g_vs)):
-            _group_product(g, t, M, X[k], out[k])
+        groups = t.groups
+        for g in range(len(groups)):
+            for v0 in groups[g].v_start:
+                pattern_product(M, v0, groups[g].ff, 0, X[k], out[k])
 
 
 @njit(cache=True, nogil=True)
@@ -367,15 +336,15 @@ def potential(q, t, data):
     geometric stiffening and lumped springs; ``t``: :class:`Tables`, ``data``: :class:`Data`,
     by reference (with springs, the markers' kinematics at ``q``, zero velocity, are written
     into ``data``)."""
-    gravity, g_qs, g_mass, g_S, g_Kff = t.gravity, t.g_qs, t.g_mass, t.g_S, t.g_Kff
+    gravity, groups = t.gravity, t.groups
     R = np.empty((3, 3))
     grav = 0.0
     elastic = 0.0
-    for g in range(len(g_qs)):
-        S, K, mass = g_S[g], g_Kff[g], g_mass[g]
+    for g in range(len(groups)):
+        S, K, mass, starts = groups[g].S, groups[g].Kff, groups[g].mass, groups[g].q_start
         n = K.shape[1]
-        for b in range(g_qs[g].size):
-            qs = g_qs[g][b]
+        for b in range(starts.size):
+            qs = starts[b]
             quat_R_into(q, qs + 3, R)
             for k in range(3):
                 s_k = S[b, k, 0]

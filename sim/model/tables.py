@@ -11,6 +11,7 @@ with up to four body groups.
 """
 import numpy as np
 
+from sim.kernels.bodies import Group
 from sim.kernels.equations import GROUPS, Tables
 
 KINDS = ("point", "dot", "ddot", "angle")
@@ -57,10 +58,10 @@ def _rows(model):
 
 def _sparse_T(group):
     """The nonzeros of a body group's second moments ``T`` (n_b, 3, 3, n+1, n+1) (the pattern of
-    all the group's bodies, :attr:`sim.model.BodyGroup.second_index`): ``g_Tnz`` (nnz, 4), row
-    ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]``, ``g_Tval`` (n_b, nnz); and the
-    antisymmetric parts of their elastic blocks that the velocity Jacobian reads, ``g_Wnz`` (nw,
-    2) rows ``(f, e)`` and ``g_Wval`` (n_b, nw, 3): ``T[2, 1] - T[1, 2]``, ``T[0, 2] - T[2, 0]``,
+    all the group's bodies, :attr:`sim.model.BodyGroup.second_index`): ``T_nz`` (nnz, 4), row
+    ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]``, ``T_val`` (n_b, nnz); and the
+    antisymmetric parts of their elastic blocks that the velocity Jacobian reads, ``W_nz`` (nw,
+    2) rows ``(f, e)`` and ``W_val`` (n_b, nw, 3): ``T[2, 1] - T[1, 2]``, ``T[0, 2] - T[2, 0]``,
     ``T[1, 0] - T[0, 1]`` at ``[f + 1, e + 1]`` where one of them is nonzero in some body."""
     index, value = group.second_index, np.asarray(group.second_value, dtype=float)
     n = group.n_f + 1
@@ -80,7 +81,7 @@ def _sparse_T(group):
 
 
 def _pattern(group):
-    """``g_ff`` (n, w): the columns of each row of the group's ``mass_ff`` or ``stiffness_ff`` with
+    """``ff`` (n, w): the columns of each row of the group's ``mass_ff`` or ``stiffness_ff`` with
     a nonzero in some body, ascending, padded with -1."""
     M, K = np.asarray(group.mass_ff), np.asarray(group.stiffness_ff)
     n = M.shape[1]
@@ -93,7 +94,7 @@ def _pattern(group):
     return out
 
 
-# An empty group of each g_* field (no bodies), in field order.
+# The fields of an empty group (no bodies), in field order.
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 3, 1)),
           np.zeros((0, 4), dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 0, 3)),
           np.zeros((0, 3, 3)),
@@ -101,18 +102,14 @@ _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
 
 
 def _groups(model):
-    """The ``g_*`` fields: tuples over the body groups, padded to a multiple of
-    :data:`sim.kernels.equations.GROUPS`."""
-    groups = model.body_groups
-    dense = lambda f: tuple(np.ascontiguousarray(getattr(g, f), dtype=float) for g in groups)   # noqa: E731
-    sparse = [_sparse_T(g) for g in groups]
-    patterns = tuple(_pattern(g) for g in groups)
-    fields = (tuple(g.q_start.astype(np.int64) for g in groups), tuple(g.v_start.astype(np.int64) for g in groups),
-              dense("mass"), dense("first_moment"), *(tuple(s[i] for s in sparse) for i in range(4)),
-              *(dense(f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")),
-              patterns)
-    pad = -len(groups) % GROUPS
-    return tuple(field + (empty,) * pad for field, empty in zip(fields, _EMPTY))
+    """The ``groups`` field: a :class:`sim.kernels.bodies.Group` per body group, padded with
+    empty ones to a multiple of :data:`sim.kernels.equations.GROUPS`."""
+    dense = lambda g, f: np.ascontiguousarray(getattr(g, f), dtype=float)     # noqa: E731
+    groups = [Group(g.q_start.astype(np.int64), g.v_start.astype(np.int64), dense(g, "mass"),
+                    dense(g, "first_moment"), *_sparse_T(g),
+                    *(dense(g, f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")), _pattern(g))
+              for g in model.body_groups]
+    return tuple(groups) + (Group(*_EMPTY),) * (-len(groups) % GROUPS)
 
 
 def stretched(model):
@@ -161,7 +158,7 @@ def _lumped(model):
 def constants(model):
     """The fields of :class:`~sim.kernels.equations.Tables` for ``model`` (a tuple, in field
     order), their arrays read-only: no kernel and no caller writes the model."""
-    out = (np.ascontiguousarray(model.gravity, dtype=float), *_groups(model), *_markers(model), *_rows(model),
+    out = (np.ascontiguousarray(model.gravity, dtype=float), _groups(model), *_markers(model), *_rows(model),
            *_stretch(model), *_lumped(model), int(model.rows["n_joint"]), int(model.n_v),
            np.array([b.n_f for b in model.bodies], dtype=np.int64))
     assert len(out) == len(Tables._fields)

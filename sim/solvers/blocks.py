@@ -160,7 +160,7 @@ def pattern(t, kept, D, m, ranges):
         body, ref = np.arange(v0, v0 + 6 + nf), np.arange(v0, v0 + 6)
         pieces += [np.stack([np.repeat(ref, body.size), np.tile(body, 6)]),
                    np.stack([np.tile(body, 6), np.repeat(ref, body.size)])]
-    for ff, Tnz, starts in zip(t.g_ff, t.g_Tnz, t.g_vs):
+    for ff, Tnz, starts in ((g.ff, g.T_nz, g.v_start) for g in t.groups):
         f, j = np.nonzero(ff >= 0)
         e = Tnz[(Tnz[:, 2] > 0) & (Tnz[:, 3] > 0)][:, 2:] - 1
         local = np.concatenate([np.stack([f, ff[f, j]]), e.T, e[:, ::-1].T], axis=1)

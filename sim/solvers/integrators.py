@@ -1358,12 +1358,9 @@ class GeneralizedAlpha:
         raised on entry and lowered on exit, and again where it is unpacked: on a small model
         a thousand atomic operations per step, a quarter of it.  A record is one count, raised
         where it is passed and where a field is read."""
-        if self._refs is None:
-            st = self.state
-            st = st._replace(blocks=reference(st.blocks), pattern=reference(st.pattern))
-            pb = Problem(self.ev.ref, self.ev.data_ref, self.ev.f, reference(self.scheme), self.rows, self.D,
-                         self.cols)
-            self._refs = reference(st), reference(pb), reference(self.work)
+        if self._refs is None:        # (the state's blocks and pattern and the scheme: records too)
+            pb = Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols)
+            self._refs = reference(self.state), reference(pb), reference(self.work)
         return self._refs
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
