@@ -263,3 +263,27 @@ def pattern_product(M, v0, ff, shift, X, Y):
             a = M[i, c]
             for j in range(m):
                 Y[i, j] += a * X[c, j]
+
+
+@njit(cache=True, inline="always")
+def pattern_vector(M, v0, ff, x, y):
+    """Rows ``v0 .. v0 + 6 + n`` of ``y = M x`` for one body of ``M`` (n_v, n_v; symmetric) by
+    the nonzeros of its block (:func:`pattern_product`'s, for a vector, and with each row's
+    terms added in ascending column order from zero: the sums of the dense product)."""
+    n = ff.shape[0]
+    for i in range(v0, v0 + 6):
+        acc = 0.0
+        for c in range(v0, v0 + 6 + n):
+            acc += M[i, c] * x[c]
+        y[i] = acc
+    for f in range(n):
+        i = v0 + 6 + f
+        acc = 0.0
+        for c in range(v0, v0 + 6):
+            acc += M[i, c] * x[c]
+        for k in range(ff.shape[1]):
+            if ff[f, k] < 0:
+                break
+            c = v0 + 6 + ff[f, k]
+            acc += M[i, c] * x[c]
+        y[i] = acc

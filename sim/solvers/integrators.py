@@ -105,8 +105,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim.kernels.common import compile_for, reference, runtime, wrap
-from sim.kernels.equations import function, potential_function
+from sim.kernels.common import compile_for, pattern_vector, reference, runtime, wrap
+from sim.kernels.equations import PATTERN_MIN, function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 from sim.kernels.pose import marker_terms, pose_terms
@@ -592,16 +592,27 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     # sums per pass: one dot product at a time waits on each addition's latency.
     r = w.r
     M = w.M
-    for b in range(t.body_v.size):       # M a, body block by body block (M is block diagonal)
-        v0 = t.body_v[b]
-        v1_ = v0 + 6 + t.body_nf[b]
-        r[v0:v1_] = 0.0
-        for j in range(v0, v1_):         # M symmetric: column j of M is its row j
-            aj = a[j]
-            for i in range(v0, v1_):
-                r[i] += M[j, i] * aj
-        for i in range(v0, v1_):
+    if n >= PATTERN_MIN:
+        # M a by the nonzeros of the bodies' blocks (a beam's elastic block is banded): each row's
+        # terms in the same ascending order as the dense loop below, so the same sums.
+        groups = t.groups
+        for g in range(len(groups)):
+            ff = groups[g].ff
+            for v0 in groups[g].v_start:
+                pattern_vector(M, v0, ff, a, r)
+        for i in range(n):
             r[i] -= Q[i]
+    else:
+        for b in range(t.body_v.size):       # M a, body block by body block (M is block diagonal)
+            v0 = t.body_v[b]
+            v1_ = v0 + 6 + t.body_nf[b]
+            r[v0:v1_] = 0.0
+            for j in range(v0, v1_):         # M symmetric: column j of M is its row j
+                aj = a[j]
+                for i in range(v0, v1_):
+                    r[i] += M[j, i] * aj
+            for i in range(v0, v1_):
+                r[i] -= Q[i]
     for k in range(rows.size):
         row = rows[k]
         C, rhs = _row(row, nj, w.phi, w.gamma, s, sdd, t.angle)
