@@ -176,13 +176,17 @@ def _curved_rod(n_el):
         np.tile([0.0, 0.0, 1.0], (n_el, 1))
 
 
+@pytest.mark.parametrize("path", ["dense", "nonzeros"])
 @pytest.mark.parametrize("basis", ["selection", "general"])
-def test_second_moments_by_nonzeros_are_the_dense_projection(basis):
-    """A body's ``T = B_z^T I B_z`` formed by the nonzeros (``builder._projected``) against the
-    dense product of the same nodal ``I``: a clamped selection ``B`` (the band kept) and a dense
-    orthonormal one (4 modes' worth), within 1e-14 of ``T``'s largest entry, zeros where the
-    dense one has them; the nodal ``I`` by nonzeros against element-by-element dense sums."""
+def test_second_moments_by_nonzeros_are_the_dense_projection(basis, path, monkeypatch):
+    """A body's ``T = B_z^T I B_z`` formed by ``builder._projected`` (by dense products up to
+    ``DENSE_NODAL`` nodal coordinates, by the nonzeros above: both paths forced here) against
+    the dense product of the same nodal ``I``: a clamped selection ``B`` (the band kept) and a
+    dense orthonormal one (4 modes' worth), within 1e-14 of ``T``'s largest entry, zeros where
+    the dense one has them; the nodal ``I`` by nonzeros against element-by-element dense sums."""
+    from sim.model import builder
     from sim.model.builder import _projected
+    monkeypatch.setattr(builder, "DENSE_NODAL", 10 ** 6 if path == "dense" else 0)
     nodes, elements, sections, z_ref = _curved_rod(6)
     full = beam_structure_matrices(nodes, elements, sections, z_ref)
     n = 6 * len(nodes)
