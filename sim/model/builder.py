@@ -846,7 +846,8 @@ def _make_body(spec):
     np.add.at(mass_ff, (a[inner] - 1, b[inner] - 1), value[inner])
     body = Body(name=spec["name"], mass=mass, first_moment=mats["S"] @ np.column_stack([x0, B]),
                 second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
-                mass_ff=mass_ff + B.T @ mats["Mrot"] @ B, stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B, elements=spec["elements"], basis=B,
+                mass_ff=mass_ff + B.T @ mats["Mrot"] @ B, stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B,
+                elements=spec["elements"], basis=B,
                 substructure=spec["substructure"], element_stiffness=mats["K_local"], element_frames=mats["R_BE"],
                 sections=tuple(spec["sections"]))
     if spec["stiffening"]:
