@@ -53,6 +53,14 @@ def _run(model, solver, steps, damping=None, h=None):
     return g
 
 
+def _assembled(pat):
+    """The iteration matrix held on the structure ``pat`` (known part plus correction), dense."""
+    m = pat.ptr.size - 1
+    A = np.zeros((m, m))
+    A[pat.rows, np.repeat(np.arange(m), np.diff(pat.ptr))] = pat.known + pat.values
+    return A
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("damped", [False, True])
 def test_block_solve_is_the_dense_solve_to_round_off(name, damped):
@@ -69,9 +77,9 @@ def test_block_solve_is_the_dense_solve_to_round_off(name, damped):
     assert len(nf) and (blk.ptr[:, 0] >= nf - 12).all(), (blk.ptr[:, 0], nf)
     assert blk.info[blocks.N_BORDER] == m - blk.ptr[:, 0].sum()
     assert (w.low.shape[1] > 0) == damped
-    # After a blocked factorisation, work.known holds the matrix it factorised (known + delta);
-    # the low-rank damping is added as the dense path adds it.
-    A = w.known.copy()
+    # The matrix it factorised: known + delta on the structure, zero off it; the low-rank
+    # damping is added as the dense path adds it.
+    A = _assembled(st.pattern)
     sch = g.scheme
     blocks.add_low_rank(A, w.low, w.low_rate, sch.h * sch.gamma * sch.c)
     rng = np.random.default_rng(1)
@@ -118,6 +126,26 @@ def test_choice_by_size():
     assert g.n_blocked == 0 and g.n_factorizations >= 1 and np.array_equal(g.q, ref.q)
 
 
+def test_dense_fallback_on_the_structure():
+    """Where the blocks do not serve (forced here from the first factorisation), the loop
+    allocates the dense factors once and factorises the matrix its structure holds: the run is
+    the dense path's to round-off (as test_block_and_dense_runs_agree), the factors (m, m)."""
+    model = _model("rrru3")
+    ev = Evaluator(model)
+    g = Newmark(ev, Drive("free"), 0.0, model.q_home, _start(model, ev), MODELS["rrru3"][2],
+                Options(solver="block", newton_tol=NEWTON_TOL))
+    m = g.work.r.size
+    assert g.state.pattern.ptr.size and g.state.lu.shape == (2, 2)
+    g.state.blocks.info[blocks.MODE] = blocks.MODES_DENSE
+    g.advance(100)
+    assert g.status == "running", g.message
+    assert g.n_blocked == 0 and g.n_factorizations >= 1 and g.state.lu.shape == (m, m)
+    ref = _run(model, "dense", 100)
+    assert abs(ref.n_iterations - g.n_iterations) <= 0.01 * ref.n_iterations
+    assert np.abs(ref.q - g.q).max() <= 1e-11
+    assert np.abs(ref.v - g.v).max() <= 1e-8 * np.abs(ref.v).max()
+
+
 def _arrays(x):
     """The numpy arrays in the tuples ``x`` (nested), each memory once (a view of another's
     memory, e.g. a transposed one, counts as that one)."""
@@ -132,22 +160,22 @@ def _arrays(x):
 
 def test_integrator_memory_on_the_block_path():
     """The integrator's arrays on the block path (3-RRRU, 8 elements per link, modal damping as
-    a low-rank term): one square array of the unknowns (the iteration matrix, assembled and
-    factorised in place of its known part; the Jacobian correction on its pattern), two of the
-    velocity coordinates (M and dQ/dv: no tangent stiffness in this model), the rest linear in
-    the coordinates (at most 200 x (n_v + n_c) entries each: rows, low-rank factors, band and
-    coupling blocks, the correction's pattern), and the Schur complement's room on the border,
-    which does not grow with them; the damping schedule forms no dense D."""
+    a low-rank term): no square array of the unknowns (the iteration matrix and its correction
+    on their structure, the factors by blocks), two of the velocity coordinates (M and dQ/dv:
+    no tangent stiffness in this model), the rest linear in the coordinates (at most 200 x
+    (n_v + n_c) entries each: rows, low-rank factors, band and coupling blocks, the structure),
+    and the Schur complement's room on the border, which does not grow with them; the damping
+    schedule forms no dense D."""
     model = load_model("models/rrru3.py", {"elements_per_link": 8})
     damping = _schedule(model)
     g = _run(model, "auto", 3, damping)
     st, w = g.state, g.work
     m, n_v = w.r.size, model.n_v
-    assert m >= blocks.BLOCK_MIN and g.n_blocked >= 1 and np.shares_memory(st.lu, w.known) and w.Kt.size == 0
+    assert m >= blocks.BLOCK_MIN and g.n_blocked == g.n_factorizations >= 1 and w.Kt.size == 0
     arrays = [a for a in _arrays(st + w) if a is not st.blocks.schur]
     square = sorted((a.shape for a in arrays if a.ndim == 2 and min(a.shape) >= n_v), reverse=True)
-    assert square == [(m, m), (n_v, n_v), (n_v, n_v)], square
-    assert st.delta.size == 0 and st.pattern.values.size
+    assert square == [(n_v, n_v), (n_v, n_v)], square
+    assert st.delta.size == 0 and w.known.size == 0 and st.lu.size == 4 and st.pattern.values.size
     rest = [a for a in arrays if not (a.ndim == 2 and min(a.shape) >= n_v)]
     assert max(a.size for a in rest) <= 200 * m, max((a.size, a.shape) for a in rest)
     assert damping._matrix is None
@@ -215,7 +243,8 @@ def test_jacobian_pattern_holds_the_dense_correction(name):
     """The Jacobian correction on its pattern, by column groups (the block path), against the
     one taken column by column (the dense path) at the same first iterate: every entry the
     pattern leaves out is zero in the dense one (below its round-off floor), the others agree
-    within 1e-10 of their row's largest entry of the iteration matrix; fewer evaluations."""
+    within 1e-10 of their row's largest entry of the iteration matrix; fewer evaluations.  The
+    known part on the pattern is the dense one's, exactly."""
     from sim.solvers.simulate import Drive
     path, params, h, kind = PATTERN_CASES[name]
     model = load_model(path, params)
@@ -244,6 +273,14 @@ def test_jacobian_pattern_holds_the_dense_correction(name):
     assert np.all(np.abs(grouped - dense.delta) <= 1e-10 * scale)
     groups = pat.group_ptr.size - 1
     assert groups < m and runs["dense"].n_evaluations - runs["block"].n_evaluations == m - groups
+    # The known part held on the structure (the block path factorises it there): the dense
+    # path's at the same iterate, entry for entry, with nothing outside the structure.
+    assert runs["dense"].n_factorizations == runs["block"].n_factorizations == 1
+    known, on = runs["dense"].work.known, np.zeros((m, m), dtype=bool)
+    cols = np.repeat(np.arange(m), np.diff(pat.ptr))
+    on[pat.rows, cols] = True
+    assert not known[~on].any(), np.argwhere((known != 0) & ~on)[:5]
+    assert np.array_equal(known[pat.rows, cols], pat.known)
 
 
 def _csc(A):

@@ -105,7 +105,9 @@ class Pattern(NamedTuple):
     ascending; ``group_ptr`` (n_g + 1,), ``group_cols`` (m,): the columns of group ``g`` are
     ``group_cols[group_ptr[g]:group_ptr[g + 1]]``, no two of them with a row in common (one
     evaluation of the residual perturbs them all); ``values`` (nnz,) the correction's entries
-    in ``rows``' order.  All empty: the correction is a dense (m, m) array, column by column.
+    in ``rows``' order, ``known`` (nnz,) the known part's (the iteration matrix is ``known +
+    values`` there and zero elsewhere: :func:`factor` reads it so).  All empty: the correction
+    is a dense (m, m) array, column by column.
     """
 
     ptr: np.ndarray
@@ -113,12 +115,13 @@ class Pattern(NamedTuple):
     group_ptr: np.ndarray
     group_cols: np.ndarray
     values: np.ndarray
+    known: np.ndarray
 
 
 def no_pattern():
     """The empty :class:`Pattern`: the dense correction."""
     none = np.zeros(0, dtype=np.int64)
-    return Pattern(none, none, none, none, np.zeros(0))
+    return Pattern(none, none, none, none, np.zeros(0), np.zeros(0))
 
 
 def pattern(t, kept, D, m, ranges):
@@ -189,7 +192,7 @@ def pattern(t, kept, D, m, ranges):
     rows, cols = code % m, code // m
     ptr = np.searchsorted(cols, np.arange(m + 1))
     group_ptr, group_cols = _groups(ptr, rows, m)
-    return Pattern(ptr, rows, group_ptr, group_cols, np.zeros(rows.size))
+    return Pattern(ptr, rows, group_ptr, group_cols, np.zeros(rows.size), np.zeros(rows.size))
 
 
 def distinct(x):
@@ -356,11 +359,19 @@ def band_solve(band, n, w, y):
         y[i] = acc / band[i * s + w]
 
 
+@njit(cache=True, inline="always")
+def _entry(pat, e):
+    """Entry ``e`` of the iteration matrix on its structure (:class:`Pattern`)."""
+    return pat.known[e] + pat.values[e]
+
+
 @njit(cache=True)
-def _partition(A, blk):
-    """The interior and border of ``A`` (m, m, C order) from its nonzeros; per body ``n_I, w,
-    k`` and the offsets into ``blk.data``.  Returns False when no body keeps an interior."""
-    m = A.shape[0]
+def _partition(pat, blk):
+    """The interior and border of the iteration matrix on the structure ``pat`` (m columns)
+    from its nonzeros; per body ``n_I, w, k`` and the offsets into ``blk.data``.  Returns
+    False when no body keeps an interior."""
+    ptr, rows = pat.ptr, pat.rows
+    m = ptr.size - 1
     owner, flag = blk.owner, blk.interior
     for j in range(m):
         flag[j] = 0
@@ -368,10 +379,11 @@ def _partition(A, blk):
     for b in range(nb):
         for j in range(blk.ranges[b, 1], blk.ranges[b, 2]):
             flag[j] = 1
-    for i in range(m):                 # a nonzero between two bodies: both ends are border
-        oi = owner[i]
-        for c in range(m):
-            if A[i, c] != 0.0 and owner[c] != oi:
+    for c in range(m):                 # a nonzero between two bodies: both ends are border
+        oc = owner[c]
+        for e in range(ptr[c], ptr[c + 1]):
+            i = rows[e]
+            if owner[i] != oc and _entry(pat, e) != 0.0:
                 flag[i] = 0
                 flag[c] = 0
     n_blocked, off_index, off_data = 0, 0, 0
@@ -383,10 +395,11 @@ def _partition(A, blk):
                 flag[j] = 1 + n        # position + 1
                 n += 1
         w = 0
-        for i in range(lo, hi):
-            if flag[i]:
-                for c in range(lo, hi):
-                    if flag[c] and A[i, c] != 0.0:
+        for c in range(lo, hi):
+            if flag[c]:
+                for e in range(ptr[c], ptr[c + 1]):
+                    i = rows[e]
+                    if lo <= i < hi and flag[i] and _entry(pat, e) != 0.0:
                         w = max(w, abs(flag[i] - flag[c]))
         k = 0
         for j in range(v0, hi):
@@ -424,61 +437,86 @@ def _partition(A, blk):
 
 
 @njit(cache=True)
-def factor(A, blk, piv):
-    """Block factorisation of ``A`` (m, m, C order; see the module docstring), which it
-    leaves unchanged: the interior blocks' band factors and coupling blocks into ``blk``, the
-    Schur complement's LU factors into the leading (n_B, n_B) of ``blk.schur`` and ``piv``.
-    Returns ``(ok, top, low)``: False where no body has an interior, an interior pivot is too
-    small or the border outgrows ``blk.schur`` (then nothing is usable: factorise densely);
-    the Schur complement's largest and smallest pivots."""
+def factor(pat, blk, piv):
+    """Block factorisation (see the module docstring) of the iteration matrix held on its
+    structure ``pat`` (:class:`Pattern`: ``known + values``), which it leaves unchanged: the
+    interior blocks' band factors and coupling blocks into ``blk``, the Schur complement's LU
+    factors into the leading (n_B, n_B) of ``blk.schur`` and ``piv``.  Time and memory linear
+    in the structure's entries, besides the border's square.  Returns ``(ok, top, low)``: False
+    where no body has an interior, an interior pivot is too small or the border outgrows
+    ``blk.schur`` (then nothing is usable: factorise densely); the Schur complement's largest
+    and smallest pivots."""
     blk.info[ACTIVE] = 0
-    if not _partition(A, blk):
+    if not _partition(pat, blk):
         # No body keeps an interior: the joints' layout on too short bodies (an entry that
         # vanishes only at some states would add to the interiors, not remove), so the
         # partition's scan is not repeated: dense from here on.
         blk.info[MODE] = MODES_DENSE
         return False, 0.0, 0.0
-    data, index = blk.data, blk.index
+    ptr, rows = pat.ptr, pat.rows
+    data, index, flag, where = blk.data, blk.index, blk.interior, blk.where
     nB = blk.info[N_BORDER]
     if nB > blk.schur.shape[0]:
         return False, 0.0, 0.0
     S = _square(blk.schur, nB)
     border = blk.border
     for q in range(nB):
-        bq = border[q]
         for p in range(nB):
-            S[p, q] = A[border[p], bq]
+            S[p, q] = 0.0
+        bq = border[q]
+        for e in range(ptr[bq], ptr[bq + 1]):
+            p = where[rows[e]]
+            if p >= 0:
+                S[p, q] = _entry(pat, e)
     y = blk.work
+    slot = np.full(ptr.size - 1, -1, dtype=np.int64)      # a coupling coordinate's place in C_b
     for b in range(blk.ranges.shape[0]):
         n, w, k = blk.ptr[b, 0], blk.ptr[b, 1], blk.ptr[b, 2]
         if n == 0:
             continue
         I, Cb = index[blk.ptr[b, 3]:blk.ptr[b, 3] + n], index[blk.ptr[b, 4]:blk.ptr[b, 4] + k]
+        lo, hi = blk.ranges[b, 1], blk.ranges[b, 2]
         s = 2 * w + 1
         band = data[blk.ptr[b, 5]:blk.ptr[b, 5] + n * s]
-        for i in range(n):
-            for d in range(s):
-                j = i + d - w
-                band[i * s + d] = A[I[i], I[j]] if 0 <= j < n else 0.0
-        top, low = band_lu(band, n, w)
-        if not (np.isfinite(top) and low > PIVOT_RTOL * top):
-            return False, 0.0, 0.0
         X = data[blk.ptr[b, 6]:blk.ptr[b, 6] + n * k]          # X[j * n + i]: A_II^-1 A_{I C}
         C = data[blk.ptr[b, 6] + n * k:blk.ptr[b, 6] + 2 * n * k]  # C[l * n + i]: A_{C I}
-        for j in range(k):
+        band[:] = 0.0
+        C[:] = 0.0
+        for l in range(k):
+            slot[Cb[l]] = l
+        for j in range(n):             # the interior columns: band and the rows C_b
+            for e in range(ptr[I[j]], ptr[I[j] + 1]):
+                i = rows[e]
+                if lo <= i < hi and flag[i]:
+                    d = j - (flag[i] - 1) + w
+                    if 0 <= d < s:
+                        band[(flag[i] - 1) * s + d] = _entry(pat, e)
+                elif slot[i] >= 0:
+                    C[slot[i] * n + j] = _entry(pat, e)
+        top, low = band_lu(band, n, w)
+        if not (np.isfinite(top) and low > PIVOT_RTOL * top):
+            for l in range(k):
+                slot[Cb[l]] = -1
+            return False, 0.0, 0.0
+        for j in range(k):             # the coupling columns' interior rows, eliminated
             for i in range(n):
-                y[i] = A[I[i], Cb[j]]
-                C[j * n + i] = A[Cb[j], I[i]]
+                y[i] = 0.0
+            for e in range(ptr[Cb[j]], ptr[Cb[j] + 1]):
+                i = rows[e]
+                if lo <= i < hi and flag[i]:
+                    y[flag[i] - 1] = _entry(pat, e)
             band_solve(band, n, w, y)
             for i in range(n):
                 X[j * n + i] = y[i]
+        for l in range(k):
+            slot[Cb[l]] = -1
         for j in range(k):             # S_CC -= A_CI X
-            pj = blk.where[Cb[j]]
+            pj = where[Cb[j]]
             for l in range(k):
                 acc = 0.0
                 for i in range(n):
                     acc += C[l * n + i] * X[j * n + i]
-                S[blk.where[Cb[l]], pj] -= acc
+                S[where[Cb[l]], pj] -= acc
     info = getrf(S, piv[:nB])
     top, low = 0.0, np.inf
     for i in range(nB):
@@ -490,6 +528,16 @@ def factor(A, blk, piv):
     blk.info[ACTIVE] = 1
     blk.info[BLOCKED] += 1
     return True, top, low
+
+
+@njit(cache=True)
+def to_dense(pat, A):
+    """In place: ``A`` (m, m) the iteration matrix held on the structure ``pat`` (zero off it),
+    for the dense LU where the blocks do not serve."""
+    A[:] = 0.0
+    for k in range(pat.ptr.size - 1):
+        for e in range(pat.ptr[k], pat.ptr[k + 1]):
+            A[pat.rows[e], k] = _entry(pat, e)
 
 
 @njit(cache=True)

@@ -113,7 +113,7 @@ from sim.kernels.pose import marker_terms, pose_terms
 from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
 from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, distinct, \
-    low_rank, no_pattern, pattern, saddle_lstsq, solve, transpose
+    low_rank, no_pattern, pattern, saddle_lstsq, solve, to_dense, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -290,11 +290,13 @@ class State(NamedTuple):
     (``n = n_v + n_c``), ``counts`` (indexed by ``STEPS``, ``ITERATIONS``, ...), the block
     factorisation ``blocks`` (:class:`sim.solvers.blocks.Blocks`) and the correction's
     ``pattern`` (:class:`sim.solvers.blocks.Pattern`).  On the block path
-    (``blocks.info[SHARED]``) ``lu`` is the transposed view of :class:`Work`'s ``known``: the
-    matrix is assembled, and factorised, in place of its known part (memory); where the
-    structure leaves the bodies an interior, the correction is held on its pattern (``delta``
-    (0, 0)) and taken by its column groups (fewer evaluations, memory linear in the
-    coordinates)."""
+    (``blocks.info[SHARED]``), where the structure leaves the bodies an interior, the known
+    part and the correction are held on that pattern (:class:`Work`'s ``known`` and ``delta``
+    (0, 0)), the correction taken by its column groups, and the matrix factorised by blocks
+    from there (fewer evaluations, time and memory linear in the coordinates); ``lu`` is then
+    a (2, 2) placeholder, replaced by the dense factors' (n, n) in the loop at the first
+    factorisation the blocks do not serve.  Without that structure ``lu`` is the transposed
+    view of ``known``: the matrix is assembled, and factorised, in place of its known part."""
 
     time: np.ndarray
     q: np.ndarray
@@ -523,8 +525,9 @@ def _row(row, nj, phi, gamma, s, sdd, angle):
 def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     """Residual ``w.r = [M a + J^T lam - Q ; J a - gamma + 2 alpha C_dot + beta^2 C]`` at the
     state ``(q1, v1)``; with ``jacobian``, ``w.G = dQ/dv``, ``w.Gg = d gamma/dv`` and the
-    tangent stiffness ``w.Kt`` too (drive and damping terms included).  ``f``: the addresses
-    of the evaluation of the tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
+    tangent stiffness ``w.Kt`` too (drive and damping terms included), added to what they
+    hold (:func:`_clear_jacobian` first).  ``f``: the addresses of the evaluation of the
+    tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
     t, data, f, sch, rows, D, cols = pb.t, pb.data, pb.f, pb.sch, pb.rows, pb.D, pb.cols
     s, sd, sdd, ff = law
     n = a.size
@@ -532,10 +535,6 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     # M needs no reset: the evaluation writes every body's block and M has no other entries;
     # J only on its rows' columns, which hold every entry the evaluation adds to.
     _clear_rows(w.J, cols)
-    if jacobian:
-        w.G[:] = 0.0
-        w.Gg[:] = 0.0
-        w.Kt[:] = 0.0
     function(f[0], t)(q1, v1, t, data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt),
                       s if sch.kind == 1 else s[:0], (jacobian, jacobian, jacobian, runtime(True)))
     Q, J = w.Q, w.J
@@ -684,31 +683,66 @@ def _residual(a, lam, st, pb, law, w, jacobian):
 
 
 @njit(cache=True, inline="always")
-def _known(sch, rows, w):
-    """The part of the iteration matrix computed at every factorisation, into ``w.known``:
+def _clear_jacobian(w, pat):
+    """Zero ``w.G``, ``w.Gg`` and ``w.Kt`` before an evaluation adds to them: on the structure
+    ``pat`` where it holds the iteration matrix (their entries are among its own), else
+    whole."""
+    w.Gg[:] = 0.0
+    n = w.G.shape[0]
+    if pat.ptr.size:
+        for k in range(n):
+            for e in range(pat.ptr[k], pat.ptr[k + 1]):
+                i = pat.rows[e]
+                if i >= n:
+                    break
+                w.G[i, k] = 0.0
+                if w.Kt.size:
+                    w.Kt[i, k] = 0.0
+    else:
+        w.G[:] = 0.0
+        w.Kt[:] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _known_entry(i, j, rows, w, coefficients):
+    """Entry ``(i, j)`` of the part of the iteration matrix computed at every factorisation:
     ``[[M, J^T], [J, 0]]`` plus the velocity terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d
     gamma/dv, 0]]`` and, through the Newmark map, the tangent stiffness ``beta' h^2 K_t`` and
-    the Baumgarte rows' position term ``beta' h^2 beta^2 J`` (``gamma' h = h gamma c``,
-    ``beta' h^2 = h^2 beta c``).  With the default gains ``beta = 4 / h`` that term is ``4 c J``,
-    four times the rows' own: left to the forward differences, which are kept over many
-    steps, its staleness cost Newton a third of an iteration per step."""
+    the Baumgarte rows' position term ``beta' h^2 beta^2 J`` (``coefficients = (gamma' h,
+    beta' h^2, alpha2, beta2)``, ``gamma' h = h gamma c``, ``beta' h^2 = h^2 beta c``).  With
+    the default gains ``beta = 4 / h`` that last term is ``4 c J``, four times the rows' own:
+    left to the forward differences, which are kept over many steps, its staleness cost
+    Newton a third of an iteration per step."""
+    f, g, alpha2, beta2 = coefficients
     n = w.M.shape[0]
-    f = sch.h * sch.gamma * sch.c
-    g = sch.h * sch.h * sch.beta * sch.c
+    if i < n:
+        if j < n:
+            x = w.M[i, j] - f * w.G[i, j]
+            if w.Kt.size:       # empty where the model has no tangent stiffness
+                x += g * w.Kt[i, j]
+            return x
+        return w.J[rows[j - n], i]
+    if j < n:
+        Jr = w.J[rows[i - n], j]
+        return Jr + f * (alpha2 * Jr - w.Gg[rows[i - n], j]) + g * beta2 * Jr
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def _known(sch, rows, w, pat):
+    """The known part of the iteration matrix (:func:`_known_entry`): on the structure ``pat``
+    (``pat.known``) where it holds the matrix, else into ``w.known`` (m, m)."""
+    coefficients = (sch.h * sch.gamma * sch.c, sch.h * sch.h * sch.beta * sch.c, sch.alpha2, sch.beta2)
+    if pat.ptr.size:
+        for k in range(pat.ptr.size - 1):
+            for e in range(pat.ptr[k], pat.ptr[k + 1]):
+                pat.known[e] = _known_entry(pat.rows[e], k, rows, w, coefficients)
+        return
     A = w.known
-    A[:] = 0.0
-    for i in range(n):
-        for j in range(n):
-            A[i, j] = w.M[i, j] - f * w.G[i, j]
-    if w.Kt.size:       # empty where the model has no tangent stiffness
-        for i in range(n):
-            for j in range(n):
-                A[i, j] += g * w.Kt[i, j]
-    for k in range(rows.size):
-        row = rows[k]
-        for j in range(n):
-            A[j, n + k] = w.J[row, j]
-            A[n + k, j] = w.J[row, j] + f * (sch.alpha2 * w.J[row, j] - w.Gg[row, j]) + g * sch.beta2 * w.J[row, j]
+    m = A.shape[0]
+    for i in range(m):
+        for j in range(m):
+            A[i, j] = _known_entry(i, j, rows, w, coefficients)
 
 
 @njit(cache=True, inline="always")
@@ -796,26 +830,18 @@ def _grouped_delta(a, lam, st, pb, law, w):
             x[k] = a[k] if k < n else lam[k - n]
             for e in range(pat.ptr[k], pat.ptr[k + 1]):
                 i = pat.rows[e]
-                pat.values[e] = (w.r[i] - base[i]) / steps[k] - w.known[i, k]
+                pat.values[e] = (w.r[i] - base[i]) / steps[k] - pat.known[e]
     w.low_rate[:] = rates
-    # The round-off floor of each row from known + delta, added on the pattern and taken out
-    # again (the known part's entries kept aside: restored exactly).
-    A = w.known
-    kept = np.empty(pat.values.size)
-    for k in range(m):
-        for e in range(pat.ptr[k], pat.ptr[k + 1]):
-            kept[e] = A[pat.rows[e], k]
-            A[pat.rows[e], k] = kept[e] + pat.values[e]
+    # The round-off floor of each row from known + delta (the matrix is zero off the pattern)
     floor = steps
-    for i in range(m):
-        big = 0.0
-        for j in range(m):
-            big = max(big, abs(A[i, j]))
-        floor[i] = DROP_RTOL * big
+    floor[:] = 0.0
     for k in range(m):
         for e in range(pat.ptr[k], pat.ptr[k + 1]):
-            A[pat.rows[e], k] = kept[e]
-            if abs(pat.values[e]) <= floor[pat.rows[e]]:
+            i = pat.rows[e]
+            floor[i] = max(floor[i], abs(pat.known[e] + pat.values[e]))
+    for k in range(m):
+        for e in range(pat.ptr[k], pat.ptr[k + 1]):
+            if abs(pat.values[e]) <= DROP_RTOL * floor[pat.rows[e]]:
                 pat.values[e] = 0.0
     w.r[:] = r0
     st.counts[EVALUATIONS] += n_g
@@ -827,50 +853,51 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     correction ``delta`` (forward differences of the residual, one evaluation per unknown)
     when stale or ``fresh``, and the LU factors of their sum into ``st.lu``.  Returns False
     when the matrix is singular."""
-    sch, rows = pb.sch, pb.rows
+    sch, rows, pat = pb.sch, pb.rows, st.pattern
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
+    _clear_jacobian(w, pat)
     _residual(a, lam, st, pb, law, w, runtime(True))
     st.counts[EVALUATIONS] += 1
     st.counts[CURRENT] = 1
-    _known(sch, rows, w)
+    _known(sch, rows, w, pat)
     if fresh or st.counts[DELTA_OK] == 0:
-        if st.pattern.ptr.size:
+        if pat.ptr.size:
             _grouped_delta(a, lam, st, pb, law, w)
         else:
             _dense_delta(a, lam, st, pb, law, w)
         st.counts[CURRENT] = 0           # the work arrays hold the last perturbed state
         st.counts[JACOBIANS] += 1
         st.counts[DELTA_OK] = 1
-    lu = st.lu
     blk = st.blocks
     blocked = False
     top, low = 0.0, np.inf
     info = 0
-    if blk.info[SHARED]:
-        # lu is w.known's memory (transposed view): the sum in place of the known part (rebuilt
-        # at the next factorisation), C-ordered for the row scans of the partition; the dense
-        # LU, where the blocks do not serve, after transposing it in place (lu then holds it).
-        A = w.known
-        pat = st.pattern
-        if pat.ptr.size:
-            for k in range(m):
-                for e in range(pat.ptr[k], pat.ptr[k + 1]):
-                    A[pat.rows[e], k] += pat.values[e]
-        else:
-            for i in range(m):
-                for j in range(m):
-                    A[i, j] += st.delta[i, j]
+    if pat.ptr.size:
+        # The matrix on its structure (known part and correction): the blocks read it there;
+        # where they do not serve, the dense LU of it, in memory allocated at the first such
+        # factorisation (the structure alone holds the matrix otherwise).
         if blk.info[MODE] == 2 or (blk.info[MODE] == 0 and m >= BLOCK_MIN):
-            blocked, top, low = block_factor(A, blk, st.piv)
+            blocked, top, low = block_factor(pat, blk, st.piv)
             if blocked and w.low.shape[1]:
                 blocked = low_rank(st.piv, blk, w.low, w.low_rate, fv)
         if not blocked:
-            transpose(A)
+            if st.lu.shape[0] != m:
+                st.lu = np.zeros((m, m)).T
+            to_dense(pat, st.lu)
+    elif blk.info[SHARED]:
+        # lu is w.known's memory (transposed view): the sum in place of the known part
+        # (rebuilt at the next factorisation), transposed in place for the dense LU.
+        A = w.known
+        for i in range(m):
+            for j in range(m):
+                A[i, j] += st.delta[i, j]
+        transpose(A)
     else:
         for j in range(m):
             for i in range(m):
-                lu[i, j] = w.known[i, j] + st.delta[i, j]
+                st.lu[i, j] = w.known[i, j] + st.delta[i, j]
+    lu = st.lu
     if not blocked:
         blk.info[ACTIVE] = 0
         add_low_rank(lu, w.low, w.low_rate, fv)
@@ -1022,14 +1049,25 @@ def _record(st, pb, law, w, out):
     out.lam[j] = st.lam
     _rates(st, t, data, sch, out.ee[j], out.pd[j], out.ap[j])
     kinetic = 0.0
-    for b in range(t.body_v.size):       # v^T M v / 2, body block by body block (no BLAS calls)
-        v0 = t.body_v[b]
-        v1 = v0 + 6 + t.body_nf[b]
-        for i in range(v0, v1):
-            acc = 0.0
-            for c in range(v0, v1):
-                acc += w.M[i, c] * st.v[c]
-            kinetic += 0.5 * st.v[i] * acc
+    if n >= PATTERN_MIN:                 # v^T M v / 2, M v by the nonzeros of the bodies' blocks
+        Mv = w.r2[:n]
+        groups = t.groups
+        for g in range(len(groups)):
+            ff = groups[g].ff
+            for v0 in groups[g].v_start:
+                pattern_vector(w.M, v0, ff, st.v, Mv)
+        for b in range(t.body_v.size):
+            for i in range(t.body_v[b], t.body_v[b] + 6 + t.body_nf[b]):
+                kinetic += 0.5 * st.v[i] * Mv[i]
+    else:
+        for b in range(t.body_v.size):   # body block by body block (no BLAS calls)
+            v0 = t.body_v[b]
+            v1 = v0 + 6 + t.body_nf[b]
+            for i in range(v0, v1):
+                acc = 0.0
+                for c in range(v0, v1):
+                    acc += w.M[i, c] * st.v[c]
+                kinetic += 0.5 * st.v[i] * acc
     violation = 0.0
     for k in range(rows.size):
         C = _row(rows[k], t.n_joint, w.phi, w.gamma, s, sdd, t.angle)[0]
@@ -1079,6 +1117,12 @@ def _rates(st, t, data, sch, ee, pd, ap):
                 if col >= 0:
                     acc += data.Jp[i, k, c] * st.a[col]
             pd[i, k], ap[i, k] = data.pd[i, k], acc
+
+
+@njit(cache=True)
+def _factors(st):
+    """The dense factors ``st.lu`` of the step loop's state record."""
+    return st.lu
 
 
 EQUATIONS, RECORD, ADVANCE = range(3)     # tasks of _run
@@ -1209,11 +1253,15 @@ class GeneralizedAlpha:
         m = n_v + self.rows.size
         n_c = self.rows.size
         blk = blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank)
-        known = np.zeros((m, m))
-        # The block path: the factors in the known part's memory (blocks.SHARED)
-        lu = known.T if blk.info[SHARED] else np.zeros((m, m), order="F")
-        # The block path: the Jacobian correction on its pattern, by column groups
+        # The block path: the iteration matrix on its structure, its correction taken by column
+        # groups; no square array of the unknowns until a factorisation falls back to the dense
+        # LU (a Fortran-ordered placeholder: the type the dense factors take).
         pat = pattern(ev.tables, self.rows, self.D, m, blk.ranges) if blk.info[SHARED] else no_pattern()
+        known = np.zeros((0, 0) if pat.ptr.size else (m, m))
+        if pat.ptr.size:
+            lu = np.zeros((2, 2), order="F")
+        else:       # on the block path without a structure, the factors in the known part's memory
+            lu = known.T if blk.info[SHARED] else np.zeros((m, m), order="F")
         delta = np.zeros((0, 0) if pat.ptr.size else (m, m))
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
@@ -1375,7 +1423,11 @@ class GeneralizedAlpha:
         return self._refs
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
-        return _run(*self._arguments(task, out, count, k0, every, total))
+        result = _run(*self._arguments(task, out, count, k0, every, total))
+        if self.state.lu.shape[0] != self.work.r.size:
+            # the dense factors' memory, allocated by the loop (the record's field): shown here too
+            self.state = self.state._replace(lu=_factors(self._refs[0]))
+        return result
 
     def compile(self):
         """Compile, or load from numba's cache, the step loop without taking a step (the
