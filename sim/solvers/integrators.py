@@ -1120,8 +1120,15 @@ def _rates(st, t, data, sch, ee, pd, ap):
 
 
 @njit(cache=True)
+def _factor_rows(st):
+    """The rows of ``st.lu`` in the step loop's state record."""
+    return st.lu.shape[0]
+
+
+@njit(cache=True)
 def _factors(st):
-    """The dense factors ``st.lu`` of the step loop's state record."""
+    """The dense factors ``st.lu`` of the step loop's state record, once the loop has allocated
+    them (an array the record owns)."""
     return st.lu
 
 
@@ -1424,8 +1431,9 @@ class GeneralizedAlpha:
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
         result = _run(*self._arguments(task, out, count, k0, every, total))
-        if self.state.lu.shape[0] != self.work.r.size:
-            # the dense factors' memory, allocated by the loop (the record's field): shown here too
+        m = self.work.r.size
+        if self.state.lu.shape[0] != m and _factor_rows(self._refs[0]) == m:
+            # the dense factors' memory, allocated by the loop (the record's field): held here too
             self.state = self.state._replace(lu=_factors(self._refs[0]))
         return result
 
