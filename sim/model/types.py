@@ -119,6 +119,9 @@ def sparse_moment(T):
 def _union(bodies):
     """The nonzeros of several bodies' ``T`` together, ``(index (nnz, 4), values (g, nnz))``, in
     the dense array's order."""
+    first = bodies[0].second_index
+    if all(np.array_equal(b.second_index, first) for b in bodies[1:]):      # alike bodies (a robot's legs)
+        return first, np.stack([b.second_value for b in bodies])
     n = bodies[0].n_f + 1
     shape = (3, 3, n, n)
     keys = [np.ravel_multi_index(tuple(b.second_index.T), shape) for b in bodies]
