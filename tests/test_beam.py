@@ -210,6 +210,26 @@ def test_second_moments_by_nonzeros_are_the_dense_projection(basis, path, monkey
         assert np.all(got[ref == 0] == 0) and np.all(got[:, :, (a >= 0) & (b >= 0) & (abs(a // 6 - b // 6) > 1)] == 0)
 
 
+def test_group_tables_by_dense_arrays_are_those_by_nonzeros(monkeypatch):
+    """A body group's union of nonzeros and its kernel tables (``T`` and the antisymmetric
+    parts' ``W``) formed by dense arrays (small bodies, ``DENSE_UNION``) and by sorting the
+    nonzeros (large ones): bitwise the same, on bodies whose nonzeros differ (the Delta's arms
+    in three orientations)."""
+    from sim.model import tables, types
+    model = load("delta_pick")
+    dense = tables._groups(model), [types._union([model.bodies[i] for i in g.index]) for g in model.body_groups]
+    monkeypatch.setattr(types, "DENSE_UNION", 0)
+    monkeypatch.setattr(tables, "DENSE_UNION", 0)
+    sparse = tables._groups(model), [types._union([model.bodies[i] for i in g.index]) for g in model.body_groups]
+    flex = [g for g in model.body_groups if g.n_f]
+    assert flex and not all(np.array_equal(model.bodies[g.index[0]].second_index, model.bodies[i].second_index)
+                            for g in flex for i in g.index)
+    for a, b in zip(dense[0] + tuple(dense[1]), sparse[0] + tuple(sparse[1])):
+        for x, y in zip(a, b):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.flags.c_contiguous == y.flags.c_contiguous
+            assert np.array_equal(x, y)
+
+
 def test_model_holds_no_dense_second_moments():
     """The 3-RRRU's rods at 16 and 32 elements: no array of the bodies, the groups or the kernel
     tables has the dense second moments' size ``9 (n_f + 1)^2``; their nonzeros grow with the
