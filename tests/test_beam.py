@@ -26,7 +26,7 @@ def element_matrices(case):
     section = beam.Section(E=E, G=G, rho=rho, A=A, Iy=Iy, Iz=Iz, J=J, Ip=Ip)
     full = beam_structure_matrices(np.array([[0.0, 0.0, 0.0], [L, 0.0, 0.0]]), np.array([[0, 1]]), [section],
                                    np.array([[0.0, 0.0, 1.0]]))
-    return full["K"], np.einsum("kkij->ij", dense_moment(*full["I"], 12)) + full["Mrot"]
+    return full["K"], np.einsum("kkij->ij", full["I"]) + full["Mrot"]     # I dense: 12 coordinates
 
 
 def rigid_motions(L):
@@ -179,31 +179,55 @@ def _curved_rod(n_el):
 @pytest.mark.parametrize("path", ["dense", "nonzeros"])
 @pytest.mark.parametrize("basis", ["selection", "general"])
 def test_second_moments_by_nonzeros_are_the_dense_projection(basis, path, monkeypatch):
-    """A body's ``T = B_z^T I B_z`` formed by ``builder._projected`` (by dense products up to
-    ``DENSE_NODAL`` nodal coordinates, by the nonzeros above: both paths forced here) against
-    the dense product of the same nodal ``I``: a clamped selection ``B`` (the band kept) and a
-    dense orthonormal one (4 modes' worth), within 1e-14 of ``T``'s largest entry, zeros where
-    the dense one has them; the nodal ``I`` by nonzeros against element-by-element dense sums."""
+    """A body's ``T = B_z^T I B_z`` formed by ``builder._projected_dense`` (dense arrays up to
+    ``DENSE_NODAL`` nodal coordinates) and by ``builder._projected`` (by the nonzeros above: both
+    paths forced here) against the dense product of the same nodal ``I``: a clamped selection
+    ``B`` (the band kept) and a dense orthonormal one (4 modes' worth), within 1e-14 of ``T``'s
+    largest entry, zeros where the dense one has them; the nodal ``I`` by nonzeros and dense
+    the same."""
     from sim.model import builder
-    from sim.model.builder import _projected
-    monkeypatch.setattr(builder, "DENSE_NODAL", 10 ** 6 if path == "dense" else 0)
+    from sim.model.builder import _projected, _projected_dense
     nodes, elements, sections, z_ref = _curved_rod(6)
-    full = beam_structure_matrices(nodes, elements, sections, z_ref)
+    monkeypatch.setattr(builder, "DENSE_NODAL", 10 ** 6)
+    I = beam_structure_matrices(nodes, elements, sections, z_ref)["I"]
+    monkeypatch.setattr(builder, "DENSE_NODAL", 0)
+    sparse = beam_structure_matrices(nodes, elements, sections, z_ref)["I"]
     n = 6 * len(nodes)
-    I = dense_moment(*full["I"], n)
+    assert I.shape == (3, 3, n, n)
+    assert_allclose(dense_moment(*sparse, n), I, rtol=0, atol=1e-15 * np.abs(I).max())
     # each element's 12 x 12 block lands on its two nodes only: the band of a chain
-    k, l, i, j = full["I"][0].T
+    k, l, i, j = sparse[0].T
     assert np.abs(i // 6 - j // 6).max() == 1 and I[:, :, 0, 12:].max() == 0.0
     B = np.eye(n)[:, 6:] if basis == "selection" else np.linalg.qr(np.random.default_rng(1).normal(size=(n, 4)))[0]
     x0 = np.zeros(n)
     x0.reshape(-1, 6)[:, :3] = nodes
     Bz = np.column_stack([x0, B])
     ref = Bz.T @ I @ Bz
-    got = dense_moment(*_projected(full["I"], n, x0, B), B.shape[1] + 1)
+    got = _projected_dense(I, x0, B) if path == "dense" else dense_moment(*_projected(sparse, n, x0, B), B.shape[1] + 1)
     assert_allclose(got, ref, rtol=0, atol=1e-14 * np.abs(ref).max())
     if basis == "selection":        # banded: the elastic block couples neighbouring nodes only
         a, b = np.indices(got.shape[2:]) - 1
         assert np.all(got[ref == 0] == 0) and np.all(got[:, :, (a >= 0) & (b >= 0) & (abs(a // 6 - b // 6) > 1)] == 0)
+
+
+def test_group_tables_by_dense_arrays_are_those_by_nonzeros(monkeypatch):
+    """A body group's union of nonzeros and its kernel tables (``T`` and the antisymmetric
+    parts' ``W``) formed by dense arrays (small bodies, ``DENSE_UNION``) and by sorting the
+    nonzeros (large ones): bitwise the same, on bodies whose nonzeros differ (the Delta's arms
+    in three orientations)."""
+    from sim.model import tables, types
+    model = load("delta_pick")
+    dense = tables._groups(model), [types._union([model.bodies[i] for i in g.index]) for g in model.body_groups]
+    monkeypatch.setattr(types, "DENSE_UNION", 0)
+    monkeypatch.setattr(tables, "DENSE_UNION", 0)
+    sparse = tables._groups(model), [types._union([model.bodies[i] for i in g.index]) for g in model.body_groups]
+    flex = [g for g in model.body_groups if g.n_f]
+    assert flex and not all(np.array_equal(model.bodies[g.index[0]].second_index, model.bodies[i].second_index)
+                            for g in flex for i in g.index)
+    for a, b in zip(dense[0] + tuple(dense[1]), sparse[0] + tuple(sparse[1])):
+        for x, y in zip(a, b):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.flags.c_contiguous == y.flags.c_contiguous
+            assert np.array_equal(x, y)
 
 
 def test_model_holds_no_dense_second_moments():

@@ -91,13 +91,13 @@ def test_ked_ratios_of_rayleigh_material_damping(five_bar_frames):
     model, frames = five_bar_frames
     w = frames.omega
     beta = dmp.Damping(beta=1e-5)
-    z = dmp.modal_ratios(beta, w, frames.shapes, dmp.material_matrix(model, 0.0, 1e-5))
+    z = dmp.modal_ratios(beta, w, frames.shapes, dmp.material_blocks(model))
     np.testing.assert_allclose(z, 1e-5 * w / 2, rtol=1e-9)
     alpha = dmp.Damping(alpha=10.0, zeta=0.01, eta=0.02)
-    z = dmp.modal_ratios(alpha, w, frames.shapes, dmp.material_matrix(model, 10.0, 0.0)) - 0.02
+    z = dmp.modal_ratios(alpha, w, frames.shapes, dmp.material_blocks(model)) - 0.02
     assert np.all(z > 0.1 * 10.0 / (2 * w))
     both = dmp.Damping(alpha=10.0, beta=1e-5, zeta=0.01, eta=0.02)
-    np.testing.assert_allclose(dmp.modal_ratios(both, w, frames.shapes, dmp.material_matrix(model, 10.0, 1e-5)),
+    np.testing.assert_allclose(dmp.modal_ratios(both, w, frames.shapes, dmp.material_blocks(model)),
                                z + 0.02 + 1e-5 * w / 2, rtol=1e-10)
 
 
@@ -106,10 +106,8 @@ def test_modal_damping_on_elastic_coordinates_reproduces_the_ratios(five_bar_fra
     coupling between kept modes, and the rigid coordinates are untouched."""
     model, frames = five_bar_frames
     e = np.asarray(model.v_elastic)
-    ee = np.ix_(e, e)
     shapes = frames.shapes[0]
-    F = dmp.modal_factor(shapes, frames.omega[0], dmp.material_matrix(model, 1.0, 0.0)[ee],
-                         dmp.material_matrix(model, 0.0, 1.0)[ee], e)
+    F = dmp.modal_factor(shapes, frames.omega[0], dmp.material_blocks(model)[1], e)
     c = 2 * 0.03 * frames.omega[0]
     np.testing.assert_allclose(shapes[e].T @ (F * c) @ F.T @ shapes[e], np.diag(c), atol=1e-9 * c.max())
     schedule = dmp.Schedule(dmp.material_matrix(model, 0.0, 1e-6), e, np.array([0.0]), F[None], c[None])
@@ -118,6 +116,68 @@ def test_modal_damping_on_elastic_coordinates_reproduces_the_ratios(five_bar_fra
     assert not D[rigid].any() and not D[:, rigid].any()
     np.testing.assert_allclose(D, D.T, atol=1e-12 * np.abs(D).max())
     assert np.linalg.eigvalsh(D[np.ix_(e, e)])[0] > -1e-9 * np.abs(D).max()
+
+
+def _dense_material(model):
+    """``M_ee``, ``K_ee`` (n_e, n_e) whole: the flexible bodies' blocks on the diagonal."""
+    n_e, i = len(model.v_elastic), 0
+    M_ee, K_ee = np.zeros((n_e, n_e)), np.zeros((n_e, n_e))
+    for body in model.bodies:
+        M_ee[i:i + body.n_f, i:i + body.n_f], K_ee[i:i + body.n_f, i:i + body.n_f] = body.mass_ff, body.stiffness_ff
+        i += body.n_f
+    return M_ee, K_ee
+
+
+def test_material_damping_by_blocks_is_the_dense_formula(five_bar_frames):
+    """Body by body (the five-bar's two flexible tubes, 24 coordinates each) as with the whole
+    ``M_ee``, ``K_ee``: the modal factor ``F = M_ee B (B^T M_ee B)^-1`` and its kept modes (the
+    strain-energy share), the Rayleigh energies of the KED's ratios, the material matrix and the
+    reduced ``M_f``, ``K_f``, within 1e-12 relative."""
+    model, frames = five_bar_frames
+    e = np.asarray(model.v_elastic)
+    M_ee, K_ee = _dense_material(model)
+    assert sum(body.n_f > 0 for body in model.bodies) == 2
+    shapes, omega = frames.shapes[0], frames.omega[0]
+    B = shapes[e]
+    keep = np.einsum("er,ef,fr->r", B, K_ee, B) >= dmp.ELASTIC_SHARE_MIN * omega**2
+    assert keep.sum() >= 4
+    expected = np.zeros_like(B)
+    expected[:, keep] = np.linalg.solve(B[:, keep].T @ M_ee @ B[:, keep], (M_ee @ B[:, keep]).T).T
+    F = dmp.modal_factor(shapes, omega, dmp.material_blocks(model)[1], e)
+    np.testing.assert_allclose(F, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    damping = dmp.Damping(alpha=10.0, beta=1e-5)
+    C_ee = 10.0 * M_ee + 1e-5 * K_ee
+    energy = np.einsum("ker,ef,kfr->kr", frames.shapes[:, e], C_ee, frames.shapes[:, e])
+    np.testing.assert_allclose(dmp.modal_ratios(damping, frames.omega, frames.shapes, dmp.material_blocks(model)),
+                               energy / (2 * frames.omega), rtol=1e-12)
+    D = dmp.material_matrix(model, 10.0, 1e-5)
+    assert not np.delete(np.delete(D, e, axis=0), e, axis=1).any()
+    np.testing.assert_array_equal(D[np.ix_(e, e)], C_ee)
+    red = dmp.reduce(model, model.q_home)
+    N_e = red.N[e]
+    np.testing.assert_allclose(red.M_f, N_e.T @ M_ee @ N_e, rtol=0, atol=1e-12 * np.abs(red.M_f).max())
+    np.testing.assert_allclose(red.K_f, N_e.T @ K_ee @ N_e, rtol=0, atol=1e-12 * np.abs(red.K_f).max())
+
+
+def test_material_damping_forms_no_elastic_square():
+    """The modal factor and the KED's Rayleigh ratios of the 3-RRRU with 32 elements per link
+    (576 elastic coordinates) allocate far less than one (n_e, n_e) array: they work body by
+    body (a dense ``M_ee`` and ``K_ee`` were two of them)."""
+    import tracemalloc
+    model = load("rrru3", elements_per_link=32)
+    n_e, r = len(model.v_elastic), 6
+    shapes = np.random.default_rng(0).normal(size=(model.n_v, r))
+    omega = np.linspace(100.0, 600.0, r)
+    tracemalloc.start()
+    try:
+        elastic, blocks = dmp.material_blocks(model)
+        dmp.modal_factor(shapes, omega, blocks, elastic)
+        dmp.modal_ratios(dmp.Damping(beta=1e-5), omega[None], shapes[None], (elastic, blocks))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n_e == 576
+    assert peak < 0.25 * 8 * n_e**2
 
 
 def test_material_matrices_of_a_beam_are_its_mass_and_stiffness():

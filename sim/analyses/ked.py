@@ -67,7 +67,7 @@ def run(model, scenario, group, progress):
         Peak deviation per coordinate and the frequency range [Hz].
     """
     from sim.analyses import damping as robot_damping
-    from sim.solvers.damping import material_matrix, modal_ratios
+    from sim.solvers.damping import material_blocks, modal_ratios
     from sim.errors import SimError
     from sim.model.evaluator import Evaluator
     from sim.solvers.frames import motion_and_frames
@@ -88,8 +88,7 @@ def run(model, scenario, group, progress):
             motion, frames = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
                                                progress_frames=bar_modes, ready=load_stepping)
         damping = robot_damping(scenario, group)
-        material = material_matrix(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
-        zeta = modal_ratios(damping, frames.omega, frames.shapes, material)
+        zeta = modal_ratios(damping, frames.omega, frames.shapes, material_blocks(model))
         if zeta.max() >= 1:
             k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
             raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "

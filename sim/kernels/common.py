@@ -90,18 +90,29 @@ def by_reference(t):
     return _reference(t)
 
 
+@njit(cache=True)
+def _solver_reference(t):
+    """:func:`by_reference` for the solvers' named tuples (:func:`reference`: the step loop's
+    state, problem and work), cached apart: numba's cache index of a function pickles every
+    signature it was compiled for, with the named tuples' classes, so that one index holding the
+    model's tables and the step loop's records imported :mod:`sim.solvers.integrators` (8 ms)
+    in every run that evaluates the model."""
+    return _reference(t)
+
+
 def record_type(t):
     """The numba type of ``by_reference(t)``, without compiling :func:`by_reference`."""
     return _held(typeof(t))
 
 
 def reference(t):
-    """``by_reference(t)``, or only its numba type where a field of the named tuple ``t`` is a
-    numba type (a compilation from types: :func:`compile_for`)."""
+    """``by_reference(t)`` for a solver's named tuple ``t`` (:func:`_solver_reference`), or only
+    its numba type where a field of ``t`` is a numba type (a compilation from types:
+    :func:`compile_for`)."""
     if any(isinstance(x, types.Type) for x in t):
         return RecordType([(name, x if isinstance(x, types.Type) else record_type(x))
                            for name, x in zip(t._fields, t)])
-    return by_reference(t)
+    return _solver_reference(t)
 
 
 def compile_for(kernel, *args):

@@ -162,8 +162,9 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=Fal
     Returns
     -------
     dict with ``K`` (n, n), ``S`` (3, n) first-moment matrix, ``I`` the second-moment matrices
-    (3, 3, n, n) by their nonzeros ``(index (nnz, 4), value (nnz,))`` (:func:`_summed`; banded:
-    each element's 12 coordinates), ``Jrot`` (3, 3), ``Grot`` (3, n), ``Mrot`` (n, n),
+    (3, 3, n, n), dense up to :data:`DENSE_NODAL` coordinates, above by their nonzeros ``(index
+    (nnz, 4), value (nnz,))`` (:func:`_summed`; banded: each element's 12 coordinates), ``Jrot``
+    (3, 3), ``Grot`` (3, n), ``Mrot`` (n, n),
     ``R_BE`` (n_el, 3, 3), ``L`` (n_el,), ``mass`` -- with ``n = 6 n_nodes``.
     """
     n = 6 * len(nodes_B)
@@ -199,8 +200,12 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=Fal
         np.add.at(S[k], dofs, S1[k])
         np.add.at(Grot[k], dofs, Gr_e[:, k])
     kl = np.indices((3, 3)).reshape(2, 9, 1, 1, 1)
-    at = np.broadcast_arrays(kl[0], kl[1], ii[None], jj[None])
-    I = _summed(np.stack([x.ravel() for x in at], axis=1), I_e.reshape(-1), n)
+    if n <= DENSE_NODAL:        # a few hundred kB: numpy's per-call cost dominates the nonzeros'
+        I = np.zeros((3, 3, n, n))
+        np.add.at(I, (kl[0], kl[1], ii[None], jj[None]), I_e.reshape(9, *ii.shape[:1], 12, 12))
+    else:
+        at = np.broadcast_arrays(kl[0], kl[1], ii[None], jj[None])
+        I = _summed(np.stack([x.ravel() for x in at], axis=1), I_e.reshape(-1), n)
     out = dict(K=K, S=S, I=I, Jrot=np.einsum("e,eab->ab", L, Jsec_B), Grot=Grot, Mrot=Mrot,
                R_BE=R_BE, L=L, K_local=K_loc, mass=float(np.sum(prop["rho"] * prop["A"] * L)),
                stretch_k=prop["E"] * prop["A"] / L)
@@ -245,8 +250,10 @@ def _stretch_tables(mats, n, B):
     return compact(rows, slopes, at)
 
 
-# _projected: up to this many nodal coordinates by dense products (measured on the 3-RRRU's
-# links: 32 against 230 us at 18 coordinates, 916 against 1538 us at 102).
+# Up to this many nodal coordinates a body's second moments are assembled and projected as
+# dense arrays (beam_structure_matrices, _projected_dense): numpy's per-call cost on the
+# nonzeros' small arrays made a NaVARo link 5-8x slower, and a model is built dozens of times in
+# an identification; above, by their nonzeros (linear memory).
 DENSE_NODAL = 128
 
 
@@ -261,20 +268,29 @@ def _summed(index, value, n):
     return index[order[first]], np.add.reduceat(value[order], first) if key.size else np.zeros(0)
 
 
+def _projected_dense(I, x0, B):
+    """The body's second moments ``T = B_z^T I B_z`` (3, 3, m, m), ``B_z = [x0, B]`` (n, m), of
+    the dense nodal ones ``I`` (3, 3, n, n), dense: a ``B`` that selects columns by indexing,
+    another one by products."""
+    if not _is_selection(B):
+        Bz = np.column_stack([x0, B])
+        return Bz.T @ I @ Bz
+    keep = B.argmax(axis=0)
+    T = np.empty((3, 3, len(keep) + 1, len(keep) + 1))
+    T[:, :, 1:, 1:] = I[:, :, keep][:, :, :, keep]
+    T[:, :, 0, 1:] = (x0 @ I)[:, :, keep]
+    T[:, :, 1:, 0] = (I @ x0)[:, :, keep]
+    T[:, :, 0, 0] = x0 @ I @ x0
+    return T
+
+
 def _projected(I, n, x0, B):
     """The body's second moments ``T = B_z^T I B_z`` (3, 3, m, m), ``B_z = [x0, B]`` (n, m), of the
-    nodal ones ``I`` (3, 3, n, n), both by their nonzeros (:func:`_summed`), zeros dropped.  Up
-    to :data:`DENSE_NODAL` nodal coordinates by dense products (a few hundred kB; numpy's
-    per-call cost on the nonzeros' small arrays made that 5-8x slower, and a model is built
-    dozens of times in an identification); above, a ``B`` that selects columns is applied by
-    indexing (the band kept), another one by sparse products."""
+    nodal ones ``I`` (3, 3, n, n), both by their nonzeros (:func:`_summed`), zeros dropped: a
+    ``B`` that selects columns is applied by indexing (the band kept), another one by sparse
+    products."""
     index, value = I
     k, l, i, j = index.T
-    if n <= DENSE_NODAL:
-        dense = np.zeros((3, 3, n, n))
-        dense[k, l, i, j] = value
-        Bz = np.column_stack([x0, B])
-        return sparse_moment(Bz.T @ dense @ Bz)
     if not _is_selection(B):
         import scipy.sparse
         T = np.zeros((3, 3, B.shape[1] + 1, B.shape[1] + 1))
@@ -801,7 +817,10 @@ def _make_body(spec):
         mats["Grot"][:, r] += J_B
         mats["Mrot"][np.ix_(r, r)] += J_B
         mass += pm["mass"]
-    if masses:      # added after the elements' (the sums' order of a dense array's += at each)
+    if masses and isinstance(mats["I"], np.ndarray):
+        for (k, l, i, j), m in masses:
+            mats["I"][k, l, i, j] += m
+    elif masses:    # added after the elements' (the sums' order of a dense array's += at each)
         mats["I"] = _summed(np.concatenate([mats["I"][0], np.array([m[0] for m in masses])]),
                             np.concatenate([mats["I"][1], [m[1] for m in masses]]), n)
     # The clamp fixes the reference node; the pinned frame (below) leaves it some rotations.
@@ -825,10 +844,13 @@ def _make_body(spec):
         G[4, 6 * b:6 * b + 3] = t1
         G[5, 6 * b:6 * b + 3] = t2
         B = _constrained(B, G)
-    if spec["modes"] is not None:
+    if spec["modes"] is not None and isinstance(mats["I"], np.ndarray):
+        M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"]
+    elif spec["modes"] is not None:
         (k, l, i, j), value = mats["I"][0].T, mats["I"][1]
         M_full = mats["Mrot"].copy()
         np.add.at(M_full, (i[k == l], j[k == l]), value[k == l])
+    if spec["modes"] is not None:
         Kc, Mc = B.T @ mats["K"] @ B, B.T @ M_full @ B
         r = int(spec["modes"])
         if not 0 < r <= B.shape[1]:
@@ -838,12 +860,17 @@ def _make_body(spec):
         B = B @ phi
     x0 = np.zeros(n)
     x0.reshape(-1, 6)[:, :3] = nodes_B
-    index, value = _projected(mats["I"], n, x0, B)
     # M_ff = sum_k T[k, k, 1:, 1:] + B^T M_rot B
-    k, l, a, b = index.T
-    inner = (k == l) & (a > 0) & (b > 0)
-    mass_ff = np.zeros((B.shape[1], B.shape[1]))
-    np.add.at(mass_ff, (a[inner] - 1, b[inner] - 1), value[inner])
+    if isinstance(mats["I"], np.ndarray):
+        T = _projected_dense(mats["I"], x0, B)
+        index, value = sparse_moment(T)
+        mass_ff = np.einsum("kkab->ab", T[:, :, 1:, 1:])
+    else:
+        index, value = _projected(mats["I"], n, x0, B)
+        k, l, a, b = index.T
+        inner = (k == l) & (a > 0) & (b > 0)
+        mass_ff = np.zeros((B.shape[1], B.shape[1]))
+        np.add.at(mass_ff, (a[inner] - 1, b[inner] - 1), value[inner])
     body = Body(name=spec["name"], mass=mass, first_moment=mats["S"] @ np.column_stack([x0, B]),
                 second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
                 mass_ff=mass_ff + B.T @ mats["Mrot"] @ B, stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B,

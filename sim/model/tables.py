@@ -13,6 +13,7 @@ import numpy as np
 
 from sim.kernels.bodies import Group
 from sim.kernels.equations import GROUPS, Tables
+from sim.model.types import DENSE_UNION
 
 KINDS = ("point", "dot", "ddot", "angle")
 
@@ -66,6 +67,12 @@ def _sparse_T(group):
     index, value = group.second_index, np.asarray(group.second_value, dtype=float)
     n = group.n_f + 1
     Tnz = np.ascontiguousarray(index[:, [1, 0, 2, 3]], dtype=np.int64)
+    if len(value) * 9 * n * n <= DENSE_UNION:       # small bodies: dense arrays, fewer numpy calls
+        T = np.zeros((3, 3, len(value), n, n))
+        T[index[:, 0], index[:, 1], :, index[:, 2], index[:, 3]] = value.T
+        W = np.stack([T[2, 1] - T[1, 2], T[0, 2] - T[2, 0], T[1, 0] - T[0, 1]], axis=-1)[:, 1:, 1:]
+        at = np.ascontiguousarray(np.argwhere(np.any(W != 0, axis=(0, 3))), dtype=np.int64)
+        return Tnz, np.ascontiguousarray(value), at, np.ascontiguousarray(W[:, at[:, 0], at[:, 1]])
     # Each body's T[k, l] on the elastic places (a, c) where some (k, l) off the diagonal has one.
     k, l, a, c = index.T
     at = (k != l) & (a > 0) & (c > 0)

@@ -116,11 +116,24 @@ def sparse_moment(T):
     return index, T[tuple(index.T)]
 
 
+# _union: up to this many entries of the bodies' dense T together by dense arrays (8 MB).
+DENSE_UNION = 2 ** 20
+
+
 def _union(bodies):
     """The nonzeros of several bodies' ``T`` together, ``(index (nnz, 4), values (g, nnz))``, in
     the dense array's order."""
+    first = bodies[0].second_index
+    if all(np.array_equal(b.second_index, first) for b in bodies[1:]):      # alike bodies (a robot's legs)
+        return first, np.stack([b.second_value for b in bodies])
     n = bodies[0].n_f + 1
     shape = (3, 3, n, n)
+    if len(bodies) * 9 * n * n <= DENSE_UNION:      # small bodies: dense arrays, fewer numpy calls
+        dense = np.zeros((len(bodies),) + shape)
+        for x, b in zip(dense, bodies):
+            x[tuple(b.second_index.T)] = b.second_value
+        index = np.ascontiguousarray(np.argwhere(np.any(dense != 0, axis=0)), dtype=np.int64)
+        return index, np.ascontiguousarray(dense[(slice(None), *index.T)])
     keys = [np.ravel_multi_index(tuple(b.second_index.T), shape) for b in bodies]
     every = np.sort(np.concatenate(keys))
     every = every[np.r_[True, every[1:] != every[:-1]]] if every.size else every

@@ -171,10 +171,14 @@ def reduce(model, q, locked=True):
     dampers = any(a.damping for a in model.actuators if a.stiffness is not None) or \
         bool(model.springs and np.any(model.spring_tables["C"]))
     C = project(damping_matrix(model, q)) if dampers else np.zeros((N.shape[1], N.shape[1]))
-    elastic, M_ee, K_ee = material_blocks(model)
+    elastic, blocks = material_blocks(model)
     N_e = N[elastic]
+    M_f, K_f = np.zeros((N.shape[1], N.shape[1])), np.zeros((N.shape[1], N.shape[1]))
+    for rows, M_b, K_b in blocks:
+        M_f += N_e[rows].T @ M_b @ N_e[rows]
+        K_f += N_e[rows].T @ K_b @ N_e[rows]
     return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q,
-                   M_f=N_e.T @ M_ee @ N_e, K_f=N_e.T @ K_ee @ N_e)
+                   M_f=M_f, K_f=K_f)
 
 
 def rayleigh(M, K, alpha, beta):
@@ -183,17 +187,17 @@ def rayleigh(M, K, alpha, beta):
 
 
 def material_blocks(model):
-    """The bodies' own mass and stiffness on the elastic coordinates: ``elastic`` (n_e,) their
-    indices in ``v``, ``M_ee``, ``K_ee`` (n_e, n_e), block diagonal over bodies.  ``M_ff`` and
+    """The bodies' own mass and stiffness on the elastic coordinates, ``M_ee`` and ``K_ee``
+    (n_e, n_e), by their diagonal blocks (one per flexible body; never formed whole, n_e^2):
+    ``elastic`` (n_e,) the coordinates' indices in ``v``, and ``blocks``, per flexible body
+    ``(rows, M_ff, K_ff)``, ``rows`` the slice of its coordinates among the n_e.  ``M_ff`` and
     ``K_ff`` do not depend on the configuration (floating frame of reference)."""
-    elastic = np.asarray(model.v_elastic, dtype=int)
-    M_ee, K_ee = np.zeros((elastic.size, elastic.size)), np.zeros((elastic.size, elastic.size))
-    i = 0
+    elastic, blocks, i = np.asarray(model.v_elastic, dtype=int), [], 0
     for body in model.bodies:
-        n = body.n_f
-        M_ee[i:i + n, i:i + n], K_ee[i:i + n, i:i + n] = body.mass_ff, body.stiffness_ff
-        i += n
-    return elastic, M_ee, K_ee
+        if body.n_f:
+            blocks.append((slice(i, i + body.n_f), body.mass_ff, body.stiffness_ff))
+            i += body.n_f
+    return elastic, blocks
 
 
 def material_matrix(model, alpha, beta):
@@ -202,8 +206,9 @@ def material_matrix(model, alpha, beta):
     coordinates: constant, it damps the deformation rates relative to the body frames only."""
     D = np.zeros((model.n_v, model.n_v))
     if alpha or beta:
-        elastic, M_ee, K_ee = material_blocks(model)
-        D[np.ix_(elastic, elastic)] = rayleigh(M_ee, K_ee, alpha, beta)
+        elastic, blocks = material_blocks(model)
+        for rows, M_b, K_b in blocks:
+            D[np.ix_(elastic[rows], elastic[rows])] = rayleigh(M_b, K_b, alpha, beta)
     return D
 
 
@@ -211,8 +216,9 @@ def modal_ratios(damping, omega, shapes, material):
     """Damping ratio of each mode of each frozen structure under ``damping``.
 
     ``zeta_r + eta / 2 + psi_r^T C_ff psi_r / (2 omega_r)``: the modal part, plus the diagonal
-    of the material Rayleigh damping in the modes (its exact share when the flexible bodies
-    carry all the mass, and ``beta omega_r / 2`` when the elastic stiffness is all of ``K``).
+    of the material Rayleigh damping ``C_ff = alpha M_ff + beta K_ff`` in the modes (its exact
+    share when the flexible bodies carry all the mass, and ``beta omega_r / 2`` when the
+    elastic stiffness is all of ``K``).
 
     Parameters
     ----------
@@ -221,8 +227,8 @@ def modal_ratios(damping, omega, shapes, material):
         Circular frequencies [rad/s] (0 for unfilled rows).
     shapes : ndarray, shape (n, n_v, r)
         Mass-normalised mode shapes.
-    material : ndarray, shape (n_v, n_v), or None
-        :func:`material_matrix` (read only where ``damping`` has a material part).
+    material : tuple or None
+        :func:`material_blocks` (read only where ``damping`` has a material part).
 
     Returns
     -------
@@ -230,15 +236,19 @@ def modal_ratios(damping, omega, shapes, material):
     """
     zeta = np.array(damping.ratios(omega), dtype=float)
     if damping.alpha or damping.beta:
-        energy = np.einsum("kvr,vw,kwr->kr", shapes, material, shapes)
+        elastic, blocks = material
+        energy = np.zeros(np.shape(omega))
+        for rows, M_b, K_b in blocks:
+            X = shapes[:, elastic[rows], :]                                  # (n, n_f, r)
+            energy += np.einsum("kfr,kfr->kr", X, rayleigh(M_b, K_b, damping.alpha, damping.beta) @ X)
         zeta += np.divide(energy, 2 * omega, out=np.zeros_like(energy), where=omega > 0)
     return zeta
 
 
-def modal_factor(shapes, omega, mass_ee, stiffness_ee, elastic):
+def modal_factor(shapes, omega, blocks, elastic):
     """``F`` (n_e, r) with ``F diag(c) F^T`` the elastic-coordinate damping that gives mode ``r``
     exactly the modal damping ``c_r`` (``B^T F diag(c) F^T B = diag(c)``, ``B`` the modes'
-    elastic rows): ``F = M_ee B W^-1``, ``W = B^T M_ee B``.
+    elastic rows): ``F = M_ee B W^-1``, ``W = B^T M_ee B``, ``M_ee B`` body by body.
 
     Acting on the elastic coordinates only, it leaves the rigid motion undamped.  Modes with
     less than ``ELASTIC_SHARE_MIN`` of their strain energy in the flexible bodies (the mechanism
@@ -250,15 +260,19 @@ def modal_factor(shapes, omega, mass_ee, stiffness_ee, elastic):
         Mass-normalised modes.
     omega : ndarray, shape (r,)
         [rad/s].
-    mass_ee, stiffness_ee : ndarray, shape (n_e, n_e)
-        The bodies' ``M_ff``, ``K_ff`` on the elastic coordinates ``elastic`` (n_e,).
+    blocks : list
+        The bodies' ``(rows, M_ff, K_ff)`` (:func:`material_blocks`): ``M_ee``, ``K_ee`` on the
+        elastic coordinates ``elastic`` (n_e,).
     """
     B = shapes[elastic]
-    keep = np.einsum("er,ef,fr->r", B, stiffness_ee, B) >= ELASTIC_SHARE_MIN * omega**2
+    MB, energy = np.empty_like(B), np.zeros(B.shape[1])
+    for rows, M_b, K_b in blocks:
+        MB[rows] = M_b @ B[rows]
+        energy += np.einsum("fr,fr->r", B[rows], K_b @ B[rows])
+    keep = energy >= ELASTIC_SHARE_MIN * omega**2
     F = np.zeros_like(B)
     if keep.any():
-        B = B[:, keep]
-        F[:, keep] = np.linalg.solve(B.T @ mass_ee @ B, (mass_ee @ B).T).T
+        F[:, keep] = np.linalg.solve(B[:, keep].T @ MB[:, keep], MB[:, keep].T).T
     return F
 
 
@@ -346,10 +360,8 @@ def schedule(model, damping, times, qs):
         for k in pick:
             pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
         frames = pool.finish()
-    # the dense (n_e, n_e) blocks after the frames, not beside their work arrays (the peak memory)
-    elastic, mass_ee, stiffness_ee = material_blocks(model)
-    factors = np.stack([modal_factor(frames.shapes[k], frames.omega[k], mass_ee, stiffness_ee, elastic)
-                        for k in range(pick.size)])
+    elastic, blocks = material_blocks(model)
+    factors = np.stack([modal_factor(frames.shapes[k], frames.omega[k], blocks, elastic) for k in range(pick.size)])
     rates = 2 * damping.ratios(frames.omega) * frames.omega
     return Schedule(base, elastic, np.asarray(times)[pick], factors, rates, model.n_v)
 
