@@ -105,7 +105,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim.kernels.common import compile_for, pattern_vector, reference, runtime, wrap
+from sim.kernels.common import borrow, compile_for, pattern_vector, reference, runtime, wrap
 from sim.kernels.equations import PATTERN_MIN, function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
@@ -1097,7 +1097,9 @@ def _run(task, span, st, pb, laws, w, out):
     """
     count, k0, every, total = span
     rows = pb.rows
-    S, SD, SDD, FF = laws
+    # Borrowed (the caller holds the tables for the call): each step's rows of them, passed on
+    # to every evaluation, then cost no reference counts.
+    S, SD, SDD, FF = borrow(laws[0]), borrow(laws[1]), borrow(laws[2]), borrow(laws[3])
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
                    runtime(False))
@@ -1370,8 +1372,12 @@ class GeneralizedAlpha:
         a thousand atomic operations per step, a quarter of it.  A record is one count, raised
         where it is passed and where a field is read."""
         if self._refs is None:        # (the state's blocks and pattern and the scheme: records too)
-            pb = Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols)
-            self._refs = reference(self.state), reference(pb), reference(self.work)
+            # The evaluator's tables and data as records of their own, typed as its records
+            # (ev.ref, ev.data_ref): the same compiled evaluation.
+            pb = Problem(self.ev.tables, self.ev.data, self.ev.f, self.scheme, self.rows, self.D, self.cols)
+            # Borrowed (no reference counts on their arrays in the loop): this integrator holds
+            # every array of them (its state, work, scheme, rows, D, cols and evaluator).
+            self._refs = tuple(reference(x, borrowing=True) for x in (self.state, pb, self.work))
         return self._refs
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
