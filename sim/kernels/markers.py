@@ -8,10 +8,12 @@ rotation) of the elastic coordinates (see :mod:`sim.model.kinematics` for the de
 The Jacobians are local: their columns are ``(v_r, w, the marker's elastic rates)``, whose
 indices in ``v`` are the model's ``cols`` table (-1: none).
 """
-import numpy as np
 from numba import njit
 
 from sim.kernels.frames import quat_R_into, skew_into
+
+
+SCRATCH = 72     # the length of :attr:`sim.kernels.equations.Data.scratch` that markers uses
 
 
 @njit(cache=True)
@@ -95,8 +97,8 @@ def markers(q, v, t, data, with_G):
     pd, Ad, pq, Aq, wq = data.pd, data.Ad, data.pq, data.Aq, data.wq
     n_m = body.size
     nf = D.shape[2]
-    # One heap allocation for all the scratch, none per marker (marker_velocity's too).
-    scratch = np.empty(72)
+    # The data's scratch (marker_velocity's too): no heap allocation.
+    scratch = data.scratch
     R = scratch[0:9].reshape((3, 3))
     Ap = scratch[9:18].reshape((3, 3))      # marker axes in the body frame, deformed
     ta = scratch[18:27].reshape((3, 3))     # skew(theta_dot) R_BM

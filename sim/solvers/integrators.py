@@ -316,7 +316,8 @@ class Work(NamedTuple):
     """Scratch arrays of the compiled step (allocated once per integrator); ``low`` (n_v, r)
     and ``low_rate`` (r,): the modal part of the damping, ``Q -= low diag(low_rate) low^T v``,
     kept apart from ``D`` (it couples every elastic coordinate; :mod:`sim.solvers.blocks`);
-    ``Kt`` (n_v, n_v) empty where the model has no tangent stiffness (``Evaluator.stiff``)."""
+    ``Kt`` (n_v, n_v) empty where the model has no tangent stiffness (``Evaluator.stiff``);
+    ``y`` (m,): the step's iterate ``(a, lam)``."""
 
     q1: np.ndarray
     v1: np.ndarray
@@ -339,6 +340,7 @@ class Work(NamedTuple):
     known: np.ndarray
     low: np.ndarray
     low_rate: np.ndarray
+    y: np.ndarray
 
 
 class Samples(NamedTuple):
@@ -934,15 +936,16 @@ def _step(st, pb, law, w):
         w.offset[i] = (af * st.a[i] - am * st.a_hat[i]) / (1 - am)
         w.v_base[i] = st.v[i] + h * (1 - g) * st.a_hat[i]
         w.dq_base[i] = h * st.v[i] + h * h * (0.5 - b) * st.a_hat[i]
-    a = np.empty(n)
-    lam = np.empty(st.lam.size)
+    a, lam = w.y[:n], w.y[n:]       # the iterate (no allocation per step)
     code, iterations, err = 0, 0, 0.0
     for attempt in range(ATTEMPTS):
         # Predictor: linear extrapolation of the last two steps' accelerations and multipliers
         # (it halves the first Newton correction on smooth motions).
         if st.counts[HAVE_PREV]:
-            a[:] = 2 * st.a - st.a_prev
-            lam[:] = 2 * st.lam - st.lam_prev
+            for i in range(n):
+                a[i] = 2 * st.a[i] - st.a_prev[i]
+            for i in range(lam.size):
+                lam[i] = 2 * st.lam[i] - st.lam_prev[i]
         else:
             a[:] = st.a
             lam[:] = st.lam
@@ -1225,7 +1228,7 @@ class GeneralizedAlpha:
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
                          np.zeros((n_v, n_v) if ev.stiff else (0, 0)),
                          np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
-                         known, np.zeros((n_v, rank)), np.zeros(rank))
+                         known, np.zeros((n_v, rank)), np.zeros(rank), np.zeros(m))
         if rank:
             self._low_rank()
         self.status, self.message = "running", ""
