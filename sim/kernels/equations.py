@@ -131,11 +131,13 @@ class Data(NamedTuple):
 
 def scratch_size(t):
     """The length of :attr:`Data.scratch` for the tables ``t`` (a :class:`Tables` or its
-    fields): the most that :func:`sim.kernels.markers.markers` (:data:`sim.kernels.markers.SCRATCH`),
-    :func:`sim.kernels.bodies.group_terms` (:func:`sim.kernels.bodies.scratch_size`) or
-    :func:`sim.kernels.stretch.stretch` (twice its elements' coordinates) uses."""
+    fields): the most that :func:`sim.kernels.markers.markers` (:data:`sim.kernels.markers.SCRATCH`
+    and nine per elastic coordinate of a marker), :func:`sim.kernels.bodies.group_terms`
+    (:func:`sim.kernels.bodies.scratch_size`) or :func:`sim.kernels.stretch.stretch` (twice
+    its elements' coordinates) uses."""
     groups, st_idx = t[Tables._fields.index("groups")], t[Tables._fields.index("st_idx")]
-    return max([MARKER_SCRATCH, 2 * st_idx.shape[2]] + [group_scratch(g.Mff.shape[1]) for g in groups])
+    nf = t[Tables._fields.index("D")].shape[2]
+    return max([MARKER_SCRATCH + 9 * nf, 2 * st_idx.shape[2]] + [group_scratch(g.Mff.shape[1]) for g in groups])
 
 
 def data(t):
