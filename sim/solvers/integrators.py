@@ -105,7 +105,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim.kernels.common import borrow, compile_for, pattern_vector, reference, runtime, wrap
+from sim.kernels.common import borrow, borrowed, compile_for, pattern_vector, reference, runtime, wrap
 from sim.kernels.equations import PATTERN_MIN, function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
@@ -997,7 +997,8 @@ def _step(st, pb, law, w):
 
 @njit(cache=True, inline="always")
 def _record(st, pb, law, w, out):
-    """Output sample of the current state into ``out`` (:class:`Samples`).
+    """Output sample of the current state into ``out`` (:class:`Samples`, as a record: :func:`_run`
+    borrows it).
 
     The markers and constraint rows are evaluated at the state; the mass matrix (for the
     kinetic energy) is the last Newton iterate's when the work arrays hold it (flag
@@ -1100,9 +1101,11 @@ def _run(task, span, st, pb, laws, w, out):
     """
     count, k0, every, total = span
     rows = pb.rows
-    # Borrowed (the caller holds the tables for the call): each step's rows of them, passed on
-    # to every evaluation, then cost no reference counts.
+    # Borrowed (the caller holds the tables and the samples for the call): each step's rows of
+    # the tables, passed on to every evaluation, and the samples' fields then cost no
+    # reference counts.
     S, SD, SDD, FF = borrow(laws[0]), borrow(laws[1]), borrow(laws[2]), borrow(laws[3])
+    samples = borrowed(out)
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
                    runtime(False))
@@ -1118,7 +1121,7 @@ def _run(task, span, st, pb, laws, w, out):
             k = k0 + i + 1
             if not (every > 0 and (k % every == 0 or k == total)):
                 continue
-        _record(st, pb, (S[i], SD[i], SDD[i], FF[i]), w, out)
+        _record(st, pb, (S[i], SD[i], SDD[i], FF[i]), w, samples)
     return 0, count if task == ADVANCE else 0
 
 
