@@ -147,6 +147,41 @@ def test_the_steps_split_into_calls_do_not_change_the_motion():
         np.testing.assert_array_equal(one, split)
 
 
+def test_the_step_loop_borrows_the_arrays_of_its_records():
+    """The step loop's records hold the integrator's arrays borrowed (``borrowed``: no owner in
+    them, so that compiled code passes and reads them without atomic reference counts): making
+    them leaves every array's Python reference count as it was, where records that own their
+    arrays (``by_reference``, as the evaluator's) raise each by one; the tables and the
+    markers' data in the problem are the evaluator's own arrays, borrowed too, and the loop
+    writes the integrator's (and the evaluator's) arrays."""
+    import sys
+
+    from sim.kernels.common import by_reference
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers.integrators import GeneralizedAlpha
+
+    model = load_model("models/slider_crank.py", {"elements": 2, "planar": True})
+    ev = Evaluator(model)
+    integrator = GeneralizedAlpha(ev, Drive("prescribed", reference=lambda t: (
+        np.zeros(1), np.full(1, 10.0), np.zeros(1))), 0.0, model.q_home, np.zeros(model.n_v), 5e-5, Options())
+    integrator._refs = None
+    arrays = [integrator.state.q, integrator.state.counts, integrator.state.blocks.info, integrator.work.M,
+              integrator.work.J, integrator.scheme.servo, integrator.rows, integrator.cols, ev.tables.D,
+              ev.tables.groups[0].Mff, ev.data.p, ev.data.Jp]
+    before = [sys.getrefcount(a) for a in arrays]
+    records = integrator._records()
+    assert [sys.getrefcount(a) for a in arrays] == before
+    owning = by_reference(integrator.work)      # the check can fail: an owning record counts
+    assert sys.getrefcount(integrator.work.M) == before[3] + 1
+    del owning
+    p0 = ev.data.p.copy()
+    integrator.advance(3)
+    assert integrator.state.counts[0] == 3 and np.isfinite(integrator.work.r).all()
+    assert not np.array_equal(ev.data.p, p0), "the loop wrote the evaluator's markers"
+    assert integrator._records() is records
+
+
 def test_the_step_loop_takes_its_state_problem_and_work_by_reference():
     """The compiled step loop is given the state, the problem and the work arrays as records
     (one reference count each, not one per array at every compiled call: a quarter of a

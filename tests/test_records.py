@@ -74,6 +74,29 @@ def test_the_model_tables_are_read_only(name):
     assert np.array_equal(ev.tables.gravity, model.gravity)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_kernels_work_in_the_data_scratch(name):
+    """The kernels' scratch is the data's (no allocation per evaluation): with it filled with
+    NaN, the evaluation with every term (bodies, stiffening, springs, compliant drives), the
+    potential and the kinematics give bitwise what they gave before -- each kernel writes what
+    it reads there -- and the scratch has been written."""
+    model = load(name, **MODELS[name])
+    ev = Evaluator(model)
+    q, v = random_state(model, 4)
+    targets = np.zeros(len(model.actuators))
+
+    def results():
+        E = ev.evaluate(q, v, targets=targets, velocity_jacobian=True, rest=True)
+        return [x.copy() for x in (E.M, E.Q, E.C, E.J, E.gamma, E.Q_v, E.gamma_v, E.K_t, E.Q0)
+                if x is not None] + [np.array(ev.potential(q))] + [ev.kinematics(q, v).J.copy()]
+
+    clean = results()
+    ev.data.scratch[:] = np.nan
+    poisoned = results()
+    assert all(np.array_equal(a, b) for a, b in zip(clean, poisoned))
+    assert np.isfinite(ev.data.scratch).any(), "the kernels wrote the data's scratch"
+
+
 def test_evaluators_of_one_model_share_the_tables_and_not_the_data():
     """Two evaluators of one model read the same constant arrays and write their own data:
     an evaluation by one leaves the other's markers where its own last evaluation put them."""

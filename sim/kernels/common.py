@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit, typeof, types
 from numba.experimental import structref
 from numba.extending import intrinsic, overload
+from numba.np.arrayobj import make_array, populate_array
 
 from sim.kernels import _numba
 
@@ -44,6 +45,30 @@ def _reference(t):
     return by_reference(t)
 
 
+def _borrowing(t):
+    """:func:`borrowed` (in compiled code, the implementation below)."""
+    return borrowed(t)
+
+
+@intrinsic
+def borrow(typingctx, array):
+    """In compiled code: the array ``array`` without its memory's owner (the same data, shape
+    and strides; no meminfo, no parent), whose reference counts are then no-ops (numba skips a
+    null meminfo): no atomic operation where it is passed, unpacked or read from a record.
+    Only for arrays that something else keeps alive as long as the result is used (never
+    return it to Python)."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        source = make_array(array)(context, builder, args[0])
+        out = make_array(array)(context, builder)
+        populate_array(out, data=source.data, shape=source.shape, strides=source.strides,
+                       itemsize=source.itemsize, meminfo=None)
+        return out._getvalue()
+    return array(array), codegen
+
+
 def _nested(kind):
     """Whether a field of numba type ``kind`` is held by reference too: a named tuple, or a
     (non-empty) tuple of named tuples."""
@@ -62,22 +87,34 @@ def _held(kind):
     return kind
 
 
-@overload(_reference)
-def _reference_impl(t):
+def _constructor(t, nested, array):
+    """The compiled constructor of the record of the named tuple type ``t``: nested named
+    tuples through ``nested`` (the placeholder of the same kind of record), arrays as
+    ``array(...)`` writes them (a format: ``"{}"`` as they are, ``"borrow({})"``)."""
     kind = _held(t)
 
     def field(name, k):
         if isinstance(k, types.BaseNamedTuple):
-            return f"_reference(t.{name})"
+            return f"nested(t.{name})"
         if _nested(k):
-            return "(" + "".join(f"_reference(t.{name}[{i}]), " for i in range(len(k))) + ")"
-        return f"t.{name}"
+            return "(" + "".join(f"nested(t.{name}[{i}]), " for i in range(len(k))) + ")"
+        return array.format(f"t.{name}") if isinstance(k, types.Array) else f"t.{name}"
     # Field names must be literal in compiled code: the constructor is written for this tuple.
     text = "def impl(t):\n    s = new(kind)\n" + "".join(f"    s.{f} = {field(f, k)}\n" for f, k in
                                                          zip(t.fields, t.types)) + "    return s\n"
-    scope = {"new": structref.new, "kind": kind, "_reference": _reference}
+    scope = {"new": structref.new, "kind": kind, "nested": nested, "borrow": borrow}
     exec(text, scope)
     return scope["impl"]
+
+
+@overload(_reference)
+def _reference_impl(t):
+    return _constructor(t, _reference, "{}")
+
+
+@overload(_borrowing)
+def _borrowing_impl(t):
+    return _constructor(t, _borrowing, "borrow({})")
 
 
 @njit(cache=True)
@@ -100,19 +137,31 @@ def _solver_reference(t):
     return _reference(t)
 
 
+@njit(cache=True)
+def borrowed(t):
+    """:func:`by_reference` with the arrays borrowed (:func:`borrow`): the same record type,
+    the same arrays, but the record owns none of them, so that passing, unpacking and reading
+    them in compiled code costs no atomic reference count (a record's own count remains).
+    Whoever makes it must keep ``t``'s arrays alive for as long as the record is used: the
+    step loop's records (:meth:`sim.solvers.integrators.GeneralizedAlpha._records`), whose
+    arrays the integrator holds."""
+    return _borrowing(t)
+
+
 def record_type(t):
     """The numba type of ``by_reference(t)``, without compiling :func:`by_reference`."""
     return _held(typeof(t))
 
 
-def reference(t):
-    """``by_reference(t)`` for a solver's named tuple ``t`` (:func:`_solver_reference`), or only
-    its numba type where a field of ``t`` is a numba type (a compilation from types:
+def reference(t, borrowing=False):
+    """``by_reference(t)`` for a solver's named tuple ``t`` (:func:`_solver_reference`;
+    ``borrowing``: :func:`borrowed`, the same type), or only its numba type where a field of
+    ``t`` is a numba type (a compilation from types:
     :func:`compile_for`)."""
     if any(isinstance(x, types.Type) for x in t):
         return RecordType([(name, x if isinstance(x, types.Type) else record_type(x))
                            for name, x in zip(t._fields, t)])
-    return _solver_reference(t)
+    return borrowed(t) if borrowing else _solver_reference(t)
 
 
 def compile_for(kernel, *args):

@@ -20,11 +20,11 @@ import numpy as np
 from numba import boolean, float64, njit, typeof, types, void
 from numba.extending import intrinsic
 
-from sim.kernels.bodies import group_terms
+from sim.kernels.bodies import group_terms, scratch_size as group_scratch
 from sim.kernels.common import (FLUSH_RTOL, block_product, first_class, flush as flush_roundoff, pattern_product,
                                 pointer, record_type, runtime)
 from sim.kernels.frames import quat_R_into
-from sim.kernels.markers import markers
+from sim.kernels.markers import SCRATCH as MARKER_SCRATCH, markers
 from sim.kernels.rows import rows
 from sim.kernels.springs import actuator_springs, springs as lumped_springs
 from sim.kernels.stretch import stretch
@@ -108,6 +108,10 @@ class Data(NamedTuple):
     n_loc) of the angular velocity; rates ``pd`` (n_m, 3), ``Ad`` (n_m, 3, 3); velocity-quadratic
     accelerations ``pq``, ``Aq``, ``wq`` (of the angular velocity); their velocity derivatives
     ``dpq`` (n_m, 3, n_loc), ``dAq`` (n_m, 3, 3, n_loc) (written with ``with_G`` only).
+    ``scratch`` (k,): the kernels' scratch (:func:`scratch_size`; each writes what it reads,
+    one kernel at a time), so that an evaluation allocates none: in the step loop, where the
+    data is borrowed (:func:`sim.kernels.common.borrowed`), its views cost no reference
+    counts either.
     """
 
     p: np.ndarray
@@ -122,6 +126,18 @@ class Data(NamedTuple):
     wq: np.ndarray
     dpq: np.ndarray
     dAq: np.ndarray
+    scratch: np.ndarray
+
+
+def scratch_size(t):
+    """The length of :attr:`Data.scratch` for the tables ``t`` (a :class:`Tables` or its
+    fields): the most that :func:`sim.kernels.markers.markers` (:data:`sim.kernels.markers.SCRATCH`
+    and nine per elastic coordinate of a marker), :func:`sim.kernels.bodies.group_terms`
+    (:func:`sim.kernels.bodies.scratch_size`) or :func:`sim.kernels.stretch.stretch` (twice
+    its elements' coordinates) uses."""
+    groups, st_idx = t[Tables._fields.index("groups")], t[Tables._fields.index("st_idx")]
+    nf = t[Tables._fields.index("D")].shape[2]
+    return max([MARKER_SCRATCH + 9 * nf, 2 * st_idx.shape[2]] + [group_scratch(g.Mff.shape[1]) for g in groups])
 
 
 def data(t):
@@ -129,11 +145,12 @@ def data(t):
     n_m, n_loc = t[Tables._fields.index("cols")].shape
     return Data(np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)),
                 np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3)), np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)),
-                np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)))
+                np.zeros((n_m, 3, 3)), np.zeros((n_m, 3)), np.zeros((n_m, 3, n_loc)), np.zeros((n_m, 3, 3, n_loc)),
+                np.zeros(scratch_size(t)))
 
 
 # The numba type of every Data by reference (its arrays' types do not depend on the model).
-DATA = record_type(Data(*(np.zeros((0,) * n) for n in (2, 3, 3, 4, 3, 2, 3, 2, 3, 2, 3, 4))))
+DATA = record_type(Data(*(np.zeros((0,) * n) for n in (2, 3, 3, 4, 3, 2, 3, 2, 3, 2, 3, 4, 1))))
 
 
 # Body groups: the tables' group tuples are padded to a multiple of this (a tuple's length is
@@ -185,13 +202,13 @@ def evaluate(q, v, t, data, out, targets, flags):
         for g in range(len(groups)):
             group = groups[g]
             if group.q_start.size:      # not padding
-                group_terms(q, v, gravity, group, M, Q, Q0, G, with_G)
+                group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, data.scratch)
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
             tangent = np.zeros((n, n)) if with_K else M
             force = np.zeros(n) if Q0.size else Q[i:i + n]     # velocity-free: also a force at rest
             stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], force, tangent,
-                    with_K)
+                    with_K, data.scratch)
             if Q0.size:
                 Q[i:i + n] += force
                 Q0[i:i + n] += force
@@ -365,7 +382,7 @@ def potential(q, t, data):
     for b in range(t.st_q.size):
         n = t.st_nf[b]
         elastic += stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], scratch[:n], R,
-                           runtime(False))
+                           runtime(False), data.scratch)
     if t.sp_mi.size:
         v = np.zeros(t.n_v)
         markers(q, v, t, data, runtime(False))

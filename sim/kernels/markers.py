@@ -8,10 +8,14 @@ rotation) of the elastic coordinates (see :mod:`sim.model.kinematics` for the de
 The Jacobians are local: their columns are ``(v_r, w, the marker's elastic rates)``, whose
 indices in ``v`` are the model's ``cols`` table (-1: none).
 """
-import numpy as np
 from numba import njit
 
 from sim.kernels.frames import quat_R_into, skew_into
+
+
+# The length of :attr:`sim.kernels.equations.Data.scratch` that markers uses: SCRATCH + 9 nf
+# (nf: the elastic coordinates a marker's shape functions act on, :attr:`Tables.qf_idx`).
+SCRATCH = 72
 
 
 @njit(cache=True)
@@ -95,8 +99,8 @@ def markers(q, v, t, data, with_G):
     pd, Ad, pq, Aq, wq = data.pd, data.Ad, data.pq, data.Aq, data.wq
     n_m = body.size
     nf = D.shape[2]
-    # One heap allocation for all the scratch, none per marker (marker_velocity's too).
-    scratch = np.empty(72)
+    # The data's scratch (marker_velocity's too): no heap allocation.
+    scratch = data.scratch
     R = scratch[0:9].reshape((3, 3))
     Ap = scratch[9:18].reshape((3, 3))      # marker axes in the body frame, deformed
     ta = scratch[18:27].reshape((3, 3))     # skew(theta_dot) R_BM
@@ -104,6 +108,9 @@ def markers(q, v, t, data, with_G):
     u, th, ud = scratch[36:39], scratch[39:42], scratch[42:45]
     thd, x, y = scratch[45:48], scratch[48:51], scratch[51:54]
     BX = scratch[54:72].reshape((2, 3, 3))
+    # (E e_f) x (R_BM e_k) per axis k and elastic coordinate f, in the body frame: the same
+    # for the three rows of an axis' Jacobian, so computed once per marker.
+    ER = scratch[SCRATCH:SCRATCH + 9 * nf].reshape((3, nf, 3))
     for m in range(n_m):
         b = body[m]
         if b < 0:
@@ -136,6 +143,11 @@ def markers(q, v, t, data, with_G):
         w0, w1, w2 = v[vs + 3], v[vs + 4], v[vs + 5]
         for k in range(3):
             r0, r1, r2 = R_BM[m, 0, k], R_BM[m, 1, k], R_BM[m, 2, k]
+            for f in range(nf):
+                e0, e1, e2 = E[m, 0, f], E[m, 1, f], E[m, 2, f]
+                ER[k, f, 0] = e1 * r2 - e2 * r1
+                ER[k, f, 1] = e2 * r0 - e0 * r2
+                ER[k, f, 2] = e0 * r1 - e1 * r0
             Ap[0, k] = r0 + th[1] * r2 - th[2] * r1
             Ap[1, k] = r1 + th[2] * r0 - th[0] * r2
             Ap[2, k] = r2 + th[0] * r1 - th[1] * r0
@@ -193,11 +205,8 @@ def markers(q, v, t, data, with_G):
                 Ja[m, k, i, 3] = Ri2 * a1 - Ri1 * a2
                 Ja[m, k, i, 4] = Ri0 * a2 - Ri2 * a0
                 Ja[m, k, i, 5] = Ri1 * a0 - Ri0 * a1
-                r0, r1, r2 = R_BM[m, 0, k], R_BM[m, 1, k], R_BM[m, 2, k]
                 for f in range(nf):
                     # -R skew(R_BM e_k) E e_f = R (E e_f x R_BM e_k)
-                    e0, e1, e2 = E[m, 0, f], E[m, 1, f], E[m, 2, f]
-                    Ja[m, k, i, 6 + f] = (Ri0 * (e1 * r2 - e2 * r1) + Ri1 * (e2 * r0 - e0 * r2)
-                                          + Ri2 * (e0 * r1 - e1 * r0))
+                    Ja[m, k, i, 6 + f] = Ri0 * ER[k, f, 0] + Ri1 * ER[k, f, 1] + Ri2 * ER[k, f, 2]
         if with_G:
             marker_velocity(m, nf, R, (u, ud, Ap, ta, wa), (w0, w1, w2), t, data, BX)

@@ -32,9 +32,10 @@ def compact(rows, slopes, coords=None):
 
 
 @njit(cache=True, nogil=True)
-def stretch(qf, idx, A, k, G, force, tangent, with_tangent):
+def stretch(qf, idx, A, k, G, force, tangent, with_tangent, scratch):
     """Add one body's stiffening force into ``force`` (n,) and, with ``with_tangent``, its
-    tangent stiffness into ``tangent`` (n, n); return the extra potential [J].
+    tangent stiffness into ``tangent`` (n, n); return the extra potential [J].  ``scratch``
+    (at least ``2 m``): work memory (no allocation per call: the evaluation's data's).
 
     Parameters
     ----------
@@ -50,8 +51,8 @@ def stretch(qf, idx, A, k, G, force, tangent, with_tangent):
         Slope matrices on them, symmetric.
     """
     m = idx.shape[1]
-    x = np.empty(m)
-    Gq = np.empty(m)
+    x = scratch[0:m]
+    Gq = scratch[m:2 * m]
     energy = 0.0
     for e in range(k.size):
         ke = k[e]

@@ -105,7 +105,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim.kernels.common import compile_for, pattern_vector, reference, runtime, wrap
+from sim.kernels.common import borrow, borrowed, compile_for, pattern_vector, reference, runtime, wrap
 from sim.kernels.equations import PATTERN_MIN, function, potential_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
@@ -318,7 +318,8 @@ class Work(NamedTuple):
     """Scratch arrays of the compiled step (allocated once per integrator); ``low`` (n_v, r)
     and ``low_rate`` (r,): the modal part of the damping, ``Q -= low diag(low_rate) low^T v``,
     kept apart from ``D`` (it couples every elastic coordinate; :mod:`sim.solvers.blocks`);
-    ``Kt`` (n_v, n_v) empty where the model has no tangent stiffness (``Evaluator.stiff``)."""
+    ``Kt`` (n_v, n_v) empty where the model has no tangent stiffness (``Evaluator.stiff``);
+    ``y`` (m,): the step's iterate ``(a, lam)``."""
 
     q1: np.ndarray
     v1: np.ndarray
@@ -341,6 +342,7 @@ class Work(NamedTuple):
     known: np.ndarray
     low: np.ndarray
     low_rate: np.ndarray
+    y: np.ndarray
 
 
 class Samples(NamedTuple):
@@ -961,15 +963,16 @@ def _step(st, pb, law, w):
         w.offset[i] = (af * st.a[i] - am * st.a_hat[i]) / (1 - am)
         w.v_base[i] = st.v[i] + h * (1 - g) * st.a_hat[i]
         w.dq_base[i] = h * st.v[i] + h * h * (0.5 - b) * st.a_hat[i]
-    a = np.empty(n)
-    lam = np.empty(st.lam.size)
+    a, lam = w.y[:n], w.y[n:]       # the iterate (no allocation per step)
     code, iterations, err = 0, 0, 0.0
     for attempt in range(ATTEMPTS):
         # Predictor: linear extrapolation of the last two steps' accelerations and multipliers
         # (it halves the first Newton correction on smooth motions).
         if st.counts[HAVE_PREV]:
-            a[:] = 2 * st.a - st.a_prev
-            lam[:] = 2 * st.lam - st.lam_prev
+            for i in range(n):
+                a[i] = 2 * st.a[i] - st.a_prev[i]
+            for i in range(lam.size):
+                lam[i] = 2 * st.lam[i] - st.lam_prev[i]
         else:
             a[:] = st.a
             lam[:] = st.lam
@@ -1021,7 +1024,8 @@ def _step(st, pb, law, w):
 
 @njit(cache=True, inline="always")
 def _record(st, pb, law, w, out):
-    """Output sample of the current state into ``out`` (:class:`Samples`).
+    """Output sample of the current state into ``out`` (:class:`Samples`, as a record: :func:`_run`
+    borrows it).
 
     The markers and constraint rows are evaluated at the state; the mass matrix (for the
     kinetic energy) is the last Newton iterate's when the work arrays hold it (flag
@@ -1148,7 +1152,11 @@ def _run(task, span, st, pb, laws, w, out):
     """
     count, k0, every, total = span
     rows = pb.rows
-    S, SD, SDD, FF = laws
+    # Borrowed (the caller holds the tables and the samples for the call): each step's rows of
+    # the tables, passed on to every evaluation, and the samples' fields then cost no
+    # reference counts.
+    S, SD, SDD, FF = borrow(laws[0]), borrow(laws[1]), borrow(laws[2]), borrow(laws[3])
+    samples = borrowed(out)
     if task == EQUATIONS:
         _equations(st.q, st.v, np.zeros(st.v.size), np.zeros(rows.size), pb, (S[0], SD[0], SDD[0], FF[0]), w,
                    runtime(False))
@@ -1164,7 +1172,7 @@ def _run(task, span, st, pb, laws, w, out):
             k = k0 + i + 1
             if not (every > 0 and (k % every == 0 or k == total)):
                 continue
-        _record(st, pb, (S[i], SD[i], SDD[i], FF[i]), w, out)
+        _record(st, pb, (S[i], SD[i], SDD[i], FF[i]), w, samples)
     return 0, count if task == ADVANCE else 0
 
 
@@ -1278,7 +1286,7 @@ class GeneralizedAlpha:
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
                          np.zeros((n_v, n_v) if ev.stiff else (0, 0)),
                          np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
-                         known, np.zeros((n_v, rank)), np.zeros(rank))
+                         known, np.zeros((n_v, rank)), np.zeros(rank), np.zeros(m))
         if rank:
             self._low_rank()
         self.status, self.message = "running", ""
@@ -1425,8 +1433,12 @@ class GeneralizedAlpha:
         a thousand atomic operations per step, a quarter of it.  A record is one count, raised
         where it is passed and where a field is read."""
         if self._refs is None:        # (the state's blocks and pattern and the scheme: records too)
-            pb = Problem(self.ev.ref, self.ev.data_ref, self.ev.f, self.scheme, self.rows, self.D, self.cols)
-            self._refs = reference(self.state), reference(pb), reference(self.work)
+            # The evaluator's tables and data as records of their own, typed as its records
+            # (ev.ref, ev.data_ref): the same compiled evaluation.
+            pb = Problem(self.ev.tables, self.ev.data, self.ev.f, self.scheme, self.rows, self.D, self.cols)
+            # Borrowed (no reference counts on their arrays in the loop): this integrator holds
+            # every array of them (its state, work, scheme, rows, D, cols and evaluator).
+            self._refs = tuple(reference(x, borrowing=True) for x in (self.state, pb, self.work))
         return self._refs
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
