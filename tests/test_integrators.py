@@ -147,6 +147,33 @@ def test_the_steps_split_into_calls_do_not_change_the_motion():
         np.testing.assert_array_equal(one, split)
 
 
+def test_samples_beyond_the_buffer_are_refused():
+    """The compiled loop writes the samples unchecked, from the integrator's count on: a buffer
+    without room for the samples a call is due to write is refused before the call (ValueError,
+    no step taken, nothing written), and the count due is the count written (every 3rd step and
+    the last of 10, after the first sample)."""
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers.integrators import GeneralizedAlpha
+
+    model = load_model("models/slider_crank.py", {"elements": 2, "planar": True})
+    g = GeneralizedAlpha(Evaluator(model), Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 5e-5,
+                         Options())
+    out = g.samples(5)
+    g.record(out)
+    g.advance(10, out, every=3)                 # steps 3, 6, 9 and the last, 10
+    assert g.n_samples == 5 and g.n_steps == 10
+    np.testing.assert_allclose(out.t, 5e-5 * np.array([0, 3, 6, 9, 10]), rtol=1e-12)
+    saved = out.q.copy()
+    with pytest.raises(ValueError, match="5 recorded, 2 more due"):
+        g.advance(3, out, every=3)              # step 12 and the last, 13
+    with pytest.raises(ValueError, match="5 recorded, 1 more due"):
+        g.record(g.samples(5))                  # a new buffer: the loop would write its 6th row
+    assert g.n_steps == 10 and g.n_samples == 5 and np.array_equal(out.q, saved)
+    g.advance(2, out, every=0)                  # no samples: no room needed
+    assert g.n_steps == 12
+
+
 def test_the_step_loop_borrows_the_arrays_of_its_records():
     """The step loop's records hold the integrator's arrays borrowed (``borrowed``: no owner in
     them, so that compiled code passes and reads them without atomic reference counts): making

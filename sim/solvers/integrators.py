@@ -1412,7 +1412,15 @@ class GeneralizedAlpha:
 
     def record(self, out):
         """Sample the current state into ``out`` (:class:`Samples`)."""
+        self._room(out, 1)
         self._call(RECORD, out)
+
+    def _room(self, out, due):
+        """Raise ValueError unless ``out`` holds ``due`` samples after the :attr:`n_samples`
+        recorded so far (the loop writes them unchecked)."""
+        if self.n_samples + due > out.t.shape[0]:
+            raise ValueError(f"the samples hold {out.t.shape[0]} instants: {self.n_samples} recorded, "
+                             f"{due} more due (Samples for the integrator's whole run: samples(count))")
 
     def _arguments(self, task, out, count=1, k0=0, every=0, total=0):
         """The arguments of :func:`_run`, with the drive law at the ``count`` next steps' ends
@@ -1475,12 +1483,19 @@ class GeneralizedAlpha:
         ------
         RuntimeError
             When stepping a failed integrator (a programming error).
+        ValueError
+            When ``out`` has no room for the samples: the compiled loop writes them from
+            :attr:`n_samples` on, unchecked.
         """
         if self.status != "running":
             raise RuntimeError(f"cannot step a {self.status} integrator")
         out = self._no_samples if out is None else out
         sch = self.scheme
         total = self.n_steps + count if total is None else total
+        if out is not self._no_samples and every > 0:
+            first, last = self.n_steps, self.n_steps + count
+            due = last // every - first // every + (first < total <= last and total % every != 0)
+            self._room(out, due)
         taken = 0
         while taken < count:
             k0 = self.n_steps
