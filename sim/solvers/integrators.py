@@ -706,45 +706,54 @@ def _clear_jacobian(w, pat):
 
 
 @njit(cache=True, inline="always")
-def _known_entry(i, j, rows, w, coefficients):
-    """Entry ``(i, j)`` of the part of the iteration matrix computed at every factorisation:
-    ``[[M, J^T], [J, 0]]`` plus the velocity terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d
-    gamma/dv, 0]]`` and, through the Newmark map, the tangent stiffness ``beta' h^2 K_t`` and
-    the Baumgarte rows' position term ``beta' h^2 beta^2 J`` (``coefficients = (gamma' h,
-    beta' h^2, alpha2, beta2)``, ``gamma' h = h gamma c``, ``beta' h^2 = h^2 beta c``).  With
-    the default gains ``beta = 4 / h`` that last term is ``4 c J``, four times the rows' own:
-    left to the forward differences, which are kept over many steps, its staleness cost
-    Newton a third of an iteration per step."""
-    f, g, alpha2, beta2 = coefficients
-    n = w.M.shape[0]
-    if i < n:
-        if j < n:
-            x = w.M[i, j] - f * w.G[i, j]
-            if w.Kt.size:       # empty where the model has no tangent stiffness
-                x += g * w.Kt[i, j]
-            return x
-        return w.J[rows[j - n], i]
-    if j < n:
-        Jr = w.J[rows[i - n], j]
-        return Jr + f * (alpha2 * Jr - w.Gg[rows[i - n], j]) + g * beta2 * Jr
-    return 0.0
+def _coordinate_entry(w, i, j, f, g):
+    """Entry ``(i, j)`` (both velocity coordinates) of the known part (:func:`_known`)."""
+    x = w.M[i, j] - f * w.G[i, j]
+    if w.Kt.size:       # empty where the model has no tangent stiffness
+        x += g * w.Kt[i, j]
+    return x
+
+
+@njit(cache=True, inline="always")
+def _row_entry(w, row, j, f, g, sch):
+    """Entry of constraint row ``row`` at velocity coordinate ``j`` of the known part."""
+    Jr = w.J[row, j]
+    return Jr + f * (sch.alpha2 * Jr - w.Gg[row, j]) + g * sch.beta2 * Jr
 
 
 @njit(cache=True, inline="always")
 def _known(sch, rows, w, pat):
-    """The known part of the iteration matrix (:func:`_known_entry`): on the structure ``pat``
-    (``pat.known``) where it holds the matrix, else into ``w.known`` (m, m)."""
-    coefficients = (sch.h * sch.gamma * sch.c, sch.h * sch.h * sch.beta * sch.c, sch.alpha2, sch.beta2)
+    """The part of the iteration matrix computed at every factorisation: ``[[M, J^T], [J, 0]]``
+    plus the velocity terms ``gamma' h [[-dQ/dv, 0], [2 alpha J - d gamma/dv, 0]]`` and,
+    through the Newmark map, the tangent stiffness ``beta' h^2 K_t`` and the Baumgarte rows'
+    position term ``beta' h^2 beta^2 J`` (``gamma' h = h gamma c``, ``beta' h^2 = h^2 beta
+    c``).  With the default gains ``beta = 4 / h`` that last term is ``4 c J``, four times the
+    rows' own: left to the forward differences, which are kept over many steps, its staleness
+    cost Newton a third of an iteration per step.  On the structure ``pat`` (``pat.known``)
+    where it holds the matrix, else into ``w.known`` (m, m)."""
+    n = w.M.shape[0]
+    f = sch.h * sch.gamma * sch.c
+    g = sch.h * sch.h * sch.beta * sch.c
     if pat.ptr.size:
         for k in range(pat.ptr.size - 1):
             for e in range(pat.ptr[k], pat.ptr[k + 1]):
-                pat.known[e] = _known_entry(pat.rows[e], k, rows, w, coefficients)
+                i = pat.rows[e]
+                if i < n:
+                    x = _coordinate_entry(w, i, k, f, g) if k < n else w.J[rows[k - n], i]
+                else:
+                    x = _row_entry(w, rows[i - n], k, f, g, sch) if k < n else 0.0
+                pat.known[e] = x
         return
     A = w.known
-    m = A.shape[0]
-    for i in range(m):
-        for j in range(m):
-            A[i, j] = _known_entry(i, j, rows, w, coefficients)
+    A[:] = 0.0
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = _coordinate_entry(w, i, j, f, g)
+    for k in range(rows.size):
+        row = rows[k]
+        for j in range(n):
+            A[j, n + k] = w.J[row, j]
+            A[n + k, j] = _row_entry(w, row, j, f, g, sch)
 
 
 @njit(cache=True, inline="always")
