@@ -47,17 +47,20 @@ class Group(NamedTuple):
 
 def scratch_size(n):
     """The length of the scratch :func:`group_terms` takes for a group of ``n`` elastic
-    coordinates per body."""
-    return 20 * (n + 1) + 51
+    coordinates per body: its 3-vectors and 3 x 3 matrices (the (n + 1)-long arrays it
+    allocates: views of the one scratch, which the other views may alias, made the 3-RRRU's
+    step a fifth slower)."""
+    return 51
 
 
 @njit(cache=True)
 def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
     """Write the mass blocks and forces of one body :class:`Group` into M (n_v, n_v) and Q (n_v,).
 
-    Same formulas as :func:`sim.model.dynamics.mass_and_forces`; scalar loops on views of
-    ``scratch`` (at least :func:`scratch_size`; 3-vectors: temporaries would cost more than
-    the arithmetic, and an allocation per call a tenth of a small body's time).
+    Same formulas as :func:`sim.model.dynamics.mass_and_forces`; scalar loops, the 3-vectors
+    and 3 x 3 matrices on views of ``scratch`` (at least :func:`scratch_size`: temporaries
+    would cost more than the arithmetic, and an allocation each a tenth of a small body's
+    time), the per-coordinate arrays allocated once per call.
     ``Q0`` (n_v,; size 0: not wanted): also the forces at rest, ``Q(q, 0)`` (gravity and the
     elastic forces: the velocity-free part of ``Q``, written before the velocity terms).
     With ``with_G``, also the velocity Jacobian ``G = dQ/dv`` (n_v, n_v) of the
@@ -71,13 +74,13 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
     n = Mff.shape[1]
     rest = Q0.size > 0
     n1 = n + 1
-    z = scratch[0:n1]
-    zd = scratch[n1:2 * n1]
-    Tz = scratch[2 * n1:11 * n1].reshape((3, 3, n1))
-    Tzd = scratch[11 * n1:20 * n1].reshape((3, 3, n1))
-    small = scratch[20 * n1:20 * n1 + 36].reshape((4, 3, 3))
+    z = np.empty(n1)
+    zd = np.empty(n1)
+    Tz = np.empty((3, 3, n1))
+    Tzd = np.empty((3, 3, n1))
+    small = scratch[0:36].reshape((4, 3, 3))
     R, U, P, Ith = small[0], small[1], small[2], small[3]
-    vectors = scratch[20 * n1 + 36:20 * n1 + 51].reshape((5, 3))
+    vectors = scratch[36:51].reshape((5, 3))
     s, sd, gB, Iw, Gq = vectors[0], vectors[1], vectors[2], vectors[3], vectors[4]     # sd: S_f q_f_dot
     for b in range(g_count):
         qs, vs = q_start[b], v_start[b]
