@@ -9,7 +9,6 @@ import numpy as np
 from numba import njit, typeof, types
 from numba.experimental import structref
 from numba.extending import intrinsic, overload
-from numba.np.arrayobj import make_array, populate_array
 
 from sim.kernels import _numba
 
@@ -59,6 +58,8 @@ def borrow(typingctx, array):
     return it to Python)."""
     if not isinstance(array, types.Array):
         return None
+    # at compilation only: a run that loads the kernels from numba's cache does without it (25 ms)
+    from numba.np.arrayobj import make_array, populate_array
 
     def codegen(context, builder, signature, args):
         source = make_array(array)(context, builder, args[0])
