@@ -294,8 +294,8 @@ class State(NamedTuple):
     part and the correction are held on that pattern (:class:`Work`'s ``known`` and ``delta``
     (0, 0)), the correction taken by its column groups, and the matrix factorised by blocks
     from there (fewer evaluations, time and memory linear in the coordinates); ``lu`` is then
-    a (2, 2) placeholder, replaced by the dense factors' (n, n) in the loop at the first
-    factorisation the blocks do not serve.  Without that structure ``lu`` is the transposed
+    a (2, 2) array of the dense factors' type, which the loop replaces with the (n, n) factors
+    at the first factorisation the blocks do not serve (:func:`_factorize`).  Without that structure ``lu`` is the transposed
     view of ``known``: the matrix is assembled, and factorised, in place of its known part."""
 
     time: np.ndarray
@@ -592,28 +592,9 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     # The products below are written as updates along contiguous rows, several independent
     # sums per pass: one dot product at a time waits on each addition's latency.
     r = w.r
-    M = w.M
-    if n >= PATTERN_MIN:
-        # M a by the nonzeros of the bodies' blocks (a beam's elastic block is banded): each row's
-        # terms in the same ascending order as the dense loop below, so the same sums.
-        groups = t.groups
-        for g in range(len(groups)):
-            ff = groups[g].ff
-            for v0 in groups[g].v_start:
-                pattern_vector(M, v0, ff, a, r)
-        for i in range(n):
-            r[i] -= Q[i]
-    else:
-        for b in range(t.body_v.size):       # M a, body block by body block (M is block diagonal)
-            v0 = t.body_v[b]
-            v1_ = v0 + 6 + t.body_nf[b]
-            r[v0:v1_] = 0.0
-            for j in range(v0, v1_):         # M symmetric: column j of M is its row j
-                aj = a[j]
-                for i in range(v0, v1_):
-                    r[i] += M[j, i] * aj
-            for i in range(v0, v1_):
-                r[i] -= Q[i]
+    _mass_times(t, w.M, a, r)
+    for i in range(n):
+        r[i] -= Q[i]
     for k in range(rows.size):
         row = rows[k]
         C, rhs = _row(row, nj, w.phi, w.gamma, s, sdd, t.angle)
@@ -628,6 +609,30 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
             r[j] += J_rj * lk
         C_dot = Jv - sd[row - nj] if row >= nj else Jv
         r[n + k] = Ja - (rhs - sch.alpha2 * C_dot - sch.beta2 * C)
+
+
+@njit(cache=True, inline="always")
+def _mass_times(t, M, x, y):
+    """``y = M x`` (n_v,) for the bodies' block-diagonal ``M`` of the tables ``t``: by the nonzeros
+    of each body's block from ``PATTERN_MIN`` coordinates (a beam's elastic block is banded),
+    else block by block, along contiguous rows (several independent sums per pass); each row's
+    terms added in ascending column order either way, so the same sums."""
+    n = x.size
+    if n >= PATTERN_MIN:
+        groups = t.groups
+        for g in range(len(groups)):
+            ff = groups[g].ff
+            for v0 in groups[g].v_start:
+                pattern_vector(M, v0, ff, x, y)
+        return
+    for b in range(t.body_v.size):
+        v0 = t.body_v[b]
+        v1 = v0 + 6 + t.body_nf[b]
+        y[v0:v1] = 0.0
+        for j in range(v0, v1):          # M symmetric: column j of M is its row j
+            xj = x[j]
+            for i in range(v0, v1):
+                y[i] += M[j, i] * xj
 
 
 @njit(cache=True, inline="always")
@@ -1061,26 +1066,11 @@ def _record(st, pb, law, w, out):
     out.a[j] = st.a
     out.lam[j] = st.lam
     _rates(st, t, data, sch, out.ee[j], out.pd[j], out.ap[j])
-    kinetic = 0.0
-    if n >= PATTERN_MIN:                 # v^T M v / 2, M v by the nonzeros of the bodies' blocks
-        Mv = w.r2[:n]
-        groups = t.groups
-        for g in range(len(groups)):
-            ff = groups[g].ff
-            for v0 in groups[g].v_start:
-                pattern_vector(w.M, v0, ff, st.v, Mv)
-        for b in range(t.body_v.size):
-            for i in range(t.body_v[b], t.body_v[b] + 6 + t.body_nf[b]):
-                kinetic += 0.5 * st.v[i] * Mv[i]
-    else:
-        for b in range(t.body_v.size):   # body block by body block (no BLAS calls)
-            v0 = t.body_v[b]
-            v1 = v0 + 6 + t.body_nf[b]
-            for i in range(v0, v1):
-                acc = 0.0
-                for c in range(v0, v1):
-                    acc += w.M[i, c] * st.v[c]
-                kinetic += 0.5 * st.v[i] * acc
+    kinetic = 0.0                        # v^T M v / 2
+    Mv = w.r2[:n]
+    _mass_times(t, w.M, st.v, Mv)
+    for i in range(n):
+        kinetic += 0.5 * st.v[i] * Mv[i]
     violation = 0.0
     for k in range(rows.size):
         C = _row(rows[k], t.n_joint, w.phi, w.gamma, s, sdd, t.angle)[0]
@@ -1279,7 +1269,7 @@ class GeneralizedAlpha:
         blk = blocks(ev.tables.body_v, ev.tables.body_nf, m, solver, rank)
         # The block path: the iteration matrix on its structure, its correction taken by column
         # groups; no square array of the unknowns until a factorisation falls back to the dense
-        # LU (a Fortran-ordered placeholder: the type the dense factors take).
+        # LU (until then a (2, 2) Fortran-ordered array: the dense factors' numba type).
         pat = pattern(ev.tables, self.rows, self.D, m, blk.ranges) if blk.info[SHARED] else no_pattern()
         known = np.zeros((0, 0) if pat.ptr.size else (m, m))
         if pat.ptr.size:
