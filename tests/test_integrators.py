@@ -237,3 +237,38 @@ def test_the_step_loop_takes_its_state_problem_and_work_by_reference():
     integrator.advance(3)
     assert integrator.t == pytest.approx(t0 + 3 * 5e-5, rel=1e-12)
     assert integrator.state.counts[0] == 3 and np.isfinite(integrator.work.r).all()
+
+
+def test_refactorising_on_the_iteration_count_stops_when_it_does_not_pay():
+    """The step count that refactorises adapts (``keep_factors``): a step of more than
+    ITERATION_LIMIT iterations asks for a factorisation; when the step that runs on it takes as
+    many iterations (a count set by round-off, not by the matrix's age), the limit rises and the
+    factorisations stop; when it lowers the count, they go on; a slow contraction always
+    refactorises."""
+    from sim.solvers.integrators import (ITERATION_LIMIT, KEEP_RATE, LU_OK, PENDING, RAISED,
+                                         keep_factors)
+
+    def factorisations(iterations, rate=0.01, most=12):
+        counts = np.zeros(14, dtype=np.int64)
+        asked = 0
+        for n in iterations:
+            counts[LU_OK] = 1
+            keep_factors(counts, rate, n, most)
+            asked += counts[LU_OK] == 0
+        return asked, counts
+
+    # 5 iterations a step whatever the matrix: one factorisation, then the limit is 5.
+    asked, counts = factorisations([5] * 100)
+    assert asked == 1 and counts[RAISED] == 1 and counts[PENDING] == 0
+    # A factorisation that brings the next step down to 3 is taken again whenever asked for.
+    asked, counts = factorisations([6, 3] * 50)
+    assert asked == 50 and counts[RAISED] == 0
+    # After the limit has risen, a factorisation that pays lowers it again, down to the floor.
+    asked, counts = factorisations([5, 5, 7, 3, 6, 3, 5, 3])
+    assert asked == 4 and counts[RAISED] == 0
+    # The limit never exceeds the iteration cap.
+    asked, counts = factorisations(list(range(5, 13)) * 3)
+    assert counts[RAISED] <= 12 - ITERATION_LIMIT
+    # Slow contraction refactorises every step, whatever the count.
+    asked, _ = factorisations([3] * 20, rate=2 * KEEP_RATE)
+    assert asked == 20

@@ -37,7 +37,9 @@ h^2``), from a forward-difference Jacobian of ``r`` (one evaluation per unknown;
 path one per group of unknowns that share no row of the Jacobian's structure,
 :func:`sim.solvers.blocks.pattern`, and ``Delta`` held on that structure).  ``Delta`` varies
 slowly and is kept until Newton slows down (rate above ``SLOW_RATE``); the LU factorisation
-is kept from step to step while Newton contracts strongly (rate below ``KEEP_RATE``).  The aged matrix is typically off by about a per cent, which
+is kept from step to step while Newton contracts strongly (rate below ``KEEP_RATE``) and the
+step took at most ``ITERATION_LIMIT`` iterations, a limit raised while refactorising does not
+lower the count (:func:`keep_factors`).  The aged matrix is typically off by about a per cent, which
 would make simplified Newton contract only linearly at that rate: within each step the
 corrections are therefore Broyden (good) quasi-Newton updates of the factorised matrix, which
 absorb that drift (:func:`_broyden`).  A step the kept matrix cannot take is tried again
@@ -123,6 +125,7 @@ NEWTON_MAX_ITER = 12
 NEWTON_TOL = 1e-10
 SLOW_RATE = 0.25            # contraction rate above which the Jacobian correction is refreshed
 KEEP_RATE = 0.05            # contraction rate below which the last factorisation is kept
+ITERATION_LIMIT = 4         # a step of more iterations refactorises, while that lowers the count
 DIVERGED = 1e12             # |a| or |lam| beyond this (SI) is a divergence
 PIVOT_RTOL = 1e-13          # smallest LU pivot, relative to the largest, of a regular matrix
 FAILURES = {1: "diverged", 2: "Newton iterations do not contract", 3: "Newton did not converge",
@@ -148,8 +151,11 @@ RANK_MAX = 64               # modal damping on at most this many modes stays a l
 # counters of State.counts
 # (CURRENT: the work arrays hold the equations of the current state, to the Newton tolerance:
 # those of the accepted step's last iterate, so that an output sample needs no evaluation.)
+# (RAISED: how far the iteration count that refactorises is raised above ITERATION_LIMIT;
+# PENDING: the iterations of the step whose count alone asked for the factorisation the next
+# step runs on, 0 when none.)
 STEPS, ITERATIONS, EVALUATIONS, FACTORIZATIONS, JACOBIANS, LAST, MAX_SINCE, SAMPLES, HAVE_PREV, LU_OK, \
-    DELTA_OK, CURRENT = range(12)
+    DELTA_OK, CURRENT, RAISED, PENDING = range(14)
 
 
 def baumgarte_gains(h, alpha=None, beta=None):
@@ -966,6 +972,32 @@ def _newton(a, lam, st, pb, law, w, fresh, full):
     return 3, sch.max_iter, err, rate
 
 
+@njit(cache=True)
+def keep_factors(counts, rate, iterations, most):
+    """Whether the next step keeps the factorised iteration matrix (``counts[LU_OK]``, the
+    counters of :class:`State` updated in place): not when the accepted step's Newton
+    contracted slowly (``rate`` above ``KEEP_RATE``), nor after a step of more than the
+    iteration limit.
+
+    The limit adapts: a factorisation asked for by the count alone that leaves the next step
+    at as many iterations raises it by one (up to ``most``), one that lowers the count lowers
+    it again (down to ``ITERATION_LIMIT``).  On large models the count is set by the
+    residual's round-off against the tolerance, not by the matrix's age; a factorisation then
+    buys nothing and costs many evaluations (the 3-RRRU with 128 elements per link: one
+    every other step, for 4.5 iterations a step with or without it)."""
+    if counts[PENDING]:
+        if iterations >= counts[PENDING]:
+            counts[RAISED] = min(counts[RAISED] + 1, most - ITERATION_LIMIT)
+        elif counts[RAISED]:
+            counts[RAISED] -= 1
+        counts[PENDING] = 0
+    if rate > KEEP_RATE:
+        counts[LU_OK] = 0            # refactorise on the next step
+    elif iterations > ITERATION_LIMIT + counts[RAISED]:
+        counts[LU_OK] = 0
+        counts[PENDING] = iterations
+
+
 @njit(cache=True, inline="always")
 def _step(st, pb, law, w):
     """Advance ``st`` by one step (drive law ``s, sd, sdd, ff`` at its end); returns the
@@ -1011,8 +1043,7 @@ def _step(st, pb, law, w):
         return 5, iterations
     if rate > SLOW_RATE:
         st.counts[DELTA_OK] = 0      # refresh the Jacobian correction on the next step
-    if rate > KEEP_RATE or iterations > 4:
-        st.counts[LU_OK] = 0         # refactorise on the next step
+    keep_factors(st.counts, rate, iterations, sch.max_iter)
     for i in range(n):
         a_hat = sch.c * a[i] + w.offset[i]
         st.v[i] = w.v_base[i] + h * g * a_hat
@@ -1279,7 +1310,7 @@ class GeneralizedAlpha:
         delta = np.zeros((0, 0) if pat.ptr.size else (m, m))
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
-                           lu, np.zeros(m, dtype=np.int32), delta, np.zeros(12, dtype=np.int64), blk, pat)
+                           lu, np.zeros(m, dtype=np.int32), delta, np.zeros(14, dtype=np.int64), blk, pat)
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
                          np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
