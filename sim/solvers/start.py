@@ -110,25 +110,79 @@ def _rest(model, q, ev, lock=False, load=None):
     return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0], E
 
 
+STATIC_RTOL = 1e-6       # the static deflection's spline: largest error at a checked midpoint,
+                         # relative to the deflection's largest value
+STATIC_START = 33        # samples of the first pass of the static deflection (then refined)
+
+
 def static_deviation(model, ev, times, qs, lock=False, servo=None):
     """``(static, static_servo)``, each ``f(t) -> (n, d)``: the end-effector's static deflection
     at rest along the rigid configurations ``qs`` at ``times`` (linearised, ``J_x u``; ``lock``
-    as :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration,
-    which the samples resolve).  ``servo`` (:class:`sim.solvers.closed_loop.Servo`): the actuators
-    are held by these servos, whose lag under the load adds its share (:func:`servo_sag`),
-    ``static_servo`` (zeros without servos)."""
+    as :func:`rest_deflection`), interpolated by a cubic spline (it follows the configuration).
+    ``servo`` (:class:`sim.solvers.closed_loop.Servo`): the actuators are held by these servos,
+    whose lag under the load adds its share (:func:`servo_sag`), ``static_servo`` (zeros
+    without servos).
+
+    The deflection is solved at as few of the samples as the spline needs
+    (:func:`_refined`: within ``STATIC_RTOL`` of its largest value at every checked midpoint):
+    the reference is sampled for its drive law's accelerations, far more finely than the
+    deflection varies, and each sample is a static solution of the flexible robot."""
     from sim.model.tables import compliant
 
     d = len(model.pose_kinds)
-    values = np.zeros((len(qs), d))
     # At rest on the rigid robot (no elastic coordinates, no rates) only gravity, springs and
     # compliant drives load the structure: without them there is nothing to evaluate.
-    if len(model.v_elastic) and (model.gravity.any() or model.springs or compliant(model).any()):
-        for k, q in enumerate(qs):
-            u, E = _rest(model, q, ev, lock)
-            values[k] = E.J_x @ u
-    sag = servo_sag(model, ev, servo, qs) if servo is not None else np.zeros_like(values)
-    return _spline(times, values + sag), _spline(times, sag)
+    elastic = bool(len(model.v_elastic) and (model.gravity.any() or model.springs or compliant(model).any()))
+    if not elastic and servo is None:
+        return _spline(times, np.zeros((len(qs), d))), _spline(times, np.zeros((len(qs), d)))
+
+    def deflection(rows):
+        out = np.zeros((len(rows), 2 * d))      # the whole static deflection, the servos' share
+        if elastic:
+            for i, k in enumerate(rows):
+                u, E = _rest(model, qs[k], ev, lock)
+                out[i, :d] = E.J_x @ u
+        if servo is not None:
+            out[:, d:] = servo_sag(model, ev, servo, qs[rows])
+            out[:, :d] += out[:, d:]
+        return out
+
+    rows, values = _refined(times, deflection, STATIC_RTOL)
+    return _spline(times[rows], values[:, :d]), _spline(times[rows], values[:, d:])
+
+
+def _refined(times, f, rtol, start=STATIC_START):
+    """The samples ``rows`` (ascending indices of ``times``, first and last included) and
+    ``f(rows)`` (len(rows), p) at them, enough for the cubic spline through them to stay within
+    ``rtol`` of ``f``'s largest value at the midpoint of every interval checked.
+
+    From ``start`` samples evenly spread, each interval's middle sample is solved and checked
+    against the spline through the others; the intervals whose middle is off are halved
+    again (the checked samples join the spline), down to consecutive samples."""
+    n = len(times)
+    rows = np.unique(np.linspace(0, n - 1, min(n, start)).round().astype(int))
+    values = f(rows)
+    pending = np.ones(len(rows) - 1, dtype=bool)    # intervals still to check
+    while True:
+        left, right = rows[:-1][pending], rows[1:][pending]
+        split = right - left > 1
+        left, right = left[split], right[split]
+        if not left.size:
+            return rows, values
+        middle = (left + right) // 2
+        found = f(middle)
+        spline = _spline(times[rows], values)
+        scale = max(np.abs(values).max(), np.abs(found).max())
+        off = np.abs(spline(times[middle]) - found).max(axis=1) > rtol * scale
+        order = np.argsort(np.concatenate([rows, middle]), kind="stable")
+        rows = np.concatenate([rows, middle])[order]
+        values = np.concatenate([values, found])[order]
+        # The two halves of an interval whose middle was off are checked again.
+        check = np.zeros(len(rows), dtype=bool)
+        at = np.searchsorted(rows, middle[off])
+        check[at - 1] = True
+        check[at] = True
+        pending = check[:-1]
 
 
 def _spline(times, values):
