@@ -73,6 +73,40 @@ def test_hermite_law_is_exact_at_the_samples_and_sixth_order():
     assert 5.6 < np.log2(errors[0] / errors[1]) < 6.4
 
 
+def test_reference_samples_on_the_breaks_keep_sixth_order_through_a_move():
+    """A rest-to-rest cycloidal move and its dwell (the jerk jumps at the move's ends) sampled
+    by ``reference_times`` with the move's ends as breaks: each break is a sample, the pieces
+    are uniform and at most ``h`` apart, and the drive law's error falls as h^6, its estimate
+    bounding it.  Sampled uniformly across the breaks, the error falls as h^3 or slower, its
+    estimate misses it by 25x, and the acceleration is off by a per cent of its peak
+    (``h |jump of the jerk|``)."""
+    from sim.analyses.transient import reference_times
+    from sim.solvers.moves import profile_knots, profile_law
+
+    T, duration, t0 = 0.08, 0.3, 0.0503
+    law = profile_law("cycloidal", T)
+    breaks = t0 + profile_knots("cycloidal", T)
+    fine = np.linspace(0.0, duration, 30001)
+    exact = law(fine - t0)
+    on, off = [], []
+    for h in (2e-3, 1e-3):
+        t, edges = reference_times(duration, h, breaks)
+        assert np.all(np.isin(breaks, t)) and np.array_equal(t[edges], [0.0, t0, t0 + T, duration])
+        assert np.diff(t).max() <= h * (1 + 1e-12) and np.all(np.diff(edges) >= 4)
+        for times, out, cuts in ((t, on, edges), (np.linspace(0.0, duration, t.size), off, None)):
+            s = np.column_stack(law(times - t0))
+            x = hermite_law(times, s[:, :1], s[:, 1:2], s[:, 2:])(fine)
+            out.append((np.abs(x[0][:, 0] - exact[0]).max(), np.abs(x[2][:, 0] - exact[2]).max(),
+                        hermite_error(times, s[:, 2:], cuts)))
+    peak = np.abs(exact[2]).max()
+    assert 5.5 < np.log2(on[0][0] / on[1][0]) < 6.5          # sixth order with samples on the breaks
+    assert on[1][0] <= on[1][2] <= 5 * on[1][0]              # the estimate bounds the error
+    assert on[1][1] < 1e-7 * peak
+    assert np.log2(off[0][0] / off[1][0]) < 3.5               # across the breaks
+    assert off[1][2] < off[1][0] / 10 and off[1][1] > 1e-3 * peak
+    assert reference_times(1.0, 0.01, [0.5, 0.5 + 1e-12])[0].size == 101   # a break twice: one sample
+
+
 def test_circle_ramp_rates_are_the_derivatives():
     """The ramped phase: rates are the derivatives (central differences), the rate reaches
     omega at T with zero acceleration, position continuous through T."""

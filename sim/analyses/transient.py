@@ -3,7 +3,8 @@
 Table ``[transient]``.  The rigid reference comes from the same model with the elastic
 coordinates frozen: along the ``[trajectory]`` (:func:`sim.solvers.motion.rigid_motion`, sampled every
 ``REFERENCE_STEP``, at least ``REFERENCE_SAMPLES`` samples, more where needed for an
-interpolation error below ``REFERENCE_TOL``, and interpolated by quintic Hermite polynomials
+interpolation error below ``REFERENCE_TOL``, a sample on each break of the law where its
+acceleration or jerk jumps (:func:`reference_times`), and interpolated by quintic Hermite polynomials
 through the actuators' values, rates and accelerations), or, with ``drive_law``, from the
 actuator law itself (direct kinematics of the rigid robot).  Drives:
 
@@ -214,14 +215,35 @@ def hermite_law(t, s, s_dot, s_ddot):
     return law
 
 
-def hermite_error(t, s_ddot):
-    """Estimated largest interpolation error of :func:`hermite_law` on uniform samples ``t``:
-    ``h^6 |s^(6)| / 46080``, with ``s^(6)`` from the fourth differences of ``s_ddot``, times 2
-    (the differences underestimate the derivative where the samples are coarse)."""
-    if len(t) < 5:
-        return np.inf
-    h = t[1] - t[0]
-    return 2.0 * h**2 * np.abs(np.diff(s_ddot, 4, axis=0)).max() / 46080.0
+def hermite_error(t, s_ddot, edges=None):
+    """Estimated largest interpolation error of :func:`hermite_law` on samples ``t`` uniform
+    between the sample indices ``edges`` (ascending, first 0 and last ``len(t) - 1``; default:
+    uniform throughout): ``h^6 |s^(6)| / 46080``, with ``s^(6)`` from the fourth differences of
+    ``s_ddot`` within each piece, times 2 (the differences underestimate the derivative where
+    the samples are coarse)."""
+    edges = [0, len(t) - 1] if edges is None else edges
+    error = 0.0
+    for i, j in zip(edges[:-1], edges[1:]):
+        if j - i < 4:
+            return np.inf
+        h = t[i + 1] - t[i]
+        error = max(error, 2.0 * h**2 * np.abs(np.diff(s_ddot[i:j + 1], 4, axis=0)).max() / 46080.0)
+    return error
+
+
+def reference_times(duration, h, breaks=()):
+    """Instants ``(times, edges)`` of a rigid reference over ``[0, duration]`` [s]: uniform, at
+    most ``h`` apart, between the law's ``breaks`` (where its acceleration or jerk may jump),
+    which are samples, at least four intervals between two of them; ``edges`` the indices of
+    the breaks, ends included (:func:`hermite_error`).  The interpolation between samples is
+    then of a smooth law: its error falls as ``h^6``, where an interval straddling a jump in
+    the jerk leaves ``h^3``."""
+    cuts = np.unique(np.concatenate([[0.0, duration], np.clip(np.asarray(breaks, dtype=float), 0.0, duration)]))
+    cuts = cuts[np.concatenate([[True], np.diff(cuts) > 1e-9 * duration])]
+    cuts[-1] = duration
+    pieces = [np.linspace(a, b, max(4, int(np.ceil((b - a) / h - 1e-9))) + 1)[:-1] for a, b in zip(cuts[:-1], cuts[1:])]
+    counts = np.array([p.size for p in pieces])
+    return np.concatenate(pieces + [[duration]]), np.concatenate([[0], np.cumsum(counts)])
 
 
 def _tabulated(law, times, model):
@@ -293,17 +315,19 @@ def reference(model, scenario, table, progress, ev):
     trajectory = from_scenario(traj, model)
     duration = trajectory.duration if duration is None else duration
     # At least REFERENCE_SAMPLES samples, so that short, fast motions are resolved too; more
-    # where the interpolation error of the drive law would exceed REFERENCE_TOL.
-    n = max(REFERENCE_SAMPLES, int(np.ceil(duration / REFERENCE_STEP)) + 1)
+    # where the interpolation error of the drive law would exceed REFERENCE_TOL.  A sample on
+    # each of the law's breaks (a point-to-point move's ends).
+    h = min(REFERENCE_STEP, duration / (REFERENCE_SAMPLES - 1))
+    finest = duration / (REFERENCE_MAX_SAMPLES - 1)
     while True:
-        times = np.linspace(0.0, duration, n)
+        times, edges = reference_times(duration, h, trajectory.breaks)
         bar = progress(len(times), "rigid reference")
         motion = rigid_motion(ev, trajectory, times, progress=bar, condition=False)
         bar.close()
-        error = hermite_error(times, motion.actuators_ddot)
-        if error <= REFERENCE_TOL or n >= REFERENCE_MAX_SAMPLES:
+        error = hermite_error(times, motion.actuators_ddot, edges)
+        if error <= REFERENCE_TOL or h <= finest:
             break
-        n = min(REFERENCE_MAX_SAMPLES, int(np.ceil(n * 1.2 * (error / REFERENCE_TOL) ** (1 / 6))))
+        h = max(finest, h / (1.2 * (error / REFERENCE_TOL) ** (1 / 6)))
     law = hermite_law(times, motion.actuators, motion.actuators_dot, motion.actuators_ddot)
     torque = None
     if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):

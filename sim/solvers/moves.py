@@ -33,7 +33,7 @@ The settling of each move (:func:`settling`) is read from an analysis' output: t
 effector's distance to its target (the rigid pose plus the dynamic deviation, translations) and
 its residual vibration after the rigid motion of the move has ended.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -96,6 +96,15 @@ def _piecewise(t, knots, acc):
     return s, v, a
 
 
+def profile_knots(profile, T, t_a=None, t_j=None):
+    """The instants (k,) of a unit-stroke law (:func:`profile_law`) where its acceleration or
+    jerk may jump: its ends, and the trapezoidal and jerk-limited profiles' knots."""
+    if profile in ("trapezoidal", "jerk_limited"):
+        t_a = T / 3 if t_a is None else t_a
+        return np.unique(_knots(profile, T, t_a, t_a / 2 if t_j is None else t_j)[0])
+    return np.array([0.0, T])
+
+
 def profile_law(profile, T, t_a=None, t_j=None):
     """Unit-stroke rest-to-rest law ``law(t) -> (s, s_dot, s_ddot)`` (each like ``t`` (n,)):
     0 before ``t = 0``, 1 after ``T``; see the module docstring."""
@@ -154,6 +163,10 @@ class Moves:
     lowest_frequency : ndarray, shape (m,)
         Lowest elastic frequency at each move's end pose, actuators locked [Hz]: a move has
         settled only once it stays within the tolerance for a period of it.
+    breaks : ndarray, shape (k,)
+        The instants where the law's acceleration or jerk may jump [s], ascending: each
+        profile's knots after each of its shaper's impulses (a sampled reference puts a sample
+        on each, so that its interpolation is smooth between samples).
     """
 
     waypoints: np.ndarray
@@ -165,6 +178,7 @@ class Moves:
     tuning: tuple
     tolerance: float
     lowest_frequency: np.ndarray
+    breaks: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def per_move(value, m, key, where, default=None):
@@ -249,11 +263,13 @@ def point_to_point(spec, model, where):
             raise SimError(f"{where} {exc}") from None
         frequency = np.array([f for f, _ in found])
         tuning = tuple(text for _, text in found)
-    shaped, length = [], np.zeros(m)
+    shaped, length, offsets = [], np.zeros(m), []
     for k in range(m):
         A, ti = shaper_impulses(shaper, frequency[k])
         shaped.append(shaped_law(laws[k], A, ti))
         length[k] = ti[-1]
+        knots = profile_knots(profile, T[k], None if t_a is None else t_a[k], None if t_j is None else t_j[k])
+        offsets.append((ti[:, None] + knots).ravel())
     span = T + length
     start = np.concatenate([[0.0], np.cumsum(span + dwell)[:-1]])
     end = start + span
@@ -272,7 +288,7 @@ def point_to_point(spec, model, where):
 
     moves = Moves(waypoints=W, start=start, end=end, window=window, shaper=shaper, shaper_frequency=frequency,
                   tuning=tuning, tolerance=float(spec.get("settling_tolerance") or DEFAULT_TOLERANCE),
-                  lowest_frequency=lowest)
+                  lowest_frequency=lowest, breaks=np.unique(np.concatenate([start[k] + offsets[k] for k in range(m)])))
     return law, float(window[-1]), moves
 
 

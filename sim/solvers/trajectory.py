@@ -39,6 +39,12 @@ class Trajectory:
         t = np.atleast_1d(np.asarray(t, dtype=float))
         return self.law(t)
 
+    @property
+    def breaks(self):
+        """The instants (k,) [s] where the law's acceleration or jerk may jump (a point-to-point
+        trajectory's; empty where the law is smooth)."""
+        return np.zeros(0) if self.moves is None else self.moves.breaks
+
 
 def ramp_phase(t, omega, ramp):
     """Phase ``theta`` and its two rates (each like ``t``) of a rate ramped from 0 to ``omega``
