@@ -67,6 +67,23 @@ def test_the_tilted_linkage_is_locked_and_its_reference_is_the_least_squares_one
         assert np.linalg.norm(g - Js.T @ lam) < 1e-8 * np.linalg.norm(g)
 
 
+def test_the_least_squares_motion_by_lu_is_the_svd_one(monkeypatch):
+    """The least-squares reference's KKT systems are solved by LU where the actuators' rows are
+    independent: the tilted (locked) four-bar's motion, configurations and velocities, the
+    same as by the SVD least squares it falls back on where they are not (to 1e-12)."""
+    from sim.solvers import motion as module
+
+    model = sim.load_model(FOUR_BAR, parts=1, elements=4)
+    times = np.linspace(0.0, 2.0, 41)
+    lu, lu_residual = least_squares_motion(model, times, *_drive(times))
+    monkeypatch.setattr(module, "LSQ_INDEPENDENT", np.inf)      # every system by the SVD
+    svd, svd_residual = least_squares_motion(model, times, *_drive(times))
+    np.testing.assert_allclose(lu.q, svd.q, atol=1e-12)
+    np.testing.assert_allclose(lu.v, svd.v, atol=1e-11)
+    np.testing.assert_allclose(lu_residual, svd_residual, rtol=1e-10)
+    assert 0.005 < lu_residual[-1] < 0.05
+
+
 def test_the_tilted_four_bar_runs_and_says_what_its_reference_is(tmp_path, capsys):
     """The flexible four-bar turns its crank although its rigid counterpart is locked: the
     transient (generalized-alpha, the integrator the Newmark failure names) holds its joints

@@ -609,6 +609,8 @@ def _follow(model, ev, times, targets, q, place, drive, progress, on_sample, con
 
 LSQ_TOL = 1e-13           # rad or m: the least-squares motion's Gauss-Newton step at convergence
 LSQ_MAX_ITER = 40
+LSQ_INDEPENDENT = 1e-16   # the actuators' rows are independent where their Gram matrix's eigenvalues
+                          # span less than this ratio (singular values 1e-8)
 LSQ_REGULAR = 1e-10       # Tikhonov weight of the step, relative to the largest diagonal of J_j^T J_j: keeps
 #                           steps small where the joints' rows lose rank (a change point), so the motion
 #                           continues on its branch
@@ -660,7 +662,16 @@ def least_squares_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=
         H = Jj.T @ Jj
         H += LSQ_REGULAR * max(np.diag(H).max(initial=0.0), 1.0) * np.eye(r)
         K = np.block([[H, Js.T], [Js, np.zeros((Js.shape[0], Js.shape[0]))]])
-        return Jj, K
+        # H is positive definite (regularised): K is regular where the actuators' rows are
+        # independent, and LU solves it (an SVD least squares cost 20x as much, most of a
+        # locked loop's run); the least-squares solution where they are not.
+        gram = np.linalg.eigvalsh(Js @ Js.T) if Js.size else np.ones(1)
+        return Jj, (K, gram.min() > LSQ_INDEPENDENT * max(gram.max(), 1e-300))
+
+    def solve(system, rhs):
+        K, regular = system
+        x = np.linalg.solve(K, rhs) if regular else np.linalg.lstsq(K, rhs, rcond=None)[0]
+        return x[:r]
 
     for k in range(n):
         if k:
@@ -671,7 +682,7 @@ def least_squares_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=
             phi, J = constraints(model, q, targets=s[k])
             Jj, K = kkt(J)
             rhs = np.concatenate([-Jj.T @ phi[:nj], -phi[nj:]])
-            dx = np.linalg.lstsq(K, rhs, rcond=None)[0][:r]
+            dx = solve(K, rhs)
             dv = np.zeros(model.n_v)
             dv[rigid] = dx
             q = integrate(model, q, dv)
@@ -679,7 +690,7 @@ def least_squares_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=
                 break
         phi, J = constraints(model, q, targets=s[k])
         Jj, K = kkt(J)
-        rates = np.linalg.lstsq(K, np.concatenate([np.zeros(r), sd[k][: K.shape[0] - r]]), rcond=None)[0][:r]
+        rates = solve(K, np.concatenate([np.zeros(r), sd[k][: K[0].shape[0] - r]]))
         v = np.zeros(model.n_v)
         v[rigid] = rates
         x, J_x = pose_jacobian(model, q)
