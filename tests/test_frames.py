@@ -187,3 +187,49 @@ def test_frames_the_constant_solver_turns_down_are_the_general_ones(monkeypatch)
         P, P_ref = slow.shapes[k] @ slow.mass_shapes[k].T, fast.shapes[k] @ fast.mass_shapes[k].T
         assert np.abs(P - P_ref).max() <= 10 * RESIDUAL_TOL * np.abs(P_ref).max()
         assert np.abs(slow.static_load[k] - fast.static_load[k]).max() <= 1e-8 * np.abs(fast.static_load[k]).max()
+
+
+def _pool(ev, motion, count, workers, wait=False):
+    """The frames of ``motion`` by a :class:`sim.solvers.frames.FramePool` on ``ev`` with
+    ``workers`` threads; ``wait``: every task done by the workers before :meth:`finish` (none
+    taken back by this thread)."""
+    import sim.solvers.frames
+
+    with sim.solvers.frames.FramePool(ev, count, len(motion.q), workers) as pool:
+        for state in zip(motion.q, motion.v, motion.a, motion.actuators):
+            pool.add(*state)
+        for _, _, future in pool.tasks if wait else ():
+            future.result()
+        return pool.finish()
+
+
+def test_pool_frames_are_bitwise_the_same_whichever_thread_computes_them(monkeypatch):
+    """The frames' numbers do not depend on the sharing (FramePool's contract, which the
+    transient's damping schedule and KED rely on: a run repeated gives the same file): with
+    worker threads, chunks taken back by this thread or all left to the workers, several
+    times over, and with this thread's evaluator left at another, moving state by earlier
+    work (the transient's own, as sim.solvers.damping.schedule is given), every field equals
+    the one-thread frames of a fresh evaluator bitwise; so do the schedule's factors and rates."""
+    import sim.solvers.frames
+    from sim.solvers.damping import Damping, schedule
+
+    monkeypatch.setattr(sim.solvers.frames, "FRAME_CHUNK", 4)      # 41 states: ten tasks and a tail
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 2})
+    motion = rigid_motion(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.4), np.linspace(0.0, 0.4, 41),
+                          condition=False)
+    serial = _pool(Evaluator(model), motion, 6, 0)
+    moved = Evaluator(model)
+    for run in range(3):
+        moved.evaluate(motion.q[-1 - run], motion.v[-1 - run], targets=np.zeros(len(model.actuators)),
+                       velocity_jacobian=True, rest=True, pose=True)
+        for workers, wait in ((2, False), (2, True), (3, False)):
+            frames = _pool(moved, motion, 6, workers, wait)
+            for name in sim.solvers.frames.FIELDS:
+                assert np.array_equal(getattr(frames, name), getattr(serial, name)), (run, workers, wait, name)
+    damping = Damping(zeta=0.01, modes=6)
+    monkeypatch.setattr(sim.solvers.frames, "_workers", lambda workers, n: 0)
+    one = schedule(Evaluator(model), damping, motion.t, motion.q)
+    monkeypatch.setattr(sim.solvers.frames, "_workers", lambda workers, n: 2)
+    for run in range(3):
+        shared = schedule(moved, damping, motion.t, motion.q)
+        assert np.array_equal(shared.factors, one.factors) and np.array_equal(shared.rates, one.rates), run

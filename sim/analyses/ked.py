@@ -71,6 +71,7 @@ def run(model, scenario, group, progress):
     from sim.errors import SimError
     from sim.model.evaluator import Evaluator
     from sim.solvers.frames import motion_and_frames
+    from sim.solvers.modal import SAME_MODE
     from sim.solvers.modal_stepping import integrate_frames, load_stepping
     from sim.solvers.trajectory import from_scenario
 
@@ -126,7 +127,9 @@ def run(model, scenario, group, progress):
     group.put("modal_coordinates", result.modal_coordinates, "kg^0.5 m",
               "modal coordinates eta (mass-normalised modes" + (" of the robot held by its servos' springs" if servo
                                                                  else "") +
-              "): row 0 at t = 0, row i + 1 at the end of interval i, on interval i's modes")
+              "): row 0 at t = 0, row i + 1 at the end of interval i, on interval i's modes; a mode's "
+              "sign that of the previous frame's shape where it is the same mode (mass-weighted MAC "
+              f"above {SAME_MODE:g}), else its shape's largest entry positive")
     group.put("modal_velocities", result.modal_velocities, "kg^0.5 m/s", "time derivatives of modal_coordinates")
     group.attrs["pose_names"] = list(model.pose_names)
     group.attrs["intervals"] = int(n)

@@ -37,7 +37,7 @@ def run(model, scenario, group, progress):
     group.put("frequencies", frequencies, "Hz", "elastic natural frequencies, ascending")
     group.put("mode_shapes", result.shapes, "mixed (m, rad)",
               "mass-normalised mode shapes, one column per mode, in the generalized "
-              "velocity coordinates")
+              "velocity coordinates; sign: each column's entry of largest magnitude positive")
     group.put("body_energy", result.body_energy, "1",
               "kinetic-energy fraction of each body (columns, see attribute body_names) "
               "in each mode (rows)")

@@ -25,7 +25,7 @@ from sim.kernels.pose import pose_terms
 from sim.model.assembly import SINGULAR_RATIO
 from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
-from sim.solvers.modal import modes
+from sim.solvers.modal import modes, signs
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, definite, mass_product, solver, solver_address
@@ -45,7 +45,8 @@ class Frame:
     omega : ndarray, shape (r,)
         Lowest elastic circular frequencies [rad/s].
     shapes : ndarray, shape (n_v, r)
-        Their mass-normalised shapes ``Phi`` (constrained subspace, actuators locked).
+        Their mass-normalised shapes ``Phi`` (constrained subspace, actuators locked), with
+        the signs of :func:`_orient` along a motion.
     mass_shapes : ndarray, shape (n_v, r)
         ``M Phi`` with the mass matrix of this instant: the mass projection onto these modes
         (``eta = Phi^T M u``) needs no more of ``M``.
@@ -448,7 +449,26 @@ class FramePool:
         for _, _, future in self.tasks:
             if not future.cancelled():   # the others were done here
                 future.result()
-        return self.frames
+        return _orient(self.frames)
+
+
+def _orient(frames):
+    """``frames`` with the signs of their modes fixed, in place (``shapes`` and
+    ``mass_shapes``), frame after frame by :func:`sim.solvers.modal.signs` with the previous
+    frame's shapes: a mode that is the previous frame's keeps its sign, another has its
+    largest entry positive, so that a mode and KED's modal coordinate do not change sign
+    along the motion where the solver's would (the subspace's Ritz vectors, a fresh start at
+    each chunk).  A sequential pass once every frame is in: the signs depend on the frames
+    only, not on the threads that computed them.  Frames left unfilled (no positive
+    stiffness, for :func:`_stable` to report) are skipped, and the next starts afresh."""
+    shapes, mass_shapes = frames.shapes, frames.mass_shapes
+    filled = frames.omega[:, 0] > 0 if frames.omega.shape[1] else np.zeros(len(frames), dtype=bool)
+    for k in np.flatnonzero(filled):
+        previous = shapes[k - 1] if k and filled[k - 1] else None
+        s = signs(shapes[k], mass_shapes[k], previous)
+        shapes[k] *= s
+        mass_shapes[k] *= s
+    return frames
 
 
 def _stable(frames, times):

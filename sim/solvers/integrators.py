@@ -1531,8 +1531,10 @@ class GeneralizedAlpha:
             k0 = self.n_steps
             chunk = min(self._chunk, count - taken)
             if self.schedule is not None:
-                # Each step uses D at its start: the chunk ends where the schedule changes.
-                starts = self.t + sch.h * np.arange(chunk)
+                # Each step uses D at its start: the chunk ends where the schedule changes, the
+                # starts summed as the loop sums its time (t += h), so that D changes on the same
+                # step however the steps are split into calls (t + k h rounds otherwise).
+                starts = np.add.accumulate(np.r_[self.t, np.full(chunk - 1, sch.h)])
                 index = np.searchsorted(self.schedule.times, starts, side="right")
                 chunk = max(1, int(np.count_nonzero(index == index[0])))
                 self.schedule.at(self.t)

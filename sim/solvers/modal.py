@@ -33,6 +33,10 @@ from sim.solvers.blocks import BLOCK_MIN, PIVOT_RTOL
 PARTITION_RTOL = 1e-3  # reference-coordinate rows at least this well conditioned (pivoted-QR diagonal
 #                        ratio): elastic coordinates independent; the basis's condition number then
 #                        stays near that of those rows, keeping the eigenvalues at round-off level
+SIGN_TIE_RTOL = 1e-6   # entries within this fraction of a shape's largest magnitude are tied with it
+#                        (signs: the first of them decides; a symmetric structure's equal entries
+#                        differ by round-off)
+SAME_MODE = 0.5        # mass-weighted MAC above which a mode along a path is the previous instant's (signs)
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,12 @@ class ModalResult:
     omega : ndarray, shape (k,)
         The same in rad/s.
     shapes : ndarray, shape (n_v, k)
-        Mass-normalised mode shapes (``shapes.T @ M @ shapes = 1``) in velocity coordinates.
+        Mass-normalised mode shapes (``shapes.T @ M @ shapes = 1``) in velocity coordinates,
+        each with its entry of largest magnitude positive (:func:`signs`).
     rigid_count : int
         Number of free (rigid-body) motions, not among the elastic modes.
     rigid_shapes : ndarray, shape (n_v, rigid_count)
+        Mass-normalised, signs as ``shapes``.
     body_energy : ndarray, shape (k, n_bodies)
         Share of each body in the modal kinetic energy (rows sum to 1).
     body_strain_energy : ndarray, shape (k, n_bodies)
@@ -66,6 +72,30 @@ class ModalResult:
     body_energy: np.ndarray
     body_strain_energy: np.ndarray
     q: np.ndarray
+
+
+def signs(shapes, mass_shapes=None, previous=None):
+    """The sign convention of mode shapes: ``+1.0`` or ``-1.0`` (..., r) per column of
+    ``shapes`` (..., n, r), which makes the column's entry of largest magnitude positive (the
+    first of the entries within :data:`SIGN_TIE_RTOL` of it, so that round-off between equal
+    entries does not decide; a zero column: ``+1``).  Along a path, with the ``previous``
+    instant's shapes (..., n, r; already signed) and ``mass_shapes = M shapes`` of this one
+    (mass-normalised both): the previous shape's sign instead where a mode is the same mode
+    (their mass-weighted MAC ``(previous^T M shapes)^2`` above :data:`SAME_MODE`), so that a
+    mode does not change sign along the path where its largest entry moves.
+
+    Eigensolvers leave the sign arbitrary; multiplied by these, a flipped column comes out
+    the same, bitwise (negation is exact).  The shapes of a degenerate pair (equal
+    frequencies) are any basis of their plane: the sign alone does not fix them."""
+    A = np.abs(shapes)
+    top = A.max(axis=-2, keepdims=True, initial=0.0)
+    first = np.argmax(A >= (1.0 - SIGN_TIE_RTOL) * top, axis=-2)
+    lead = np.take_along_axis(shapes, first[..., None, :], axis=-2)[..., 0, :]
+    s = np.where(lead < 0, -1.0, 1.0)
+    if previous is None:
+        return s
+    c = np.einsum("...ir,...ir->...r", previous, mass_shapes)
+    return np.where(c * c > SAME_MODE, np.where(c < 0, -1.0, 1.0), s)
 
 
 def constraint_jacobian(model, q, locked=True, ms=None):
@@ -153,9 +183,11 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     else:
         lam, X = np.zeros(0), np.zeros((n_el, 0))
     elastic = NY @ X
+    elastic *= signs(elastic)
     rigid = N @ Z
     if n_rigid:   # mass-normalise the free motions too
         rigid = rigid @ np.linalg.inv(np.linalg.cholesky(rigid.T @ M @ rigid)).T
+        rigid *= signs(rigid)
     omega = np.sqrt(np.maximum(lam, 0.0))
     if energies:
         kin, strain = body_energies(model, q, elastic, M)

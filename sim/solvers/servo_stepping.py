@@ -49,6 +49,7 @@ import numpy as np
 from sim.errors import SimError
 from sim.solvers import closed_loop as sv
 from sim.solvers.damping import Schedule, schedule
+from sim.solvers.modal import signs
 
 FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
 
@@ -66,7 +67,8 @@ class ServoFrames:
     omega : ndarray, shape (n, r)
         Undamped circular frequencies of the robot held by its servo springs [rad/s].
     shapes, mass_shapes : ndarray, shape (n, n_x, r)
-        Their mass-normalised shapes ``Psi`` and ``M~ Psi`` (``eta = Psi^T M~ u``).
+        Their mass-normalised shapes ``Psi`` and ``M~ Psi`` (``eta = Psi^T M~ u``), signed
+        along the motion by :func:`sim.solvers.modal.signs`.
     damping : ndarray, shape (n, r, r)
         ``Psi^T C_c Psi`` (plus ``eta omega`` on the diagonal).
     integral : ndarray, shape (n, r, ny)
@@ -189,6 +191,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     elastic = np.asarray(model.v_elastic, dtype=int)
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
+    previous = None     # the last instant's signed shapes
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
@@ -222,6 +225,10 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         psi = ext(Phi)
         mpsi = np.concatenate([e.M @ psi[:n_v] + Jr.T @ (inertia[rigid, None] * (Jr @ psi[:n_v])),
                                inertia[comp, None] * psi[n_v:]])
+        # The modes' signs (sim.solvers.modal.signs): the previous instant's where a mode is
+        # the same mode, else the largest entry positive; before anything else is formed from them.
+        sign = signs(psi, mpsi, previous)
+        Phi, psi, mpsi, previous = Phi * sign, psi * sign, mpsi * sign, psi * sign
         acc = motion.actuators_ddot[k]
         load = np.concatenate([e.Q - e.M @ motion.a[k] + Jr.T @ (forcing[k, rigid] - inertia[rigid] * acc[rigid]),
                                forcing[k, comp] - inertia[comp] * acc[comp]])
