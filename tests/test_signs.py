@@ -120,3 +120,23 @@ def test_servo_frames_keep_each_modes_sign():
         same = c * c > SAME_MODE
         assert (c[same] > 0).all() and (_lead(frames.shapes[k])[~same] > 0).all(), k
         np.testing.assert_allclose(frames.shapes[k].T @ frames.mass_shapes[k], np.eye(6), atol=1e-9)
+
+
+def test_complex_shapes_come_out_the_same_whatever_their_phase():
+    """``phased``: complex shapes multiplied by any factors come out the same (to round-off),
+    unit norm, each leading entry real and positive; two entries equal in magnitude to
+    round-off: the first decides, whichever is larger by a few ulps; a zero column stays zero."""
+    from sim.solvers.modal import phased
+
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(7, 4)) + 1j * rng.normal(size=(7, 4))
+    Z[:, 3] = 0.0
+    a = phased(Z)
+    b = phased(Z * (rng.uniform(0.1, 10.0, 4) * np.exp(2j * np.pi * rng.uniform(size=4))))
+    np.testing.assert_allclose(a, b, atol=1e-14)
+    np.testing.assert_allclose(np.linalg.norm(a[:, :3], axis=0), 1.0, rtol=1e-14)
+    lead = _lead(a[:, :3])
+    assert np.all(np.abs(lead.imag) < 1e-15) and np.all(lead.real > 0)
+    assert not a[:, 3].any()
+    tie = np.array([[1.0 + 0j], [-1.0j * (1 + 1e-15)]])     # the second larger by round-off
+    np.testing.assert_allclose(phased(tie)[:, 0], np.array([1.0, -1.0j]) / np.sqrt(2), atol=1e-15)

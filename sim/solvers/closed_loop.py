@@ -362,7 +362,8 @@ class Modes:
     real_roots : ndarray, shape (j,)
         Real eigenvalues [1/s] (overdamped motions, integral loops; zeros: free motions).
     shapes : ndarray, complex, shape (m, k)
-        Coordinate parts of the eigenvectors, unit norm, largest entry real.
+        Coordinate parts of the eigenvectors, unit norm, largest entry real and positive
+        (:func:`sim.solvers.modal.phased`).
     """
 
     eigenvalues: np.ndarray
@@ -382,9 +383,8 @@ def modes(closed):
     order = np.flatnonzero(pair)[np.argsort(np.abs(lam[pair]))]
     shapes = V[:closed.m, order]
     if closed.m:
-        shapes = shapes / np.maximum(np.linalg.norm(shapes, axis=0), 1e-300)
-        big = shapes[np.argmax(np.abs(shapes), axis=0), np.arange(order.size)]
-        shapes = shapes * (np.abs(big) / np.where(big == 0, 1, big))
+        from sim.solvers.modal import phased
+        shapes = phased(shapes)
     mag = np.abs(lam[order])
     return Modes(lam[order], mag / (2 * np.pi), -lam[order].real / np.maximum(mag, 1e-300),
                  np.sort(lam[real].real), shapes)

@@ -425,7 +425,8 @@ class ComplexModes:
     ratios : ndarray, shape (k,)
         ``-Re lambda_r / |lambda_r|`` (viscous ratio; ~eta/2 for structural damping).
     shapes : ndarray, shape (n, k)
-        Displacement part of the right eigenvectors, unit-norm, largest entry real.
+        Displacement part of the right eigenvectors, unit-norm, largest entry real and positive
+        (:func:`sim.solvers.modal.phased`).
     """
 
     eigenvalues: np.ndarray
@@ -475,10 +476,9 @@ def from_eigenpairs(lam, Z):
     # One of each conjugate pair: Im > 0.
     keep = np.where(lam.imag > 1e-9 * np.abs(lam).max(initial=1.0))[0]
     order = keep[np.argsort(np.abs(lam[keep].imag))]
-    lam, shapes = lam[order], np.asarray(Z, dtype=complex)[:, order]
-    shapes = shapes / np.linalg.norm(shapes, axis=0)
-    big = shapes[np.argmax(np.abs(shapes), axis=0), np.arange(shapes.shape[1])]
-    shapes = shapes * (np.abs(big) / big)
+    from sim.solvers.modal import phased
+
+    lam, shapes = lam[order], phased(np.asarray(Z, dtype=complex)[:, order])
     mag = np.abs(lam)
     return ComplexModes(eigenvalues=lam, frequencies_hz=mag / (2 * np.pi), damped_hz=np.abs(lam.imag) / (2 * np.pi),
                         ratios=-lam.real / np.maximum(mag, 1e-300), shapes=shapes)

@@ -98,6 +98,19 @@ def signs(shapes, mass_shapes=None, previous=None):
     return np.where(c * c > SAME_MODE, np.where(c < 0, -1.0, 1.0), s)
 
 
+def phased(shapes):
+    """Complex mode shapes (n, r) scaled to unit norm, each column's leading entry real and
+    positive (the first of the entries within :data:`SIGN_TIE_RTOL` of the largest magnitude,
+    as :func:`signs` takes for real shapes; a zero column is left zero): the phase
+    convention of damped modes, whose eigenvectors any complex factor leaves eigenvectors."""
+    shapes = np.asarray(shapes, dtype=complex)
+    shapes = shapes / np.maximum(np.linalg.norm(shapes, axis=0), 1e-300)
+    A = np.abs(shapes)
+    first = np.argmax(A >= (1.0 - SIGN_TIE_RTOL) * A.max(axis=0, initial=0.0), axis=0)
+    lead = shapes[first, np.arange(shapes.shape[1])]
+    return shapes * (np.abs(lead) / np.where(lead == 0, 1, lead))
+
+
 def constraint_jacobian(model, q, locked=True, ms=None):
     """Constraint Jacobian (n_c, n_v) of the joints, plus the rigid actuators' rows when
     ``locked`` (their targets are the current values, so one evaluation of the primitives
