@@ -107,6 +107,33 @@ def test_reference_samples_on_the_breaks_keep_sixth_order_through_a_move():
     assert reference_times(1.0, 0.01, [0.5, 0.5 + 1e-12])[0].size == 101   # a break twice: one sample
 
 
+def test_the_drive_law_holds_a_trapezoidal_profiles_acceleration_jumps():
+    """A trapezoidal move's acceleration jumps at its knots, which are samples: with the
+    acceleration from each side there (``s_ddot`` the right limits, ``s_ddot_left`` the left
+    ones), the drive law is exact on each side (the profile is piecewise quadratic) and its
+    error estimate is round-off; with one value at each knot the law is off next to every
+    knot and the estimate says so."""
+    from sim.analyses.transient import reference_times
+    from sim.solvers.moves import profile_knots, profile_law
+
+    T, duration, t0 = 0.3, 0.5, 0.1003
+    law = profile_law("trapezoidal", T)
+    knots = t0 + profile_knots("trapezoidal", T)
+    t, edges = reference_times(duration, 5e-3, knots)
+    s = np.column_stack(law(t - t0))
+    left = s[:, 2:].copy()
+    left[edges[1:-1], 0] = law(t[edges[1:-1]] - t0 - 1e-12)[2]
+    s[edges[1:-1], 2] = law(t[edges[1:-1]] - t0 + 1e-12)[2]   # the law at a knot: either side (its instant rounds)
+    assert np.abs(left - s[:, 2:]).max() > 1.0                 # the jumps (20 / s^2 here)
+    fine = np.linspace(0.0, duration, 20001)
+    exact = law(fine - t0)[0]
+    both = hermite_law(t, s[:, :1], s[:, 1:2], s[:, 2:], left)(fine)[0][:, 0]
+    one = hermite_law(t, s[:, :1], s[:, 1:2], s[:, 2:])(fine)[0][:, 0]
+    assert np.abs(both - exact).max() < 1e-14
+    assert hermite_error(t, s[:, 2:], edges, left) < 1e-13
+    assert np.abs(one - exact).max() > 1e-7 and hermite_error(t, s[:, 2:], edges) > 1e-8
+
+
 def test_circle_ramp_rates_are_the_derivatives():
     """The ramped phase: rates are the derivatives (central differences), the rate reaches
     omega at T with zero acceleration, position continuous through T."""

@@ -61,6 +61,7 @@ REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (at most)
 REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
 REFERENCE_TOL = 1e-11     # rad or m: largest interpolation error of the drive law (quintic Hermite)
 REFERENCE_MAX_SAMPLES = 200_001
+BREAK_RTOL = 1e-12         # a law's acceleration just before a break: this much of its duration before
 REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (quintic Hermite)
 FIELDS = ("axial", "transverse_y", "transverse_z")
 
@@ -176,10 +177,13 @@ def elastic_state(model, spec, where):
     return q_f, v_f
 
 
-def hermite_law(t, s, s_dot, s_ddot):
+def hermite_law(t, s, s_dot, s_ddot, s_ddot_left=None):
     """``law(x) -> (s, s_dot, s_ddot)`` from samples of a motion and its two rates: piecewise
     quintic Hermite interpolation, exact (to all three) at the samples, so that the drive
     starts from the rigid motion's own state, and C2 in between; error ``h^6 |s^(6)| / 46080``.
+    ``s_ddot_left`` (m, n), optional: the accelerations as limits from the left, for the
+    intervals' right ends (default ``s_ddot``), where the motion's acceleration jumps at a
+    sample (a trapezoidal profile's knots: the law is then C1 there, and exact on each side).
 
     Each interval's quintic in ``u = (x - t_i) / h_i`` has the coefficients ``c_0 .. c_2`` of
     its left end and ``c_3 .. c_5`` that meet the right end's value and rates; beyond the
@@ -196,10 +200,11 @@ def hermite_law(t, s, s_dot, s_ddot):
     t = np.asarray(t, dtype=float)
     h = np.diff(t)[:, None]
     s, s_dot, s_ddot = (np.asarray(x, dtype=float) for x in (s, s_dot, s_ddot))
+    right = s_ddot if s_ddot_left is None else np.asarray(s_ddot_left, dtype=float)
     c0, c1, c2 = s[:-1], h * s_dot[:-1], 0.5 * h * h * s_ddot[:-1]
     A = s[1:] - c0 - c1 - c2                    # what c_3 + c_4 + c_5 must add at u = 1
     B = h * s_dot[1:] - c1 - 2 * c2
-    C = h * h * s_ddot[1:] - 2 * c2
+    C = h * h * right[1:] - 2 * c2
     c = np.stack([c0, c1, c2, 10 * A - 4 * B + 0.5 * C, -15 * A + 7 * B - C, 6 * A - 3 * B + 0.5 * C])
 
     def law(x):
@@ -215,20 +220,47 @@ def hermite_law(t, s, s_dot, s_ddot):
     return law
 
 
-def hermite_error(t, s_ddot, edges=None):
+def hermite_error(t, s_ddot, edges=None, s_ddot_left=None):
     """Estimated largest interpolation error of :func:`hermite_law` on samples ``t`` uniform
     between the sample indices ``edges`` (ascending, first 0 and last ``len(t) - 1``; default:
     uniform throughout): ``h^6 |s^(6)| / 46080``, with ``s^(6)`` from the fourth differences of
-    ``s_ddot`` within each piece, times 2 (the differences underestimate the derivative where
-    the samples are coarse)."""
+    ``s_ddot`` within each piece (its last sample's from ``s_ddot_left``, where given), times 2
+    (the differences underestimate the derivative where the samples are coarse)."""
     edges = [0, len(t) - 1] if edges is None else edges
+    left = s_ddot if s_ddot_left is None else s_ddot_left
     error = 0.0
     for i, j in zip(edges[:-1], edges[1:]):
         if j - i < 4:
             return np.inf
         h = t[i + 1] - t[i]
-        error = max(error, 2.0 * h**2 * np.abs(np.diff(s_ddot[i:j + 1], 4, axis=0)).max() / 46080.0)
+        piece = np.concatenate([s_ddot[i:j], left[j:j + 1]])
+        error = max(error, 2.0 * h**2 * np.abs(np.diff(piece, 4, axis=0)).max() / 46080.0)
     return error
+
+
+def one_sided_accelerations(ev, trajectory, times, rows, motion):
+    """The actuators' accelerations (n, n_a) of the rigid ``motion`` at ``times`` as limits from
+    the right and from the left: at the samples ``rows`` (a law's breaks, where a profile's
+    acceleration may jump), those of the rigid robot on the same configuration and velocity
+    with the law's acceleration just after and just before (the law at a break itself may
+    give either side: the break's instant is a sum that rounds); elsewhere the motion's own."""
+    from sim.solvers.motion import rigid_motion
+    from sim.solvers.trajectory import Trajectory
+
+    right = np.array(motion.actuators_ddot, dtype=float)
+    left = right.copy()
+    delta = BREAK_RTOL * max(times[-1], 1.0)
+    for out, shift in ((right, delta), (left, -delta)):
+        def law(t, shift=shift):
+            x, x_dot, _ = trajectory(t)
+            return x, x_dot, trajectory(t + shift)[2]
+
+        side = Trajectory(trajectory.kind, trajectory.duration, law)
+        for k in rows:
+            # Each from its own configuration: the breaks are apart, a continuation across
+            # them could change branch.
+            out[k] = rigid_motion(ev, side, times[k:k + 1], q_start=motion.q[k], condition=False).actuators_ddot[0]
+    return right, left
 
 
 def reference_times(duration, h, breaks=()):
@@ -324,11 +356,12 @@ def reference(model, scenario, table, progress, ev):
         bar = progress(len(times), "rigid reference")
         motion = rigid_motion(ev, trajectory, times, progress=bar, condition=False)
         bar.close()
-        error = hermite_error(times, motion.actuators_ddot, edges)
+        right, left = one_sided_accelerations(ev, trajectory, times, edges[1:-1], motion)
+        error = hermite_error(times, right, edges, left)
         if error <= REFERENCE_TOL or h <= finest:
             break
         h = max(finest, h / (1.2 * (error / REFERENCE_TOL) ** (1 / 6)))
-    law = hermite_law(times, motion.actuators, motion.actuators_dot, motion.actuators_ddot)
+    law = hermite_law(times, motion.actuators, motion.actuators_dot, right, left)
     torque = None
     if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
         from sim.solvers.reactions import actuator_forces
