@@ -236,6 +236,7 @@ PATTERN_CASES = {
     # name: model file, parameters, step [s], drive: what each exercises
     "rrru3 free, modal damping": ("models/rrru3.py", {"elements_per_link": 8}, 2e-4, "free"),
     "rrru3 servo torques": ("models/rrru3.py", {"elements_per_link": 8}, 2e-4, "torque"),
+    "rrru3 free, material damping": ("models/rrru3.py", {"elements_per_link": 8}, 2e-4, "free"),
     "spin-up, stiffening": ("models/spinup_beam.py", {"elements": 12}, 2e-4, "free"),
     "slider-crank 3D, stiffening": ("models/slider_crank.py", {"elements": 16, "planar": False, "stiffening": True},
                                     5e-5, "free"),
@@ -256,7 +257,9 @@ def test_jacobian_pattern_holds_the_dense_correction(name):
     ev = Evaluator(model)
     drive = (Drive("torque", reference=_held(ev, model.q_home), kp=200.0, kd=5.0, ki=1.0) if kind == "torque" else
              Drive("prescribed", reference=_held(ev, model.q_home)) if kind == "prescribed" else Drive("free"))
-    damping = _schedule(model) if "modal" in name else None
+    # a constant damping matrix D (Q -= D v) on the bodies' blocks: dQ/dv less D on the stores
+    damping = _schedule(model) if "modal" in name else \
+        1e-3 * ev.evaluate(model.q_home, np.zeros(model.n_v)).M if "material" in name else None
     v0 = _start(model, ev) if kind == "free" else np.zeros(model.n_v)
     runs = {}
     for solver in ("dense", "block"):

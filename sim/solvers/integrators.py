@@ -1431,8 +1431,10 @@ class GeneralizedAlpha:
             # factorisation the steps take, so that the two start alike)
             x = saddle_lstsq(self._mass_blocks(), bodies, J, J_s, sch.inertia, -w.r)
         else:
-            import scipy.linalg
-            M = scipy.linalg.block_diag(*self._mass_blocks()) if w.Ms.values.size else w.M
+            M = w.M
+            if w.Ms.values.size:     # (scipy.linalg only there: a small run does without it)
+                import scipy.linalg
+                M = scipy.linalg.block_diag(*self._mass_blocks())
             M = M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
             A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
             x = lstsq(A, -w.r, cond=np.finfo(float).eps)
@@ -1520,7 +1522,12 @@ class GeneralizedAlpha:
 
     def compile(self):
         """Compile, or load from numba's cache, the step loop without taking a step (the
-        evaluator may hold types only: :class:`sim.model.evaluator.Evaluator` ``load=False``)."""
+        evaluator may hold types only: :class:`sim.model.evaluator.Evaluator` ``load=False``),
+        and on the block path the evaluation on stores, which the loop calls (a process that
+        compiles the loops for another, :mod:`sim.app.parallel_compile`, takes it off that
+        one's hands)."""
+        if self.state.pattern.ptr.size:
+            store_address(self.ev.ref)
         compile_for(_run, *self._arguments(ADVANCE, self.samples(1), 1, 0, 1, 1))
 
     def advance(self, count, out=None, every=0, total=None, progress=None):
