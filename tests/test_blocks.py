@@ -161,9 +161,10 @@ def _arrays(x):
 def test_integrator_memory_on_the_block_path():
     """The integrator's arrays on the block path (3-RRRU, 8 elements per link, modal damping as
     a low-rank term): no square array of the unknowns (the iteration matrix and its correction
-    on their structure, the factors by blocks), two of the velocity coordinates (M and dQ/dv:
-    no tangent stiffness in this model), the rest linear in the coordinates (at most 200 x
-    (n_v + n_c) entries each: rows, low-rank factors, band and coupling blocks, the structure),
+    on their structure, the factors by blocks) nor of the velocity coordinates (M and dQ/dv on
+    that structure too; no tangent stiffness in this model), the rest linear in the coordinates
+    (at most 200 x (n_v + n_c) entries each: rows, low-rank factors, band and coupling blocks,
+    the structure, the positions the evaluation writes M and dQ/dv at),
     and the Schur complement's room on the border, which does not grow with them; the damping
     schedule forms no dense D."""
     model = load_model("models/rrru3.py", {"elements_per_link": 8})
@@ -171,10 +172,12 @@ def test_integrator_memory_on_the_block_path():
     g = _run(model, "auto", 3, damping)
     st, w = g.state, g.work
     m, n_v = w.r.size, model.n_v
-    assert m >= blocks.BLOCK_MIN and g.n_blocked == g.n_factorizations >= 1 and w.Kt.size == 0
+    assert m >= blocks.BLOCK_MIN and g.n_blocked == g.n_factorizations >= 1 and w.Ks.values.size == 0
     arrays = [a for a in _arrays(st + w) if a is not st.blocks.schur]
     square = sorted((a.shape for a in arrays if a.ndim == 2 and min(a.shape) >= n_v), reverse=True)
-    assert square == [(n_v, n_v), (n_v, n_v)], square
+    assert square == [], square
+    assert w.M.size == w.G.size == w.Kt.size == 0
+    assert w.Ms.values.size == w.Gs.values.size == st.pattern.rows.size
     assert st.delta.size == 0 and w.known.size == 0 and st.lu.size == 4 and st.pattern.values.size
     rest = [a for a in arrays if not (a.ndim == 2 and min(a.shape) >= n_v)]
     assert max(a.size for a in rest) <= 200 * m, max((a.size, a.shape) for a in rest)
@@ -204,8 +207,10 @@ def test_saddle_lstsq_is_the_dense_lstsq():
     rng = np.random.default_rng(3)
     b = rng.normal(size=model.n_v + J.shape[0])
     b[-1] = b[model.n_v]                        # consistent with the repeated row
-    x = blocks.saddle_lstsq(w.M, (t.body_v, t.body_nf), J, J_s, inertia, b)
-    A = np.block([[w.M + (J_s.T * inertia) @ J_s, J.T], [J, np.zeros((J.shape[0],) * 2)]])
+    M_b = g._mass_blocks()
+    x = blocks.saddle_lstsq(M_b, (t.body_v, t.body_nf), J, J_s, inertia, b)
+    M = scipy.linalg.block_diag(*M_b)
+    A = np.block([[M + (J_s.T * inertia) @ J_s, J.T], [J, np.zeros((J.shape[0],) * 2)]])
     ref = scipy.linalg.lstsq(A, b)[0]
     n = model.n_v
     # As accurate as the dense solve (its residual), the same solution to the condition's
@@ -231,6 +236,7 @@ PATTERN_CASES = {
     # name: model file, parameters, step [s], drive: what each exercises
     "rrru3 free, modal damping": ("models/rrru3.py", {"elements_per_link": 8}, 2e-4, "free"),
     "rrru3 servo torques": ("models/rrru3.py", {"elements_per_link": 8}, 2e-4, "torque"),
+    "rrru3 free, material damping": ("models/rrru3.py", {"elements_per_link": 8}, 2e-4, "free"),
     "spin-up, stiffening": ("models/spinup_beam.py", {"elements": 12}, 2e-4, "free"),
     "slider-crank 3D, stiffening": ("models/slider_crank.py", {"elements": 16, "planar": False, "stiffening": True},
                                     5e-5, "free"),
@@ -251,7 +257,9 @@ def test_jacobian_pattern_holds_the_dense_correction(name):
     ev = Evaluator(model)
     drive = (Drive("torque", reference=_held(ev, model.q_home), kp=200.0, kd=5.0, ki=1.0) if kind == "torque" else
              Drive("prescribed", reference=_held(ev, model.q_home)) if kind == "prescribed" else Drive("free"))
-    damping = _schedule(model) if "modal" in name else None
+    # a constant damping matrix D (Q -= D v) on the bodies' blocks: dQ/dv less D on the stores
+    damping = _schedule(model) if "modal" in name else \
+        1e-3 * ev.evaluate(model.q_home, np.zeros(model.n_v)).M if "material" in name else None
     v0 = _start(model, ev) if kind == "free" else np.zeros(model.n_v)
     runs = {}
     for solver in ("dense", "block"):
@@ -359,3 +367,54 @@ def test_mass_product_by_pattern_is_the_dense_sum():
     np.testing.assert_array_equal(y, dense)
     np.testing.assert_allclose(y, M @ x, rtol=0, atol=1e-13 * np.abs(M @ x).max())
     assert np.abs(product(M, ffs, starts, x, True) - dense).max() > 1e-6 * np.abs(dense).max()
+
+
+STORE_CASES = {
+    # name: model file, parameters, targets for the compliant actuators: what each exercises
+    "rrru3": ("models/rrru3.py", {"elements_per_link": 8}, False),
+    "spin-up, stiffening": ("models/spinup_beam.py", {"elements": 12}, False),
+    "slider-crank 3D, stiffening": ("models/slider_crank.py", {"elements": 16, "planar": False, "stiffening": True},
+                                    False),
+    "pss6 compliant drives": ("models/pss6.py", {"elements_per_strut": 8}, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STORE_CASES))
+def test_evaluation_on_stores_is_the_dense_one(name):
+    """The evaluation writing M, dQ/dv and K_t on their stores (the transient's block path)
+    against the dense one at a deformed, moving state: every entry equal (bitwise: the same
+    operations), nothing of the dense ones off the structure, Q and the rows the same."""
+    from sim.kernels.common import by_reference
+    from sim.kernels.equations import evaluate
+    path, params, pulled = STORE_CASES[name]
+    model = load_model(path, params)
+    ev = Evaluator(model)
+    t, n_v, n_rows = ev.tables, ev.n_v, ev.n_rows
+    kept = np.arange(ev.n_joint)
+    m = n_v + kept.size
+    pat = blocks.pattern(t, kept, np.zeros((0, 0)), m, blocks.blocks(t.body_v, t.body_nf, m).ranges)
+    assert pat.ptr.size == m + 1
+    stores = blocks.stores(t, pat, True)
+    rng = np.random.default_rng(2)
+    q = model.q_home + 1e-3 * rng.normal(size=model.q_home.size)     # elastic coordinates too
+    v = rng.normal(size=n_v)
+    targets = 0.01 * rng.normal(size=n_rows - ev.n_joint) if pulled else np.zeros(0)
+    assert not pulled or t.ca_idx.size
+
+    def out(M, G, Kt):
+        return (M, np.zeros(n_v), np.zeros(0), np.zeros(n_rows), np.zeros((n_rows, n_v)), np.zeros(n_rows), G,
+                np.zeros((n_rows, n_v)), Kt)
+    dense = out(*(np.zeros((n_v, n_v)) for _ in range(3)))
+    held = out(*(by_reference(s) for s in stores))
+    for x in (dense, held):
+        evaluate(q, v, ev.ref, ev.data_ref, x, targets, (True, True, False, True))
+    cols = np.repeat(np.arange(m), np.diff(pat.ptr))
+    on = (pat.rows < n_v) & (cols < n_v)
+    for A, S in zip((dense[0], dense[6], dense[8]), stores):
+        B = np.zeros((n_v, n_v))
+        B[pat.rows[on], cols[on]] = S.values[on]
+        assert np.array_equal(A, B), np.abs(A - B).max()
+        assert not S.values[~on].any()
+    assert np.abs(dense[8]).max() > 0 or name == "rrru3"
+    for k in (1, 3, 4, 5, 7):
+        assert np.array_equal(dense[k], held[k])

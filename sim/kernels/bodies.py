@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from sim.kernels.frames import quat_R_into
+from sim.kernels.store import add, put, put_ff, put_w, writer
 
 
 class Group(NamedTuple):
@@ -55,7 +56,8 @@ def scratch_size(n):
 
 @njit(cache=True)
 def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
-    """Write the mass blocks and forces of one body :class:`Group` into M (n_v, n_v) and Q (n_v,).
+    """Write the mass blocks and forces of one body :class:`Group` into M (n_v, n_v; an array or a
+    :class:`sim.kernels.store.Store`, as ``G``) and Q (n_v,).
 
     Same formulas as :func:`sim.model.dynamics.mass_and_forces`; scalar loops, the 3-vectors
     and 3 x 3 matrices on views of ``scratch`` (at least :func:`scratch_size`: temporaries
@@ -70,6 +72,7 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
     # Field by field (``group`` is a record in compiled loops: one reference count per field read).
     q_start, v_start, mass, S, T_nz, T_val = group.q_start, group.v_start, group.mass, group.S, group.T_nz, group.T_val
     Jrot, Grot, Mff, Kff, ff = group.Jrot, group.Grot, group.Mff, group.Kff, group.ff
+    Mw, Gw = writer(M), writer(G)     # what the writes go through (sim.kernels.store)
     g_count = q_start.size
     n = Mff.shape[1]
     rest = Q0.size > 0
@@ -140,18 +143,18 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
         # translation-rotation block: -R skew(s), column c = R (e_c x s)
         for i in range(3):
             Ri0, Ri1, Ri2 = R[i, 0], R[i, 1], R[i, 2]
-            M[vs + i, vs + i] = m_b
+            put(Mw, vs + i, vs + i, m_b)
             rs0 = Ri2 * s[1] - Ri1 * s[2]
             rs1 = Ri0 * s[2] - Ri2 * s[0]
             rs2 = Ri1 * s[0] - Ri0 * s[1]
-            M[vs + i, vs + 3] = rs0
-            M[vs + i, vs + 4] = rs1
-            M[vs + i, vs + 5] = rs2
-            M[vs + 3, vs + i] = rs0
-            M[vs + 4, vs + i] = rs1
-            M[vs + 5, vs + i] = rs2
+            put(Mw, vs + i, vs + 3, rs0)
+            put(Mw, vs + i, vs + 4, rs1)
+            put(Mw, vs + i, vs + 5, rs2)
+            put(Mw, vs + 3, vs + i, rs0)
+            put(Mw, vs + 4, vs + i, rs1)
+            put(Mw, vs + 5, vs + i, rs2)
             for j in range(3):
-                M[vs + 3 + i, vs + 3 + j] = Ith[i, j]
+                put(Mw, vs + 3 + i, vs + 3 + j, Ith[i, j])
         # w x (w x s) + 2 w x (S_f q_f_dot), rotated to the world: the translational forces
         x0 = w1 * s[2] - w2 * s[1]
         x1 = w2 * s[0] - w0 * s[2]
@@ -181,7 +184,7 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
         trP = P[0, 0] + P[1, 1] + P[2, 2]
         if n == 0:
             if with_G:
-                group_velocity(b, vs, group, (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd), trP, v, G)
+                group_velocity(b, vs, group, (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd), trP, v, Gw)
             continue
         for i in range(3):
             PTw_i = P[0, i] * w0 + P[1, i] * w1 + P[2, i] * w2
@@ -194,24 +197,24 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
             S0, S1, S2 = S[b, 0, f + 1], S[b, 1, f + 1], S[b, 2, f + 1]
             for i in range(3):
                 rsf = R[i, 0] * S0 + R[i, 1] * S1 + R[i, 2] * S2
-                M[vs + i, vs + 6 + f] = rsf
-                M[vs + 6 + f, vs + i] = rsf
+                put(Mw, vs + i, vs + 6 + f, rsf)
+                put(Mw, vs + 6 + f, vs + i, rsf)
             m0 = Grot[b, 0, f] + Tz[2, 1, f + 1] - Tz[1, 2, f + 1]
             m1 = Grot[b, 1, f] + Tz[0, 2, f + 1] - Tz[2, 0, f + 1]
             m2 = Grot[b, 2, f] + Tz[1, 0, f + 1] - Tz[0, 1, f + 1]
-            M[vs + 3, vs + 6 + f] = m0
-            M[vs + 4, vs + 6 + f] = m1
-            M[vs + 5, vs + 6 + f] = m2
-            M[vs + 6 + f, vs + 3] = m0
-            M[vs + 6 + f, vs + 4] = m1
-            M[vs + 6 + f, vs + 5] = m2
+            put(Mw, vs + 3, vs + 6 + f, m0)
+            put(Mw, vs + 4, vs + 6 + f, m1)
+            put(Mw, vs + 5, vs + 6 + f, m2)
+            put(Mw, vs + 6 + f, vs + 3, m0)
+            put(Mw, vs + 6 + f, vs + 4, m1)
+            put(Mw, vs + 6 + f, vs + 5, m2)
             # The elastic block's nonzeros (its other entries of M stay zero from the start).
             acc = S0 * gB[0] + S1 * gB[1] + S2 * gB[2]
             for j in range(ff.shape[1]):
                 e = ff[f, j]
                 if e < 0:
                     break
-                M[vs + 6 + f, vs + 6 + e] = Mff[b, f, e]
+                put_ff(Mw, vs + 6 + f, vs + 6 + e, j, Mff[b, f, e])
                 # S_f^T g_B - K q_f - sum_kl (W W)_kl Tz_kl - 2 W_kl Tzd_kl, W = skew(w)
                 acc -= Kff[b, f, e] * z[e + 1]
             if rest:
@@ -227,12 +230,13 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
                         - w1 * Tzd[2, 0, a] + w0 * Tzd[2, 1, a])
             Q[vs + 6 + f] = acc
         if with_G:
-            group_velocity(b, vs, group, (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd), trP, v, G)
+            group_velocity(b, vs, group, (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd), trP, v, Gw)
 
 
 @njit(cache=True)
 def group_velocity(b, vs, group, terms, trP, v, G):
-    r"""Block of ``dQ/dv`` of body ``b`` of the :class:`Group` ``group`` (columns ``v_r, w,
+    r"""Block of ``dQ/dv`` of body ``b`` of the :class:`Group` ``group`` into ``G`` (an array or a
+    store's :func:`sim.kernels.store.writer`) (columns ``v_r, w,
     q_f_dot``, from ``vs`` in ``v``; ``Q`` does not depend on ``v_r``), from the body's terms
     of :func:`group_terms` ``terms = (R, s, sd, Ith, Iw, Gq, P, Tz, Tzd)`` and ``trP``.
 
@@ -266,23 +270,23 @@ def group_velocity(b, vs, group, terms, trP, v, G):
         dc[i, i] += ws
     for i in range(3):
         for j in range(3):
-            G[vs + i, vs + 3 + j] = -(R[i, 0] * dc[0, j] + R[i, 1] * dc[1, j] + R[i, 2] * dc[2, j])
+            put(G, vs + i, vs + 3 + j, -(R[i, 0] * dc[0, j] + R[i, 1] * dc[1, j] + R[i, 2] * dc[2, j]))
     # rotational rows, w columns
     for i in range(3):
         for j in range(3):
-            G[vs + 3 + i, vs + 3 + j] = 2 * P[j, i]
-        G[vs + 3 + i, vs + 3 + i] -= 2 * trP
+            put(G, vs + 3 + i, vs + 3 + j, 2 * P[j, i])
+        add(G, vs + 3 + i, vs + 3 + i, -(2 * trP))
     Y0, Y1, Y2 = Iw[0] + Gq[0], Iw[1] + Gq[1], Iw[2] + Gq[2]     # skew(I w + G q_f_dot)
-    G[vs + 3, vs + 4] += -Y2
-    G[vs + 3, vs + 5] += Y1
-    G[vs + 4, vs + 3] += Y2
-    G[vs + 4, vs + 5] += -Y0
-    G[vs + 5, vs + 3] += -Y1
-    G[vs + 5, vs + 4] += Y0
+    add(G, vs + 3, vs + 4, -Y2)
+    add(G, vs + 3, vs + 5, Y1)
+    add(G, vs + 4, vs + 3, Y2)
+    add(G, vs + 4, vs + 5, -Y0)
+    add(G, vs + 5, vs + 3, -Y1)
+    add(G, vs + 5, vs + 4, Y0)
     for j in range(3):      # - W I
-        G[vs + 3, vs + 3 + j] -= w1 * Ith[2, j] - w2 * Ith[1, j]
-        G[vs + 4, vs + 3 + j] -= w2 * Ith[0, j] - w0 * Ith[2, j]
-        G[vs + 5, vs + 3 + j] -= w0 * Ith[1, j] - w1 * Ith[0, j]
+        add(G, vs + 3, vs + 3 + j, -(w1 * Ith[2, j] - w2 * Ith[1, j]))
+        add(G, vs + 4, vs + 3 + j, -(w2 * Ith[0, j] - w0 * Ith[2, j]))
+        add(G, vs + 5, vs + 3 + j, -(w0 * Ith[1, j] - w1 * Ith[0, j]))
     if n == 0:
         return
     for f in range(n):
@@ -293,27 +297,27 @@ def group_velocity(b, vs, group, terms, trP, v, G):
         c1 = 2 * (w2 * S0 - w0 * S2)
         c2 = 2 * (w0 * S1 - w1 * S0)
         for i in range(3):
-            G[vs + i, vs + 6 + f] = -(R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2)
+            put(G, vs + i, vs + 6 + f, -(R[i, 0] * c0 + R[i, 1] * c1 + R[i, 2] * c2))
         g0, g1, g2 = Grot[b, 0, f], Grot[b, 1, f], Grot[b, 2, f]
         tr = Tz[0, 0, a] + Tz[1, 1, a] + Tz[2, 2, a]
         for i in range(3):
             tw = Tz[i, 0, a] * w0 + Tz[i, 1, a] * w1 + Tz[i, 2, a] * w2
-            G[vs + 3 + i, vs + 6 + f] = -2 * (wv[i] * tr - tw)
-        G[vs + 3, vs + 6 + f] -= w1 * g2 - w2 * g1
-        G[vs + 4, vs + 6 + f] -= w2 * g0 - w0 * g2
-        G[vs + 5, vs + 6 + f] -= w0 * g1 - w1 * g0
+            put(G, vs + 3 + i, vs + 6 + f, -2 * (wv[i] * tr - tw))
+        add(G, vs + 3, vs + 6 + f, -(w1 * g2 - w2 * g1))
+        add(G, vs + 4, vs + 6 + f, -(w2 * g0 - w0 * g2))
+        add(G, vs + 5, vs + 6 + f, -(w0 * g1 - w1 * g0))
         # elastic rows, w columns
         for m in range(3):
             acc = 0.0
             for l in range(3):
                 acc += wv[l] * (Tz[m, l, a] + Tz[l, m, a])
             acc -= 2 * wv[m] * tr
-            G[vs + 6 + f, vs + 3 + m] = -acc
-        G[vs + 6 + f, vs + 3] -= 2 * (Tzd[2, 1, a] - Tzd[1, 2, a])
-        G[vs + 6 + f, vs + 4] -= 2 * (Tzd[0, 2, a] - Tzd[2, 0, a])
-        G[vs + 6 + f, vs + 5] -= 2 * (Tzd[1, 0, a] - Tzd[0, 1, a])
+            put(G, vs + 6 + f, vs + 3 + m, -acc)
+        add(G, vs + 6 + f, vs + 3, -(2 * (Tzd[2, 1, a] - Tzd[1, 2, a])))
+        add(G, vs + 6 + f, vs + 4, -(2 * (Tzd[0, 2, a] - Tzd[2, 0, a])))
+        add(G, vs + 6 + f, vs + 5, -(2 * (Tzd[1, 0, a] - Tzd[0, 1, a])))
     # elastic rows, q_f_dot columns: -2 sum_kl W_kl T[k, l, f + 1, e + 1] (W = skew(w)), on the
     # places where T's antisymmetric part has a nonzero (G's other entries there stay zero)
     for p in range(W_nz.shape[0]):
-        G[vs + 6 + W_nz[p, 0], vs + 6 + W_nz[p, 1]] = -2 * (w2 * W_val[b, p, 2] + w1 * W_val[b, p, 1]
-                                                           + w0 * W_val[b, p, 0])
+        put_w(G, vs + 6 + W_nz[p, 0], vs + 6 + W_nz[p, 1], vs, p,
+              -2 * (w2 * W_val[b, p, 2] + w1 * W_val[b, p, 1] + w0 * W_val[b, p, 0]))

@@ -27,6 +27,7 @@ from sim.kernels.frames import quat_R_into
 from sim.kernels.markers import SCRATCH as MARKER_SCRATCH, markers
 from sim.kernels.rows import rows
 from sim.kernels.springs import actuator_springs, springs as lumped_springs
+from sim.kernels.store import element_done, element_target, empty_store, values
 from sim.kernels.stretch import stretch
 
 
@@ -192,6 +193,8 @@ def evaluate(q, v, t, data, out, targets, flags):
     (:func:`sim.linalg.flush`) for the LAPACK calls it goes to (the Newton residual, products
     in compiled loops only, skips it: a third of the evaluation on the larger models).
     Without ``bodies``, the markers and constraint rows only (``M``, ``Q`` untouched).
+    ``M``, ``G`` and ``Kt`` all arrays, or all :class:`sim.kernels.store.Store` records (the
+    transient's block path; :func:`store_address`): their entries on the stores' structure.
     """
     M, Q, Q0, phi, J, gamma, G, Gg, Kt = out
     with_G, with_K, flush, bodies = flags
@@ -205,7 +208,7 @@ def evaluate(q, v, t, data, out, targets, flags):
                 group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, data.scratch)
         for b in range(t.st_q.size):
             n, i = t.st_nf[b], t.st_v[b]
-            tangent = np.zeros((n, n)) if with_K else M
+            tangent = element_target(Kt, M, b, n, with_K)
             force = np.zeros(n) if Q0.size else Q[i:i + n]     # velocity-free: also a force at rest
             stretch(q[t.st_q[b]:t.st_q[b] + n], t.st_idx[b], t.st_A[b], t.st_k[b], t.st_G[b], force, tangent,
                     with_K, data.scratch)
@@ -213,9 +216,9 @@ def evaluate(q, v, t, data, out, targets, flags):
                 Q[i:i + n] += force
                 Q0[i:i + n] += force
             if with_K:
-                Kt[i:i + n, i:i + n] += tangent
+                element_done(Kt, i, n, tangent)
         if flush:
-            flush_roundoff(M, FLUSH_RTOL)
+            flush_roundoff(values(M), FLUSH_RTOL)
     markers(q, v, t, data, with_G)
     rows(t, data, phi, J, gamma, Gg, with_G)
     if bodies and t.sp_mi.size:
@@ -233,6 +236,33 @@ def _signature(kind):
     """:func:`evaluate`'s signature for tables of numba type ``kind``."""
     return void(_VEC, _VEC, kind, DATA, types.Tuple((_MAT, _VEC, _VEC, _VEC, _MAT, _VEC, _MAT, _MAT, _MAT)), _VEC,
                 types.UniTuple(boolean, 4))
+
+
+# The numba type of a Store by reference (its arrays' types do not depend on the model).
+STORE = record_type(empty_store())
+
+
+def _store_signature(kind):
+    """:func:`evaluate`'s signature for tables of numba type ``kind`` writing ``M``, ``G`` and
+    ``Kt`` on :class:`sim.kernels.store.Store` records."""
+    return void(_VEC, _VEC, kind, DATA, types.Tuple((STORE, _VEC, _VEC, _VEC, _MAT, _VEC, STORE, _MAT, STORE)), _VEC,
+                types.UniTuple(boolean, 4))
+
+
+def store_address(t):
+    """The machine-code address of :func:`evaluate` on stores (:func:`_store_signature`) for
+    tables typed like ``t`` (as :func:`addresses`; compiled only for the models that need it,
+    the transient's block path), for :func:`store_function`."""
+    kind = t if isinstance(t, types.Type) else typeof(t)
+    return pointer(evaluate, _store_signature(kind))
+
+
+@intrinsic
+def store_function(typingctx, address, t):
+    """In compiled code: :func:`evaluate` on stores for the tables ``t`` from its ``address``
+    (:func:`store_address`)."""
+    kind = types.FunctionType(_store_signature(t))
+    return kind(types.int64, t), first_class(kind)
 
 
 def _potential_signature(kind):

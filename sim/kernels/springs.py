@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from sim.kernels.common import wrap
+from sim.kernels.store import couple, writer
 
 
 @njit(cache=True, nogil=True)
@@ -95,6 +96,7 @@ def springs(table, frames, v, Q, Q0, G, Kt, with_G, with_K):
     v : ndarray, shape (n_v,)
     """
     mi, mj, K, C, home = table
+    Gw, Kw = writer(G), writer(Kt)
     cols, p, A, Jp, Ja, Jw = frames
     n = Jp.shape[2]
     d = np.empty(6)
@@ -142,7 +144,7 @@ def springs(table, frames, v, Q, Q0, G, Kt, with_G, with_K):
             if (which == 0 and not with_G) or (which == 1 and not with_K):
                 continue
             W = C[s] if which == 0 else K[s]
-            out = G if which == 0 else Kt
+            out = Gw if which == 0 else Kw
             sign = -1.0 if which == 0 else 1.0
             for a in range(6):
                 for side in range(2):
@@ -166,7 +168,7 @@ def springs(table, frames, v, Q, Q0, G, Kt, with_G, with_K):
                             acc = 0.0
                             for a in range(6):
                                 acc += Jd[a, s1, c1] * KJ[a, s2, c2]
-                            out[r, col] += sign * acc
+                            couple(out, r, col, sign * acc)
     return energy
 
 
@@ -191,6 +193,7 @@ def actuator_springs(table, rows, targets, v, out, flags):
     """
     s, J_s = rows
     Q, Q0, G, Kt = out
+    Gw, Kw = writer(G), writer(Kt)
     with_G, with_K = flags
     idx, k, c, angle = table
     n = v.size
@@ -216,6 +219,6 @@ def actuator_springs(table, rows, targets, v, out, flags):
                     continue
                 for col in range(n):
                     if with_G:
-                        G[row, col] -= c[r] * x * J_s[a, col]
+                        couple(Gw, row, col, -(c[r] * x * J_s[a, col]))
                     if with_K:
-                        Kt[row, col] += k[r] * x * J_s[a, col]
+                        couple(Kw, row, col, k[r] * x * J_s[a, col])

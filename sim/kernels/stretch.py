@@ -12,6 +12,8 @@ An element's row and matrix are nonzero on its own nodes' coordinates only (12 o
 import numpy as np
 from numba import njit
 
+from sim.kernels.store import element_add
+
 
 def compact(rows, slopes, coords=None):
     """Per-element tables of the kernel from the dense ``rows`` (n_e, n) and ``slopes``
@@ -36,6 +38,8 @@ def stretch(qf, idx, A, k, G, force, tangent, with_tangent, scratch):
     """Add one body's stiffening force into ``force`` (n,) and, with ``with_tangent``, its
     tangent stiffness into ``tangent`` (n, n); return the extra potential [J].  ``scratch``
     (at least ``2 m``): work memory (no allocation per call: the evaluation's data's).
+    ``tangent``: an array, or a store's values and the body's positions
+    (:func:`sim.kernels.store.element_target`).
 
     Parameters
     ----------
@@ -77,5 +81,6 @@ def stretch(qf, idx, A, k, G, force, tangent, with_tangent, scratch):
             for a in range(m):
                 ra = A[e, a] + Gq[a]
                 for b in range(m):
-                    tangent[idx[e, a], idx[e, b]] += N * G[e, a, b] + ke * (ra * (A[e, b] + Gq[b]) - A[e, a] * A[e, b])
+                    element_add(tangent, e, a, b, idx[e, a], idx[e, b],
+                                N * G[e, a, b] + ke * (ra * (A[e, b] + Gq[b]) - A[e, a] * A[e, b]))
     return energy

@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from sim.kernels.lapack import getrf
+from sim.kernels.store import Store
 
 # Relative size (to the largest entry of its row of the iteration matrix) below which an entry of the
 # forward-difference Jacobian correction is round-off: the residual's last bits move with every
@@ -193,6 +194,53 @@ def pattern(t, kept, D, m, ranges):
     ptr = np.searchsorted(cols, np.arange(m + 1))
     group_ptr, group_cols = _groups(ptr, rows, m)
     return Pattern(ptr, rows, group_ptr, group_cols, np.zeros(rows.size), np.zeros(rows.size))
+
+
+def stores(t, pat, stiff):
+    """``M``, ``dQ/dv`` and, with ``stiff``, the tangent stiffness held on the structure ``pat``
+    (:func:`pattern`, which covers their entries): three :class:`sim.kernels.store.Store`
+    sharing the positions the evaluation writes at (tables of the tables ``t``: each body's
+    reference rows and columns, its group's ``ff`` and ``W_nz``, the stiffening elements);
+    the third with empty values without ``stiff``.  Memory linear in the entries."""
+    n_v, m = int(t.n_v), pat.ptr.size - 1
+    cols = np.repeat(np.arange(m), np.diff(pat.ptr))
+    codes = cols * m + pat.rows                      # ascending: by column, then row
+
+    def at(i, j):
+        """Positions of the entries ``(i, j)`` (arrays), each on the structure."""
+        code = np.asarray(j, dtype=np.int64) * m + np.asarray(i, dtype=np.int64)
+        p = np.minimum(np.searchsorted(codes, code), codes.size - 1)
+        if not np.array_equal(codes[p], code):
+            raise ValueError("an entry of M, dQ/dv or K_t off the iteration matrix's structure")
+        return p
+    start = np.zeros(n_v, dtype=np.int64)
+    for v0, nf in zip(t.body_v, t.body_nf):
+        start[v0:v0 + 6 + nf] = v0
+    first = at(start, np.arange(n_v))
+    # (the body's rows from its first in a row, through its reference rows or, in a reference
+    # column, all of them: the structure holds the whole block of those)
+    i = np.arange(n_v)
+    c = start[:, None] + np.arange(6)
+    assert np.array_equal(at(i[:, None], c), first[c] + (i - start)[:, None])
+    assert np.array_equal(at(c, i[:, None]), first[i][:, None] + np.arange(6))
+    groups = [g for g in t.groups if g.q_start.size]
+    ff = np.full((n_v, max([g.ff.shape[1] for g in groups], default=0)), -1, dtype=np.int64)
+    w_start, w_pos = np.zeros(n_v, dtype=np.int64), []
+    count = 0
+    for g in groups:
+        f, k = np.nonzero(g.ff >= 0)
+        for v0 in g.v_start:
+            ff[v0 + 6 + f, k] = at(v0 + 6 + f, v0 + 6 + g.ff[f, k])
+            w_start[v0] = count
+            w_pos.append(at(v0 + 6 + g.W_nz[:, 0], v0 + 6 + g.W_nz[:, 1]))
+            count += g.W_nz.shape[0]
+    idx = t.st_idx
+    st = at(t.st_v[:, None, None, None] + idx[:, :, :, None], t.st_v[:, None, None, None] + idx[:, :, None, :]) \
+        if idx.size else np.zeros(idx.shape + idx.shape[2:], dtype=np.int64)
+    w_pos = np.concatenate(w_pos) if w_pos else np.zeros(0, dtype=np.int64)
+    slots = (pat.ptr, pat.rows, start, first, ff, w_start, w_pos, np.ascontiguousarray(st, dtype=np.int64))
+    n = pat.rows.size
+    return Store(np.zeros(n), *slots), Store(np.zeros(n), *slots), Store(np.zeros(n if stiff else 0), *slots)
 
 
 def distinct(x):
@@ -665,7 +713,7 @@ def saddle_lstsq(M, bodies, J, J_s, inertia, b):
         [[M + J_s^T diag(inertia) J_s, J^T], [J, 0]] x = b
 
     with ``M`` (n, n) block diagonal over the bodies ``bodies = (body_v, body_nf)`` (each
-    body's ``6 + nf`` coordinates from ``body_v``), without forming the (n + n_c)-square
+    body's ``6 + nf`` coordinates from ``body_v``), given by its blocks, without forming the (n + n_c)-square
     system: ``a = M_s^-1 (b_a - J^T lam)`` and the Schur complement ``J M_s^-1 J^T lam = J
     M_s^-1 b_a - b_c`` solved in the least-squares sense (redundant rows: the least-norm
     ``lam``, as for the whole system, ``a`` being unique).  ``M_s^-1`` body block by body block,
@@ -674,7 +722,8 @@ def saddle_lstsq(M, bodies, J, J_s, inertia, b):
 
     Parameters
     ----------
-    M : ndarray, shape (n, n)
+    M : list of ndarray, shape (6 + nf, 6 + nf) each
+        Each body's block of ``M``.
     bodies : tuple of ndarray of int, shape (nb,) each
     J : ndarray, shape (n_c, n)
     J_s : ndarray, shape (n_a, n)
@@ -686,9 +735,8 @@ def saddle_lstsq(M, bodies, J, J_s, inertia, b):
     ndarray, shape (n + n_c,)
     """
     import scipy.linalg
-    n, n_c = M.shape[0], J.shape[0]
-    factors = [(slice(v, v + 6 + nf), scipy.linalg.lu_factor(M[v:v + 6 + nf, v:v + 6 + nf]))
-               for v, nf in zip(*bodies)]
+    n, n_c = J.shape[1], J.shape[0]
+    factors = [(slice(v, v + 6 + nf), scipy.linalg.lu_factor(block)) for (v, nf), block in zip(zip(*bodies), M)]
 
     def solve_M(X):
         Y = np.empty_like(X)

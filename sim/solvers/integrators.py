@@ -105,17 +105,18 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from sim.kernels.common import borrow, borrowed, compile_for, pattern_vector, reference, runtime, wrap
-from sim.kernels.equations import PATTERN_MIN, function, potential_function
+from sim.kernels.equations import PATTERN_MIN, function, potential_function, store_address, store_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
 from sim.kernels.pose import marker_terms, pose_terms
+from sim.kernels.store import couple, empty_store, product as store_product, writer
 from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
 from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, distinct, \
-    low_rank, no_pattern, pattern, saddle_lstsq, solve, to_dense, transpose
+    low_rank, no_pattern, pattern, saddle_lstsq, solve, stores, to_dense, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -249,7 +250,8 @@ class Scheme(NamedTuple):
 class Problem(NamedTuple):
     """What every compiled function of the step reads besides the state and the work arrays:
     the evaluation of the tables ``t`` at the addresses ``f``
-    (:func:`sim.kernels.equations.addresses`), writing the markers' kinematics into ``data``
+    (:func:`sim.kernels.equations.addresses`; on the block path a third, the evaluation on
+    stores: :func:`sim.kernels.equations.store_address`), writing the markers' kinematics into ``data``
     (the evaluator's :class:`sim.kernels.equations.Data`), the :class:`Scheme` ``sch``, the constraint
     ``rows`` (n_c,) among the evaluation's, the damping ``D`` (n_v, n_v; empty: none or
     low-rank) and ``cols`` (n_rows, w): the columns each row of ``J`` can fill
@@ -325,7 +327,10 @@ class Work(NamedTuple):
     and ``low_rate`` (r,): the modal part of the damping, ``Q -= low diag(low_rate) low^T v``,
     kept apart from ``D`` (it couples every elastic coordinate; :mod:`sim.solvers.blocks`);
     ``Kt`` (n_v, n_v) empty where the model has no tangent stiffness (``Evaluator.stiff``);
-    ``y`` (m,): the step's iterate ``(a, lam)``."""
+    ``y`` (m,): the step's iterate ``(a, lam)``.  On the block path (a :class:`State` ``pattern``)
+    ``M``, ``G = dQ/dv`` and ``Kt`` are (0, 0) and held on that structure instead, as the
+    :class:`sim.kernels.store.Store` ``Ms``, ``Gs``, ``Ks`` (:func:`sim.solvers.blocks.stores`;
+    the evaluation writes them there, linear in the elements); elsewhere these are empty."""
 
     q1: np.ndarray
     v1: np.ndarray
@@ -349,6 +354,9 @@ class Work(NamedTuple):
     low: np.ndarray
     low_rate: np.ndarray
     y: np.ndarray
+    Ms: tuple
+    Gs: tuple
+    Ks: tuple
 
 
 class Samples(NamedTuple):
@@ -529,6 +537,18 @@ def _row(row, nj, phi, gamma, s, sdd, angle):
     return C, rhs
 
 
+@njit(cache=True, inline="always")
+def _evaluate(q, v, pb, w, targets, flags):
+    """The evaluation at ``(q, v)`` into the work arrays: ``M``, ``dQ/dv`` and ``K_t`` on their
+    stores on the block path (``w.Ms``), else dense."""
+    t, f = pb.t, pb.f
+    if w.Ms.values.size:
+        store_function(f[2], t)(q, v, t, pb.data, (w.Ms, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.Gs, w.Gg, w.Ks),
+                                targets, flags)
+    else:
+        function(f[0], t)(q, v, t, pb.data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt), targets, flags)
+
+
 @njit(cache=True)
 def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     """Residual ``w.r = [M a + J^T lam - Q ; J a - gamma + 2 alpha C_dot + beta^2 C]`` at the
@@ -536,15 +556,14 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     tangent stiffness ``w.Kt`` too (drive and damping terms included), added to what they
     hold (:func:`_clear_jacobian` first).  ``f``: the addresses of the evaluation of the
     tables ``t`` (:func:`sim.kernels.equations.addresses`)."""
-    t, data, f, sch, rows, D, cols = pb.t, pb.data, pb.f, pb.sch, pb.rows, pb.D, pb.cols
+    t, sch, rows, D, cols = pb.t, pb.sch, pb.rows, pb.D, pb.cols
     s, sd, sdd, ff = law
     n = a.size
     nj = t.n_joint
     # M needs no reset: the evaluation writes every body's block and M has no other entries;
     # J only on its rows' columns, which hold every entry the evaluation adds to.
     _clear_rows(w.J, cols)
-    function(f[0], t)(q1, v1, t, data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt),
-                      s if sch.kind == 1 else s[:0], (jacobian, jacobian, jacobian, runtime(True)))
+    _evaluate(q1, v1, pb, w, s if sch.kind == 1 else s[:0], (jacobian, jacobian, jacobian, runtime(True)))
     Q, J = w.Q, w.J
     if sch.kind == 2:
         sv = sch.servo
@@ -573,7 +592,15 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
                     if i < 0:
                         break
                     if J[row, i] != 0.0:
-                        _add_row(w.G[i], J, row, cols, -c * J[row, i])
+                        if w.Ms.values.size:
+                            Gw = writer(w.Gs)
+                            for cj in range(cols.shape[1]):
+                                j = cols[row, cj]
+                                if j < 0:
+                                    break
+                                couple(Gw, i, j, J[row, j] * (-c * J[row, i]))
+                        else:
+                            _add_row(w.G[i], J, row, cols, -c * J[row, i])
     for k in range(sch.inertia.size):
         if sch.inertia[k] != 0.0:
             # the rotor's inertia force -I s_ddot on the joint coordinate
@@ -582,7 +609,15 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     if D.shape[0]:
         for i in range(n):
             Q[i] -= _dot(D, i, v1)
-        if jacobian:
+        if jacobian and w.Ms.values.size:
+            Gs = w.Gs
+            for j in range(n):
+                for e in range(Gs.ptr[j], Gs.ptr[j + 1]):
+                    i = Gs.rows[e]
+                    if i >= n:
+                        break
+                    Gs.values[e] -= D[i, j]
+        elif jacobian:
             G = w.G
             for i in range(n):
                 for j in range(n):
@@ -598,7 +633,7 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
     # The products below are written as updates along contiguous rows, several independent
     # sums per pass: one dot product at a time waits on each addition's latency.
     r = w.r
-    _mass_times(t, w.M, a, r)
+    _mass_times(t, w, a, r)
     for i in range(n):
         r[i] -= Q[i]
     for k in range(rows.size):
@@ -618,12 +653,17 @@ def _equations(q1, v1, a, lam, pb, law, w, jacobian):
 
 
 @njit(cache=True, inline="always")
-def _mass_times(t, M, x, y):
-    """``y = M x`` (n_v,) for the bodies' block-diagonal ``M`` of the tables ``t``: by the nonzeros
-    of each body's block from ``PATTERN_MIN`` coordinates (a beam's elastic block is banded),
-    else block by block, along contiguous rows (several independent sums per pass); each row's
-    terms added in ascending column order either way, so the same sums."""
+def _mass_times(t, w, x, y):
+    """``y = M x`` (n_v,) for the bodies' block-diagonal ``M`` of the tables ``t`` (the work
+    arrays ``w``'): on its store (the block path), else by the nonzeros of each body's block
+    from ``PATTERN_MIN`` coordinates (a beam's elastic block is banded), else block by block,
+    along contiguous rows (several independent sums per pass); each row's terms added in
+    ascending column order either way, so the same sums."""
     n = x.size
+    if w.Ms.values.size:
+        store_product(w.Ms, n, x, y)
+        return
+    M = w.M
     if n >= PATTERN_MIN:
         groups = t.groups
         for g in range(len(groups)):
@@ -696,21 +736,13 @@ def _residual(a, lam, st, pb, law, w, jacobian):
 
 
 @njit(cache=True, inline="always")
-def _clear_jacobian(w, pat):
-    """Zero ``w.G``, ``w.Gg`` and ``w.Kt`` before an evaluation adds to them: on the structure
-    ``pat`` where it holds the iteration matrix (their entries are among its own), else
-    whole."""
+def _clear_jacobian(w):
+    """Zero ``dQ/dv``, ``d gamma/dv`` and ``K_t`` before an evaluation adds to them (on their
+    stores on the block path)."""
     w.Gg[:] = 0.0
-    n = w.G.shape[0]
-    if pat.ptr.size:
-        for k in range(n):
-            for e in range(pat.ptr[k], pat.ptr[k + 1]):
-                i = pat.rows[e]
-                if i >= n:
-                    break
-                w.G[i, k] = 0.0
-                if w.Kt.size:
-                    w.Kt[i, k] = 0.0
+    if w.Ms.values.size:
+        w.Gs.values[:] = 0.0
+        w.Ks.values[:] = 0.0
     else:
         w.G[:] = 0.0
         w.Kt[:] = 0.0
@@ -741,16 +773,22 @@ def _known(sch, rows, w, pat):
     c``).  With the default gains ``beta = 4 / h`` that last term is ``4 c J``, four times the
     rows' own: left to the forward differences, which are kept over many steps, its staleness
     cost Newton a third of an iteration per step.  On the structure ``pat`` (``pat.known``)
-    where it holds the matrix, else into ``w.known`` (m, m)."""
-    n = w.M.shape[0]
+    where it holds the matrix (``M``, ``dQ/dv`` and ``K_t`` then on their stores, on the same
+    structure: entry by entry), else into ``w.known`` (m, m)."""
+    n = w.v1.size
     f = sch.h * sch.gamma * sch.c
     g = sch.h * sch.h * sch.beta * sch.c
     if pat.ptr.size:
+        Ms, Gs, Ks = w.Ms.values, w.Gs.values, w.Ks.values
         for k in range(pat.ptr.size - 1):
             for e in range(pat.ptr[k], pat.ptr[k + 1]):
                 i = pat.rows[e]
-                if i < n:
-                    x = _coordinate_entry(w, i, k, f, g) if k < n else w.J[rows[k - n], i]
+                if i < n and k < n:
+                    x = Ms[e] - f * Gs[e]
+                    if Ks.size:
+                        x += g * Ks[e]
+                elif i < n:
+                    x = w.J[rows[k - n], i]
                 else:
                     x = _row_entry(w, rows[i - n], k, f, g, sch) if k < n else 0.0
                 pat.known[e] = x
@@ -878,7 +916,7 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     sch, rows, pat = pb.sch, pb.rows, st.pattern
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
-    _clear_jacobian(w, pat)
+    _clear_jacobian(w)
     _residual(a, lam, st, pb, law, w, runtime(True))
     st.counts[EVALUATIONS] += 1
     st.counts[CURRENT] = 1
@@ -1085,8 +1123,7 @@ def _record(st, pb, law, w, out):
         st.counts[CURRENT] = 1
     else:
         _clear_rows(w.J, cols)
-        function(f[0], t)(st.q, st.v, t, data, (w.M, w.Q, w.Q[:0], w.phi, w.J, w.gamma, w.G, w.Gg, w.Kt), s[:0],
-                          (runtime(False), runtime(False), runtime(False), runtime(False)))
+        _evaluate(st.q, st.v, pb, w, s[:0], (runtime(False), runtime(False), runtime(False), runtime(False)))
     out.t[j] = st.time[0]
     out.q[j] = st.q
     out.v[j] = st.v
@@ -1099,7 +1136,7 @@ def _record(st, pb, law, w, out):
     _rates(st, t, data, sch, out.ee[j], out.pd[j], out.ap[j])
     kinetic = 0.0                        # v^T M v / 2
     Mv = w.r2[:n]
-    _mass_times(t, w.M, st.v, Mv)
+    _mass_times(t, w, st.v, Mv)
     for i in range(n):
         kinetic += 0.5 * st.v[i] * Mv[i]
     violation = 0.0
@@ -1308,15 +1345,21 @@ class GeneralizedAlpha:
         else:       # on the block path without a structure, the factors in the known part's memory
             lu = known.T if blk.info[SHARED] else np.zeros((m, m), order="F")
         delta = np.zeros((0, 0) if pat.ptr.size else (m, m))
+        # M, dQ/dv and K_t on that structure too (written there by the evaluation on stores, at
+        # its own machine-code address, compiled for these models only)
+        dense = (0, 0) if pat.ptr.size else (n_v, n_v)
+        Ms, Gs, Ks = stores(ev.tables, pat, ev.stiff) if pat.ptr.size else (empty_store(),) * 3
+        self.f = np.append(ev.f, store_address(ev.ref)) if pat.ptr.size and not isinstance(ev.f, types.Type) \
+            else ev.f
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
                            lu, np.zeros(m, dtype=np.int32), delta, np.zeros(14, dtype=np.int64), blk, pat)
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
-                         np.zeros((n_v, n_v)), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
-                         np.zeros(n_rows), np.zeros((n_v, n_v)), np.zeros((n_rows, n_v)),
-                         np.zeros((n_v, n_v) if ev.stiff else (0, 0)),
+                         np.zeros(dense), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
+                         np.zeros(n_rows), np.zeros(dense), np.zeros((n_rows, n_v)),
+                         np.zeros(dense if ev.stiff else (0, 0)),
                          np.zeros(m), np.zeros(m), np.zeros(m), np.zeros((int(newton_max_iter), m)),
-                         known, np.zeros((n_v, rank)), np.zeros(rank), np.zeros(m))
+                         known, np.zeros((n_v, rank)), np.zeros(rank), np.zeros(m), Ms, Gs, Ks)
         if rank:
             self._low_rank()
         self.status, self.message = "running", ""
@@ -1413,12 +1456,17 @@ class GeneralizedAlpha:
             st.counts[EVALUATIONS] += 1
         J = w.J[self.rows]
         J_s = w.J[self.ev.n_joint:]
+        bodies = self.ev.tables.body_v, self.ev.tables.body_nf
         if w.r.size >= BLOCK_MIN:
             # M block diagonal over the bodies: no dense (m, m) system (memory; whichever
             # factorisation the steps take, so that the two start alike)
-            x = saddle_lstsq(w.M, (self.ev.tables.body_v, self.ev.tables.body_nf), J, J_s, sch.inertia, -w.r)
+            x = saddle_lstsq(self._mass_blocks(), bodies, J, J_s, sch.inertia, -w.r)
         else:
-            M = w.M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
+            M = w.M
+            if w.Ms.values.size:     # (scipy.linalg only there: a small run does without it)
+                import scipy.linalg
+                M = scipy.linalg.block_diag(*self._mass_blocks())
+            M = M + (J_s.T * sch.inertia) @ J_s       # the rotors' reflected inertia
             A = np.block([[M, J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
             x = lstsq(A, -w.r, cond=np.finfo(float).eps)
         st.a[:], st.lam[:] = x[:n], x[n:]
@@ -1428,6 +1476,22 @@ class GeneralizedAlpha:
         sch.servo[TAU] = np.clip(sch.servo[TAU1] - sch.ki * (sch.servo[Z1] - sch.servo[Z]), -sch.limit, sch.limit)
         motor = sch.transmission[2]
         sch.servo[THDD] = np.divide(sch.servo[TAU], motor, out=np.zeros_like(motor), where=motor > 0)
+
+    def _mass_blocks(self):
+        """Each body's block of the mass matrix the work arrays hold (dense; from its store on
+        the block path), (6 + nf, 6 + nf) each."""
+        w, t = self.work, self.ev.tables
+        if not w.Ms.values.size:
+            return [w.M[v:v + 6 + nf, v:v + 6 + nf] for v, nf in zip(t.body_v, t.body_nf)]
+        S, out = w.Ms, []
+        for v, nf in zip(t.body_v, t.body_nf):
+            lo, hi = S.ptr[v], S.ptr[v + 6 + nf]
+            rows, cols = S.rows[lo:hi], np.repeat(np.arange(6 + nf), np.diff(S.ptr[v:v + 7 + nf]))
+            on = (rows >= v) & (rows < v + 6 + nf)
+            block = np.zeros((6 + nf, 6 + nf))
+            block[rows[on] - v, cols[on]] = S.values[lo:hi][on]
+            out.append(block)
+        return out
 
     def samples(self, count):
         """Empty :class:`Samples` for ``count`` output instants."""
@@ -1473,7 +1537,7 @@ class GeneralizedAlpha:
         if self._refs is None:        # (the state's blocks and pattern and the scheme: records too)
             # The evaluator's tables and data as records of their own, typed as its records
             # (ev.ref, ev.data_ref): the same compiled evaluation.
-            pb = Problem(self.ev.tables, self.ev.data, self.ev.f, self.scheme, self.rows, self.D, self.cols)
+            pb = Problem(self.ev.tables, self.ev.data, self.f, self.scheme, self.rows, self.D, self.cols)
             # Borrowed (no reference counts on their arrays in the loop): this integrator holds
             # every array of them (its state, work, scheme, rows, D, cols and evaluator).
             self._refs = tuple(reference(x, borrowing=True) for x in (self.state, pb, self.work))
@@ -1489,7 +1553,12 @@ class GeneralizedAlpha:
 
     def compile(self):
         """Compile, or load from numba's cache, the step loop without taking a step (the
-        evaluator may hold types only: :class:`sim.model.evaluator.Evaluator` ``load=False``)."""
+        evaluator may hold types only: :class:`sim.model.evaluator.Evaluator` ``load=False``),
+        and on the block path the evaluation on stores, which the loop calls (a process that
+        compiles the loops for another, :mod:`sim.app.parallel_compile`, takes it off that
+        one's hands)."""
+        if self.state.pattern.ptr.size:
+            store_address(self.ev.ref)
         compile_for(_run, *self._arguments(ADVANCE, self.samples(1), 1, 0, 1, 1))
 
     def advance(self, count, out=None, every=0, total=None, progress=None):
