@@ -7,7 +7,7 @@ import pytest
 
 from sim.model.evaluator import Evaluator
 from sim.model.loader import load_model
-from sim.solvers import blocks
+from sim.solvers import blocks, integrators
 from sim.solvers.integrators import Newmark, Options
 from sim.solvers.simulate import Drive
 
@@ -158,7 +158,7 @@ def _arrays(x):
     return list(out.values())
 
 
-def test_integrator_memory_on_the_block_path():
+def test_integrator_memory_on_the_block_path(monkeypatch):
     """The integrator's arrays on the block path (3-RRRU, 8 elements per link, modal damping as
     a low-rank term): no square array of the unknowns (the iteration matrix and its correction
     on their structure, the factors by blocks) nor of the velocity coordinates (M and dQ/dv on
@@ -169,6 +169,7 @@ def test_integrator_memory_on_the_block_path():
     schedule forms no dense D."""
     model = load_model("models/rrru3.py", {"elements_per_link": 8})
     damping = _schedule(model)
+    monkeypatch.setattr(integrators, "STORE_MIN", 0)     # the stores from the model's size up
     g = _run(model, "auto", 3, damping)
     st, w = g.state, g.work
     m, n_v = w.r.size, model.n_v
@@ -189,6 +190,28 @@ def test_integrator_memory_on_the_block_path():
     finer = Evaluator(load_model("models/rrru3.py", {"elements_per_link": 16}), load=False)
     more = blocks.blocks(finer.tables.body_v, finer.tables.body_nf, finer.n_v + (m - n_v))
     assert more.schur.shape[0] == n_S
+
+
+def test_stores_from_their_size_and_the_same_run_below(monkeypatch):
+    """M, dQ/dv and K_t on their stores from integrators.STORE_MIN velocity coordinates (the
+    3-RRRU with 32 elements per link), dense (n_v, n_v) on the block path below it (8 elements,
+    where their plain writes cost less); 40 steps of the 8-element robot, modal damping
+    included, with the stores forced: the same Newton counts, configurations within 1e-12 m
+    and velocities within 1e-10 of their largest (the same sums, in another order)."""
+    big = Evaluator(load_model("models/rrru3.py", {"elements_per_link": 32}), load=False)
+    assert big.n_v >= integrators.STORE_MIN
+    model = load_model("models/rrru3.py", {"elements_per_link": 8})
+    assert model.n_v < integrators.STORE_MIN
+    damping = _schedule(model)
+    dense = _run(model, "auto", 40, damping)
+    assert dense.state.pattern.ptr.size and dense.work.M.shape == (model.n_v, model.n_v)
+    assert dense.work.Ms.values.size == 0
+    monkeypatch.setattr(integrators, "STORE_MIN", 0)
+    held = _run(model, "auto", 40, damping)
+    assert held.work.M.size == 0 and held.work.Ms.values.size
+    assert (held.n_iterations, held.n_factorizations) == (dense.n_iterations, dense.n_factorizations)
+    assert np.abs(held.q - dense.q).max() <= 1e-12
+    assert np.abs(held.v - dense.v).max() <= 1e-10 * np.abs(dense.v).max()
 
 
 def test_saddle_lstsq_is_the_dense_lstsq():

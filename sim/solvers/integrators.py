@@ -147,6 +147,9 @@ BAUMGARTE_RATE = 4.0        # default Baumgarte gains alpha = beta = BAUMGARTE_R
 #                           order in the step, along a curved path) is balanced at C ~ 2 b step / r: 20 times
 #                           less than at r = 0.2 (the five-bar: 0.13 nm, 0.4 % of its in-plane deviation);
 #                           r = 2 (dead-beat) took 28 % more Newton iterations on the slider-crank, r = 4 12 %
+STORE_MIN = 600            # velocity coordinates from which the block path holds M, dQ/dv and K_t on
+#                           their stores (below, dense arrays cost less memory than 6 MB and their
+#                           plain writes less time than the stores' positions)
 RANK_MAX = 64               # modal damping on at most this many modes stays a low-rank term (blocks)
 
 # counters of State.counts
@@ -736,13 +739,25 @@ def _residual(a, lam, st, pb, law, w, jacobian):
 
 
 @njit(cache=True, inline="always")
-def _clear_jacobian(w):
-    """Zero ``dQ/dv``, ``d gamma/dv`` and ``K_t`` before an evaluation adds to them (on their
-    stores on the block path)."""
+def _clear_jacobian(w, pat):
+    """Zero ``dQ/dv``, ``d gamma/dv`` and ``K_t`` before an evaluation adds to them: on their
+    stores where they are held there, on the structure ``pat`` where it holds the iteration
+    matrix (their entries are among its own), else whole."""
     w.Gg[:] = 0.0
     if w.Ms.values.size:
         w.Gs.values[:] = 0.0
         w.Ks.values[:] = 0.0
+        return
+    n = w.G.shape[0]
+    if pat.ptr.size:
+        for k in range(n):
+            for e in range(pat.ptr[k], pat.ptr[k + 1]):
+                i = pat.rows[e]
+                if i >= n:
+                    break
+                w.G[i, k] = 0.0
+                if w.Kt.size:
+                    w.Kt[i, k] = 0.0
     else:
         w.G[:] = 0.0
         w.Kt[:] = 0.0
@@ -784,9 +799,12 @@ def _known(sch, rows, w, pat):
             for e in range(pat.ptr[k], pat.ptr[k + 1]):
                 i = pat.rows[e]
                 if i < n and k < n:
-                    x = Ms[e] - f * Gs[e]
-                    if Ks.size:
-                        x += g * Ks[e]
+                    if Ms.size:
+                        x = Ms[e] - f * Gs[e]
+                        if Ks.size:
+                            x += g * Ks[e]
+                    else:
+                        x = _coordinate_entry(w, i, k, f, g)
                 elif i < n:
                     x = w.J[rows[k - n], i]
                 else:
@@ -916,7 +934,7 @@ def _factorize(a, lam, st, pb, law, w, fresh):
     sch, rows, pat = pb.sch, pb.rows, st.pattern
     m = w.r.size
     fv = sch.h * sch.gamma * sch.c      # d v / d a
-    _clear_jacobian(w)
+    _clear_jacobian(w, pat)
     _residual(a, lam, st, pb, law, w, runtime(True))
     st.counts[EVALUATIONS] += 1
     st.counts[CURRENT] = 1
@@ -1347,10 +1365,10 @@ class GeneralizedAlpha:
         delta = np.zeros((0, 0) if pat.ptr.size else (m, m))
         # M, dQ/dv and K_t on that structure too (written there by the evaluation on stores, at
         # its own machine-code address, compiled for these models only)
-        dense = (0, 0) if pat.ptr.size else (n_v, n_v)
-        Ms, Gs, Ks = stores(ev.tables, pat, ev.stiff) if pat.ptr.size else (empty_store(),) * 3
-        self.f = np.append(ev.f, store_address(ev.ref)) if pat.ptr.size and not isinstance(ev.f, types.Type) \
-            else ev.f
+        held = bool(pat.ptr.size) and n_v >= STORE_MIN
+        dense = (0, 0) if held else (n_v, n_v)
+        Ms, Gs, Ks = stores(ev.tables, pat, ev.stiff) if held else (empty_store(),) * 3
+        self.f = np.append(ev.f, store_address(ev.ref)) if held and not isinstance(ev.f, types.Type) else ev.f
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
                            lu, np.zeros(m, dtype=np.int32), delta, np.zeros(14, dtype=np.int64), blk, pat)
@@ -1557,7 +1575,7 @@ class GeneralizedAlpha:
         and on the block path the evaluation on stores, which the loop calls (a process that
         compiles the loops for another, :mod:`sim.app.parallel_compile`, takes it off that
         one's hands)."""
-        if self.state.pattern.ptr.size:
+        if self.work.Ms.values.size:
             store_address(self.ev.ref)
         compile_for(_run, *self._arguments(ADVANCE, self.samples(1), 1, 0, 1, 1))
 
