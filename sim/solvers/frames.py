@@ -25,7 +25,7 @@ from sim.kernels.pose import pose_terms
 from sim.model.assembly import SINGULAR_RATIO
 from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
-from sim.solvers.modal import modes, signs
+from sim.solvers.modal import SAME_MODE, modes, signs
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, definite, mass_product, solver, solver_address
@@ -463,11 +463,28 @@ def _orient(frames):
     stiffness, for :func:`_stable` to report) are skipped, and the next starts afresh."""
     shapes, mass_shapes = frames.shapes, frames.mass_shapes
     filled = frames.omega[:, 0] > 0 if frames.omega.shape[1] else np.zeros(len(frames), dtype=bool)
-    for k in np.flatnonzero(filled):
-        previous = shapes[k - 1] if k and filled[k - 1] else None
-        s = signs(shapes[k], mass_shapes[k], previous)
-        shapes[k] *= s
-        mass_shapes[k] *= s
+    idx = np.flatnonzero(filled)
+    if not idx.size:
+        return frames
+    # Frame by frame, a mode keeps the previous frame's signed shape's sign where it is the
+    # same mode (signs): with the solver's shapes, c = previous . M current; the sign is then
+    # the product of the c's signs since the last frame where it was not the same mode,
+    # times that frame's own (largest entry positive), which is all signs is asked for.
+    c = np.einsum("kir,kir->kr", shapes[idx[:-1]], mass_shapes[idx[1:]])
+    same = np.zeros((idx.size, shapes.shape[2]), dtype=bool)
+    same[1:] = (np.diff(idx) == 1)[:, None] & (c * c > SAME_MODE)
+    flips = np.ones(same.shape)
+    flips[1:] = np.where(c < 0, -1.0, 1.0)
+    flips[~same] = 1.0
+    run = np.cumprod(flips, axis=0)
+    start = np.maximum.accumulate(np.where(same, 0, np.arange(idx.size)[:, None]), axis=0)
+    cols = np.arange(shapes.shape[2])
+    own = np.ones(same.shape)
+    fresh = np.flatnonzero((~same).any(axis=1))
+    own[fresh] = signs(shapes[idx[fresh]])
+    s = own[start, cols] * run * run[start, cols]
+    shapes[idx] *= s[:, None, :]
+    mass_shapes[idx] *= s[:, None, :]
     return frames
 
 
