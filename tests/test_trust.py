@@ -105,6 +105,8 @@ def test_reference_samples_on_the_breaks_keep_sixth_order_through_a_move():
     assert np.log2(off[0][0] / off[1][0]) < 3.5               # across the breaks
     assert off[1][2] < off[1][0] / 10 and off[1][1] > 1e-3 * peak
     assert reference_times(1.0, 0.01, [0.5, 0.5 + 1e-12])[0].size == 101   # a break twice: one sample
+    t, edges = reference_times(1.0, 0.01, [0.5, 0.5 + 5e-5, 0.7])        # breaks 1/200 of h apart: one
+    assert t.size == 101 and np.array_equal(t[edges], [0.0, 0.5, 0.7, 1.0]) and np.diff(t).min() > 0.009
 
 
 def test_the_drive_law_holds_a_trapezoidal_profiles_acceleration_jumps():

@@ -61,6 +61,7 @@ REFERENCE_STEP = 0.02     # s, spacing of the rigid reference samples (at most)
 REFERENCE_SAMPLES = 101   # fewest rigid reference samples over a trajectory
 REFERENCE_TOL = 1e-11     # rad or m: largest interpolation error of the drive law (quintic Hermite)
 REFERENCE_MAX_SAMPLES = 200_001
+BREAK_MERGE = 0.01         # breaks of a law closer than this share of the reference's spacing: one
 BREAK_RTOL = 1e-12         # a law's acceleration just before a break: this much of its duration before
 REFERENCE_ANGLE = 0.1     # rad or m, largest actuator motion between samples of a drive law (quintic Hermite)
 FIELDS = ("axial", "transverse_y", "transverse_z")
@@ -266,12 +267,20 @@ def one_sided_accelerations(ev, trajectory, times, rows, motion):
 def reference_times(duration, h, breaks=()):
     """Instants ``(times, edges)`` of a rigid reference over ``[0, duration]`` [s]: uniform, at
     most ``h`` apart, between the law's ``breaks`` (where its acceleration or jerk may jump),
-    which are samples, at least four intervals between two of them; ``edges`` the indices of
+    which are samples (those within ``BREAK_MERGE h`` of the previous one merged into it), at
+    least four intervals between two of them; ``edges`` the indices of
     the breaks, ends included (:func:`hermite_error`).  The interpolation between samples is
     then of a smooth law: its error falls as ``h^6``, where an interval straddling a jump in
     the jerk leaves ``h^3``."""
     cuts = np.unique(np.concatenate([[0.0, duration], np.clip(np.asarray(breaks, dtype=float), 0.0, duration)]))
-    cuts = cuts[np.concatenate([[True], np.diff(cuts) > 1e-9 * duration])]
+    # Breaks closer than a hundredth of h are one: a jump in the jerk inside so short an
+    # interval costs the law nothing, where a piece that short would leave the quintics'
+    # coefficients (differences of values, divided by h^2) to round-off.
+    keep = [0]
+    for k in range(1, cuts.size):
+        if cuts[k] - cuts[keep[-1]] > BREAK_MERGE * h:
+            keep.append(k)
+    cuts = cuts[keep]
     cuts[-1] = duration
     pieces = [np.linspace(a, b, max(4, int(np.ceil((b - a) / h - 1e-9))) + 1)[:-1] for a, b in zip(cuts[:-1], cuts[1:])]
     counts = np.array([p.size for p in pieces])
