@@ -769,3 +769,28 @@ def test_the_integrators_oscillator_is_their_step():
     assert error[0] == pytest.approx(1e-4 / 12, rel=0.05)
     _, zeta = GeneralizedAlpha.oscillator(np.array([1e4]), 0.6)
     assert zeta[0] == pytest.approx(-np.log(0.6) / np.pi, rel=0.01)
+
+
+def test_the_torque_feedforward_keeps_its_jumps():
+    """Forces that jump at the breaks (a trapezoidal profile's inertia forces), splined piece
+    by piece with each side's value at a break: exact for piecewise-cubic forces, scalar and
+    vectorised calls alike; one spline through all the samples rings next to the jumps."""
+    import scipy.interpolate
+    from sim.analyses.transient import _piecewise_spline, reference_times
+
+    t, edges = reference_times(1.0, 0.02, [0.3, 0.6])
+
+    def force(x):       # piecewise cubic, jumping by 5 and -8 at the breaks
+        jump = 5.0 * (x > 0.3) - 8.0 * (x > 0.6)
+        return np.column_stack([x**3 - x + jump, 2.0 * x**2 + 0.5 * jump])
+
+    right, left = force(t), force(t)
+    right[edges[1:-1]] = force(t[edges[1:-1]] + 1e-12)
+    left[edges[1:-1]] = force(t[edges[1:-1]] - 1e-12)
+    f = _piecewise_spline(t, edges, right, left)
+    fine = np.setdiff1d(np.linspace(0.0, 1.0, 4001), [0.3, 0.6])
+    np.testing.assert_allclose(f(fine), force(fine), atol=1e-12)
+    np.testing.assert_allclose(f(0.45), force(np.array([0.45]))[0], atol=1e-12)
+    assert f(0.45).shape == (2,) and f(fine).shape == (fine.size, 2)
+    one = scipy.interpolate.CubicSpline(t, right, axis=0)(fine)
+    assert np.abs(one - force(fine)).max() > 0.5

@@ -239,29 +239,59 @@ def hermite_error(t, s_ddot, edges=None, s_ddot_left=None):
     return error
 
 
-def one_sided_accelerations(ev, trajectory, times, rows, motion):
-    """The actuators' accelerations (n, n_a) of the rigid ``motion`` at ``times`` as limits from
-    the right and from the left: at the samples ``rows`` (a law's breaks, where a profile's
-    acceleration may jump), those of the rigid robot on the same configuration and velocity
-    with the law's acceleration just after and just before (the law at a break itself may
-    give either side: the break's instant is a sum that rounds); elsewhere the motion's own."""
+def one_sided(ev, trajectory, times, rows, motion):
+    """The rigid ``motion`` at ``times`` as limits from the right and from the left:
+    ``(right, left)``, each a :class:`sim.solvers.motion.RigidMotion` like ``motion`` whose
+    samples ``rows`` (a law's breaks, where a profile's acceleration may jump) are those of the
+    rigid robot on the same configuration and velocity with the law's acceleration just after
+    and just before (``BREAK_RTOL`` of the duration; the law at a break itself may give either
+    side: the break's instant is a sum that rounds); elsewhere the motion's own."""
+    import dataclasses
+
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import Trajectory
 
-    right = np.array(motion.actuators_ddot, dtype=float)
-    left = right.copy()
+    if not len(rows):
+        return motion, motion
     delta = BREAK_RTOL * max(times[-1], 1.0)
-    for out, shift in ((right, delta), (left, -delta)):
+    out = []
+    for shift in (delta, -delta):
         def law(t, shift=shift):
             x, x_dot, _ = trajectory(t)
             return x, x_dot, trajectory(t + shift)[2]
 
         side = Trajectory(trajectory.kind, trajectory.duration, law)
-        for k in rows:
-            # Each from its own configuration: the breaks are apart, a continuation across
-            # them could change branch.
-            out[k] = rigid_motion(ev, side, times[k:k + 1], q_start=motion.q[k], condition=False).actuators_ddot[0]
-    return right, left
+        # Each from its own configuration: the breaks are apart, a continuation across them
+        # could change branch.
+        at = [rigid_motion(ev, side, times[k:k + 1], q_start=motion.q[k], condition=False) for k in rows]
+        fields = {}
+        for f in dataclasses.fields(motion):
+            x = np.array(getattr(motion, f.name), copy=True)
+            x[rows] = np.concatenate([getattr(m, f.name) for m in at])
+            fields[f.name] = x
+        out.append(dataclasses.replace(motion, **fields))
+    return tuple(out)
+
+
+def _piecewise_spline(times, edges, right, left):
+    """``f(t) -> (..., n)``: a cubic spline through ``right`` (k, n) at ``times`` (k,) on each
+    piece between the samples ``edges``, its last value there from ``left``: values that jump
+    at the breaks (forces where a profile's acceleration jumps), which one spline through
+    them all would ring around."""
+    import scipy.interpolate    # on use: a long import that `sim modes` does without
+
+    splines = [scipy.interpolate.CubicSpline(times[i:j + 1], np.concatenate([right[i:j], left[j:j + 1]]), axis=0)
+               for i, j in zip(edges[:-1], edges[1:])]
+    cuts = times[edges]
+
+    def f(t):
+        x = np.atleast_1d(np.asarray(t, dtype=float))
+        piece = np.clip(np.searchsorted(cuts, x, side="right") - 1, 0, len(splines) - 1)
+        out = np.empty((x.size, right.shape[1]))
+        for p in np.unique(piece):
+            out[piece == p] = splines[p](x[piece == p])
+        return out[0] if np.ndim(t) == 0 else out
+    return f
 
 
 def reference_times(duration, h, breaks=()):
@@ -365,17 +395,22 @@ def reference(model, scenario, table, progress, ev):
         bar = progress(len(times), "rigid reference")
         motion = rigid_motion(ev, trajectory, times, progress=bar, condition=False)
         bar.close()
-        right, left = one_sided_accelerations(ev, trajectory, times, edges[1:-1], motion)
-        error = hermite_error(times, right, edges, left)
+        right, left = one_sided(ev, trajectory, times, edges[1:-1], motion)
+        error = hermite_error(times, right.actuators_ddot, edges, left.actuators_ddot)
         if error <= REFERENCE_TOL or h <= finest:
             break
         h = max(finest, h / (1.2 * (error / REFERENCE_TOL) ** (1 / 6)))
-    law = hermite_law(times, motion.actuators, motion.actuators_dot, right, left)
+    law = hermite_law(times, motion.actuators, motion.actuators_dot, right.actuators_ddot, left.actuators_ddot)
     torque = None
     if table["drive"] == "torque" or (table["drive"] == "servo" and _torque_feedforward(model, scenario)):
         from sim.solvers.reactions import actuator_forces
-        import scipy.interpolate    # on use: a long import that `sim modes` does without
-        torque = scipy.interpolate.CubicSpline(times, actuator_forces(ev, motion), axis=0)
+        import dataclasses
+        forces = actuator_forces(ev, right)
+        before, rows = forces.copy(), edges[1:-1]
+        if rows.size:     # the forces just before the breaks
+            at = {f.name: getattr(left, f.name)[rows] for f in dataclasses.fields(left)}
+            before[rows] = actuator_forces(ev, dataclasses.replace(left, **at))
+        torque = _piecewise_spline(times, edges, forces, before)
     return (law, (lambda t: trajectory(t)[0]), motion.q[0], motion.v[0], torque, duration,
             Samples(times, motion.q, motion.v, motion.a, None))
 
