@@ -90,7 +90,7 @@ def _held(kind):
 
 def _constructor(t, nested, array):
     """The compiled constructor of the record of the named tuple type ``t``: nested named
-    tuples through ``nested`` (the overloaded stub that makes the same kind of record), arrays as
+    tuples through ``nested`` (:func:`_reference` or :func:`_borrowing`, compiled as their overloads), arrays as
     ``array(...)`` writes them (a format: ``"{}"`` as they are, ``"borrow({})"``)."""
     kind = _held(t)
 

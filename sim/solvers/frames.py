@@ -25,7 +25,7 @@ from sim.kernels.pose import pose_terms
 from sim.model.assembly import SINGULAR_RATIO
 from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
-from sim.solvers.modal import SAME_MODE, modes, signs
+from sim.solvers.modal import continued, modes, signs
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, definite, mass_product, solver, solver_address
@@ -470,11 +470,11 @@ def _orient(frames):
     # same mode (signs): with the solver's shapes, c = previous . M current; the sign is then
     # the product of the c's signs since the last frame where it was not the same mode,
     # times that frame's own (largest entry positive), which is all signs is asked for.
-    c = np.einsum("kir,kir->kr", shapes[idx[:-1]], mass_shapes[idx[1:]])
+    linked, flip = continued(np.einsum("kir,kir->kr", shapes[idx[:-1]], mass_shapes[idx[1:]]))
     same = np.zeros((idx.size, shapes.shape[2]), dtype=bool)
-    same[1:] = (np.diff(idx) == 1)[:, None] & (c * c > SAME_MODE)
+    same[1:] = (np.diff(idx) == 1)[:, None] & linked
     flips = np.ones(same.shape)
-    flips[1:] = np.where(c < 0, -1.0, 1.0)
+    flips[1:] = flip
     flips[~same] = 1.0
     run = np.cumprod(flips, axis=0)
     start = np.maximum.accumulate(np.where(same, 0, np.arange(idx.size)[:, None]), axis=0)

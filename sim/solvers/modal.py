@@ -94,8 +94,15 @@ def signs(shapes, mass_shapes=None, previous=None):
     s = np.where(lead < 0, -1.0, 1.0)
     if previous is None:
         return s
-    c = np.einsum("...ir,...ir->...r", previous, mass_shapes)
-    return np.where(c * c > SAME_MODE, np.where(c < 0, -1.0, 1.0), s)
+    same, flip = continued(np.einsum("...ir,...ir->...r", previous, mass_shapes))
+    return np.where(same, flip, s)
+
+
+def continued(c):
+    """From ``c = previous^T M shapes`` (..., r) of mass-normalised shapes at two instants:
+    whether each mode is the same mode (mass-weighted MAC ``c^2`` above :data:`SAME_MODE`) and
+    the sign (+-1) that keeps it pointing as the previous one (:func:`signs`)."""
+    return c * c > SAME_MODE, np.where(c < 0, -1.0, 1.0)
 
 
 def phased(shapes):
