@@ -233,3 +233,47 @@ def test_pool_frames_are_bitwise_the_same_whichever_thread_computes_them(monkeyp
     for run in range(3):
         shared = schedule(moved, damping, motion.t, motion.q)
         assert np.array_equal(shared.factors, one.factors) and np.array_equal(shared.rates, one.rates), run
+
+
+def test_frames_with_the_mass_on_its_structure_are_the_dense_ones(monkeypatch):
+    """From subspace.STORE_MIN velocity coordinates the band path's frames evaluate M on its
+    structure (a sim.kernels.store.Store) and keep only what the solver reads of it (each
+    coordinate's entries in its body's reference columns, M_ee's nonzeros): the same frames as
+    with the dense M (n_v, n_v), to round-off (frequencies 1e-10, mass-normalised shapes,
+    statics, loads and mass shapes 1e-8 of their largest entry), with worker threads sharing
+    the structure and each holding its own values; and the compiled loop holds no (n_v, n_v)
+    array: its traced peak is lower by more than 75 % of one (the store's values and the parts,
+    linear, are 10 % of one at this size)."""
+    import tracemalloc
+
+    import sim.solvers.frames
+    import sim.solvers.subspace
+
+    model = load_model(MODELS / "rrru3.py", {"elements_per_link": 24})
+    motion = rigid_motion(model, circle([0.0, 0.0, -0.7], 0.1, 2.0, 0.3), np.linspace(0.0, 0.3, 30),
+                          condition=False)
+    assert model.n_v < sim.solvers.subspace.STORE_MIN
+    ev, states = Evaluator(model), (motion.q, motion.v, motion.a, motion.actuators)
+    peaks = {}
+    for held in (False, True):
+        monkeypatch.setattr(sim.solvers.subspace, "STORE_MIN", 0 if held else 10 ** 9)
+        frames = frames_along(model, motion, 6, workers=2)
+        tracker = sim.solvers.subspace.Tracker(model, 6)
+        store, _ = tracker.mass_store(ev.tables)
+        assert bool(store.ptr.size) == held and store.values.size == 0
+        out = sim.solvers.frames.Frames.empty(len(motion.q), model.n_v, 6, len(model.pose_kinds))
+        tracemalloc.start()
+        sim.solvers.frames._frames(model, ev, tracker, states, out, 0)
+        peaks[held] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        if held:
+            np.testing.assert_allclose(frames.omega, dense.omega, rtol=1e-10, atol=0)
+            for name in ("load", "mass_shapes", "static_load", "static_rest", "pose_jacobian"):
+                ref = getattr(dense, name)
+                np.testing.assert_allclose(getattr(frames, name), ref, rtol=0, atol=1e-8 * np.abs(ref).max(),
+                                           err_msg=name)
+            for k in range(len(motion.q)):
+                P, P_ref = frames.shapes[k] @ frames.mass_shapes[k].T, dense.shapes[k] @ dense.mass_shapes[k].T
+                assert np.abs(P - P_ref).max() <= 1e-8 * np.abs(P_ref).max(), k
+        dense = frames
+    assert peaks[False] - peaks[True] >= 0.75 * model.n_v ** 2 * 8, (peaks, model.n_v)

@@ -180,7 +180,8 @@ def test_band_path_products_are_the_dense_ones(rrru3_fine):
     """The band path's reduced mass, applied by M_ee's nonzeros and the joints' coupling columns,
     is the dense N^T M N to round-off (1e-13 of its largest entry); its band factors of K_ee
     solve with a residual within round-off of the products (1e-13) and as the dense inverse
-    does to 1e-8 (K_ee's condition number); its mass product over v is M's."""
+    does to 1e-8 (K_ee's condition number); its mass product over v is M's, by the dense
+    M's nonzeros and by the parts of M the frames keep on its store alike."""
     from sim.solvers import subspace
     model, motion, evals = rrru3_fine
     tracker = Tracker(model, 6)
@@ -188,7 +189,8 @@ def test_band_path_products_are_the_dense_ones(rrru3_fine):
     layout = tracker.layout()
     E = evals[4]
     M, J = np.ascontiguousarray(E.M), np.ascontiguousarray(E.J)
-    _, _, c, W, S = subspace._coupling(M, J, layout.rigid, layout.elastic, layout.owner)
+    R = subspace.reference_columns(M, layout.blocks)
+    _, _, c, W, S = subspace._coupling(R, J, layout.rigid, layout.elastic, layout.owner)
     Mn = subspace._reduced_mass(M, layout.elastic, layout.owner, c, W, S)
     N = np.vstack([np.linalg.solve(J[:, layout.rigid], -J[:, layout.elastic]), np.eye(layout.elastic.size)])
     order = np.concatenate([layout.rigid, layout.elastic])
@@ -196,7 +198,7 @@ def test_band_path_products_are_the_dense_ones(rrru3_fine):
     N_v[order] = N
     np.testing.assert_allclose(Mn, N_v.T @ M @ N_v, rtol=0, atol=1e-12 * np.abs(Mn).max())
     X = np.random.default_rng(2).normal(size=(layout.elastic.size, 9))
-    mass = subspace._structured_mass(M, layout, c, W, S)
+    mass = subspace._structured_mass(subspace.band_values(M, layout), layout, c, W, S)
     np.testing.assert_allclose(subspace._mass_times(mass, X), Mn @ X, rtol=0, atol=1e-13 * np.abs(Mn @ X).max())
     K = subspace.elastic_stiffness(model)
     stiff = (layout.K_inv, layout.K_inv_chol, layout.bounds, layout.band, layout.K_band)
@@ -207,6 +209,10 @@ def test_band_path_products_are_the_dense_ones(rrru3_fine):
     np.testing.assert_allclose(Y, Y_d, rtol=0, atol=1e-8 * np.abs(Y).max())
     V = np.random.default_rng(3).normal(size=(model.n_v, 4))
     np.testing.assert_allclose(subspace.mass_product(M, layout, V), M @ V, rtol=0, atol=1e-13 * np.abs(M @ V).max())
+    # ... and from the parts the frames keep of M on its store (R, val; M's reference rows read
+    # from its reference columns, equal to round-off)
+    parts = subspace.parts_product(R, subspace.band_values(M, layout), layout, V)
+    np.testing.assert_allclose(parts, M @ V, rtol=0, atol=1e-13 * np.abs(M @ V).max())
 
 
 def test_band_path_modes_and_statics_are_the_dense_paths(rrru3_fine, monkeypatch):

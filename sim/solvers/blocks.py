@@ -196,23 +196,28 @@ def pattern(t, kept, D, m, ranges):
     return Pattern(ptr, rows, group_ptr, group_cols, np.zeros(rows.size), np.zeros(rows.size))
 
 
+def positions(pat):
+    """The positions on the structure ``pat`` (:class:`Pattern`) as a function: ``at(i, j)``
+    of the entries ``(i, j)`` (integer arrays, broadcast); ValueError where one is off it."""
+    m = pat.ptr.size - 1
+    codes = np.repeat(np.arange(m), np.diff(pat.ptr)) * m + pat.rows     # ascending: by column, then row
+
+    def at(i, j):
+        code = np.asarray(j, dtype=np.int64) * m + np.asarray(i, dtype=np.int64)
+        p = np.minimum(np.searchsorted(codes, code), codes.size - 1)
+        if not np.array_equal(codes[p], code):
+            raise ValueError("an entry of M, dQ/dv or K_t off the iteration matrix's structure")
+        return p
+    return at
+
+
 def stores(t, pat, stiff):
     """``M``, ``dQ/dv`` and, with ``stiff``, the tangent stiffness held on the structure ``pat``
     (:func:`pattern`, which covers their entries): three :class:`sim.kernels.store.Store`
     sharing the positions the evaluation writes at (tables of the tables ``t``: each body's
     reference rows and columns, its group's ``ff`` and ``W_nz``, the stiffening elements);
     the third with empty values without ``stiff``.  Memory linear in the entries."""
-    n_v, m = int(t.n_v), pat.ptr.size - 1
-    cols = np.repeat(np.arange(m), np.diff(pat.ptr))
-    codes = cols * m + pat.rows                      # ascending: by column, then row
-
-    def at(i, j):
-        """Positions of the entries ``(i, j)`` (arrays), each on the structure."""
-        code = np.asarray(j, dtype=np.int64) * m + np.asarray(i, dtype=np.int64)
-        p = np.minimum(np.searchsorted(codes, code), codes.size - 1)
-        if not np.array_equal(codes[p], code):
-            raise ValueError("an entry of M, dQ/dv or K_t off the iteration matrix's structure")
-        return p
+    n_v, at = int(t.n_v), positions(pat)
     start = np.zeros(n_v, dtype=np.int64)
     for v0, nf in zip(t.body_v, t.body_nf):
         start[v0:v0 + 6 + nf] = v0

@@ -16,11 +16,11 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from sim.errors import SimError, signals_deferred
-from sim.kernels.common import compile_for, runtime
-from sim.kernels.equations import function
+from sim.kernels.common import by_reference, compile_for, runtime
+from sim.kernels.equations import function, store_address, store_function
 from sim.kernels.pose import pose_terms
 from sim.model.assembly import SINGULAR_RATIO
 from sim.model.evaluator import Evaluator, held
@@ -28,7 +28,9 @@ from sim.model.kinematics import pose_codes
 from sim.solvers.modal import continued, modes, signs
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
-from sim.solvers.subspace import MAX_ITER, SEED_ITER, Tracker, definite, mass_product, solver, solver_address
+from sim.kernels.store import empty_store
+from sim.solvers.subspace import (MAX_ITER, SEED_ITER, Mass, Tracker, definite, mass_product, parts_product, solver,
+                                  solver_address)
 
 
 FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
@@ -78,7 +80,8 @@ def free_motions(model, q, ev):
     Otherwise the structural decision of :func:`sim.solvers.modal.modes` (the null space of
     the deformation rows).  ``ev``: the model's :class:`sim.model.evaluator.Evaluator`.
     """
-    J = ev.evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators))).J
+    E = ev.kinematics(q)     # the locked rows without the mass matrix (n_v, n_v) the evaluation forms
+    J = np.vstack([E.J, E.J_s[~ev.compliant]])
     rigid = model.v_rigid
     if J.shape[0] == rigid.size:
         sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
@@ -146,8 +149,12 @@ class FrameModel(NamedTuple):
     markers' kinematics ``data`` (the evaluator's, by reference), the
     end-effector marker ``e`` and its coordinate codes ``kinds``, the ``n_all`` rows and the
     locked ones ``keep`` (joints and rigid actuators), whether the tangent stiffness is wanted
-    (``stiff``), and the address ``solve`` of the modes solver
-    (:func:`sim.solvers.subspace.solver_address`)."""
+    (``stiff``), the address ``solve`` of the modes solver
+    (:func:`sim.solvers.subspace.solver_address`), and where ``M`` is held: on the store ``Ms``
+    where it has values (a record, its values this call's own; the evaluation on stores at
+    ``f[2]``, :func:`sim.kernels.equations.store_address`, with ``nothing``, an empty one, for
+    ``dQ/dv`` and ``K_t``) with ``pos`` the positions of the band's values
+    (:meth:`sim.solvers.subspace.Tracker.mass_store`), else a dense (n_v, n_v)."""
 
     tables: object
     data: object
@@ -158,6 +165,9 @@ class FrameModel(NamedTuple):
     keep: np.ndarray
     stiff: bool
     solve: int
+    Ms: object
+    nothing: object
+    pos: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -179,12 +189,15 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
     model and links neither solver: each compiles on its own, and only where a model needs it.
     """
     qs, vs, accs, ss = states
-    tables, data, f, kinds, e, n_all, keep, stiff, solve = model
+    tables, data, f, kinds, e, n_all, keep, stiff, solve, Ms, nothing, pos = model
     settings, max_iter, seed_iter = options
     load, omega, shapes, mass_shapes, jac, static_load, static_rest = out
     n_v = vs.shape[1]
     r = omega.shape[1]
-    M = np.zeros((n_v, n_v))
+    held = Ms.values.size > 0
+    M = np.zeros((0, 0) if held else (n_v, n_v))
+    R = np.zeros((n_v if held else 0, 6))    # the parts of M the band path reads (Mass)
+    val = np.zeros(pos.shape)
     Q = np.zeros(n_v)
     Q0 = np.zeros(n_v)
     phi = np.zeros(n_all)
@@ -208,8 +221,13 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         J_all.ravel()[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         if stiff:
             Kt.ravel()[:] = 0.0
-        evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k],
-                 (off, with_K, off, on))
+        if held:
+            store_function(f[2], tables)(qs[k], vs[k], tables, data, (Ms, Q, Q0, phi, J_all, gamma, nothing, empty,
+                                                                       nothing), ss[k], (off, off, off, on))
+            _gather(Ms, pos, R, val)
+        else:
+            evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k],
+                     (off, with_K, off, on))
         if keep.size < n_all:
             for i in range(keep.size):
                 for j in range(n_v):
@@ -218,11 +236,11 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         # broadcasting, much of a cold start's compilation for a few hundred numbers.
         for i in range(n_v):
             a[i, 0] = accs[k, i]
-        Ma = mass_product(M, layout, a)
+        Ma = parts_product(R, val, layout, a) if held else mass_product(M, layout, a)
         for i in range(n_v):
             F[i, 0] = Q[i] - Ma[i, 0]
             F[i, 1] = Q0[i]
-        lam, sh, msh, X_new, sweeps[k], U = modes(M, Kt, J, layout, (order, X, X_prev), settings,
+        lam, sh, msh, X_new, sweeps[k], U = modes(Mass(M, R, val), Kt, J, layout, (order, X, X_prev), settings,
                                                   seed_iter if fresh else max_iter, F)
         if sweeps[k] < -1:     # turned down, or no positive stiffness: left unfilled
             X, X_prev, fresh = seed, none, True
@@ -245,13 +263,37 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
     return X
 
 
+@njit(cache=True, nogil=True)
+def _gather(Ms, pos, R, val):
+    """The parts ``R`` (n_v, 6) and ``val`` (n_e, w) of :class:`sim.solvers.subspace.Mass` from
+    the store ``Ms`` of ``M``: entry ``(i, j)`` of a body's reference columns at ``first[j] + i -
+    start[j]``, the band's at ``pos`` (-1: past a row's last, zero)."""
+    values, start, first = Ms.values, Ms.start, Ms.first
+    for i in range(R.shape[0]):
+        s0 = start[i]
+        for j in range(6):
+            R[i, j] = values[first[s0 + j] + i - s0]
+    for i in range(pos.shape[0]):
+        for t in range(pos.shape[1]):
+            p = pos[i, t]
+            val[i, t] = values[p] if p >= 0 else 0.0
+
+
 def _loop_arguments(model, ev, tracker, general=False):
     """The arguments of :func:`_frame_loop` between the states and the output: ``model``,
     ``layout``, ``seed`` and ``options``, with the tracker's solver
     (:func:`sim.solvers.subspace._constant` where its stiffness is constant, else
     :func:`sim.solvers.subspace._general`), or the general one."""
-    frame = FrameModel(ev.ref, ev.data_ref, ev.f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
-                       np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general))
+    # (the general solver reads the dense M)
+    store, pos = (empty_store(), np.zeros((0, 0), dtype=np.int64)) if general else tracker.mass_store(ev.tables)
+    f = ev.f
+    if store.ptr.size:
+        address = store_address(ev.ref)     # compiled, or loaded from numba's cache, for this model only
+        f = f if isinstance(f, types.Type) else np.append(f, address)
+        store = store._replace(values=np.zeros(store.rows.size))    # this call's (a thread's) own
+    frame = FrameModel(ev.ref, ev.data_ref, f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
+                       np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general),
+                       by_reference(store), by_reference(empty_store()), pos)
     return frame, tracker.layout(general or not tracker.constant), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
 
 
@@ -357,6 +399,7 @@ class FramePool:
         self.model, self.count, self.progress, self.ready = model, count, progress, ready
         self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
         self.free = None
+        self.store = None       # the trackers' M's structure (Tracker.mass_store), from the first
         self.first = None       # the first state
         self.failure = None     # what stopped _prepare
         self.seed = None   # the trackers' common start: Ritz vectors at the first state ...
@@ -409,7 +452,9 @@ class FramePool:
             with signals_deferred():    # compiles in the main thread (see sim.errors.signals_deferred)
                 local.ev, local.tracker = Evaluator(self.model), None
         if local.tracker is None and self.free is not None:
-            local.tracker = Tracker(self.model, self.count, self.free)
+            local.tracker = Tracker(self.model, self.count, self.free, self.store)
+            if self.store is None:    # the first: its M's structure, made once for every thread's
+                self.store = local.tracker.mass_store(local.ev.tables)
         return local.ev, local.tracker
 
     def _prepare(self):
@@ -470,7 +515,10 @@ def _orient(frames):
     # same mode (signs): with the solver's shapes, c = previous . M current; the sign is then
     # the product of the c's signs since the last frame where it was not the same mode,
     # times that frame's own (largest entry positive), which is all signs is asked for.
-    linked, flip = continued(np.einsum("kir,kir->kr", shapes[idx[:-1]], mass_shapes[idx[1:]]))
+    # (products of every consecutive pair on views, not of copies of the filled frames, which
+    # would double the frames' memory; a pair that is not consecutive is not the same mode)
+    pairs = np.einsum("kir,kir->kr", shapes[:-1], mass_shapes[1:])
+    linked, flip = continued(pairs[idx[:-1]])
     same = np.zeros((idx.size, shapes.shape[2]), dtype=bool)
     same[1:] = (np.diff(idx) == 1)[:, None] & linked
     flips = np.ones(same.shape)
@@ -483,8 +531,9 @@ def _orient(frames):
     fresh = np.flatnonzero((~same).any(axis=1))
     own[fresh] = signs(shapes[idx[fresh]])
     s = own[start, cols] * run * run[start, cols]
-    shapes[idx] *= s[:, None, :]
-    mass_shapes[idx] *= s[:, None, :]
+    for j in np.flatnonzero((s != 1.0).any(axis=1)):    # in place: a fancy index would copy
+        shapes[idx[j]] *= s[j]
+        mass_shapes[idx[j]] *= s[j]
     return frames
 
 

@@ -76,7 +76,8 @@ from sim.model import dynamics
 from sim.errors import signals_deferred
 from sim.kernels.common import block_product, caller, pattern_product, pointer, runtime
 from sim.linalg import sparse_solve
-from sim.solvers.blocks import band_lu, band_solve_many
+from sim.kernels.store import empty_store
+from sim.solvers.blocks import INTERIOR_MIN, band_lu, band_solve_many, pattern, positions, stores
 from sim.model.tables import compliant, stretched
 from sim.model.mobility import FREE_RTOL, NULL_RTOL
 
@@ -95,6 +96,7 @@ START_TOL = 1e-10      # the band path's fresh start: relative residual of its p
 START_FLOOR = 1e-8     # ... or where round-off stops it, below this (1e-9 with 128 elements per link) ...
 START_ITER = 60        # ... within this many sweeps (else the dense solve)
 START_GUARD = 8        # vectors iterated beyond the most the start keeps (r + EXTRA_MAX)
+STORE_MIN = 600        # velocity coordinates from which the frames evaluate M on its structure (Tracker.mass_store)
 
 
 
@@ -136,6 +138,25 @@ class Settings(NamedTuple):
     basis_max: float
     null_rtol: float
     free_rtol: float
+
+
+class Mass(NamedTuple):
+    """The mass matrix ``M`` (n_v, n_v) the solvers read: ``dense``, or (``dense`` empty, the
+    band path only) by what the band path reads of it, ``M`` block diagonal over the bodies:
+    ``R`` (n_v, 6) each coordinate's entries in its body's six reference columns and ``val``
+    (n_e, w) ``M_ee``'s nonzeros in the columns of the layout's ``m_col``
+    (:class:`Layout`) -- linear in the coordinates where ``dense`` is quadratic
+    (:func:`sim.solvers.frames._frame_loop` on a :class:`sim.kernels.store.Store`)."""
+
+    dense: np.ndarray
+    R: np.ndarray
+    val: np.ndarray
+
+    @classmethod
+    def of(cls, M):
+        """The :class:`Mass` of the dense ``M`` (n_v, n_v)."""
+        none = np.zeros((0, 0))
+        return cls(np.ascontiguousarray(M, dtype=float), none, none)
 
 
 @njit(cache=True)
@@ -427,7 +448,7 @@ def _start(stiff, mass, p, r):
 
 
 @njit(cache=True)
-def _coupling(M, J, rigid, elastic, owner):
+def _coupling(R, J, rigid, elastic, owner):
     """The reference part of the reduced mass ``Mn = N^T M N``, ``N = [G; 1]`` (rows: reference,
     elastic), ``G = -J_r^-1 J_e``.
 
@@ -438,7 +459,9 @@ def _coupling(M, J, rigid, elastic, owner):
 
     and ``M`` is block diagonal over the bodies (each body's kinetic energy involves its own
     coordinates only): elastic coordinate ``k`` couples with the six reference coordinates
-    ``rigid[6 owner[k] : 6 owner[k] + 6]`` of its body, and ``M_rr`` is 6 x 6 blocks.
+    ``rigid[6 owner[k] : 6 owner[k] + 6]`` of its body, and ``M_rr`` is 6 x 6 blocks: ``R``
+    (n_v, 6), each coordinate's entries in its body's reference columns
+    (:func:`reference_columns`), holds all of them.
 
     Returns ``max|G|``, ``G_c`` (n_r, n_c), ``c`` (n_c,), ``W`` (n_e, n_c) and ``S`` (n_c, n_c),
     made exactly symmetric.
@@ -463,14 +486,14 @@ def _coupling(M, J, rigid, elastic, owner):
     for i in range(n_e):             # W = M_er G_c, row i from its body's six columns
         b = 6 * owner[i]
         for j in range(6):
-            m = M[elastic[i], rigid[b + j]]
+            m = R[elastic[i], j]
             for k in range(n_c):
                 W[i, k] += m * Gc[b + j, k]
     H = np.zeros((n_r, n_c))         # M_rr G_c, body by body
     for b in range(0, n_r, 6):
         for i in range(6):
             for j in range(6):
-                m = M[rigid[b + i], rigid[b + j]]
+                m = R[rigid[b + i], j]
                 for k in range(n_c):
                     H[b + i, k] += m * Gc[b + j, k]
     GMG = Gc.T @ H
@@ -510,9 +533,29 @@ def _reduced_mass(M, elastic, owner, c, W, S):
 
 
 @njit(cache=True)
-def _structured_mass(M, layout, c, W, S):
-    """The band path's mass operand of :func:`_mass_times`: ``M_ee``'s nonzeros read from ``M``
-    in the pattern of the ``layout`` (:class:`Layout`), and :func:`_coupling`'s parts."""
+def _structured_mass(val, layout, c, W, S):
+    """The band path's mass operand of :func:`_mass_times`: ``M_ee``'s nonzeros ``val``
+    (:class:`Mass`) in the pattern of the ``layout`` (:class:`Layout`), and :func:`_coupling`'s
+    parts."""
+    return np.zeros((0, 0)), val, layout.m_col.copy(), W, c, S     # a writable copy: the dense operand's type
+
+
+@njit(cache=True)
+def reference_columns(M, blocks):
+    """``R`` (n_v, 6) of :class:`Mass`: row ``i`` the entries of the dense ``M`` in the six
+    reference columns of the body of coordinate ``i`` (``blocks``: the bodies' ranges)."""
+    R = np.empty((M.shape[0], 6))
+    for b in range(blocks.size - 1):
+        for i in range(blocks[b], blocks[b + 1]):
+            for j in range(6):
+                R[i, j] = M[i, blocks[b] + j]
+    return R
+
+
+@njit(cache=True)
+def band_values(M, layout):
+    """``val`` (n_e, w) of :class:`Mass`: ``M_ee``'s nonzeros read from the dense ``M`` in the
+    columns ``m_col`` of the ``layout`` (:class:`Layout`; zero past a row's last)."""
     elastic, col = layout.elastic, layout.m_col
     val = np.zeros(col.shape)
     for i in range(elastic.size):
@@ -521,7 +564,52 @@ def _structured_mass(M, layout, c, W, S):
             if col[i, t] < 0:
                 break
             val[i, t] = M[row, elastic[col[i, t]]]
-    return np.zeros((0, 0)), val, col.copy(), W, c, S     # a writable copy: the dense operand's type
+    return val
+
+
+@njit(cache=True)
+def _parts(mass, layout):
+    """``R`` and ``val`` of the :class:`Mass` ``mass`` (``val`` only on the band path), read from
+    its dense matrix where it has one."""
+    if mass.dense.size == 0:
+        return mass.R, mass.val
+    val = band_values(mass.dense, layout) if layout.K_band.size else np.zeros((0, 0))
+    return reference_columns(mass.dense, layout.blocks), val
+
+
+@njit(cache=True, nogil=True)
+def parts_product(R, val, layout, X):
+    """``M X`` (n_v, m) for the mass given by its parts ``R`` (n_v, 6) and ``val`` (n_e, w) on
+    the band path (:class:`Mass`): each body's reference rows by symmetry from ``R``, its
+    elastic rows over its reference columns and ``M_ee``'s nonzeros -- the terms of
+    :func:`sim.kernels.common.pattern_product`, linear in the coordinates."""
+    blocks, col = layout.blocks, layout.m_col
+    m = X.shape[1]
+    Y = np.zeros((R.shape[0], m))
+    e0 = 0                           # the body's first elastic coordinate
+    for b in range(blocks.size - 1):
+        v0, v1 = blocks[b], blocks[b + 1]
+        for j in range(6):           # row v0 + j: column v0 + j of the block, M symmetric
+            i = v0 + j
+            for c in range(v0, v1):
+                a = R[c, j]
+                if a != 0.0:
+                    for k in range(m):
+                        Y[i, k] += a * X[c, k]
+        for f in range(v1 - v0 - 6):
+            i = v0 + 6 + f
+            for c in range(6):
+                a = R[i, c]
+                for k in range(m):
+                    Y[i, k] += a * X[v0 + c, k]
+            for t in range(col.shape[1]):
+                if col[e0 + f, t] < 0:
+                    break
+                a, c = val[e0 + f, t], v0 + 6 + col[e0 + f, t] - e0
+                for k in range(m):
+                    Y[i, k] += a * X[c, k]
+        e0 += v1 - v0 - 6
+    return Y
 
 
 @njit(cache=True, nogil=True)
@@ -910,7 +998,7 @@ def _elastic_basis(N, n_z, Ks, M, blocks, n_free):
 
 
 @njit(cache=True, nogil=True)
-def _general(M, Kt, J, layout, memory, settings, max_iter, F):
+def _general(mass, Kt, J, layout, memory, settings, max_iter, F):
     """The modes of any model (:data:`SOLVER`'s arguments; of the ``layout``, ``owner``,
     ``K_inv``, ``K_inv_chol`` and ``bounds`` unused): the stiffness ``K = K_body + Kt`` (n_v,
     n_v; ``Kt`` the tangent of the springs, compliant drives and stiffening, or empty), rows
@@ -918,7 +1006,8 @@ def _general(M, Kt, J, layout, memory, settings, max_iter, F):
     ``order`` of the last call (in and out, :func:`_basis`) and the last subspaces; at most
     ``max_iter`` sweeps.
 
-    The basis of :func:`_basis` less the free motions (:func:`_elastic_basis`), the reduced
+    ``mass`` (:class:`Mass`) dense.  The basis of :func:`_basis` less the free motions
+    (:func:`_elastic_basis`), the reduced
     pencil ``(B^T K B, B^T M B)``, its lowest modes by subspace iteration from the motions
     ``X`` (n_v, p; extrapolated with ``X_prev`` as in :func:`_constant`; a dense start where
     they are not motions: empty, or the constant path's), and the static displacements
@@ -931,6 +1020,7 @@ def _general(M, Kt, J, layout, memory, settings, max_iter, F):
     mass-orthogonal to them, as the modes are.
     """
     K_body, rigid, elastic, blocks, n_free = layout.K_body, layout.rigid, layout.elastic, layout.blocks, layout.n_free
+    M = mass.dense
     order, X, X_prev = memory
     r, tol, basis_max, null_rtol, free_rtol = settings
     n_v = M.shape[0]
@@ -976,7 +1066,7 @@ def _general(M, Kt, J, layout, memory, settings, max_iter, F):
 
 
 @njit(cache=True, nogil=True)
-def _constant(M, Kt, J, layout, memory, settings, max_iter, F):
+def _constant(mass, Kt, J, layout, memory, settings, max_iter, F):
     """The modes where the stiffness is the bodies' constant one and the rows ``J`` fix the
     reference coordinates (:data:`SOLVER`'s arguments; of the ``layout``, ``K_inv``,
     ``K_inv_chol`` the inverse of the stiffness on the elastic coordinates and of its Cholesky
@@ -988,25 +1078,29 @@ def _constant(M, Kt, J, layout, memory, settings, max_iter, F):
     rigid, elastic, owner = layout.rigid, layout.elastic, layout.owner
     _, X, X_prev = memory
     r, tol, basis_max, _, _ = settings
+    n_v = rigid.size + elastic.size
     if J.shape[0] == rigid.size:
-        g, Gc, c, W, S = _coupling(M, J, rigid, elastic, owner)
+        R, val = _parts(mass, layout)
+        g, Gc, c, W, S = _coupling(R, J, rigid, elastic, owner)
         if g <= basis_max:
             stiff = (layout.K_inv, layout.K_inv_chol, layout.bounds, layout.band, layout.K_band)
-            mass = (_structured_mass(M, layout, c, W, S) if layout.K_band.size
-                    else _dense_mass(_reduced_mass(M, elastic, owner, c, W, S)))
+            band = layout.K_band.size > 0
+            Mn = (_structured_mass(val, layout, c, W, S) if band
+                  else _dense_mass(_reduced_mass(mass.dense, elastic, owner, c, W, S)))
             n_e = elastic.size
             if X_prev.shape[1] == X.shape[1] and X.shape[1] > 0 and X.shape[0] == n_e and X_prev.shape[0] == n_e:
                 # Linear extrapolation of the subspace: X + (X - X_prev C), C = X_prev^T Mn X aligning
                 # the previous Ritz vectors (signs, mixing) with the last ones.
-                C = X_prev.T @ _mass_times(mass, X)
+                C = X_prev.T @ _mass_times(Mn, X)
                 X = 2.0 * X - X_prev @ C
             elif X.shape[0] != n_e:
                 X = np.zeros((n_e, 0))
-            lam, X, sweeps = _iterate(stiff, mass, X, r, tol, max_iter, runtime(False))
+            lam, X, sweeps = _iterate(stiff, Mn, X, r, tol, max_iter, runtime(False))
             shapes = _expand(Gc, c, rigid, elastic, _columns(X, r))   # Phi = N X_r
-            return (lam, shapes, mass_product(M, layout, shapes), X, sweeps, _static(F, Gc, c, rigid, elastic, stiff))
-    none = np.zeros((M.shape[0], 0))
-    return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros((M.shape[0], F.shape[1]))
+            MPhi = parts_product(R, val, layout, shapes) if band else block_product(mass.dense, layout.blocks, shapes)
+            return (lam, shapes, MPhi, X, sweeps, _static(F, Gc, c, rigid, elastic, stiff))
+    none = np.zeros((n_v, 0))
+    return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros((n_v, F.shape[1]))
 
 
 _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
@@ -1014,12 +1108,13 @@ LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types
                            types.Array(types.int64, 2, "C", readonly=True)], Layout)     # m_col: as the tables' patterns
 SETTINGS = types.NamedTuple([types.int64] + [types.float64] * 4, Settings)
 # The one signature of the modes solvers, which the compiled frames (sim.solvers.frames) call
-# through an address (solver_address): (M, Kt, J, layout, memory = (order, X, X_prev),
+# through an address (solver_address): (mass, Kt, J, layout, memory = (order, X, X_prev),
 # settings, max_iter, F) -> (lam (p,), shapes (n_v, r), mass_shapes (n_v, r), X, sweeps,
 # static (n_v, m)), sweeps the iterations (-1: a dense solve, -2: turned down, -3: no positive
 # stiffness).
+MASS = types.NamedUniTuple(_MAT, 3, Mass)
 SOLVER = types.Tuple((_VEC, _MAT, _MAT, _MAT, types.int64, _MAT))(
-    _MAT, _MAT, _MAT, LAYOUT, types.Tuple((_IDX, _MAT, _MAT)), SETTINGS, types.int64, _MAT)
+    MASS, _MAT, _MAT, LAYOUT, types.Tuple((_IDX, _MAT, _MAT)), SETTINGS, types.int64, _MAT)
 solver = caller(SOLVER)    # in compiled code: solver(address)(...)
 
 
@@ -1124,9 +1219,12 @@ class Tracker:
     free : int
         Free motions of the model with the actuators locked
         (:func:`sim.solvers.frames.free_motions`).
+    store : tuple, optional
+        :meth:`mass_store` of another tracker of the same model (read only: trackers of
+        several threads share it).
     """
 
-    def __init__(self, model, count, free=0):
+    def __init__(self, model, count, free=0, store=None):
         self.model, self.count, self.free = model, int(count), int(free)
         self.rigid = np.asarray(model.v_rigid, dtype=np.int64)
         self.elastic = np.asarray(model.v_elastic, dtype=np.int64)
@@ -1156,6 +1254,7 @@ class Tracker:
         assert np.array_equal(self.rigid[::6], self.blocks[:-1]), "v: each body's reference, then elastic coordinates"
         self.bounds = np.concatenate([[0], np.cumsum(n_f[n_f > 0])]).astype(np.int64)
         self.seed = np.zeros((0, 0))
+        self._store = store
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve
         self.turned_down = 0   # frames the constant solver left to the general one
@@ -1189,6 +1288,29 @@ class Tracker:
         general = not self.constant if general is None else general
         return Layout(self.K_body if general else np.zeros((0, 0)), self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
                       self.bounds, self.free, self.band, self.K_band, self.m_col)
+
+    def mass_store(self, t):
+        """Where ``M`` is held on its structure in the compiled frames: on the band path from
+        :data:`STORE_MIN` velocity coordinates, ``M``'s :class:`sim.kernels.store.Store` for the
+        evaluation of the tables ``t`` (:func:`sim.solvers.blocks.pattern` without constraint
+        unknowns; ``values`` empty: each compiled call holds its own) and the positions ``pos``
+        (n_e, w) of :class:`Mass`'s ``val`` in its values (-1 past a row's last); elsewhere an
+        empty store and ``pos`` (0, 0): the dense ``M`` (n_v, n_v).  Made at the first call."""
+        if self._store is None:
+            n_v, none = self.model.n_v, np.zeros((0, 0), dtype=np.int64)
+            self._store = empty_store(), none
+            if self.K_band.size and n_v >= STORE_MIN:
+                ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(t.body_v, t.body_nf)
+                                   if nf >= INTERIOR_MIN], dtype=np.int64).reshape(-1, 3)
+                pat = pattern(t, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), n_v, ranges)
+                if pat.ptr.size:
+                    Ms = stores(t, pat, False)[0]
+                    col = self.m_col
+                    pos = np.full(col.shape, -1, dtype=np.int64)
+                    i, k = np.nonzero(col >= 0)
+                    pos[i, k] = positions(pat)(self.elastic[i], self.elastic[col[i, k]])
+                    self._store = Ms._replace(values=np.zeros(0)), pos
+        return self._store
 
     def settings(self):
         """How the solvers iterate for this tracker (:class:`Settings`)."""
@@ -1235,7 +1357,7 @@ class Tracker:
         with signals_deferred() if not self.loaded else contextlib.nullcontext():   # see sim.model.evaluator
             F = np.zeros((M.shape[0], 0)) if loads is None else np.ascontiguousarray(loads, dtype=float)
             Kt = np.zeros((0, 0)) if Kt is None else np.ascontiguousarray(Kt, dtype=float)
-            arguments = (np.ascontiguousarray(M, dtype=float), Kt, np.ascontiguousarray(J, dtype=float), self.layout(),
+            arguments = (Mass.of(M), Kt, np.ascontiguousarray(J, dtype=float), self.layout(),
                          (self.order, self.X, self.X_prev), self.settings(), SEED_ITER if self.fresh else MAX_ITER, F)
             found = _constant(*arguments) if self.constant else None
             if found is not None and found[4] == -2:    # turned down: the general basis
