@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
 import problems
 from sim.app.cli import main
+from sim.model.loader import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -466,6 +468,39 @@ def test_huge_pose_map_is_refused(sim_run):
     code, err, out = sim_run(NAVARO_MODES + '[sweep]\naxes = ["x", "y"]\nx = [-0.05, 0.05, 10000]\n'
                              'y = [-0.05, 0.05, 10000]\n')
     check_outcome(code, err, out, "`sweep.x`", "1e+08 poses", "would take about", "--yes")
+
+
+def test_time_estimates_follow_the_measured_curves():
+    """The per-unit costs are the measured points times the margin, joined log-log (a power law
+    between two points: the geometric mean at the geometric mean), extended with the end
+    segments' slopes; the general solver's frozen structures cost more at the same size."""
+    from sim.app.cost import CURVES, GENERAL, MARGIN, _unit
+    for table, general in ((CURVES, False), (GENERAL, True)):
+        for kind, points in table.items():
+            for n, t in points:
+                assert _unit(kind, n, general) == pytest.approx(MARGIN * t, rel=1e-12)
+            (n0, t0), (n1, t1) = points[0], points[1]
+            assert _unit(kind, np.sqrt(n0 * n1), general) == pytest.approx(MARGIN * np.sqrt(t0 * t1), rel=1e-12)
+            (n0, t0), (n1, t1) = points[-2], points[-1]
+            slope = np.log(t1 / t0) / np.log(n1 / n0)
+            assert _unit(kind, 4 * n1, general) == pytest.approx(MARGIN * t1 * 4 ** slope, rel=1e-12)
+    for kind in GENERAL:
+        assert _unit(kind, 1000, True) > 3 * _unit(kind, 1000)
+
+
+def test_a_fine_mesh_the_engine_runs_in_minutes_is_not_refused():
+    """The 3-RRRU circle with 128 elements per link (2364 coordinates, 20 000 steps: about two
+    minutes here) was refused as 'about 3.13 h' by the dense era's n_v^2.3 scaling; now it is
+    estimated in minutes, above what it takes (the margin), and runs without --yes."""
+    from types import SimpleNamespace
+
+    from sim.app.cost import TIME_LIMIT, check, estimate
+    from sim.app.scenario import load_scenario
+    scenario = load_scenario(ROOT / "scenarios" / "rrru3_circle.toml")
+    model = load_model(scenario.model_file, {**scenario.model_parameters, "elements_per_link": 128})
+    costs = {c.key: c.seconds for c in estimate(scenario, model)}
+    assert 20000 * 5.3e-3 < costs["transient.step"] < TIME_LIMIT / 10
+    check(SimpleNamespace(path="s.toml"), estimate(scenario, model), memory=1e12)
 
 
 def test_yes_lifts_the_time_limit_not_the_memory_one():

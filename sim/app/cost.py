@@ -1,18 +1,24 @@
 """What a scenario will cost, told before any analysis runs: memory and, where it can, time.
 
 Each analysis's largest arrays are counted from the scenario and the model's sizes; its time
-from the model's velocity coordinates ``n_v`` with per-unit costs measured on the shipped
-robots (3-RRRU, ``n_v = 132``: 0.37 ms per transient step, 0.25 ms per KED frame, 1.7 ms per
-frequency sample), scaled as ``n_v^2.3`` (the measured growth between the slider-crank and the
-3-RRRU) and doubled for slower machines.  The estimates are orders of magnitude, meant to stop
-a typing slip (``transient.step = 1e-12``, a 10000 x 10000 map) before it fills the memory or
-runs for days, not to predict run times.
+from the model's velocity coordinates ``n_v`` on curves of per-unit costs measured on refined
+robots (:data:`CURVES`: the 3-RRRU circle with 2 to 128 elements per link, whose transient
+runs on the block path and whose frozen structures on the band path, both close to linear in
+``n_v``; :data:`GENERAL`: the frozen structures of a robot whose stiffness is not the bodies'
+constant one -- springs, compliant drives, stiffening -- by the general solver's dense reduced
+pencil, measured on the 6-PSS with compliant drives and 3 to 32 elements per strut, close to
+cubic), interpolated log-log, extrapolated with the end segments' slopes, and doubled for
+slower machines.  The estimates are orders of magnitude, meant to stop a typing slip
+(``transient.step = 1e-12``, a 10000 x 10000 map) before it fills the memory or runs for
+days, not to predict run times -- nor to refuse a fine mesh the engine runs in minutes.
 
 A run needing more than :data:`MEMORY_SHARE` of the memory available is refused; one
 estimated above :data:`TIME_LIMIT` needs ``sim run --yes``.
 """
 import math
 import os
+
+import numpy as np
 from typing import NamedTuple
 
 from sim.errors import SimError
@@ -20,10 +26,23 @@ from sim.model.builder import available_memory
 
 MEMORY_SHARE = 0.8         # of the memory available when the run starts
 TIME_LIMIT = 3600.0        # s, above which a run needs --yes
-N_REF = 132                # velocity coordinates of the 3-RRRU, where the unit costs were measured
-SCALE = 2.3                # growth of the per-step cost with n_v
 MARGIN = 2.0               # slower machines
-UNIT = {"step": 0.37e-3, "frame": 0.25e-3, "sample": 1.7e-3, "modes": 0.05, "frf": 2e-5}   # s at N_REF
+# Per-unit costs [s] by velocity coordinates, measured on a 2-core machine (2026-11-28, sim run's
+# wall times): a transient step, a KED frame (the KED's wall time per frame), a frequency sample
+# (also an inverse-dynamics sample's bound), a pose of a frequency map (sweep.workers = 1).
+CURVES = {
+    "step": ((96, 1.2e-4), (204, 2.5e-4), (348, 4.3e-4), (636, 8.0e-4), (1212, 1.8e-3), (2364, 5.3e-3)),
+    "frame": ((96, 1.4e-4), (204, 2.0e-4), (348, 2.9e-4), (636, 4.5e-4), (1212, 8.8e-4), (2364, 1.9e-3)),
+    "sample": ((96, 2.0e-4), (204, 3.5e-4), (348, 5.0e-4), (636, 8.5e-4), (1212, 1.75e-3), (2364, 4.8e-3)),
+    "modes": ((96, 1.6e-3), (204, 1.9e-3), (636, 3.4e-3), (2364, 3.0e-2)),
+}
+# ... the frozen structures by the general solver (the 6-PSS with compliant drives, 186 to 1230 coordinates)
+GENERAL = {
+    "frame": ((186, 8.8e-4), (366, 3.0e-3), (654, 1.33e-2), (1230, 8.7e-2)),
+    "sample": ((186, 1.65e-3), (366, 5.05e-3), (654, 1.79e-2), (1230, 9.95e-2)),
+    "modes": ((186, 4.1e-3), (366, 1.03e-2), (654, 3.3e-2), (1230, 0.171)),
+}
+FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth
 
 
 class Cost(NamedTuple):
@@ -35,8 +54,17 @@ class Cost(NamedTuple):
     what: str
 
 
-def _unit(kind, n_v):
-    return MARGIN * UNIT[kind] * (max(n_v, 1) / N_REF) ** SCALE
+def _unit(kind, n_v, general=False):
+    """The cost [s] of one unit of ``kind`` at ``n_v`` velocity coordinates (``general``: the
+    frozen structures by the general solver), :data:`MARGIN` included: the curve's points
+    joined log-log, its first and last segments extended."""
+    if kind == "frf":
+        return MARGIN * FRF_UNIT * (max(n_v, 1) / FRF_N) ** FRF_SCALE
+    n, t = np.log(np.array((GENERAL if general and kind in GENERAL else CURVES)[kind])).T
+    x = np.log(max(n_v, 1))
+    k = int(np.clip(np.searchsorted(n, x) - 1, 0, n.size - 2))
+    slope = (t[k + 1] - t[k]) / (n[k + 1] - n[k])
+    return MARGIN * float(np.exp(t[k] + slope * (x - n[k])))
 
 
 def _duration(scenario, table):
@@ -87,8 +115,14 @@ def estimate(scenario, model):
     """The :class:`Cost` of each analysis of ``scenario`` on ``model``."""
     from sim.analyses import skeleton
 
+    from sim.solvers.subspace import Tracker
+
     n_v, n_q, d, n_m = model.n_v, model.n_q, len(model.pose_names), len(model.markers)
     data, out = scenario.data, []
+    general = not Tracker.applies(model)     # the frozen structures by the general solver
+
+    def unit(kind):
+        return _unit(kind, n_v, general)
 
     def skeleton_bytes(instants):
         """The skeleton over time of a time-domain group (flexible and rigid points, bounded)."""
@@ -104,12 +138,12 @@ def estimate(scenario, model):
             written = "" if t.get("output_step") else " (one per step: no output_step)"
             out.append(Cost("transient.output_step", 2 * samples * per_sample + skeleton_bytes(samples), None,
                             f"{samples:.3g} samples written{written}"))
-            out.append(Cost("transient.step", 0.0, steps * _unit("step", n_v), f"{steps:.3g} steps of {t['step']:g} s"))
+            out.append(Cost("transient.step", 0.0, steps * unit("step"), f"{steps:.3g} steps of {t['step']:g} s"))
     if "ked" in data:
         k = data["ked"]
         frames, r = k["intervals"] + 1, k["modes"]
         out.append(Cost("ked.intervals", 8 * frames * (n_v * (2 * r + d + 6) + n_q) + skeleton_bytes(frames),
-                        frames * _unit("frame", n_v), f"{frames:.3g} frames of {r} modes"))
+                        frames * unit("frame"), f"{frames:.3g} frames of {r} modes"))
         duration = _duration(scenario, k)
         if k.get("output_step") and duration is not None:
             # Samples between the interval ends: modal coordinates and the einsum terms of each.
@@ -118,28 +152,28 @@ def estimate(scenario, model):
     if "frequencies" in data:
         f = data["frequencies"]
         out.append(Cost("frequencies.samples", 8 * f["samples"] * (n_v * (f["count"] + 2) + n_q),
-                        f["samples"] * _unit("sample", n_v), f"{f['samples']:.3g} samples"))
+                        f["samples"] * unit("sample"), f"{f['samples']:.3g} samples"))
     if "inverse_dynamics" in data:
         s = data["inverse_dynamics"]["samples"]
         rows = model.rows["n_total"]
         out.append(Cost("inverse_dynamics.samples", 8 * s * (n_q + 2 * n_v + 12 * rows),
-                        s * _unit("sample", n_v), f"{s:.3g} samples"))
+                        s * unit("sample"), f"{s:.3g} samples"))
     if "frf" in data:
         f = data["frf"]
         pairs = len(f["inputs"]) * len(f["outputs"])
-        out.append(Cost("frf.points", 16 * f["points"] * (pairs + 2 * n_v), f["points"] * _unit("frf", n_v),
+        out.append(Cost("frf.points", 16 * f["points"] * (pairs + 2 * n_v), f["points"] * unit("frf"),
                         f"{f['points']:.3g} frequencies"))
     if "sweep" in data and data["sweep"].get("axes"):
         s = data["sweep"]
         cases = math.prod(int(s[a][2]) for a in s["axes"])
         key = "sweep." + s["axes"][0]
-        out.append(Cost(key, 8 * cases * (4 * (s.get("count") or 4) + d), cases * _unit("modes", n_v),
+        out.append(Cost(key, 8 * cases * (4 * (s.get("count") or 4) + d), cases * unit("modes"),
                         f"{cases:.3g} poses"))
     elif "sweep" in data and data["sweep"].get("parameters"):
         s = data["sweep"]
         cases = math.prod(len(v) for v in s["parameters"].values())
         base = [c for c in out if c.key.split(".")[0] == s.get("analysis")]
-        seconds = cases * (base[0].seconds if base and base[0].seconds else _unit("modes", n_v))
+        seconds = cases * (base[0].seconds if base and base[0].seconds else unit("modes"))
         out.append(Cost("sweep.parameters", 8 * cases * n_v, seconds, f"{cases:.3g} cases"))
     return out
 
