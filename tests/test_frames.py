@@ -254,10 +254,10 @@ def test_frames_with_the_mass_on_its_structure_are_the_dense_ones(monkeypatch):
                           condition=False)
     assert model.n_v < sim.solvers.subspace.STORE_MIN
     ev, states = Evaluator(model), (motion.q, motion.v, motion.a, motion.actuators)
-    peaks = {}
+    peaks, runs = {}, {}
     for held in (False, True):
         monkeypatch.setattr(sim.solvers.subspace, "STORE_MIN", 0 if held else 10 ** 9)
-        frames = frames_along(model, motion, 6, workers=2)
+        runs[held] = frames_along(model, motion, 6, workers=2)
         tracker = sim.solvers.subspace.Tracker(model, 6)
         store, _ = tracker.mass_store(ev.tables)
         assert bool(store.ptr.size) == held and store.values.size == 0
@@ -266,14 +266,12 @@ def test_frames_with_the_mass_on_its_structure_are_the_dense_ones(monkeypatch):
         sim.solvers.frames._frames(model, ev, tracker, states, out, 0)
         peaks[held] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        if held:
-            np.testing.assert_allclose(frames.omega, dense.omega, rtol=1e-10, atol=0)
-            for name in ("load", "mass_shapes", "static_load", "static_rest", "pose_jacobian"):
-                ref = getattr(dense, name)
-                np.testing.assert_allclose(getattr(frames, name), ref, rtol=0, atol=1e-8 * np.abs(ref).max(),
-                                           err_msg=name)
-            for k in range(len(motion.q)):
-                P, P_ref = frames.shapes[k] @ frames.mass_shapes[k].T, dense.shapes[k] @ dense.mass_shapes[k].T
-                assert np.abs(P - P_ref).max() <= 1e-8 * np.abs(P_ref).max(), k
-        dense = frames
+    frames, dense = runs[True], runs[False]
+    np.testing.assert_allclose(frames.omega, dense.omega, rtol=1e-10, atol=0)
+    for name in ("load", "mass_shapes", "static_load", "static_rest", "pose_jacobian"):
+        ref = getattr(dense, name)
+        np.testing.assert_allclose(getattr(frames, name), ref, rtol=0, atol=1e-8 * np.abs(ref).max(), err_msg=name)
+    for k in range(len(motion.q)):
+        P, P_ref = frames.shapes[k] @ frames.mass_shapes[k].T, dense.shapes[k] @ dense.mass_shapes[k].T
+        assert np.abs(P - P_ref).max() <= 1e-8 * np.abs(P_ref).max(), k
     assert peaks[False] - peaks[True] >= 0.75 * model.n_v ** 2 * 8, (peaks, model.n_v)
