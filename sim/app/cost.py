@@ -115,13 +115,14 @@ def estimate(scenario, model):
     """The :class:`Cost` of each analysis of ``scenario`` on ``model``."""
     from sim.analyses import skeleton
 
-    from sim.solvers.subspace import Tracker
-
     n_v, n_q, d, n_m = model.n_v, model.n_q, len(model.pose_names), len(model.markers)
     data, out = scenario.data, []
-    general = not Tracker.applies(model)     # the frozen structures by the general solver
 
     def unit(kind):
+        general = False
+        if kind in GENERAL:     # the frozen structures by the general solver? (imported only then)
+            from sim.solvers.subspace import Tracker
+            general = not Tracker.applies(model)
         return _unit(kind, n_v, general)
 
     def skeleton_bytes(instants):
