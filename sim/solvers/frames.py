@@ -22,13 +22,13 @@ from sim.errors import SimError, signals_deferred
 from sim.kernels.common import by_reference, compile_for, runtime
 from sim.kernels.equations import function, store_address, store_function
 from sim.kernels.pose import pose_terms
+from sim.kernels.store import empty_store
 from sim.model.assembly import SINGULAR_RATIO
 from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
 from sim.solvers.modal import continued, modes, signs
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
-from sim.kernels.store import empty_store
 from sim.solvers.subspace import (MAX_ITER, SEED_ITER, Mass, Tracker, definite, mass_product, parts_product, solver,
                                   solver_address)
 

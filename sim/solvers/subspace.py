@@ -54,7 +54,10 @@ linear in the elastic coordinates, where the dense reduced mass and inverse stif
 quadratic (and their memory with them).  The fresh start is then subspace iteration too
 (:func:`_start`, converged to :data:`START_TOL`, not the cubic dense solve).  The two paths
 agree to ~1e-11 (tests).  Below :data:`BAND_MIN` the dense path is as fast (one BLAS call per
-product; faster below about 150 coordinates) and is kept, bitwise as it was.
+product; faster below about 150 coordinates) and is kept, bitwise as it was.  The band path
+reads of ``M`` only each coordinate's entries in its body's reference columns and ``M_ee``'s
+nonzeros (:class:`Mass`): from :data:`STORE_MIN` coordinates the compiled frames evaluate ``M``
+on its structure and give it those alone, no (n_v, n_v) array.
 
 Accuracy: the eigenvalues agree with a dense solve to ~``RESIDUAL_TOL^2`` (relative), a
 shape to about ``RESIDUAL_TOL`` over its relative gap to the other eigenvalues.  At
