@@ -59,15 +59,24 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module", params=list(CASES))
+@pytest.fixture(scope="module", params=[(name, saddle) for name in CASES for saddle in (False, True)],
+                ids=lambda p: p[0] + (", saddle-point solver" if p[1] else ""))
 def case(request):
-    name, parameters, states, count = CASES[request.param]
+    """The frames of a case, and with ``saddle`` by the saddle-point solver wherever the
+    general one would take them (sim.solvers.saddle.SADDLE_MIN lowered: any size)."""
+    import sim.solvers.saddle
+
+    label, saddle = request.param
+    name, parameters, states, count = CASES[label]
     model = load_model(MODELS / f"{name}.py", parameters)
     motion = states(model)
-    frames = frames_along(model, motion, count, workers=1)
+    with pytest.MonkeyPatch.context() as patch:
+        if saddle:
+            patch.setattr(sim.solvers.saddle, "SADDLE_MIN", 0)
+        frames = frames_along(model, motion, count, workers=1)
     refs = [oracles.frame(model, q, v, a, s, count)
             for q, v, a, s in zip(motion.q, motion.v, motion.a, motion.actuators)]
-    return request.param, model, motion, frames, refs
+    return label, model, motion, frames, refs
 
 
 def test_frame_frequencies_and_shapes_are_the_dense_modes(case):

@@ -104,6 +104,7 @@ def _frequencies(model, ev, count):
     from sim.solvers.subspace import Tracker
 
     tracker = Tracker(model, count, free_motions(model, model.q_home, ev))
+    tracker.use_saddle(ev)     # large robots of any stiffness: the saddle-point solver (sim.solvers.saddle)
 
     def measure(q, locked):
         omega = tracker.modes(locked.M, locked.J, Kt=locked.K_t)[0]

@@ -283,6 +283,7 @@ def _loop_arguments(model, ev, tracker, general=False):
     """The arguments of :func:`_frame_loop` between the states and the output: ``model``,
     ``layout``, ``seed`` and ``options``, with the tracker's solver
     (:func:`sim.solvers.subspace._constant` where its stiffness is constant, else
+    :func:`sim.solvers.saddle.modes` where the tracker takes it, else
     :func:`sim.solvers.subspace._general`), or the general one."""
     # (the general solver reads the dense M)
     store, pos = (empty_store(), np.zeros((0, 0), dtype=np.int64)) if general else tracker.mass_store(ev.tables)
@@ -291,9 +292,11 @@ def _loop_arguments(model, ev, tracker, general=False):
         address = store_address(ev.ref)     # compiled, or loaded from numba's cache, for this model only
         f = f if isinstance(f, types.Type) else np.append(f, address)
         store = store._replace(values=np.zeros(store.rows.size))    # this call's (a thread's) own
+    saddle = not general and tracker.use_saddle(ev)     # the general solver's structures by the saddle-point form
     frame = FrameModel(ev.ref, ev.data_ref, f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
-                       np.flatnonzero(ev.keep), bool(ev.stiff), solver_address(tracker.constant and not general),
-                       by_reference(store), by_reference(empty_store()), pos)
+                       np.flatnonzero(ev.keep), bool(ev.stiff),
+                       solver_address(tracker.constant and not general, saddle), by_reference(store),
+                       by_reference(empty_store()), pos)
     return frame, tracker.layout(general or not tracker.constant), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
 
 

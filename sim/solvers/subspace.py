@@ -73,14 +73,15 @@ import contextlib
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, types
+from numba import njit, typeof, types
 
 from sim.model import dynamics
 from sim.errors import signals_deferred
 from sim.kernels.common import block_product, caller, pattern_product, pointer, runtime
 from sim.linalg import sparse_solve
 from sim.kernels.store import empty_store
-from sim.solvers.blocks import INTERIOR_MIN, band_lu, band_solve_many, pattern, positions, stores
+from sim.solvers.blocks import INTERIOR_MIN, band_lu, band_solve_many, blocks as empty_blocks, no_pattern, pattern, \
+    positions, stores
 from sim.model.tables import compliant, stretched
 from sim.model.mobility import FREE_RTOL, NULL_RTOL
 
@@ -103,6 +104,27 @@ STORE_MIN = 600        # velocity coordinates from which the frames evaluate M o
 
 
 
+class Saddle(NamedTuple):
+    """The structure of the saddle-point form of a frozen robot (:func:`sim.solvers.saddle.structure`,
+    the solver :func:`sim.solvers.saddle.saddle_modes`): the :class:`sim.solvers.blocks.Pattern`
+    ``pat`` of its ``m = n_v + n_c`` unknowns (its ``known`` the matrix), each entry's column
+    ``cols`` (nnz,), the :class:`sim.solvers.blocks.Blocks` ``blk`` and the Schur complement's
+    pivots ``piv`` (m,): one tracker's (its values are written at every call)."""
+
+    pat: object
+    cols: np.ndarray
+    blk: object
+    piv: np.ndarray
+
+
+def empty_saddle():
+    """A :class:`Saddle` of nothing, typed as any (its Schur room (2, 2), Fortran order, as a
+    real one's: a zero-size array would type as C order)."""
+    return Saddle(no_pattern(), np.zeros(0, dtype=np.int64), empty_blocks(np.zeros(0, dtype=np.int64),
+                                                                            np.zeros(0, dtype=np.int64), 2),
+                  np.zeros(2, dtype=np.int32))
+
+
 class Layout(NamedTuple):
     """The model's constant part of the modes solvers (:meth:`Tracker.layout`).
 
@@ -116,6 +138,8 @@ class Layout(NamedTuple):
     half-band and offset in ``K_band``, the LU factors of its block of ``K_ee``
     (:func:`sim.solvers.blocks.band_lu`); ``m_col`` (n_e, w) the columns of each row's
     nonzeros of ``M_ee`` (elastic numbering, -1 after the last; each body's own columns).
+    ``saddle``: the :class:`Saddle` of the saddle-point solver (:mod:`sim.solvers.saddle`), or
+    an empty one.
     """
 
     K_body: np.ndarray
@@ -130,6 +154,7 @@ class Layout(NamedTuple):
     band: np.ndarray
     K_band: np.ndarray
     m_col: np.ndarray
+    saddle: Saddle
 
 
 class Settings(NamedTuple):
@@ -398,19 +423,39 @@ def _sweeps(stiff, mass, X, MX, r, tol, max_iter, floor=0.0):
         X = Y @ Z
         KX = MX @ _columns(Z, r)
         MX = MY @ Z
-        worst = 0.0
-        for i in range(r):
-            res = 0.0
-            ref = 0.0
-            for j in range(KX.shape[0]):
-                d = KX[j, i] - lam[i] * MX[j, i]
-                res += d * d
-                ref += KX[j, i] * KX[j, i]
-            worst = max(worst, np.sqrt(res / ref))
+        worst = residual(KX, MX, lam, r)
         if worst <= tol or (worst <= floor and worst > 0.5 * last):
             return lam, X, sweep
         last = worst
     return np.zeros(0), X, 0
+
+
+@njit(cache=True)
+def residual(KX, MX, lam, r):
+    """The largest relative residual ``|K x - lambda M x| / |K x|`` of the first ``r`` Ritz
+    pairs, with ``K X`` (n, >= r) and ``M X`` at hand (inf where ``K x`` vanishes)."""
+    worst = 0.0
+    for i in range(r):
+        res = 0.0
+        ref = 0.0
+        for j in range(KX.shape[0]):
+            d = KX[j, i] - lam[i] * MX[j, i]
+            res += d * d
+            ref += KX[j, i] * KX[j, i]
+        worst = max(worst, np.sqrt(res / ref) if ref > 0.0 else np.inf)
+    return worst
+
+
+@njit(cache=True)
+def quasi_random(n, q):
+    """A fixed quasi-random block (n, q): additive recurrences of the golden-ratio family, no
+    two columns alike (a fresh start of subspace iteration, the same numbers every run)."""
+    X = np.empty((n, q))
+    for i in range(n):
+        for j in range(q):
+            X[i, j] = (0.5 + (i + 1) * 0.7548776662466927 + (j + 1) * 0.5698402909980532
+                       + (i + 1) * (j + 1) * 0.6180339887498949) % 1.0 - 0.5
+    return X
 
 
 @njit(cache=True)
@@ -437,11 +482,7 @@ def _start(stiff, mass, p, r):
     does not converge."""
     n = _size(mass)
     q = min(n, r + EXTRA_MAX + START_GUARD)
-    X = np.empty((n, q))
-    for i in range(n):         # additive recurrences (golden-ratio family): no two columns alike
-        for j in range(q):
-            X[i, j] = (0.5 + (i + 1) * 0.7548776662466927 + (j + 1) * 0.5698402909980532
-                       + (i + 1) * (j + 1) * 0.6180339887498949) % 1.0 - 0.5
+    X = quasi_random(n, q)
     lam, X, sweeps = _sweeps(stiff, mass, X, _mass_times(mass, X), p, START_TOL, START_ITER, START_FLOOR)
     if sweeps == 0:
         return lam, np.zeros((n, 0))
@@ -1108,7 +1149,8 @@ def _constant(mass, Kt, J, layout, memory, settings, max_iter, F):
 
 _VEC, _MAT, _IDX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
 LAYOUT = types.NamedTuple([_MAT, _IDX, _IDX, _IDX, _IDX, _MAT, _MAT, _IDX, types.int64, types.int64[:, ::1], _VEC,
-                           types.Array(types.int64, 2, "C", readonly=True)], Layout)     # m_col: as the tables' patterns
+                           types.Array(types.int64, 2, "C", readonly=True),     # m_col: as the tables' patterns
+                           typeof(empty_saddle())], Layout)
 SETTINGS = types.NamedTuple([types.int64] + [types.float64] * 4, Settings)
 # The one signature of the modes solvers, which the compiled frames (sim.solvers.frames) call
 # through an address (solver_address): (mass, Kt, J, layout, memory = (order, X, X_prev),
@@ -1121,9 +1163,13 @@ SOLVER = types.Tuple((_VEC, _MAT, _MAT, _MAT, types.int64, _MAT))(
 solver = caller(SOLVER)    # in compiled code: solver(address)(...)
 
 
-def solver_address(constant):
-    """The address of :func:`_constant` (``constant``) or :func:`_general`, compiled or loaded
-    from numba's cache for :data:`SOLVER` (only the one asked for)."""
+def solver_address(constant, saddle=False):
+    """The address of :func:`_constant` (``constant``), :func:`sim.solvers.saddle.modes`
+    (``saddle``) or :func:`_general`, compiled or loaded from numba's cache for :data:`SOLVER`
+    (only the one asked for)."""
+    if saddle and not constant:
+        from sim.solvers.saddle import modes
+        return pointer(modes, SOLVER)
     return pointer(_constant if constant else _general, SOLVER)
 
 
@@ -1258,6 +1304,7 @@ class Tracker:
         self.bounds = np.concatenate([[0], np.cumsum(n_f[n_f > 0])]).astype(np.int64)
         self.seed = np.zeros((0, 0))
         self._store = store
+        self._saddle = None     # the saddle-point solver's structure (use_saddle); False: none
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve
         self.turned_down = 0   # frames the constant solver left to the general one
@@ -1289,8 +1336,20 @@ class Tracker:
         (default: where the stiffness is not constant); ``K_body`` empty for the constant one,
         which does not read it."""
         general = not self.constant if general is None else general
+        saddle = self._saddle if self._saddle and not self.constant else empty_saddle()
         return Layout(self.K_body if general else np.zeros((0, 0)), self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
-                      self.bounds, self.free, self.band, self.K_band, self.m_col)
+                      self.bounds, self.free, self.band, self.K_band, self.m_col, saddle)
+
+    def use_saddle(self, ev):
+        """Whether the general solver's structures go to the saddle-point solver
+        (:mod:`sim.solvers.saddle`): where the stiffness is not the bodies' constant one, from
+        :data:`sim.solvers.saddle.SADDLE_MIN` velocity coordinates, and the structure has
+        bodies to block (``ev``: the model's evaluator, whose locked rows it takes).  Its
+        structure is made at the first call, this tracker's own."""
+        from sim.solvers.saddle import SADDLE_MIN, structure
+        if self._saddle is None and not self.constant and self.model.n_v >= SADDLE_MIN:
+            self._saddle = structure(ev, np.flatnonzero(ev.keep)) or False
+        return bool(self._saddle)
 
     def mass_store(self, t):
         """Where ``M`` is held on its structure in the compiled frames: on the band path from
@@ -1363,6 +1422,9 @@ class Tracker:
             arguments = (Mass.of(M), Kt, np.ascontiguousarray(J, dtype=float), self.layout(),
                          (self.order, self.X, self.X_prev), self.settings(), SEED_ITER if self.fresh else MAX_ITER, F)
             found = _constant(*arguments) if self.constant else None
+            if self._saddle and not self.constant:
+                from sim.solvers.saddle import modes as saddle_modes
+                found = saddle_modes(*arguments)
             if found is not None and found[4] == -2:    # turned down: the general basis
                 self.turned_down += 1
             if found is None or found[4] == -2:
