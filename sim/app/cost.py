@@ -5,9 +5,9 @@ from the model's velocity coordinates ``n_v`` on curves of per-unit costs measur
 robots (:data:`CURVES`: the 3-RRRU circle with 2 to 128 elements per link, whose transient
 runs on the block path and whose frozen structures on the band path, both close to linear in
 ``n_v``; :data:`GENERAL`: the frozen structures of a robot whose stiffness is not the bodies'
-constant one -- springs, compliant drives, stiffening -- by the general solver's dense reduced
-pencil, measured on the 6-PSS with compliant drives and 3 to 32 elements per strut, close to
-cubic), interpolated log-log, extrapolated with the end segments' slopes, and doubled for
+constant one -- springs, compliant drives, stiffening -- measured on the 6-PSS with compliant
+drives and 3 to 32 elements per strut, by the saddle-point form from 300 coordinates),
+interpolated log-log, extrapolated with the end segments' slopes, and doubled for
 slower machines.  The estimates are orders of magnitude, meant to stop a typing slip
 (``transient.step = 1e-12``, a 10000 x 10000 map) before it fills the memory or runs for
 days, not to predict run times -- nor to refuse a fine mesh the engine runs in minutes.
@@ -36,11 +36,12 @@ CURVES = {
     "sample": ((96, 2.0e-4), (204, 3.5e-4), (348, 5.0e-4), (636, 8.5e-4), (1212, 1.75e-3), (2364, 4.8e-3)),
     "modes": ((96, 1.6e-3), (204, 1.9e-3), (636, 3.4e-3), (2364, 3.0e-2)),
 }
-# ... the frozen structures by the general solver (the 6-PSS with compliant drives, 186 to 1230 coordinates)
+# ... the frozen structures of robots whose stiffness is not the bodies' constant one (the 6-PSS with compliant
+# drives, 186 to 1230 coordinates: the general solver's dense pencil below saddle.SADDLE_MIN, the saddle-point form above)
 GENERAL = {
-    "frame": ((186, 8.8e-4), (366, 3.0e-3), (654, 1.33e-2), (1230, 8.7e-2)),
-    "sample": ((186, 1.65e-3), (366, 5.05e-3), (654, 1.79e-2), (1230, 9.95e-2)),
-    "modes": ((186, 4.1e-3), (366, 1.03e-2), (654, 3.3e-2), (1230, 0.171)),
+    "frame": ((186, 1.0e-3), (366, 1.64e-3), (654, 2.48e-3), (1230, 6.0e-3)),
+    "sample": ((186, 1.7e-3), (366, 2.8e-3), (654, 5.1e-3), (1230, 1.78e-2)),
+    "modes": ((186, 4.1e-3), (366, 8.8e-3), (654, 1.54e-2), (1230, 3.45e-2)),
 }
 FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth
 
