@@ -58,20 +58,23 @@ def structure(ev, keep):
 def _free(M, Kt, J, rigid, blocks_v, n_free, null_rtol):
     """The ``n_free`` free motions (n_v, n_f), M-orthonormal: of the reference motions the rows
     leave free (the null space of ``J``'s reference columns, elastic coordinates at rest),
-    those of least energy under ``Kt`` (the bodies' stiffness holds no reference motion)."""
+    those of least energy under ``Kt`` (the bodies' stiffness holds no reference motion); at
+    most as many as the rows leave (as :func:`sim.solvers.subspace._elastic_basis`), none
+    where their mass is singular (then ``A`` is too, and the general solver takes over)."""
     n_v = M.shape[0]
-    Nf = np.zeros((n_v, n_free))
     if n_free == 0:
-        return Nf
+        return np.zeros((n_v, 0))
     n_r = rigid.size
-    Jr = np.empty((J.shape[0], n_r))
-    for i in range(J.shape[0]):
-        for k in range(n_r):
-            Jr[i, k] = J[i, rigid[k]]
-    _, s, Vt = np.linalg.svd(Jr)
     rank = 0
-    for k in range(s.size):
-        rank += s[k] > null_rtol * s[0]
+    Vt = np.eye(n_r)
+    if J.shape[0]:
+        Jr = np.empty((J.shape[0], n_r))
+        for i in range(J.shape[0]):
+            for k in range(n_r):
+                Jr[i, k] = J[i, rigid[k]]
+        _, s, Vt = np.linalg.svd(Jr)
+        for k in range(s.size):
+            rank += s[k] > null_rtol * s[0]
     n_z = n_r - rank
     Z = np.empty((n_r, n_z))
     for i in range(n_r):
@@ -86,10 +89,14 @@ def _free(M, Kt, J, rigid, blocks_v, n_free, null_rtol):
         Kz = Z.T @ Krr @ Z
     _, W = np.linalg.eigh(0.5 * (Kz + Kz.T))
     Zf = Z @ _columns(W, min(n_free, n_z))
+    Nf = np.zeros((n_v, Zf.shape[1]))
     for i in range(n_r):
         for k in range(Zf.shape[1]):
             Nf[rigid[i], k] = Zf[i, k]
-    L = np.linalg.cholesky(Nf.T @ block_product(M, blocks_v, Nf))
+    try:
+        L = np.linalg.cholesky(Nf.T @ block_product(M, blocks_v, Nf))
+    except Exception:   # noqa: BLE001 (numba: no exception classes)
+        return np.zeros((n_v, 0))
     return np.ascontiguousarray(np.linalg.solve(L, Nf.T).T)
 
 
