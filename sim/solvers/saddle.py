@@ -149,28 +149,30 @@ def _sweeps(sad, M, Nf, MNf, blocks_v, X, r, tol, max_iter):
 
 
 @njit(cache=True)
-def saddle_modes(M, Kt, J, K_body, rigid, elastic, blocks_v, n_free, sad, memory, settings, max_iter, F):
+def saddle_modes(M, Kt, J, layout, memory, settings, max_iter, F):
     """The lowest ``r`` modes of the frozen robot and its static displacements under ``F``
     (n_v, m), as :func:`sim.solvers.subspace._general` gives them (module docstring).
 
     ``M`` (n_v, n_v), ``Kt`` (n_v, n_v; empty: none) its mass and tangent stiffness, ``J``
-    (n_c, n_v) the locked rows (those of ``sad``'s structure, in its order), ``K_body`` the
-    bodies' stiffness (n_v, n_v), ``rigid``, ``elastic`` the coordinates, ``blocks_v`` the
-    bodies' ranges of ``v`` (``M`` block diagonal), ``n_free`` the free motions, ``memory =
-    (X, X_prev)`` the last two calls' subspaces (n_v, p'; ``X`` extrapolated as
-    :func:`sim.solvers.subspace._general` does; else empty: a fresh start, a wider block whose
-    subspace is then kept past the wanted modes' cluster, :data:`sim.solvers.subspace.GAP`),
-    ``settings`` the tracker's (:class:`sim.solvers.subspace.Settings`), at most ``max_iter``
-    sweeps from the last subspace (then a fresh start).
+    (n_c, n_v) the locked rows (those of the layout's ``saddle`` structure, in its order);
+    ``layout`` (:class:`sim.solvers.subspace.Layout`, the general solver's): the bodies'
+    stiffness ``K_body``, the coordinates, the bodies' ranges ``blocks`` (``M`` block
+    diagonal), ``n_free`` and the :class:`sim.solvers.subspace.Saddle`; ``memory = (X,
+    X_prev)`` the last two calls' subspaces (n_v, p'; ``X`` extrapolated as ``_general`` does;
+    else empty: a fresh start, a wider block whose subspace is then kept past the wanted
+    modes' cluster, :data:`sim.solvers.subspace.GAP`), ``settings`` the tracker's
+    (:class:`sim.solvers.subspace.Settings`), at most ``max_iter`` sweeps from the last
+    subspace (then a fresh start).
 
     Returns ``lam`` (p,), ``shapes``, ``mass_shapes`` (n_v, r), the subspace ``X``, the
     sweeps (-2: ``A`` not factorised or no convergence: nothing computed, for the dense
     solver to take) and the statics (n_v, m).
     """
+    K_body, rigid, elastic, blocks_v, sad = layout.K_body, layout.rigid, layout.elastic, layout.blocks, layout.saddle
     r, tol, _, null_rtol, _ = settings
     n_v = M.shape[0]
     none = np.zeros((n_v, 0))
-    Nf = _free(M, Kt, J, rigid, blocks_v, n_free, null_rtol)
+    Nf = _free(M, Kt, J, rigid, blocks_v, layout.n_free, null_rtol)
     MNf = block_product(M, blocks_v, Nf)
     rho = 0.0
     for k in range(elastic.size):
@@ -228,7 +230,5 @@ def saddle_modes(M, Kt, J, K_body, rigid, elastic, blocks_v, n_free, sad, memory
 @njit(cache=True, nogil=True)
 def modes(mass, Kt, J, layout, memory, settings, max_iter, F):
     """:func:`saddle_modes` as a modes solver (:data:`sim.solvers.subspace.SOLVER`'s arguments:
-    the dense mass, the layout's bodies' stiffness, coordinates, free motions and
-    :class:`sim.solvers.subspace.Saddle`, the last subspace of ``memory``)."""
-    return saddle_modes(mass.dense, Kt, J, layout.K_body, layout.rigid, layout.elastic, layout.blocks, layout.n_free,
-                        layout.saddle, (memory[1], memory[2]), settings, max_iter, F)
+    the dense mass, the last two subspaces of ``memory``)."""
+    return saddle_modes(mass.dense, Kt, J, layout, (memory[1], memory[2]), settings, max_iter, F)
