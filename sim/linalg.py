@@ -72,13 +72,29 @@ def null_space(A, rcond):
     A = flush(A)
     if _small(A):
         _, s, Vh = np.linalg.svd(A, full_matrices=True)
-        rank = int(np.sum(s > rcond * s[0])) if s.size and s[0] > 0 else 0
-        return flush(Vh[rank:].T)
+        return flush(Vh[_count(s, rcond):].T)
     import scipy.linalg
     Q, R, _ = scipy.linalg.qr(A.T, mode="full", pivoting=True, check_finite=False)
-    d = np.abs(np.diag(R))
-    rank = int(np.sum(d > rcond * d[0])) if d.size and d[0] > 0 else 0
-    return flush(Q[:, rank:])
+    return flush(Q[:, _count(np.abs(np.diag(R)), rcond):])
+
+
+def rank(A, rcond):
+    """The rank of A (m, n) by :func:`null_space`'s rule (its basis has ``n - rank`` columns),
+    without the basis: for m << n, time and memory linear in n where the basis is (n, n)."""
+    if A.shape[0] == 0:
+        return 0
+    A = flush(A)
+    if _small(A):
+        return _count(np.linalg.svd(A, compute_uv=False), rcond)
+    import scipy.linalg
+    R, _ = scipy.linalg.qr(A.T, mode="r", pivoting=True, check_finite=False)
+    return _count(np.abs(np.diag(R)), rcond)
+
+
+def _count(d, rcond):
+    """How many of the descending ``d`` (singular values, or pivoted QR's diagonal) exceed
+    ``rcond d[0]``."""
+    return int(np.sum(d > rcond * d[0])) if d.size and d[0] > 0 else 0
 
 
 def singular_values(A):

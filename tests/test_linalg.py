@@ -179,6 +179,8 @@ def test_svd_null_space_and_lstsq_by_numpy_and_by_scipy(monkeypatch, small):
     assert_allclose(L.svd(A, compute_uv=False), s_ref, rtol=1e-12, atol=1e-12 * s_ref[0])
     N = L.null_space(A, 1e-10)
     assert N.shape == (20, 12)
+    assert L.rank(A, 1e-10) == 8 and L.rank(A[:, :5], 1e-10) == 5 and L.rank(A[:0], 1e-10) == 0
+    assert L.rank(np.zeros((3, 20)), 1e-10) == 0
     assert_allclose(N.T @ N, np.eye(12), atol=1e-12)
     assert np.abs(A @ N).max() < 1e-12 * s_ref[0]
     x = L.lstsq(A, b, cond=1e-10)

@@ -40,20 +40,21 @@ def _first_pose(model, scenario, ev):
     SimError
         ``count`` exceeds the robot's elastic modes.
     """
+    from sim.linalg import rank
+    from sim.model.mobility import NULL_RTOL
     from sim.solvers.frames import free_motions
-    from sim.solvers.modal import constrained_basis, locked_jacobian, modes
+    from sim.solvers.modal import locked_jacobian
     from sim.solvers.motion import rigid_motion
     from sim.solvers.trajectory import from_scenario
 
     k = scenario.data["frequencies"]["count"]
     trajectory = from_scenario(scenario.data["trajectory"], model, f"{scenario.path}: [trajectory]")
     q0 = rigid_motion(ev, trajectory, np.zeros(1), condition=False).q[0]
-    E = ev.evaluate(q0, np.zeros(model.n_v))
-    J = locked_jacobian(model, E.J, E.J_s)
-    if free_motions(model, q0, ev) > 0:
-        available = modes(model, q0, k + EXTRA_MODES, M=E.M, free=True, energies=False, J=J, J_s=E.J_s).omega.size
-    else:   # every constrained motion is elastic: their count, without the eigensolve (cubic in the model)
-        available = min(k + EXTRA_MODES, constrained_basis(model, J).shape[1])
+    E = ev.kinematics(q0)
+    # The elastic modes: the constrained motions less the free ones, counted (the modal
+    # analysis or a basis of the constrained motions would be cubic, or square, in the model).
+    elastic = model.n_v - rank(locked_jacobian(model, E.J, E.J_s), NULL_RTOL) - free_motions(model, q0, ev)
+    available = min(k + EXTRA_MODES, elastic)
     if available < k:
         raise SimError(f"{scenario.path}: [frequencies] count = {k} exceeds the {available} elastic modes "
                        f"of `{model.name}`")

@@ -81,14 +81,8 @@ def free_motions(model, q=None):
     FreeMotions
     """
     q = model.q_home if q is None else q
-    # A free motion moves no elastic coordinate: it is one of the bodies' reference motions
-    # (6 a body) that the rows and the other deformation rows leave free, found among those
-    # columns alone (the same motions as free_basis's; no n_v x n_v basis).
     rigid = model.v_rigid
-    J = constraints(model, q, targets=np.zeros(len(model.actuators)))[1]
-    N = null_space(J[:, rigid], NULL_RTOL)
-    D = deformation_rows(model, q, elastic=False)[:, rigid] @ N
-    Z = null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
+    N, Z = _reference_free(model, q)
     R = np.zeros((model.n_v, Z.shape[1]))
     if Z.shape[1]:
         R[rigid] = np.linalg.qr(N @ Z)[0]
@@ -104,6 +98,30 @@ def free_motions(model, q=None):
                      f"({', '.join(coordinates)}): {', '.join(_moved(model, moving))}")
     lines += _internal_lines(model, internal)
     return FreeMotions(moving, internal, coordinates, tuple(lines))
+
+
+def free_count(model, q, J=None, J_s=None):
+    """The number of free motions of ``model`` at ``q``, actuators locked (:func:`free_motions`'
+    count, without naming them; linear in the model).  ``J`` (n_c, n_v): the joint and locked
+    drives' rows, ``J_s`` (n_a, n_v) the actuator Jacobian, if at hand."""
+    return _reference_free(model, q, J, J_s)[1].shape[1]
+
+
+def _reference_free(model, q, J=None, J_s=None):
+    """The free motions at ``q`` among the reference motions: ``N`` (n_r, k) an orthonormal
+    basis of the bodies' reference motions (``model.v_rigid``'s columns) the rows ``J`` (as
+    :func:`free_count`'s; default: the joints' and all actuators') leave free, and ``Z`` (k,
+    k_f) those of them the other deformation rows leave free too, in ``N``'s coordinates.
+
+    A free motion moves no elastic coordinate: it is one of the bodies' reference motions (6
+    a body) that the rows and the other deformation rows leave free, found among those
+    columns alone (the same motions as :func:`free_basis`'s; no n_v x n_v basis)."""
+    rigid = model.v_rigid
+    if J is None:
+        J = constraints(model, q, targets=np.zeros(len(model.actuators)))[1]
+    N = null_space(J[:, rigid], NULL_RTOL)
+    D = deformation_rows(model, q, J_s, elastic=False)[:, rigid] @ N
+    return N, null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
 
 
 def _moved(model, basis):

@@ -125,7 +125,7 @@ def no_pattern():
     return Pattern(none, none, none, none, np.zeros(0), np.zeros(0))
 
 
-def pattern(t, kept, D, m, ranges):
+def pattern(t, kept, D, m, ranges, extra=None):
     """The structure of the step residual's Jacobian (``m = n_v + kept.size`` unknowns ``(a,
     lam)``), from the tables alone, and its column groups (:class:`Pattern`); the empty one when
     no flexible body of ``ranges`` (:class:`Blocks`) keeps :data:`INTERIOR_MIN` elastic
@@ -136,8 +136,10 @@ def pattern(t, kept, D, m, ranges):
     nonzeros of ``M_ff``, ``K_ff``, of the second moments ``T`` (velocity and inertia terms)
     and of its stiffening elements); a constraint row's primitive, its ``J^T lam`` and the
     forces on its actuator (servo, rotor, compliance) the columns of its two markers; a
-    lumped spring its markers'; the damping ``D`` (n_v, n_v; empty: none) its nonzeros.  The
-    low-rank modal damping is left out (the differences are taken without it).
+    lumped spring its markers'; the damping ``D`` (n_v, n_v; empty: none) its nonzeros; and
+    the entries ``extra`` (2, k) (rows, columns) of a term of another use (the saddle-point
+    form's penalty, :func:`sim.solvers.saddle.structure`).  The low-rank modal damping is left
+    out (the differences are taken without it).
 
     Parameters
     ----------
@@ -147,6 +149,7 @@ def pattern(t, kept, D, m, ranges):
     D : ndarray, shape (n_v, n_v) or (0, 0)
     m : int
     ranges : ndarray of int, shape (nb, 3)
+    extra : ndarray of int, shape (2, k), optional
 
     Returns
     -------
@@ -187,6 +190,8 @@ def pattern(t, kept, D, m, ranges):
         border[c] = True
     if D.size:
         pieces.append(np.stack(np.nonzero(D)))
+    if extra is not None:
+        pieces.append(np.asarray(extra, dtype=np.int64).reshape(2, -1))
     if not any(np.count_nonzero(~border[lo:hi]) >= INTERIOR_MIN for _, lo, hi in ranges):
         return no_pattern()
     code = distinct(np.concatenate([p[1] * m + p[0] for p in pieces]))   # by column, then row

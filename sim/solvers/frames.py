@@ -22,11 +22,12 @@ from sim.errors import SimError, signals_deferred
 from sim.kernels.common import by_reference, compile_for, runtime
 from sim.kernels.equations import function, store_address, store_function
 from sim.kernels.pose import pose_terms
-from sim.kernels.store import empty_store
+from sim.kernels.store import empty_store, product as store_product
 from sim.model.assembly import SINGULAR_RATIO
 from sim.model.evaluator import Evaluator, held
 from sim.model.kinematics import pose_codes
-from sim.solvers.modal import continued, modes, signs
+from sim.model.mobility import free_count
+from sim.solvers.modal import continued, signs
 from sim.solvers.motion import load_kernels as load_kernels_motion
 from sim.solvers.motion import rigid_motion
 from sim.solvers.subspace import (MAX_ITER, SEED_ITER, Mass, Tracker, definite, mass_product, parts_product, solver,
@@ -78,7 +79,9 @@ def free_motions(model, q, ev):
     and the bodies' elastic stiffness is positive definite, every constrained motion strains
     a body (``v = [G x; x]``, energy ``x^T K_ee x > 0``): none, and no eigensolve to tell.
     Otherwise the structural decision of :func:`sim.solvers.modal.modes` (the null space of
-    the deformation rows).  ``ev``: the model's :class:`sim.model.evaluator.Evaluator`.
+    the deformation rows), taken on the reference motions alone
+    (:func:`sim.model.mobility.free_count`: no modal analysis, cubic in the model, for a
+    count).  ``ev``: the model's :class:`sim.model.evaluator.Evaluator`.
     """
     E = ev.kinematics(q)     # the locked rows without the mass matrix (n_v, n_v) the evaluation forms
     J = np.vstack([E.J, E.J_s[~ev.compliant]])
@@ -87,7 +90,7 @@ def free_motions(model, q, ev):
         sigma = np.linalg.svd(J[:, rigid], compute_uv=False)
         if sigma[-1] > SINGULAR_RATIO * sigma[0] and definite(model):
             return 0
-    return modes(model, q, count=1).rigid_count
+    return free_count(model, q, J, E.J_s)
 
 
 @dataclass(frozen=True)
@@ -150,11 +153,14 @@ class FrameModel(NamedTuple):
     end-effector marker ``e`` and its coordinate codes ``kinds``, the ``n_all`` rows and the
     locked ones ``keep`` (joints and rigid actuators), whether the tangent stiffness is wanted
     (``stiff``), the address ``solve`` of the modes solver
-    (:func:`sim.solvers.subspace.solver_address`), and where ``M`` is held: on the store ``Ms``
-    where it has values (a record, its values this call's own; the evaluation on stores at
-    ``f[2]``, :func:`sim.kernels.equations.store_address`, with ``nothing``, an empty one, for
-    ``dQ/dv`` and ``K_t``) with ``pos`` the positions of the band's values
-    (:meth:`sim.solvers.subspace.Tracker.mass_store`), else a dense (n_v, n_v)."""
+    (:func:`sim.solvers.subspace.solver_address`), and where ``M`` and ``K_t`` are held: on
+    the stores ``Ms`` where it has values (records; the evaluation on stores at ``f[2]``,
+    :func:`sim.kernels.equations.store_address`, with ``nothing``, an empty one, for ``dQ/dv``)
+    -- on the band path ``M`` only, its values this call's own, with ``pos`` the positions of
+    the band's values (:meth:`sim.solvers.subspace.Tracker.mass_store`; ``Ks`` empty); for the
+    saddle-point solver ``M`` and ``K_t`` on its structure, their values the structure's own
+    (:meth:`sim.solvers.subspace.Tracker.saddle_stores`; ``pos`` (0, 0)) -- else dense (n_v,
+    n_v) arrays."""
 
     tables: object
     data: object
@@ -166,6 +172,7 @@ class FrameModel(NamedTuple):
     stiff: bool
     solve: int
     Ms: object
+    Ks: object
     nothing: object
     pos: np.ndarray
 
@@ -189,22 +196,24 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
     model and links neither solver: each compiles on its own, and only where a model needs it.
     """
     qs, vs, accs, ss = states
-    tables, data, f, kinds, e, n_all, keep, stiff, solve, Ms, nothing, pos = model
+    tables, data, f, kinds, e, n_all, keep, stiff, solve, Ms, Ks, nothing, pos = model
     settings, max_iter, seed_iter = options
     load, omega, shapes, mass_shapes, jac, static_load, static_rest = out
     n_v = vs.shape[1]
     r = omega.shape[1]
     held = Ms.values.size > 0
+    band = held and pos.shape[0] > 0     # the band path: the parts of M it reads (Mass); else all of it
     M = np.zeros((0, 0) if held else (n_v, n_v))
-    R = np.zeros((n_v if held else 0, 6))    # the parts of M the band path reads (Mass)
+    R = np.zeros((n_v if band else 0, 6))
     val = np.zeros(pos.shape)
+    ma = np.zeros(n_v)
     Q = np.zeros(n_v)
     Q0 = np.zeros(n_v)
     phi = np.zeros(n_all)
     J = np.zeros((keep.size, n_v))
     J_all = J if keep.size == n_all else np.zeros((n_all, n_v))    # all rows locked: no copy
     gamma = np.zeros(n_all)
-    Kt = np.zeros((n_v, n_v)) if stiff else np.zeros((0, 0))
+    Kt = np.zeros((n_v, n_v)) if stiff and not held else np.zeros((0, 0))
     empty = np.zeros((0, 0))
     rest = np.zeros(n_v)
     F = np.zeros((n_v, 2))
@@ -221,10 +230,12 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         J_all.ravel()[:] = 0.0     # the rows accumulate; M's blocks are overwritten and the rest stays zero
         if stiff:
             Kt.ravel()[:] = 0.0
+            Ks.values[:] = 0.0
         if held:
             store_function(f[2], tables)(qs[k], vs[k], tables, data, (Ms, Q, Q0, phi, J_all, gamma, nothing, empty,
-                                                                       nothing), ss[k], (off, off, off, on))
-            _gather(Ms, pos, R, val)
+                                                                       Ks), ss[k], (off, with_K, off, on))
+            if band:
+                _gather(Ms, pos, R, val)
         else:
             evaluate(qs[k], vs[k], tables, data, (M, Q, Q0, phi, J_all, gamma, empty, empty, Kt), ss[k],
                      (off, with_K, off, on))
@@ -236,9 +247,14 @@ def _frame_loop(states, model, layout, seed, options, out, sweeps):
         # broadcasting, much of a cold start's compilation for a few hundred numbers.
         for i in range(n_v):
             a[i, 0] = accs[k, i]
-        Ma = parts_product(R, val, layout, a) if held else mass_product(M, layout, a)
+        if band:
+            ma[:] = parts_product(R, val, layout, a)[:, 0]
+        elif held:
+            store_product(Ms, n_v, accs[k], ma)
+        else:
+            ma[:] = mass_product(M, layout, a)[:, 0]
         for i in range(n_v):
-            F[i, 0] = Q[i] - Ma[i, 0]
+            F[i, 0] = Q[i] - ma[i]
             F[i, 1] = Q0[i]
         lam, sh, msh, X_new, sweeps[k], U = modes(Mass(M, R, val), Kt, J, layout, (order, X, X_prev), settings,
                                                   seed_iter if fresh else max_iter, F)
@@ -285,19 +301,24 @@ def _loop_arguments(model, ev, tracker, general=False):
     (:func:`sim.solvers.subspace._constant` where its stiffness is constant, else
     :func:`sim.solvers.saddle.modes` where the tracker takes it, else
     :func:`sim.solvers.subspace._general`), or the general one."""
-    # (the general solver reads the dense M)
-    store, pos = (empty_store(), np.zeros((0, 0), dtype=np.int64)) if general else tracker.mass_store(ev.tables)
+    saddle = not general and tracker.use_saddle(ev)     # the general solver's structures by the saddle-point form
+    none = np.zeros((0, 0), dtype=np.int64)
+    stiff = empty_store()
+    if saddle:      # M and K_t on its structure, in its own arrays
+        (store, stiff), pos = tracker.saddle_stores(ev.tables, ev.stiff), none
+    else:           # (the general solver reads the dense M)
+        store, pos = (empty_store(), none) if general else tracker.mass_store(ev.tables)
     f = ev.f
     if store.ptr.size:
         address = store_address(ev.ref)     # compiled, or loaded from numba's cache, for this model only
         f = f if isinstance(f, types.Type) else np.append(f, address)
-        store = store._replace(values=np.zeros(store.rows.size))    # this call's (a thread's) own
-    saddle = not general and tracker.use_saddle(ev)     # the general solver's structures by the saddle-point form
+        if not saddle:
+            store = store._replace(values=np.zeros(store.rows.size))    # this call's (a thread's) own
     frame = FrameModel(ev.ref, ev.data_ref, f, pose_codes(model.pose_kinds), int(model.ee_marker), int(ev.n_rows),
                        np.flatnonzero(ev.keep), bool(ev.stiff),
                        solver_address(tracker.constant and not general, saddle), by_reference(store),
-                       by_reference(empty_store()), pos)
-    return frame, tracker.layout(general or not tracker.constant), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
+                       by_reference(stiff), by_reference(empty_store()), pos)
+    return frame, tracker.layout(True if general else None), tracker.seed, (tracker.settings(), MAX_ITER, SEED_ITER)
 
 
 def _out(frames, rows=slice(None)):

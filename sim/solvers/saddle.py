@@ -27,8 +27,7 @@ as :func:`~sim.solvers.subspace._general` gives them.
 import numpy as np
 from numba import njit
 
-from sim.kernels.common import block_product
-from sim.solvers.blocks import INTERIOR_MIN, blocks, factor, pattern, solve
+from sim.solvers.blocks import INTERIOR_MIN, blocks, factor, pattern, positions, solve
 from sim.solvers.subspace import EXTRA_MAX, GAP, START_GUARD, Saddle, _columns, _ritz, quasi_random, residual
 
 SADDLE_MIN = 300      # velocity coordinates from which the general solver's structures take this path (the
@@ -39,29 +38,76 @@ START_ITER = 80       # sweeps of a fresh start (from a fixed quasi-random block
 def structure(ev, keep):
     """The :class:`sim.solvers.subspace.Saddle` of the model of the evaluator ``ev`` with the evaluation's rows
     ``keep`` (their indices) locked, or None where no flexible body has an interior (nothing
-    to gain from the blocks)."""
-    t, n_v = ev.tables, ev.n_v
+    to gain from the blocks).  No (n_v, n_v) array: the bodies' stiffness goes onto the
+    structure body by body."""
+    model, t, n_v = ev.model, ev.tables, ev.n_v
     m = n_v + keep.size
     ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(t.body_v, t.body_nf) if nf >= INTERIOR_MIN],
                       dtype=np.int64).reshape(-1, 3)
-    rigid = np.asarray(ev.model.v_rigid, dtype=np.int64)
-    D = np.zeros((n_v, n_v))       # (the penalty's entries: the reference coordinates, the border)
-    D[np.ix_(rigid, rigid)] = 1.0
-    pat = pattern(t, np.asarray(keep, dtype=np.int64), D, m, ranges)
+    rigid = np.asarray(model.v_rigid, dtype=np.int64)
+    penalty = np.stack([np.repeat(rigid, rigid.size), np.tile(rigid, rigid.size)])    # on the border
+    pat = pattern(t, np.asarray(keep, dtype=np.int64), np.zeros((0, 0)), m, ranges, penalty)
     if not pat.ptr.size:
         return None
+    at = positions(pat)
+    K_body, diagonal = np.zeros(pat.rows.size), []
+    for b, body in enumerate(model.bodies):
+        if body.n_f:
+            Kb = np.asarray(body.stiffness_ff, dtype=float)
+            i, j = np.nonzero(Kb)
+            v0 = model.q_index[b][1] + 6
+            K_body[at(v0 + i, v0 + j)] = Kb[i, j]
+            diagonal.append(np.diag(Kb))
+    rho = float(np.mean(np.concatenate(diagonal))) if diagonal else 0.0
+    nnz = pat.rows.size
     return Saddle(pat, np.repeat(np.arange(m), np.diff(pat.ptr)), blocks(t.body_v, t.body_nf, m, mode="block"),
-                  np.zeros(m, dtype=np.int32))
+                  np.zeros(m, dtype=np.int32), K_body, np.zeros(nnz), np.zeros(nnz), rho,
+                  np.ascontiguousarray(at(rigid[:, None], rigid[None, :])))
 
 
 @njit(cache=True)
-def _free(M, Kt, J, rigid, blocks_v, n_free, null_rtol):
+def _product(sad, values, X):
+    """``A X`` (n_v, p) for ``X`` (n_v, p) and ``A`` the velocity coordinates' part of the
+    matrix held by its ``values`` (nnz,) on the structure of ``sad`` (the mass ``sad.M``)."""
+    ptr, rows = sad.pat.ptr, sad.pat.rows
+    n_v = X.shape[0]
+    Y = np.zeros(X.shape)
+    for j in range(n_v):
+        for e in range(ptr[j], ptr[j + 1]):
+            i = rows[e]
+            if i >= n_v:     # rows ascending: the constraint unknowns' follow
+                break
+            a = values[e]
+            if a != 0.0:
+                for k in range(X.shape[1]):
+                    Y[i, k] += a * X[j, k]
+    return Y
+
+
+@njit(cache=True)
+def _gather(M, Kt, sad):
+    """``M`` and ``Kt`` (n_v, n_v; ``Kt`` empty: none) onto the structure of ``sad``
+    (``sad.M``, ``sad.K_t``)."""
+    ptr, rows = sad.pat.ptr, sad.pat.rows
+    n_v = M.shape[0]
+    for j in range(n_v):
+        for e in range(ptr[j], ptr[j + 1]):
+            i = rows[e]
+            if i >= n_v:
+                break
+            sad.M[e] = M[i, j]
+            sad.K_t[e] = Kt[i, j] if Kt.size else 0.0
+
+
+@njit(cache=True)
+def _free(sad, J, rigid, n_free, null_rtol):
     """The ``n_free`` free motions (n_v, n_f), M-orthonormal: of the reference motions the rows
     leave free (the null space of ``J``'s reference columns, elastic coordinates at rest),
-    those of least energy under ``Kt`` (the bodies' stiffness holds no reference motion); at
+    those of least energy under ``K_t`` (the bodies' stiffness holds no reference motion); at
     most as many as the rows leave (as :func:`sim.solvers.subspace._elastic_basis`), none
-    where their mass is singular (then ``A`` is too, and the general solver takes over)."""
-    n_v = M.shape[0]
+    where their mass is singular (then ``A`` is too, and the general solver takes over).
+    ``M`` and ``K_t`` on the structure of ``sad``."""
+    n_v = J.shape[1]
     if n_free == 0:
         return np.zeros((n_v, 0))
     n_r = rigid.size
@@ -80,13 +126,11 @@ def _free(M, Kt, J, rigid, blocks_v, n_free, null_rtol):
     for i in range(n_r):
         for k in range(n_z):
             Z[i, k] = Vt[rank + k, i]
-    Kz = np.zeros((n_z, n_z))
-    if Kt.size:
-        Krr = np.empty((n_r, n_r))
-        for i in range(n_r):
-            for k in range(n_r):
-                Krr[i, k] = Kt[rigid[i], rigid[k]]
-        Kz = Z.T @ Krr @ Z
+    Krr = np.empty((n_r, n_r))
+    for i in range(n_r):
+        for k in range(n_r):
+            Krr[i, k] = sad.K_t[sad.rr[i, k]]
+    Kz = Z.T @ Krr @ Z
     _, W = np.linalg.eigh(0.5 * (Kz + Kz.T))
     Zf = Z @ _columns(W, min(n_free, n_z))
     Nf = np.zeros((n_v, Zf.shape[1]))
@@ -94,7 +138,7 @@ def _free(M, Kt, J, rigid, blocks_v, n_free, null_rtol):
         for k in range(Zf.shape[1]):
             Nf[rigid[i], k] = Zf[i, k]
     try:
-        L = np.linalg.cholesky(Nf.T @ block_product(M, blocks_v, Nf))
+        L = np.linalg.cholesky(Nf.T @ _product(sad, sad.M, Nf))
     except Exception:   # noqa: BLE001 (numba: no exception classes)
         return np.zeros((n_v, 0))
     return np.ascontiguousarray(np.linalg.solve(L, Nf.T).T)
@@ -124,18 +168,18 @@ def _solve_columns(sad, B, n_v):
 
 
 @njit(cache=True)
-def _sweeps(sad, M, Nf, MNf, blocks_v, X, r, tol, max_iter):
+def _sweeps(sad, Nf, MNf, X, r, tol, max_iter):
     """At most ``max_iter`` sweeps from ``X`` (n_v, q) until the first ``r`` pairs' relative
     residuals are below ``tol``: Ritz values (q,), vectors, ``M`` times them and the sweeps
     done (0: not converged)."""
-    n_v = M.shape[0]
+    n_v = X.shape[0]
     _deflate(Nf, MNf, X)
-    MX = block_product(M, blocks_v, X)
+    MX = _product(sad, sad.M, X)
     lam = np.zeros(0)
     for sweep in range(1, max_iter + 1):
         Y = _solve_columns(sad, MX, n_v)
         _deflate(Nf, MNf, Y)
-        MY = block_product(M, blocks_v, Y)
+        MY = _product(sad, sad.M, Y)
         try:
             lam, Z = _ritz(MX, MY, Y)        # K Y = M X on the constrained motions
         except Exception:   # noqa: BLE001 (numba: no exception classes; A singular: redundant rows)
@@ -149,15 +193,14 @@ def _sweeps(sad, M, Nf, MNf, blocks_v, X, r, tol, max_iter):
 
 
 @njit(cache=True)
-def saddle_modes(M, Kt, J, layout, memory, settings, max_iter, F):
+def saddle_modes(J, layout, memory, settings, max_iter, F):
     """The lowest ``r`` modes of the frozen robot and its static displacements under ``F``
     (n_v, m), as :func:`sim.solvers.subspace._general` gives them (module docstring).
 
-    ``M`` (n_v, n_v), ``Kt`` (n_v, n_v; empty: none) its mass and tangent stiffness, ``J``
-    (n_c, n_v) the locked rows (those of the layout's ``saddle`` structure, in its order);
-    ``layout`` (:class:`sim.solvers.subspace.Layout`, the general solver's): the bodies'
-    stiffness ``K_body``, the coordinates, the bodies' ranges ``blocks`` (``M`` block
-    diagonal), ``n_free`` and the :class:`sim.solvers.subspace.Saddle`; ``memory = (X,
+    ``J`` (n_c, n_v) the locked rows (those of the layout's ``saddle`` structure, in its
+    order); ``layout`` (:class:`sim.solvers.subspace.Layout`, the general solver's): the
+    coordinates, ``n_free`` and the :class:`sim.solvers.subspace.Saddle`, which holds the
+    bodies' stiffness and this structure's mass and tangent stiffness; ``memory = (X,
     X_prev)`` the last two calls' subspaces (n_v, p'; ``X`` extrapolated as ``_general`` does;
     else empty: a fresh start, a wider block whose subspace is then kept past the wanted
     modes' cluster, :data:`sim.solvers.subspace.GAP`), ``settings`` the tracker's
@@ -168,26 +211,20 @@ def saddle_modes(M, Kt, J, layout, memory, settings, max_iter, F):
     sweeps (-2: ``A`` not factorised or no convergence: nothing computed, for the dense
     solver to take) and the statics (n_v, m).
     """
-    K_body, rigid, elastic, blocks_v, sad = layout.K_body, layout.rigid, layout.elastic, layout.blocks, layout.saddle
+    rigid, sad = layout.rigid, layout.saddle
     r, tol, _, null_rtol, _ = settings
-    n_v = M.shape[0]
+    n_v = F.shape[0]
     none = np.zeros((n_v, 0))
-    Nf = _free(M, Kt, J, rigid, blocks_v, layout.n_free, null_rtol)
-    MNf = block_product(M, blocks_v, Nf)
-    rho = 0.0
-    for k in range(elastic.size):
-        rho += K_body[elastic[k], elastic[k]]
-    rho = rho / max(elastic.size, 1)
+    Nf = _free(sad, J, rigid, layout.n_free, null_rtol)
+    MNf = _product(sad, sad.M, Nf)
     pat, cols = sad.pat, sad.cols
     rows = pat.rows
     for e in range(rows.size):
         i, j = rows[e], cols[e]
         if i < n_v and j < n_v:
-            a = K_body[i, j]
-            if Kt.size:
-                a += Kt[i, j]
+            a = sad.K_body[e] + sad.K_t[e]
             for k in range(Nf.shape[1]):
-                a += rho * Nf[i, k] * Nf[j, k]
+                a += sad.rho * Nf[i, k] * Nf[j, k]
         elif j < n_v:
             a = J[i - n_v, j]
         elif i < n_v:
@@ -206,14 +243,14 @@ def saddle_modes(M, Kt, J, layout, memory, settings, max_iter, F):
     MX = X
     if X.shape[0] == n_v and X.shape[1] >= p:   # from the last subspace, extrapolated
         if X_prev.shape[0] == n_v and X_prev.shape[1] == X.shape[1]:
-            X = 2.0 * X - X_prev @ (X_prev.T @ block_product(M, blocks_v, X))
+            X = 2.0 * X - X_prev @ (X_prev.T @ _product(sad, sad.M, X))
         else:
             X = X.copy()
-        lam, X, MX, done = _sweeps(sad, M, Nf, MNf, blocks_v, X, r, tol, max_iter)
+        lam, X, MX, done = _sweeps(sad, Nf, MNf, X, r, tol, max_iter)
     if done == 0:    # a fresh start: a wider fixed quasi-random block (clusters of modes)
         q = min(n, r + EXTRA_MAX + START_GUARD)
         X = quasi_random(n_v, q)
-        lam, X, MX, done = _sweeps(sad, M, Nf, MNf, blocks_v, X, r, tol, START_ITER)
+        lam, X, MX, done = _sweeps(sad, Nf, MNf, X, r, tol, START_ITER)
         if done == 0:
             return np.zeros(0), none, none, np.zeros((0, 0)), -2, np.zeros((n_v, F.shape[1]))
         while p < min(q, r + EXTRA_MAX) and lam[p] < GAP * lam[r - 1]:     # past the cluster
@@ -229,6 +266,10 @@ def saddle_modes(M, Kt, J, layout, memory, settings, max_iter, F):
 
 @njit(cache=True, nogil=True)
 def modes(mass, Kt, J, layout, memory, settings, max_iter, F):
-    """:func:`saddle_modes` as a modes solver (:data:`sim.solvers.subspace.SOLVER`'s arguments:
-    the dense mass, the last two subspaces of ``memory``)."""
-    return saddle_modes(mass.dense, Kt, J, layout, (memory[1], memory[2]), settings, max_iter, F)
+    """:func:`saddle_modes` as a modes solver (:data:`sim.solvers.subspace.SOLVER`'s arguments,
+    the last two subspaces of ``memory``): ``M`` and ``Kt`` already on the structure where
+    ``mass.dense`` is empty (the frames' evaluation on stores, :meth:`sim.solvers.subspace.Tracker.saddle_stores`),
+    else read from the dense ``mass.dense`` and ``Kt`` at its entries."""
+    if mass.dense.size:
+        _gather(mass.dense, Kt, layout.saddle)
+    return saddle_modes(J, layout, (memory[1], memory[2]), settings, max_iter, F)

@@ -109,20 +109,30 @@ class Saddle(NamedTuple):
     the solver :func:`sim.solvers.saddle.saddle_modes`): the :class:`sim.solvers.blocks.Pattern`
     ``pat`` of its ``m = n_v + n_c`` unknowns (its ``known`` the matrix), each entry's column
     ``cols`` (nnz,), the :class:`sim.solvers.blocks.Blocks` ``blk`` and the Schur complement's
-    pivots ``piv`` (m,): one tracker's (its values are written at every call)."""
+    pivots ``piv`` (m,); on the same structure (nnz,) the bodies' stiffness ``K_body`` (constant)
+    and this structure's mass matrix ``M`` and tangent stiffness ``K_t`` (written at every call:
+    by the evaluation on stores that share these arrays, :meth:`Tracker.saddle_stores`, or
+    from dense arrays); ``rho`` the free motions' penalty (the mean of ``K_body``'s diagonal on
+    the elastic coordinates) and ``rr`` (n_r, n_r) the positions of the reference
+    coordinates' entries.  One tracker's: its values are its own."""
 
     pat: object
     cols: np.ndarray
     blk: object
     piv: np.ndarray
+    K_body: np.ndarray
+    M: np.ndarray
+    K_t: np.ndarray
+    rho: float
+    rr: np.ndarray
 
 
 def empty_saddle():
     """A :class:`Saddle` of nothing, typed as any (its Schur room (2, 2), Fortran order, as a
     real one's: a zero-size array would type as C order)."""
-    return Saddle(no_pattern(), np.zeros(0, dtype=np.int64), empty_blocks(np.zeros(0, dtype=np.int64),
-                                                                            np.zeros(0, dtype=np.int64), 2),
-                  np.zeros(2, dtype=np.int32))
+    none, index = np.zeros(0), np.zeros(0, dtype=np.int64)
+    return Saddle(no_pattern(), index, empty_blocks(index, index, 2), np.zeros(2, dtype=np.int32), none, none, none,
+                  0.0, np.zeros((0, 0), dtype=np.int64))
 
 
 class Layout(NamedTuple):
@@ -1305,6 +1315,7 @@ class Tracker:
         self.seed = np.zeros((0, 0))
         self._store = store
         self._saddle = None     # the saddle-point solver's structure (use_saddle); False: none
+        self._saddle_stores = None
         self.reset()
         self.sweeps = []   # per call: iterations, -1 dense solve
         self.turned_down = 0   # frames the constant solver left to the general one
@@ -1332,13 +1343,16 @@ class Tracker:
         return self._K_body
 
     def layout(self, general=None):
-        """The model's part of the solvers' arguments (:data:`SOLVER`), for the general solver
-        (default: where the stiffness is not constant); ``K_body`` empty for the constant one,
-        which does not read it."""
-        general = not self.constant if general is None else general
+        """The model's part of the solvers' arguments (:data:`SOLVER`): for this tracker's own
+        solver (``general`` None: the constant one's, or the saddle-point one's where
+        :meth:`use_saddle` holds, neither reading ``K_body``, left empty; else the general
+        one's), or for the general solver (``general`` True: with ``K_body``, formed then)."""
+        own = general is None
+        general = not self.constant if own else general
         saddle = self._saddle if self._saddle and not self.constant else empty_saddle()
-        return Layout(self.K_body if general else np.zeros((0, 0)), self.rigid, self.elastic, self.owner, self.blocks, self.K_inv, self.K_inv_chol,
-                      self.bounds, self.free, self.band, self.K_band, self.m_col, saddle)
+        body = general and not (own and self._saddle)
+        return Layout(self.K_body if body else np.zeros((0, 0)), self.rigid, self.elastic, self.owner, self.blocks,
+                      self.K_inv, self.K_inv_chol, self.bounds, self.free, self.band, self.K_band, self.m_col, saddle)
 
     def use_saddle(self, ev):
         """Whether the general solver's structures go to the saddle-point solver
@@ -1350,6 +1364,18 @@ class Tracker:
         if self._saddle is None and not self.constant and self.model.n_v >= SADDLE_MIN:
             self._saddle = structure(ev, np.flatnonzero(ev.keep)) or False
         return bool(self._saddle)
+
+    def saddle_stores(self, t, stiff):
+        """Where the compiled frames' evaluation writes ``M`` and ``K_t`` for the saddle-point
+        solver (:meth:`use_saddle` made its structure): two :class:`sim.kernels.store.Store`
+        on its structure, for the tables ``t``, whose values are the structure's own ``M`` and
+        (with ``stiff``; else empty) ``K_t`` arrays -- no (n_v, n_v) array.  Made at the first
+        call."""
+        if self._saddle_stores is None:
+            sad = self._saddle
+            Ms, _, Ks = stores(t, sad.pat, False)
+            self._saddle_stores = Ms._replace(values=sad.M), Ks._replace(values=sad.K_t if stiff else np.zeros(0))
+        return self._saddle_stores
 
     def mass_store(self, t):
         """Where ``M`` is held on its structure in the compiled frames: on the band path from
