@@ -318,8 +318,11 @@ def test_redundant_rows_fall_back_to_the_orthonormal_basis(navaro):
 def test_static_response_by_the_saddle_point_system():
     """From blocks.BLOCK_MIN coordinates (3-RRRU, 8 elements per link: 204) the static
     deflection under gravity comes from the sparse saddle-point system: the constrained
-    basis's answer to 1e-9 of its largest entry; with the actuators free (a mechanism: free
-    motions) the system is found singular and the basis answers (its least-norm deflection)."""
+    basis's answer to 1e-9 of its largest entry, the stiffness given or not; with the
+    actuators free (a mechanism: three free motions, which gravity drives) the penalty on the
+    free motions and the load's part along them taken off give the basis's least-norm
+    deflection of the load's part they leave (to 1e-9); with the rows redundant (a joint's
+    row twice) the system is singular and the basis answers."""
     from sim.model.dynamics import stiffness_matrix
     from sim.model.evaluator import Evaluator
     from sim.model.loader import load_model
@@ -328,8 +331,43 @@ def test_static_response_by_the_saddle_point_system():
     ev = Evaluator(model)
     q, rest = model.q_home, np.zeros(model.n_v)
     E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s)
-    u = modal._static_saddle(model, E.J, E.Q[:, None])
-    ref = modal.static_response(model, q, E.Q[:, None], K=stiffness_matrix(model, q), J=E.J)
-    assert u is not None and np.abs(u - ref).max() <= 1e-9 * np.abs(ref).max()
-    np.testing.assert_array_equal(modal.static_response(model, q, E.Q[:, None], J=E.J), u)
-    assert modal._static_saddle(model, E.J[:ev.n_joint], E.Q[:, None]) is None
+    f = E.Q[:, None]
+    K = stiffness_matrix(model, q)
+    for J in (E.J, E.J[:ev.n_joint]):
+        u = modal._static_saddle(model, q, J, f)
+        ref = modal.static_response(model, q, f, K=K, J=J, N=modal.constrained_basis(model, J))
+        assert u is not None and np.abs(u - ref).max() <= 1e-9 * np.abs(ref).max(), J.shape
+        np.testing.assert_array_equal(modal.static_response(model, q, f, J=J), u)
+        # (a stiffness given: the basis below STATIC_SADDLE_MIN coordinates)
+        assert model.n_v < modal.STATIC_SADDLE_MIN
+        np.testing.assert_array_equal(modal.static_response(model, q, f, K=K, J=J), ref)
+    assert modal._static_saddle(model, q, np.vstack([E.J, E.J[:1]]), f) is None
+
+
+def test_static_response_of_springs_and_free_motions_by_the_saddle_point_system():
+    """The 6-PSS with compliant screws (lumped stiffness) and six free strut spins, 8 elements
+    per strut (366 coordinates): its deflections under the end effector's unit wrenches (the
+    compliance's loads, which the spins leave alone) and under gravity come from the
+    saddle-point system, the constrained basis's least-norm answer to 1e-9 of its largest
+    entry, the stiffness given or not; the Cartesian compliance to 1e-9."""
+    from sim.model.dynamics import stiffness_matrix
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers import modal
+    from sim.solvers.compliance import compliance_matrix, wrench_rows
+    model = load_model("models/pss6.py", {"elements_per_strut": 8, "slider_joint": "spherical"})
+    q = model.q_home
+    J = modal.constraint_jacobian(model, q)
+    assert modal.free_basis(model, q, modal.constrained_basis(model, J)).shape[1] == 6
+    ms = modal.markers(model, q)
+    e = model.ee_marker
+    G = wrench_rows(model.pose_kinds, ms.Jp[e], ms.Jw[e])
+    E = Evaluator(model).evaluate(q, np.zeros(model.n_v), targets=np.zeros(len(model.actuators)))
+    loads = np.hstack([G.T, E.Q[:, None]])
+    K = stiffness_matrix(model, q)
+    ref = modal.static_response(model, q, loads, K=K, J=J, N=modal.constrained_basis(model, J))
+    for given in (K, None):
+        u = modal._static_saddle(model, q, J, loads, given)
+        assert u is not None and np.abs(u - ref).max() <= 1e-9 * np.abs(ref).max()
+    C, C_ref = compliance_matrix(G, u[:, :-1]), compliance_matrix(G, ref[:, :-1])
+    np.testing.assert_allclose(C, C_ref, rtol=0, atol=1e-9 * np.abs(C_ref).max())

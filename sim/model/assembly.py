@@ -138,7 +138,7 @@ def pose_determined(model, ev):
     N = null_space(J, RANK_RTOL)
     if N.shape[1] == 0:
         return True
-    D = deformation_rows(model, model.q_home)[:, model.v_rigid] @ N
+    D = deformation_rows(model, model.q_home, elastic=False)[:, model.v_rigid] @ N     # (its elastic rows: zero there)
     return not (D.size and np.abs(D).max() > 1e-9)
 
 

@@ -219,6 +219,14 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
 
 
+# Coordinates from which a stiffness given, or with springs, compliant drives or stiffening,
+# goes to the saddle-point system (its sparse matrices made per call; the bodies' K_ff alone:
+# from BLOCK_MIN).  The 6-PSS's compliance (compliant screws, free spins): the basis 1.0, 2.5,
+# 6.4 and 20.7 ms at 186, 258, 366 and 510 coordinates, the saddle-point system 2.1, 2.5, 2.9
+# and 3.5 ms.
+STATIC_SADDLE_MIN = 300
+
+
 def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     """Static displacements of the linearised model at ``q`` under ``loads``, actuators locked.
 
@@ -226,7 +234,10 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     constrained motions (:func:`constrained_basis`): the elastic deflection the structure
     takes under a load held constant, the reactions of joints and locked drives taking the
     rest.  A model with free motions has no unique deflection: the minimum-norm one (in
-    ``N``'s coordinates) of the loads' part they leave is returned.
+    ``N``'s coordinates) of the loads' part they leave is returned.  From
+    :data:`sim.solvers.blocks.BLOCK_MIN` coordinates (:data:`STATIC_SADDLE_MIN` where ``K`` is
+    given or has other terms than the bodies' ``K_ff``) by the saddle-point form
+    (:func:`_static_saddle`), the same numbers, linear in the model where the basis is cubic.
 
     Parameters
     ----------
@@ -242,8 +253,12 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     ndarray, shape (n_v, m)
     """
     import scipy.linalg
-    if K is None and N is None and J is not None and model.n_v >= BLOCK_MIN:
-        u = _static_saddle(model, J, loads)
+    from sim.model.dynamics import _has_lumped
+    from sim.model.tables import stretched
+    general = K is not None or _has_lumped(model) or stretched(model)
+    if N is None and model.n_v >= (STATIC_SADDLE_MIN if general else BLOCK_MIN):
+        J = constraint_jacobian(model, q) if J is None else J
+        u = _static_saddle(model, q, J, loads, K, J_s)
         if u is not None:
             return u
     K = stiffness_matrix(model, q) if K is None else K
@@ -260,35 +275,55 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     return N @ y
 
 
-def _static_saddle(model, J, loads):
-    """:func:`static_response` from :data:`sim.solvers.blocks.BLOCK_MIN` coordinates, where
-    the stiffness is the bodies' constant ``K_ff`` only: the saddle-point system ``[[K, J^T],
-    [J, 0]] (u, mu) = (loads, 0)`` by a sparse LU (memory linear in the coordinates; the
-    constrained basis and ``N^T K N`` are dense, their product cubic).  The same ``u`` as
-    the basis's where ``N^T K N`` is positive definite; None where the model has other
-    stiffness (lumped springs, compliant drives, stiffening) or the system is singular to
-    ``PIVOT_RTOL`` (free motions: the basis's least-norm answer)."""
+def _static_saddle(model, q, J, loads, K=None, J_s=None):
+    """:func:`static_response` by the saddle-point system ``[[K + rho N_f N_f^T, J^T], [J, 0]]
+    (u, mu) = (f, 0)``, a sparse LU (memory linear in the coordinates; the constrained basis
+    and ``N^T K N`` are dense, their product cubic); None where that system is singular to
+    ``PIVOT_RTOL`` (redundant rows, a stiffness that holds no motion), for the basis to take.
+
+    ``K`` (n_v, n_v): the stiffness given (its nonzeros taken), else the bodies' ``K_ff``,
+    body by body, with the tangent of the springs, compliant drives and stiffening
+    (:func:`sim.model.dynamics.stiffness_matrix` at ``q``) where the model has them.  The free
+    motions ``N_f`` (reference motions the rows and the other deformation rows leave free:
+    :func:`sim.model.mobility.free_count`'s, orthonormal; a strut's spin) get a penalty
+    ``rho`` (the mean of ``K``'s diagonal on the elastic coordinates) on the reference
+    coordinates.  The loads' part along them is taken off first (``f - N_f N_f^T f``: what
+    the basis's least squares leave of them), so ``N_f^T u = 0`` and ``K u + J^T mu = f``:
+    with ``N`` orthonormal (as it is with free motions), the basis's minimum-norm answer."""
     import scipy.sparse
     import scipy.sparse.linalg
 
     from sim.model.dynamics import _has_lumped
+    from sim.model.mobility import _reference_free
     from sim.model.tables import stretched
-    if _has_lumped(model) or stretched(model):
-        return None
-    if null_space(J[:, model.v_rigid], NULL_RTOL).shape[1]:
-        # Free motions (reference motions the rows leave free, where K is zero): singular.
-        # Said before SuperLU is asked: on such a system it has crashed the process at times.
-        return None
-    n_v = model.n_v
-    rows, cols, vals = [], [], []
-    for b, body in enumerate(model.bodies):
-        if body.n_f:
-            i = model.q_index[b][1] + 6
-            r, c = np.nonzero(body.stiffness_ff)
-            rows.append(r + i)
-            cols.append(c + i)
-            vals.append(np.asarray(body.stiffness_ff)[r, c])
-    K = scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_v, n_v))
+    n_v, rigid, elastic = model.n_v, model.v_rigid, model.v_elastic
+    if K is None and (_has_lumped(model) or stretched(model)):
+        K = stiffness_matrix(model, q)
+    if K is None:
+        rows, cols, vals = [], [], []
+        for b, body in enumerate(model.bodies):
+            if body.n_f:
+                i = model.q_index[b][1] + 6
+                r, c = np.nonzero(body.stiffness_ff)
+                rows.append(r + i)
+                cols.append(c + i)
+                vals.append(np.asarray(body.stiffness_ff)[r, c])
+        if not rows:
+            return None
+        K = scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                    shape=(n_v, n_v)).tocsr()
+    else:
+        K = scipy.sparse.csr_matrix(K)
+    N_r, Z = _reference_free(model, q, J, J_s)
+    f = np.array(loads, dtype=float)
+    N_f = np.zeros((n_v, Z.shape[1]))
+    if Z.shape[1]:
+        N_f[rigid] = N_r @ Z
+        f -= N_f @ (N_f.T @ f)
+        rho = float(np.mean(K.diagonal()[elastic])) if len(elastic) else 1.0
+        P = rho * (N_f[rigid] @ N_f[rigid].T)
+        K = K + scipy.sparse.coo_matrix((P.ravel(), (np.repeat(rigid, len(rigid)), np.tile(rigid, len(rigid)))),
+                                        shape=(n_v, n_v))
     Js = scipy.sparse.csr_matrix(J)
     A = scipy.sparse.bmat([[K, Js.T], [Js, None]], format="csr")
     # Symmetric equilibration (each row and column by the root of its largest entry: stiffness
@@ -303,9 +338,10 @@ def _static_saddle(model, J, loads):
     pivots = np.abs(lu.U.diagonal())
     if not (np.isfinite(pivots).all() and pivots.min() > PIVOT_RTOL * pivots.max()):
         return None
-    rhs = np.zeros((A.shape[0], loads.shape[1]))
-    rhs[:n_v] = loads
-    return (d[:, None] * lu.solve(d[:, None] * rhs))[:n_v]
+    rhs = np.zeros((A.shape[0], f.shape[1]))
+    rhs[:n_v] = f
+    u = (d[:, None] * lu.solve(d[:, None] * rhs))[:n_v]
+    return u - N_f @ (N_f.T @ u)     # (round-off's part along the free motions)
 
 
 def _lumped_owner(model, marker_i, marker_j):
