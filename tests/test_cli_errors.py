@@ -161,7 +161,7 @@ def test_module_entry_point_without_traceback(tmp_path):
 def fake_engine(monkeypatch):
     """Replace model loading and the modes analysis so `sim run` runs without the engine."""
     import sim.app.api
-    from sim.analyses import ANALYSES
+    from sim.analyses import ANALYSES, PREPARE
 
     import sim.app.cost
     model = types.SimpleNamespace(warnings=())     # a model with nothing to say
@@ -170,6 +170,7 @@ def fake_engine(monkeypatch):
 
     def install(analysis):
         monkeypatch.setitem(ANALYSES, "modes", analysis)
+        monkeypatch.delitem(PREPARE, "modes", raising=False)     # (its kernels: the engine's)
     return install
 
 

@@ -371,3 +371,61 @@ def test_static_response_of_springs_and_free_motions_by_the_saddle_point_system(
         assert u is not None and np.abs(u - ref).max() <= 1e-9 * np.abs(ref).max()
     C, C_ref = compliance_matrix(G, u[:, :-1]), compliance_matrix(G, ref[:, :-1])
     np.testing.assert_allclose(C, C_ref, rtol=0, atol=1e-9 * np.abs(C_ref).max())
+
+
+@pytest.mark.parametrize("path, parameters", [("models/rrru3.py", {"elements_per_link": 32}),
+                                              ("models/pss6.py", {"elements_per_strut": 16,
+                                                                  "slider_joint": "spherical"})])
+def test_modes_of_large_models_by_the_frozen_structure_solvers(path, parameters, monkeypatch):
+    """From FROZEN_MIN coordinates a few modes come from the frozen structure's solvers
+    (subspace iteration on the bodies' blocks: the 3-RRRU; the saddle-point form with its six
+    free spins: the 6-PSS with compliant screws): the dense eigensolve's frequencies to 1e-8,
+    the subspaces of the lowest k modes wherever a gap separates the k-th from the next (the
+    pairs of the symmetric robots are any basis of their plane) to 1e-5, the same free
+    motions (their span, mass-normalised), and the bodies' energy shares of every isolated
+    mode to 1e-5."""
+    from sim.model.loader import load_model
+    from sim.solvers import modal
+    model = load_model(path, parameters)
+    q = model.q_home
+    assert model.n_v >= modal.FROZEN_MIN
+    fast = modal.modes(model, q, count=8)
+    monkeypatch.setattr(modal, "FROZEN_MIN", 10 ** 9)
+    dense = modal.modes(model, q, count=8)
+    np.testing.assert_allclose(fast.omega, dense.omega, rtol=1e-8)
+    M = modal.mass_matrix(model, q)
+    f = dense.omega
+    gap = np.append(f[1:] / f[:-1] - 1 > 1e-3, False)       # the k-th mode apart from the next
+    for k in np.flatnonzero(gap) + 1:
+        P, P_ref = (x[:, :k] @ (M @ x[:, :k]).T for x in (fast.shapes, dense.shapes))
+        assert np.abs(P - P_ref).max() <= 1e-5 * np.abs(P_ref).max(), k
+    assert fast.rigid_count == dense.rigid_count == (6 if "pss6" in path else 0)
+    np.testing.assert_allclose(fast.rigid_shapes.T @ M @ fast.rigid_shapes, np.eye(fast.rigid_count), atol=1e-10)
+    P, P_ref = (x @ (M @ x).T for x in (fast.rigid_shapes, dense.rigid_shapes))
+    np.testing.assert_allclose(P, P_ref, rtol=0, atol=1e-9 * max(np.abs(P_ref).max(), 1.0))
+    alone = gap & np.append(True, gap[:-1])
+    alone[-1] = False
+    assert alone.any()
+    for name in ("body_energy", "body_strain_energy"):
+        np.testing.assert_allclose(getattr(fast, name)[alone], getattr(dense, name)[alone], rtol=0, atol=1e-5)
+
+
+def test_modes_of_large_models_hold_no_square_array():
+    """The frozen structure's modes hold no (n_v, n_v) array: their traced peak grows with 32 ->
+    64 elements per link of the 3-RRRU (n_v 636 -> 1212, 1.91x) by less than n_v^1.3 (2.3x;
+    measured 1.99x, 6.9 -> 13.7 MB, where the dense M alone is 3.2 -> 11.8 MB)."""
+    import tracemalloc
+
+    from sim.model.loader import load_model
+    from sim.solvers import modal
+    peaks, sizes = [], []
+    for e in (32, 64):
+        model = load_model("models/rrru3.py", {"elements_per_link": e})
+        modal.modes(model, model.q_home, count=8)       # (numba's own allocations: its kernels loaded)
+        tracemalloc.start()
+        modal.modes(model, model.q_home, count=8)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        sizes.append(model.n_v)
+    assert sizes[0] >= modal.FROZEN_MIN
+    assert peaks[1] / peaks[0] < (sizes[1] / sizes[0]) ** 1.3, (peaks, sizes)

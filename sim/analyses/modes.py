@@ -6,7 +6,25 @@ from sim.analyses import register
 from sim.model.assembly import configuration
 
 
-@register("modes")
+def _frozen(model, scenario):
+    """The modes' count when they come from the frozen structure's compiled solvers
+    (:func:`sim.solvers.modal._frozen_modes`: large models), else None."""
+    from sim.solvers.modal import FROZEN_COUNT_MAX, FROZEN_MIN
+    count = scenario.data["modes"]["count"]
+    return count if model.n_v >= FROZEN_MIN and count is not None and 0 < count <= FROZEN_COUNT_MAX else None
+
+
+def prepare(model, scenario):
+    """Load the frozen structure's compiled kernels where the modes come from them (see
+    :mod:`sim.analyses`; no ``loops``: a cold cache compiles them here, while the cold start's
+    helper would compile the rigid motion, which the modes do not need)."""
+    count = _frozen(model, scenario)
+    if count:
+        from sim.solvers.frames import compile_frames
+        compile_frames(model, count)
+
+
+@register("modes", prepare=prepare)
 def run(model, scenario, group, progress):
     """Write group ``modes``: pose, frequencies, mode shapes and body energy fractions.
 

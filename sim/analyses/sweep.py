@@ -97,39 +97,43 @@ def rows_frequencies(model_file, parameters, index, values, base, rows, count):
 
 
 def _frequencies(model, ev, count):
-    """``measure(q, locked) -> (count,)`` frequencies [Hz] at a locked evaluation, by the
-    compiled solvers of the KED's frames, each pose's search started from the last pose's modes
-    (the snake order keeps them neighbours)."""
-    from sim.solvers.frames import free_motions
+    """``measure(qs, ss) -> (n, count)`` frequencies [Hz] of the robot frozen at the
+    configurations ``qs`` (n, n_q), actuators locked at ``ss`` (n, n_a), by the compiled frames
+    of the KED (:func:`sim.solvers.frames.frames_at`: M and the tangent stiffness on their
+    structure), each pose's search started from the last pose's modes (the snake order keeps
+    them neighbours); 0 where the frozen robot has no positive stiffness."""
+    from sim.solvers.frames import frames_at, free_motions
     from sim.solvers.subspace import Tracker
 
     tracker = Tracker(model, count, free_motions(model, model.q_home, ev))
-    tracker.use_saddle(ev)     # large robots of any stiffness: the saddle-point solver (sim.solvers.saddle)
 
-    def measure(q, locked):
-        omega = tracker.modes(locked.M, locked.J, Kt=locked.K_t)[0]
-        out = np.full(count, np.nan)
-        out[:omega.size] = omega / (2 * np.pi)
-        return out
+    def measure(qs, ss):
+        return frames_at(ev, qs, ss, count, tracker).omega / (2 * np.pi)
     return measure
 
 
 def _compliance(model, ev):
-    """``measure(q, locked) -> (d * d,)`` the end effector's Cartesian compliance (row-major,
-    :mod:`sim.solvers.compliance`) at a locked evaluation (with its markers' kinematics)."""
+    """``measure(qs, ss) -> (n, d * d)`` the end effector's Cartesian compliance (row-major,
+    :mod:`sim.solvers.compliance`) at the configurations ``qs`` (n, n_q), actuators locked at
+    ``ss`` (n, n_a)."""
     from sim.model.dynamics import stiffness_matrix
     from sim.solvers.modal import static_response
     from sim.solvers.compliance import compliance_matrix, wrench_rows
 
     K_body, e, cols = stiffness_matrix(model), model.ee_marker, ev.tables.cols
+    zero = np.zeros(model.n_v)
 
-    def measure(q, locked):
-        # The marker's local Jacobians on their columns (-1: none, the padding column).
-        Jp, Jw = (np.zeros((3, model.n_v + 1)) for _ in range(2))
-        Jp[:, cols[e]], Jw[:, cols[e]] = locked.markers.Jp[e], locked.markers.Jw[e]
-        G = wrench_rows(model.pose_kinds, Jp[:, :-1], Jw[:, :-1])
-        K = K_body if locked.K_t is None else K_body + locked.K_t
-        return compliance_matrix(G, static_response(model, q, G.T, K=K, J=locked.J)).ravel()
+    def measure(qs, ss):
+        out = np.empty((len(qs), len(model.pose_kinds) ** 2))
+        for k, (q, s) in enumerate(zip(qs, ss)):
+            locked = ev.evaluate(q, zero, targets=s, velocity_jacobian=ev.stiff, flush=False, markers=True)
+            # The marker's local Jacobians on their columns (-1: none, the padding column).
+            Jp, Jw = (np.zeros((3, model.n_v + 1)) for _ in range(2))
+            Jp[:, cols[e]], Jw[:, cols[e]] = locked.markers.Jp[e], locked.markers.Jw[e]
+            G = wrench_rows(model.pose_kinds, Jp[:, :-1], Jw[:, :-1])
+            K = K_body if locked.K_t is None else K_body + locked.K_t
+            out[k] = compliance_matrix(G, static_response(model, q, G.T, K=K, J=locked.J, J_s=locked.J_s)).ravel()
+        return out
     return measure
 
 
@@ -152,24 +156,27 @@ def rows_map(model_file, parameters, index, values, base, rows, count, analysis)
         measure, width = _compliance(model, ev), len(model.pose_kinds) ** 2
     else:
         measure, width = _frequencies(model, ev, count), count
-    zero = np.zeros(model.n_v)
     out = np.full((len(rows), values[1].size, width), np.nan)
     previous = None
     for r, i in enumerate(rows):
         columns = range(values[1].size) if r % 2 == 0 else range(values[1].size - 1, -1, -1)
+        reached, qs, ss = [], [], []
         for j in columns:
             pose = base.copy()
             pose[index[0]], pose[index[1]] = values[0][i], values[1][j]
             try:
                 q = _reach(model, pose, previous, ev)
-                E = ev.evaluate(q, zero, pose=True)
+                E = ev.kinematics(q, pose=True)
                 if min(conditioning(model, E.J, E.J_s, E.J_x)) < SINGULAR_RATIO:
                     continue
             except SimError:
                 continue
             previous = (q, pose)
-            locked = ev.evaluate(q, zero, targets=E.s, velocity_jacobian=ev.stiff, flush=False, markers=True)
-            out[r, j] = measure(q, locked)
+            reached.append(j)
+            qs.append(q)
+            ss.append(E.s)
+        if reached:     # the row's poses at once, in its order (actuators locked where they are)
+            out[r, reached] = measure(np.array(qs), np.array(ss))
     return out
 
 

@@ -326,7 +326,7 @@ def _out(frames, rows=slice(None)):
     return tuple(getattr(frames, name)[rows] for name in FIELDS)
 
 
-def _frames(model, ev, tracker, states, out, k0, progress=None):
+def _frames(model, ev, tracker, states, out, k0, progress=None, follow=False):
     """The frames of the rigid states ``states = (q, v, a, s)`` (arrays, sample axis first;
     ``s`` the actuator values, where they are locked) into ``out`` (:class:`Frames`) from
     row ``k0``, by :func:`_frame_loop`; the frames its solver turned down (the constant
@@ -334,7 +334,9 @@ def _frames(model, ev, tracker, states, out, k0, progress=None):
 
     The ``tracker`` starts afresh from its seed (or a dense eigensolve) every ``FRAME_CHUNK``
     states, the unit of work shared with the worker threads: each frame then has the same
-    starting subspace, and the same numbers, whichever thread computes it.
+    starting subspace, and the same numbers, whichever thread computes it.  With ``follow``
+    (one thread), its seed becomes each chunk's last subspace instead: the next chunk, or
+    the next call, starts there.
     """
     loop = _loop_arguments(model, ev, tracker)
     for c0 in range(0, len(states[0]), FRAME_CHUNK):
@@ -342,7 +344,10 @@ def _frames(model, ev, tracker, states, out, k0, progress=None):
         rows = slice(k0 + chunk.start, k0 + chunk.stop)
         sweeps = np.zeros(chunk.stop - chunk.start, dtype=np.int64)
         part = tuple(np.ascontiguousarray(x[chunk], dtype=float) for x in states)
-        _frame_loop(part, *loop, _out(out, rows), sweeps)
+        X = _frame_loop(part, *loop, _out(out, rows), sweeps)
+        if follow and X.size:
+            tracker.seed = X
+            loop = loop[:2] + (X,) + loop[3:]
         down = np.flatnonzero(sweeps == -2)
         if down.size:
             redo = np.zeros(down.size, dtype=np.int64)
@@ -582,6 +587,36 @@ def frames_along(model, motion, count, progress=None, workers=None):
         for state in zip(motion.q, motion.v, motion.a, motion.actuators):
             pool.add(*state)
         return _stable(pool.finish(), getattr(motion, "t", np.arange(n, dtype=float)))
+
+
+def frozen(model, q, count):
+    """The robot frozen at rest at ``q`` (n_q,), its actuators locked at their values there:
+    its :class:`Frame` (the lowest ``count`` modes by :func:`_frame_loop`'s solvers from a fresh
+    start: linear in the model, no (n_v, n_v) array from 600 coordinates) or None where it has
+    no positive stiffness, and the number of its free motions (:func:`free_motions`).
+    ``model``: the robot, or its evaluator (:func:`sim.model.evaluator.held`)."""
+    model, ev = held(model)
+    q = np.ascontiguousarray(q, dtype=float)
+    free = free_motions(model, q, ev)
+    rest = np.zeros((1, model.n_v))
+    out = Frames.empty(1, model.n_v, count, len(model.pose_kinds))
+    _frames(model, ev, Tracker(model, count, free), (q[None], rest, rest, ev.kinematics(q).s[None]), out, 0)
+    return (out[0] if out.omega[0, 0] > 0 else None), free
+
+
+def frames_at(model, qs, ss, count, tracker):
+    """The frames (:class:`Frames`, ``count`` modes) of the robot frozen at rest at the
+    configurations ``qs`` (n, n_q), its actuators locked at ``ss`` (n, n_a), each structure's
+    solver started from the last one's subspace, and the first from the ``tracker``'s seed,
+    which the last then replaces (a map's rows, one after the other; the tracker a
+    :class:`sim.solvers.subspace.Tracker` of the model with ``count`` modes).  ``model``: the
+    robot, or its evaluator (:func:`sim.model.evaluator.held`)."""
+    model, ev = held(model)
+    rest = np.zeros((len(qs), model.n_v))
+    out = Frames.empty(len(qs), model.n_v, count, len(model.pose_kinds))
+    states = (np.ascontiguousarray(qs, dtype=float), rest, rest, np.ascontiguousarray(ss, dtype=float))
+    _frames(model, ev, tracker, states, out, 0, follow=True)
+    return out
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,

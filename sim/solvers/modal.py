@@ -37,6 +37,10 @@ SIGN_TIE_RTOL = 1e-6   # entries within this fraction of a shape's largest magni
 #                        (signs: the first of them decides; a symmetric structure's equal entries
 #                        differ by round-off)
 SAME_MODE = 0.5        # mass-weighted MAC above which a mode along a path is the previous instant's (signs)
+FROZEN_MIN = 600       # coordinates from which modes() takes at most FROZEN_COUNT_MAX modes from the
+FROZEN_COUNT_MAX = 48  # frozen structure's solvers (_frozen_modes), 3-RRRU 6 modes: 6 against 15 ms at 348,
+#                        16 against 91 at 636, 35 against 730 at 1212; below, every shipped model keeps
+#                        the dense eigensolve's modes, exact to round-off
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,11 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
     ModalResult
     """
     import scipy.linalg
+    if (M is None and K is None and J is None and locked and count is not None
+            and model.n_v >= FROZEN_MIN and 0 < count <= FROZEN_COUNT_MAX):
+        found = _frozen_modes(model, q, int(count), energies)
+        if found is not None:
+            return found
     M = mass_matrix(model, q) if M is None else M
     K = stiffness_matrix(model, q) if K is None else K
     N = constrained_basis(model, constraint_jacobian(model, q, locked) if J is None else J)
@@ -209,14 +218,54 @@ def modes(model, q, count=None, locked=True, M=None, K=None, free=None, energies
         rigid = rigid @ np.linalg.inv(np.linalg.cholesky(rigid.T @ M @ rigid)).T
         rigid *= signs(rigid)
     omega = np.sqrt(np.maximum(lam, 0.0))
-    if energies:
-        kin, strain = body_energies(model, q, elastic, M)
-        kin /= np.maximum(kin.sum(axis=1, keepdims=True), 1e-300)
-        strain /= np.maximum(strain.sum(axis=1, keepdims=True), 1e-300)
-    else:
-        kin = strain = np.zeros((k, 0))
+    kin, strain = _shares(model, q, elastic, energies, M=M)
     return ModalResult(frequencies_hz=omega / (2 * np.pi), omega=omega, shapes=elastic, rigid_count=n_rigid,
                        rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain, q=q)
+
+
+def _shares(model, q, shapes, energies, M=None, mass_shapes=None):
+    """The bodies' shares of each mode's kinetic and strain energy (k, n_b) of
+    :class:`ModalResult` (:func:`body_energies`), or empty (k, 0) without ``energies``."""
+    if not energies:
+        return np.zeros((shapes.shape[1], 0)), np.zeros((shapes.shape[1], 0))
+    kin, strain = body_energies(model, q, shapes, M, mass_shapes)
+    kin /= np.maximum(kin.sum(axis=1, keepdims=True), 1e-300)
+    strain /= np.maximum(strain.sum(axis=1, keepdims=True), 1e-300)
+    return kin, strain
+
+
+def _frozen_modes(model, q, count, energies):
+    """:func:`modes` with ``count`` modes (actuators locked, the model's own mass and
+    stiffness) by the frozen structure's solvers (:func:`sim.solvers.frames.frozen`: subspace
+    iteration on the bodies' blocks or the saddle-point form, to a relative residual of
+    :data:`sim.solvers.subspace.RESIDUAL_TOL`; linear in the model where the basis and the
+    dense eigensolve are cubic), no (n_v, n_v) array: the free motions among the reference
+    motions (:func:`sim.model.mobility.free_count`'s), mass-normalised by the compiled mass
+    products, the bodies' kinetic energies from ``M Phi``.  None where the structure has no
+    positive stiffness (the dense solve then says what it has)."""
+    from sim.model.evaluator import Evaluator
+    from sim.model.mobility import _reference_free
+    from sim.solvers.frames import frozen
+
+    ev = Evaluator(model)
+    fr, free = frozen(ev, q, count)
+    if fr is None:
+        return None
+    s = signs(fr.shapes)
+    shapes, mass_shapes = fr.shapes * s, fr.mass_shapes * s
+    rigid = np.zeros((model.n_v, 0))
+    if free:
+        E = ev.kinematics(q)
+        N_r, Z = _reference_free(model, q, locked_jacobian(model, E.J, E.J_s), E.J_s)
+        rigid = np.zeros((model.n_v, Z.shape[1]))
+        rigid[model.v_rigid] = N_r @ Z
+        M_rigid = ev.mass_products(np.asarray(q, dtype=float)[None], rigid[None])[0]
+        rigid = rigid @ np.linalg.inv(np.linalg.cholesky(rigid.T @ M_rigid)).T
+        rigid *= signs(rigid)
+    kin, strain = _shares(model, q, shapes, energies, mass_shapes=mass_shapes)
+    return ModalResult(frequencies_hz=fr.omega / (2 * np.pi), omega=fr.omega, shapes=shapes,
+                       rigid_count=rigid.shape[1], rigid_shapes=rigid, body_energy=kin, body_strain_energy=strain,
+                       q=np.asarray(q))
 
 
 # Coordinates from which a stiffness given, or with springs, compliant drives or stiffening,
@@ -394,23 +443,26 @@ def strain_energies(model, q, shapes, ms=None):
     return parts, np.array(energy).T.reshape(r, len(parts)), np.array(owners, dtype=int)
 
 
-def body_energies(model, q, shapes, M=None):
+def body_energies(model, q, shapes, M=None, mass_shapes=None):
     """Kinetic and elastic energy of each body in each mode (per unit ``omega^2`` / 2 for the
     kinetic part: ``phi_b^T M_bb phi_b``; elastic ``phi^T K_b phi`` including lumped springs,
-    booked to their owners, :func:`strain_energies`).
+    booked to their owners, :func:`strain_energies`).  ``mass_shapes``: ``M shapes``, if at
+    hand (``M`` is block diagonal over the bodies: ``M_bb phi_b`` is its body's rows).
 
     Returns
     -------
     kinetic, elastic : ndarray, shape (r, n_b)
         Unnormalised; each row of ``elastic`` sums to ``phi^T K phi``.
     """
-    M = mass_matrix(model, q) if M is None else M
+    if mass_shapes is None:
+        M = mass_matrix(model, q) if M is None else M
     n_b, r = len(model.bodies), shapes.shape[1]
     kin = np.zeros((r, n_b))
     ela = np.zeros((r, n_b))
     for b in range(n_b):
         sl = model.v_slice(b)
-        kin[:, b] = np.einsum("ik,ij,jk->k", shapes[sl], M[sl, sl], shapes[sl])
+        kin[:, b] = np.einsum("ik,ij,jk->k", shapes[sl], M[sl, sl], shapes[sl]) if mass_shapes is None else \
+            np.einsum("ik,ik->k", shapes[sl], mass_shapes[sl])
     _, energy, owners = strain_energies(model, q, shapes)
     np.add.at(ela.T, owners, energy.T)
     return kin, ela
