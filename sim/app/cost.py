@@ -6,7 +6,7 @@ robots (:data:`CURVES`: the 3-RRRU circle with 2 to 128 elements per link, whose
 runs on the block path and whose frozen structures on the band path, both close to linear in
 ``n_v``; :data:`GENERAL`: the frozen structures of a robot whose stiffness is not the bodies'
 constant one -- springs, compliant drives, stiffening -- measured on the 6-PSS with compliant
-drives and 3 to 32 elements per strut, by the saddle-point form from 300 coordinates),
+drives and 3 to 64 elements per strut, by the saddle-point form from 300 coordinates),
 interpolated log-log, extrapolated with the end segments' slopes, and doubled for
 slower machines.  The estimates are orders of magnitude, meant to stop a typing slip
 (``transient.step = 1e-12``, a 10000 x 10000 map) before it fills the memory or runs for
@@ -37,11 +37,12 @@ CURVES = {
     "modes": ((96, 1.6e-3), (204, 1.9e-3), (636, 3.4e-3), (2364, 3.0e-2)),
 }
 # ... the frozen structures of robots whose stiffness is not the bodies' constant one (the 6-PSS with compliant
-# drives, 186 to 1230 coordinates: the general solver's dense pencil below saddle.SADDLE_MIN, the saddle-point form above)
+# drives, 186 to 2382 coordinates: the general solver's dense pencil below saddle.SADDLE_MIN, the saddle-point form
+# above, on the structure's own M and K_t; measured again 2026-11-28, tenth session)
 GENERAL = {
-    "frame": ((186, 1.0e-3), (366, 1.64e-3), (654, 2.48e-3), (1230, 6.0e-3)),
-    "sample": ((186, 1.7e-3), (366, 2.8e-3), (654, 5.1e-3), (1230, 1.78e-2)),
-    "modes": ((186, 4.1e-3), (366, 8.8e-3), (654, 1.54e-2), (1230, 3.45e-2)),
+    "frame": ((186, 8.3e-4), (366, 1.45e-3), (654, 1.97e-3), (1230, 3.35e-3), (2382, 6.2e-3)),
+    "sample": ((186, 1.41e-3), (366, 2.22e-3), (654, 2.83e-3), (1230, 4.78e-3), (2382, 8.5e-3)),
+    "modes": ((186, 4.3e-3), (366, 6.7e-3), (654, 9.0e-3), (1230, 1.42e-2), (2382, 2.47e-2)),
 }
 FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth
 
