@@ -438,9 +438,9 @@ def test_static_deviation_from_few_samples_equals_every_samples():
     solved = []
     rest = start._rest
 
-    def counted(model, q, ev, lock=False, load=None):
+    def counted(model, q, ev, lock=False, load=None, held=None):
         solved.append(1)
-        return rest(model, q, ev, lock, load)
+        return rest(model, q, ev, lock, load, held)
 
     start._rest = counted
     try:

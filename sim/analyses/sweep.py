@@ -117,21 +117,25 @@ def _compliance(model, ev):
     :mod:`sim.solvers.compliance`) at the configurations ``qs`` (n, n_q), actuators locked at
     ``ss`` (n, n_a)."""
     from sim.model.dynamics import stiffness_matrix
-    from sim.solvers.modal import static_response
+    from sim.solvers.modal import body_stiffness, static_response
     from sim.solvers.compliance import compliance_matrix, wrench_rows
+    from sim.solvers.start import held_structure
 
-    K_body, e, cols = stiffness_matrix(model), model.ee_marker, ev.tables.cols
+    held = held_structure(model, ev)     # large models: M and K_t on their structure, K sparse
+    K_body, e, cols = body_stiffness(model) if held else stiffness_matrix(model), model.ee_marker, ev.tables.cols
     zero = np.zeros(model.n_v)
 
     def measure(qs, ss):
         out = np.empty((len(qs), len(model.pose_kinds) ** 2))
         for k, (q, s) in enumerate(zip(qs, ss)):
-            locked = ev.evaluate(q, zero, targets=s, velocity_jacobian=ev.stiff, flush=False, markers=True)
+            locked = ev.evaluate(q, zero, targets=s, velocity_jacobian=ev.stiff, flush=False, markers=True,
+                                 stores=held and held.fresh())
             # The marker's local Jacobians on their columns (-1: none, the padding column).
             Jp, Jw = (np.zeros((3, model.n_v + 1)) for _ in range(2))
             Jp[:, cols[e]], Jw[:, cols[e]] = locked.markers.Jp[e], locked.markers.Jw[e]
             G = wrench_rows(model.pose_kinds, Jp[:, :-1], Jw[:, :-1])
-            K = K_body if locked.K_t is None else K_body + locked.K_t
+            K_t = locked.K_t if not held or locked.K_t is None else held.sparse(locked.K_t)
+            K = K_body if K_t is None else K_body + K_t
             out[k] = compliance_matrix(G, static_response(model, q, G.T, K=K, J=locked.J, J_s=locked.J_s)).ravel()
         return out
     return measure

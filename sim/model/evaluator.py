@@ -22,6 +22,7 @@ from sim.kernels.common import by_reference, compile_for, record_type
 from sim.kernels.equations import (ADDRESSES, DATA, Data, addresses, data, evaluate, inverse_terms, mass_products,
                                    potential)
 from sim.kernels.frames import integrate
+from sim.kernels.store import empty_store
 from sim.kernels.markers import markers as kernel_markers
 from sim.kernels.rows import rows as kernel_rows
 from sim.model.kinematics import _pose_terms
@@ -143,6 +144,7 @@ class Kinematics:
 
 _NONE = np.zeros((0, 0))
 _NO_EXTRA = {}      # the Evaluation's optional fields when none is asked for (never written)
+_NO_STORE = empty_store()     # dQ/dv where M and K_t are written on stores (not asked for)
 
 
 class Evaluator(Kinematics):
@@ -237,7 +239,7 @@ class Evaluator(Kinematics):
         return potential(np.ascontiguousarray(q, dtype=float), self.ref, self.data_ref)
 
     def evaluate(self, q, v, targets=None, target_acc=None, velocity_jacobian=False, flush=True, rest=False,
-                 pose=False, markers=False):
+                 pose=False, markers=False, stores=None):
         """The equations at ``(q, v)``, as in the reference kernels (the rigid robot's
         kinematic terms alone: :meth:`~Kinematics.kinematics`).
 
@@ -261,23 +263,38 @@ class Evaluator(Kinematics):
             (d,), ``J_x`` (d, n_v), ``x_q`` (d,) of :func:`sim.model.kinematics.pose_terms`
             (``x_ddot = J_x a + x_q``).  With ``markers``: a copy of the evaluator's
             :class:`~sim.kernels.equations.Data` written at ``(q, v)`` (the caller's to keep).
+
+            ``stores = (M, K_t)``: two :class:`sim.kernels.store.Store` on a structure that
+            holds them (:func:`sim.solvers.blocks.held`), zero, to write ``M`` and the tangent
+            stiffness on instead of (n_v, n_v) arrays (``K_t``'s values empty: none); the
+            :class:`Evaluation`'s ``M`` and ``K_t`` are then these stores, ``Q_v``,
+            ``gamma_v`` None (``velocity_jacobian`` is then the tangent stiffness alone).
         """
         model = self.model
-        M, Q = np.zeros((self.n_v, self.n_v)), np.zeros(self.n_v)
+        Q = np.zeros(self.n_v)
         phi = np.zeros(self.n_rows)
         J = np.zeros((self.n_rows, self.n_v))
         gamma = np.zeros(self.n_rows)
         Q0 = np.zeros(self.n_v if rest else 0)
-        if velocity_jacobian:
-            G, Gg, K_t = np.zeros((self.n_v, self.n_v)), np.zeros((self.n_rows, self.n_v)), np.zeros((self.n_v,) * 2)
+        if stores is not None:      # M and K_t on their structure; no dQ/dv
+            M, K_t = stores
+            with_K = bool(velocity_jacobian and K_t.values.size)
+            out = (by_reference(M), Q, Q0, phi, J, gamma, by_reference(_NO_STORE), self._empty, by_reference(K_t))
+            flags, velocity_jacobian = (False, with_K, False, True), False
         else:
-            G = Gg = K_t = self._empty
+            M = np.zeros((self.n_v, self.n_v))
+            if velocity_jacobian:
+                G, Gg, K_t = (np.zeros((self.n_v, self.n_v)), np.zeros((self.n_rows, self.n_v)),
+                              np.zeros((self.n_v,) * 2))
+            else:
+                G = Gg = K_t = self._empty
+            out, flags = (M, Q, Q0, phi, J, gamma, G, Gg, K_t), (velocity_jacobian, velocity_jacobian, flush, True)
+            with_K = velocity_jacobian
         pull = self._no_targets if targets is None else np.ascontiguousarray(targets, dtype=float)
-        evaluate(q, v, self.ref, self.data_ref, (M, Q, Q0, phi, J, gamma, G, Gg, K_t), pull,
-                 (velocity_jacobian, velocity_jacobian, flush, True))
+        evaluate(q, v, self.ref, self.data_ref, out, pull, flags)
         extra = self._markers(v, pose, markers) if pose or markers else _NO_EXTRA
         G = G if velocity_jacobian else None
-        K_t = K_t if velocity_jacobian and self.stiff else None
+        K_t = K_t if with_K and self.stiff else None
         Q0 = Q0 if rest else None
         nj = self.n_joint
         s, J_s, gamma_s = phi[nj:].copy(), J[nj:].copy(), gamma[nj:].copy()

@@ -121,7 +121,13 @@ def _reference_free(model, q, J=None, J_s=None):
         J = constraints(model, q, targets=np.zeros(len(model.actuators)))[1]
     N = null_space(J[:, rigid], NULL_RTOL)
     D = deformation_rows(model, q, J_s, elastic=False)[:, rigid] @ N
-    return N, null_space(D, FREE_RTOL) if D.size else np.eye(N.shape[1])
+    if not D.size:
+        return N, np.eye(N.shape[1])
+    # Rows of unit scale: the rank relative to 1, as free_basis's with its elastic rows (a D
+    # that is round-off, its rows among J's -- a compliant drive locked -- has none).
+    _, s, Vt = np.linalg.svd(D)
+    rank = int(np.sum(s > FREE_RTOL * max(s[0], 1.0)))
+    return N, Vt[rank:].T
 
 
 def _moved(model, basis):

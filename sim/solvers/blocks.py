@@ -253,6 +253,46 @@ def stores(t, pat, stiff):
     return Store(np.zeros(n), *slots), Store(np.zeros(n), *slots), Store(np.zeros(n if stiff else 0), *slots)
 
 
+class Held(NamedTuple):
+    """``M`` and the tangent stiffness of a model held on their structure for the Python-side
+    evaluation (:meth:`sim.model.evaluator.Evaluator.evaluate`'s ``stores``; :func:`held`):
+    the two :class:`sim.kernels.store.Store` (values empty: each call takes zeroed ones,
+    :meth:`fresh`) and the coordinates ``n_v``."""
+
+    M: object
+    K_t: object
+    n_v: int
+
+    def fresh(self):
+        """The stores with zeroed values of their own (``K_t``'s empty where it had none)."""
+        return (self.M._replace(values=np.zeros(self.M.rows.size)),
+                self.K_t._replace(values=np.zeros(self.M.rows.size if self.K_t.values.size else 0)))
+
+    def sparse(self, store):
+        """The (n_v, n_v) matrix of ``store`` (one of :meth:`fresh`'s, evaluated) as a
+        ``scipy.sparse.csc_matrix`` on the same arrays (its structure: ``M`` and ``K_t``'s
+        nonzeros and their neighbours'), or None where it has no values."""
+        import scipy.sparse
+        if not store.values.size:
+            return None
+        return scipy.sparse.csc_matrix((store.values, store.rows, store.ptr), shape=(self.n_v, self.n_v))
+
+
+def held(ev):
+    """:class:`Held` for the model of the evaluator ``ev``: its structure without constraint
+    unknowns (:func:`pattern`; ``K_t``'s store with values only where the model has a tangent
+    stiffness), or None where no flexible body has an interior (nothing is large: the dense
+    arrays).  Linear in the coordinates where the dense ``M`` is square."""
+    t, n_v = ev.tables, int(ev.n_v)
+    ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(t.body_v, t.body_nf) if nf >= INTERIOR_MIN],
+                      dtype=np.int64).reshape(-1, 3)
+    pat = pattern(t, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), n_v, ranges)
+    if not pat.ptr.size:
+        return None
+    M, _, K_t = stores(t, pat, ev.stiff)
+    return Held(M, K_t, n_v)
+
+
 def distinct(x):
     """The distinct values of the integers ``x``, ascending (np.unique would import numpy.ma for
     its masked-array check: milliseconds of a run)."""

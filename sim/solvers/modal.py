@@ -17,6 +17,7 @@ References
 ----------
 S. Briot et al., natural frequencies of the NaVARo (paper 000 of this project), §4.
 """
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -292,7 +293,7 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     ----------
     q : ndarray, shape (n_q,)
     loads : ndarray, shape (n_v, m)
-    K : ndarray, shape (n_v, n_v), optional
+    K : ndarray or scipy.sparse matrix, shape (n_v, n_v), optional
         Stiffness (default :func:`sim.model.dynamics.stiffness_matrix` at ``q``).
     J, J_s, N : ndarray, optional
         As :func:`modes`.
@@ -316,8 +317,10 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     Kn = N.T @ K @ N
     b = N.T @ loads
     try:
-        y = scipy.linalg.solve(0.5 * (Kn + Kn.T), b, assume_a="pos", check_finite=False)
-    except np.linalg.LinAlgError:
+        with warnings.catch_warnings():     # a Cholesky of a singular Kn may pass: its rcond says so
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            y = scipy.linalg.solve(0.5 * (Kn + Kn.T), b, assume_a="pos", check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
         # Free motions (a strut's spin): the minimum-norm solution, by a complete orthogonal
         # factorisation (gelsy; the SVD's gelsd gives the same to round-off in 2.4 times the time).
         y = scipy.linalg.lstsq(Kn, b, cond=NULL_RTOL, check_finite=False, lapack_driver="gelsy")[0]
@@ -330,7 +333,7 @@ def _static_saddle(model, q, J, loads, K=None, J_s=None):
     and ``N^T K N`` are dense, their product cubic); None where that system is singular to
     ``PIVOT_RTOL`` (redundant rows, a stiffness that holds no motion), for the basis to take.
 
-    ``K`` (n_v, n_v): the stiffness given (its nonzeros taken), else the bodies' ``K_ff``,
+    ``K`` (n_v, n_v), dense or sparse: the stiffness given (its nonzeros taken), else the bodies' ``K_ff``,
     body by body, with the tangent of the springs, compliant drives and stiffening
     (:func:`sim.model.dynamics.stiffness_matrix` at ``q``) where the model has them.  The free
     motions ``N_f`` (reference motions the rows and the other deformation rows leave free:
@@ -348,21 +351,9 @@ def _static_saddle(model, q, J, loads, K=None, J_s=None):
     n_v, rigid, elastic = model.n_v, model.v_rigid, model.v_elastic
     if K is None and (_has_lumped(model) or stretched(model)):
         K = stiffness_matrix(model, q)
+    K = body_stiffness(model) if K is None else scipy.sparse.csr_matrix(K)
     if K is None:
-        rows, cols, vals = [], [], []
-        for b, body in enumerate(model.bodies):
-            if body.n_f:
-                i = model.q_index[b][1] + 6
-                r, c = np.nonzero(body.stiffness_ff)
-                rows.append(r + i)
-                cols.append(c + i)
-                vals.append(np.asarray(body.stiffness_ff)[r, c])
-        if not rows:
-            return None
-        K = scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                    shape=(n_v, n_v)).tocsr()
-    else:
-        K = scipy.sparse.csr_matrix(K)
+        return None
     N_r, Z = _reference_free(model, q, J, J_s)
     f = np.array(loads, dtype=float)
     N_f = np.zeros((n_v, Z.shape[1]))
@@ -391,6 +382,24 @@ def _static_saddle(model, q, J, loads, K=None, J_s=None):
     rhs[:n_v] = f
     u = (d[:, None] * lu.solve(d[:, None] * rhs))[:n_v]
     return u - N_f @ (N_f.T @ u)     # (round-off's part along the free motions)
+
+
+def body_stiffness(model):
+    """The bodies' stiffness (:func:`sim.model.dynamics.stiffness_matrix` without ``q``) as a
+    ``scipy.sparse.csr_matrix`` (n_v, n_v), body by body; None without flexible bodies."""
+    import scipy.sparse
+    rows, cols, vals = [], [], []
+    for b, body in enumerate(model.bodies):
+        if body.n_f:
+            i = model.q_index[b][1] + 6
+            r, c = np.nonzero(body.stiffness_ff)
+            rows.append(r + i)
+            cols.append(c + i)
+            vals.append(np.asarray(body.stiffness_ff)[r, c])
+    if not rows:
+        return None
+    return scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                   shape=(model.n_v, model.n_v)).tocsr()
 
 
 def _lumped_owner(model, marker_i, marker_j):

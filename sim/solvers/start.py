@@ -95,19 +95,34 @@ def rest_deflection(model, q, ev, lock=False, load=None):
     return _rest(model, q, ev, lock, load)[0]
 
 
-def _rest(model, q, ev, lock=False, load=None):
+def _rest(model, q, ev, lock=False, load=None, held=None):
     """:func:`rest_deflection` at ``q`` by the evaluator ``ev``, and the evaluation at ``q``
-    it solved with (the end effector's terms too)."""
+    it solved with (the end effector's terms too).  ``held``: where the model is large
+    (:func:`held_structure`), ``M`` and the tangent stiffness are evaluated on their structure
+    (no (n_v, n_v) array), the stiffness handed on sparse."""
     from sim.model.tables import compliant
-    from sim.solvers.modal import static_response
+    from sim.solvers.modal import body_stiffness, static_response
 
     rest = np.zeros(model.n_v)
-    E = ev.evaluate(q, rest, targets=ev.evaluate(q, rest).s, pose=True)
+    stiff = held is not None and ev.stiff
+    E = ev.evaluate(q, rest, targets=ev.kinematics(q).s, pose=True, velocity_jacobian=stiff,
+                    stores=None if held is None else held.fresh())
     Q = E.Q if load is None else E.Q + load
     if not Q.any():      # no gravity, no preloads: nothing to solve for
         return rest, E
     J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    return static_response(model, q, Q[:, None], J=J, J_s=E.J_s)[:, 0], E
+    K = body_stiffness(model) + held.sparse(E.K_t) if stiff and E.K_t is not None else None
+    return static_response(model, q, Q[:, None], K=K, J=J, J_s=E.J_s)[:, 0], E
+
+
+def held_structure(model, ev):
+    """The model's ``M`` and tangent stiffness on their structure for :func:`_rest`
+    (:func:`sim.solvers.blocks.held`) from :data:`sim.solvers.subspace.STORE_MIN` coordinates
+    (the frames' and the transient's limit: below it the dense arrays are small and their
+    evaluation compiled already), else None."""
+    from sim.solvers.blocks import held
+    from sim.solvers.subspace import STORE_MIN
+    return held(ev) if model.n_v >= STORE_MIN else None
 
 
 STATIC_RTOL = 1e-6       # the static deflection's spline: largest error at a checked midpoint,
@@ -136,11 +151,13 @@ def static_deviation(model, ev, times, qs, lock=False, servo=None):
     if not elastic and servo is None:
         return _spline(times, np.zeros((len(qs), d))), _spline(times, np.zeros((len(qs), d)))
 
+    structure = held_structure(model, ev) if elastic else None
+
     def deflection(rows):
         out = np.zeros((len(rows), 2 * d))      # the whole static deflection, the servos' share
         if elastic:
             for i, k in enumerate(rows):
-                u, E = _rest(model, qs[k], ev, lock)
+                u, E = _rest(model, qs[k], ev, lock, held=structure)
                 out[i, :d] = E.J_x @ u
         if servo is not None:
             out[:, d:] = servo_sag(model, ev, servo, qs[rows])
