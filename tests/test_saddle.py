@@ -1,8 +1,8 @@
 """The saddle-point solver of the frozen structures (sim.solvers.saddle) against the general
 solver's dense reduced pencil (sim.solvers.subspace._general), on the 6-PSS with compliant
 screws and spinning struts (free motions) refined to 8 elements per strut (366 coordinates,
-above SADDLE_MIN): along its seismic motion (KED's frames) and over poses (a frequency map's
-Python path)."""
+above SADDLE_MIN): along its seismic motion (KED's frames) and over poses (Tracker.modes from
+Python); its memory, linear; and the elastic modes counted without a modal analysis."""
 import sim  # noqa: F401  (single-threaded BLAS before numpy)
 
 import numpy as np
@@ -69,7 +69,7 @@ def test_frames_by_the_saddle_point_form_are_the_general_solvers(pss6, monkeypat
 
 
 def test_a_frozen_structure_from_python_by_the_saddle_point_form(pss6):
-    """Tracker.modes (the frequency map's path) with use_saddle: the same frequencies and
+    """Tracker.modes (the Python path, a dense M and K_t) with use_saddle: the same frequencies and
     statics as the general solver's, from a fresh start and from the last subspace."""
     model, motion = pss6
     ev = Evaluator(model)
