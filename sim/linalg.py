@@ -125,6 +125,32 @@ def lstsq(A, b, cond):
     return scipy.linalg.lstsq(A, b, cond=cond, lapack_driver=LSTSQ_DRIVER, check_finite=False)[0]
 
 
+def spd_solve(A, b):
+    """``A x = b`` for a symmetric positive definite ``A`` (n, n) by its Cholesky factor (on a
+    small A, :data:`NUMPY_MAX`, numpy's; above, scipy's ``posv``), or None where ``A`` is not
+    positive definite to round-off: the factorisation fails, or passes with a reciprocal
+    condition below the machine epsilon (scipy's warning; on a small A, the squared ratio of
+    the factor's smallest to largest diagonal entry), the answer then round-off."""
+    import warnings
+    A = 0.5 * (A + A.T)
+    if _small(A):
+        try:
+            L = np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            return None
+        d = np.abs(np.diag(L))
+        if not d.size or (d.min() / d.max()) ** 2 < np.finfo(float).eps:
+            return None if d.size else np.zeros_like(b, dtype=float)
+        return np.linalg.solve(L.T, np.linalg.solve(L, b))
+    import scipy.linalg
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            return scipy.linalg.solve(A, b, assume_a="pos", check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+        return None
+
+
 def partitioned_null_space(A, dependent, independent, rcond):
     """Basis of the null space of A (m, n) in which the ``independent`` coordinates are free.
 

@@ -17,7 +17,6 @@ References
 ----------
 S. Briot et al., natural frequencies of the NaVARo (paper 000 of this project), §4.
 """
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,7 @@ from sim.model.constraints import actuator_values, constraints
 from sim.model.dynamics import mass_matrix, stiffness_matrix
 from sim.model.mobility import NULL_RTOL, free_basis
 from sim.model.kinematics import markers
-from sim.linalg import null_space, partitioned_null_space
+from sim.linalg import lstsq, null_space, partitioned_null_space, spd_solve
 from sim.model.tables import compliant
 from sim.solvers.blocks import BLOCK_MIN, PIVOT_RTOL
 
@@ -286,7 +285,8 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     rest.  A model with free motions has no unique deflection: the minimum-norm one (in
     ``N``'s coordinates) of the loads' part they leave is returned.  From
     :data:`sim.solvers.blocks.BLOCK_MIN` coordinates (:data:`STATIC_SADDLE_MIN` where ``K`` is
-    given or has other terms than the bodies' ``K_ff``) by the saddle-point form
+    given or has other terms than the bodies' ``K_ff``, or the rows leave reference motions
+    free) by the saddle-point form
     (:func:`_static_saddle`), the same numbers, linear in the model where the basis is cubic.
 
     Parameters
@@ -302,28 +302,27 @@ def static_response(model, q, loads, K=None, J=None, J_s=None, N=None):
     -------
     ndarray, shape (n_v, m)
     """
-    import scipy.linalg
     from sim.model.dynamics import _has_lumped
     from sim.model.tables import stretched
     general = K is not None or _has_lumped(model) or stretched(model)
-    if N is None and model.n_v >= (STATIC_SADDLE_MIN if general else BLOCK_MIN):
+    if N is None and model.n_v >= BLOCK_MIN:
         J = constraint_jacobian(model, q) if J is None else J
-        u = _static_saddle(model, q, J, loads, K, J_s)
-        if u is not None:
-            return u
+        # Below STATIC_SADDLE_MIN the saddle-point system only for the bodies' K_ff with the
+        # reference coordinates held (its matrices quickly made, no free motions to find).
+        if model.n_v >= STATIC_SADDLE_MIN or not (general or null_space(J[:, model.v_rigid], NULL_RTOL).shape[1]):
+            u = _static_saddle(model, q, J, loads, K, J_s)
+            if u is not None:
+                return u
     K = stiffness_matrix(model, q) if K is None else K
     if N is None:
         N = constrained_basis(model, constraint_jacobian(model, q) if J is None else J)
     Kn = N.T @ K @ N
     b = N.T @ loads
-    try:
-        with warnings.catch_warnings():     # a Cholesky of a singular Kn may pass: its rcond says so
-            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-            y = scipy.linalg.solve(0.5 * (Kn + Kn.T), b, assume_a="pos", check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+    y = spd_solve(Kn, b)     # (a Cholesky of a singular Kn may pass: its condition says so)
+    if y is None:
         # Free motions (a strut's spin): the minimum-norm solution, by a complete orthogonal
         # factorisation (gelsy; the SVD's gelsd gives the same to round-off in 2.4 times the time).
-        y = scipy.linalg.lstsq(Kn, b, cond=NULL_RTOL, check_finite=False, lapack_driver="gelsy")[0]
+        y = lstsq(Kn, b, NULL_RTOL)
     return N @ y
 
 
