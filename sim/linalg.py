@@ -19,7 +19,10 @@ model's whole transient, and at such sizes every driver takes tens of microsecon
 it numpy's SVD-based null space costs about twice the pivoted QR (and many mid-size runs
 import scipy for their modes anyway): scipy is imported on the first larger matrix.
 """
+import importlib
 import os
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -33,6 +36,14 @@ SVD_DRIVER = "gesvd"
 LSTSQ_DRIVER = "gelsy"
 # Largest row or column count decomposed by numpy (the module docstring says why).
 NUMPY_MAX = 64
+
+
+def prefetch():
+    """Start importing ``scipy.linalg`` in a background thread, for a caller that will soon
+    decompose a matrix past :data:`NUMPY_MAX` (the transient's static deflections): the first
+    such matrix then waits for what is left of the import (0.1 s), not for all of it."""
+    if "scipy.linalg" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("scipy.linalg",), daemon=True).start()
 
 
 def _small(A):

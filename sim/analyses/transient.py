@@ -516,8 +516,12 @@ def run(model, scenario, group, progress):
     from sim.solvers.simulate import Drive, simulate
     from sim.model.sections import elastic_displacements
 
+    from sim.linalg import NUMPY_MAX, prefetch
+
     table = scenario.data["transient"]
     where = f"{scenario.path}: [transient]"
+    if model.n_v > NUMPY_MAX:
+        prefetch()      # the static deflections' bases take scipy.linalg: imported while the reference runs
     ev = Evaluator(model)     # the analysis' one: the reference, the statics, the time loop, the skeleton
     law, pose_rigid, q0, v0, torque, reference_duration, samples = reference(model, scenario, table, progress, ev)
     kind = table["drive"]

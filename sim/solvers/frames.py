@@ -8,7 +8,6 @@ frames of a motion are shared between this thread and worker threads (:class:`Fr
 overlapped with the motion itself (:func:`motion_and_frames`).  KED steps through them
 (:mod:`sim.solvers.modal_stepping`); the ``[frequencies]`` analysis reads their modes.
 """
-import importlib
 import multiprocessing
 import os
 import threading
@@ -20,7 +19,6 @@ import numpy as np
 from numba import njit, types
 
 from sim.errors import SimError, signals_deferred
-from sim.linalg import NUMPY_MAX
 from sim.kernels.common import by_reference, compile_for, runtime
 from sim.kernels.equations import function, store_address, store_function
 from sim.kernels.pose import pose_terms
@@ -455,15 +453,10 @@ class FramePool:
         return tuple(np.array(x) for x in zip(*rows))
 
     def _ready(self):
-        """A worker's preparation: its evaluator, what the caller needs ready, and where the
-        model's matrices pass :data:`sim.linalg.NUMPY_MAX`, ``scipy.linalg`` (0.1 s to import;
-        the static deflections and modal analyses that follow take it for such matrices, and
-        this thread has the time while the motion starts)."""
+        """A worker's preparation: its evaluator, and what the caller needs ready."""
         self._parts()
         if self.ready is not None:
             self.ready()
-        if self.model.n_v > NUMPY_MAX:
-            importlib.import_module("scipy.linalg")
 
     def add(self, q, v, a, s):
         """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
