@@ -447,10 +447,9 @@ def test_static_deflections_with_m_and_k_t_on_their_structure():
     from sim.model.loader import load_model
     from sim.model.tables import compliant
     from sim.solvers import modal, start
-    from sim.solvers.blocks import held
     model = load_model("models/pss6.py", {"elements_per_strut": 16, "slider_joint": "spherical"})
     ev, q, rest = Evaluator(model), model.q_home, np.zeros(model.n_v)
-    h = held(ev)
+    h = start.held_structure(model, ev)
     s = ev.kinematics(q).s
     E = ev.evaluate(q, rest, targets=s, velocity_jacobian=True)
     S = ev.evaluate(q, rest, targets=s, velocity_jacobian=True, stores=h.fresh())

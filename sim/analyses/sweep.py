@@ -117,12 +117,12 @@ def _compliance(model, ev):
     :mod:`sim.solvers.compliance`) at the configurations ``qs`` (n, n_q), actuators locked at
     ``ss`` (n, n_a)."""
     from sim.model.dynamics import stiffness_matrix
-    from sim.solvers.modal import body_stiffness, static_response
+    from sim.solvers.modal import static_response
     from sim.solvers.compliance import compliance_matrix, wrench_rows
     from sim.solvers.start import held_structure
 
     held = held_structure(model, ev)     # large models: M and K_t on their structure, K sparse
-    K_body, e, cols = body_stiffness(model) if held else stiffness_matrix(model), model.ee_marker, ev.tables.cols
+    K_body, e, cols = held.K_body if held else stiffness_matrix(model), model.ee_marker, ev.tables.cols
     zero = np.zeros(model.n_v)
 
     def measure(qs, ss):

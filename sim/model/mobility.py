@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import SimError
-from sim.linalg import null_space
+from sim.linalg import null_space, svd
 from sim.model.constraints import constraints
 from sim.model.kinematics import pose_jacobian
 from sim.model.springs import deformation_rows
@@ -125,7 +125,7 @@ def _reference_free(model, q, J=None, J_s=None):
         return N, np.eye(N.shape[1])
     # Rows of unit scale: the rank relative to 1, as free_basis's with its elastic rows (a D
     # that is round-off, its rows among J's -- a compliant drive locked -- has none).
-    _, s, Vt = np.linalg.svd(D)
+    _, s, Vt = svd(D, full_matrices=True)
     rank = int(np.sum(s > FREE_RTOL * max(s[0], 1.0)))
     return N, Vt[rank:].T
 

@@ -257,11 +257,13 @@ class Held(NamedTuple):
     """``M`` and the tangent stiffness of a model held on their structure for the Python-side
     evaluation (:meth:`sim.model.evaluator.Evaluator.evaluate`'s ``stores``; :func:`held`):
     the two :class:`sim.kernels.store.Store` (values empty: each call takes zeroed ones,
-    :meth:`fresh`) and the coordinates ``n_v``."""
+    :meth:`fresh`), the coordinates ``n_v`` and, where the caller adds it, the bodies'
+    stiffness ``K_body`` (``scipy.sparse``, :func:`sim.solvers.modal.body_stiffness`), made once."""
 
     M: object
     K_t: object
     n_v: int
+    K_body: object = None
 
     def fresh(self):
         """The stores with zeroed values of their own (``K_t``'s empty where it had none)."""
@@ -278,18 +280,16 @@ class Held(NamedTuple):
         return scipy.sparse.csc_matrix((store.values, store.rows, store.ptr), shape=(self.n_v, self.n_v))
 
 
-def held(ev):
-    """:class:`Held` for the model of the evaluator ``ev``: its structure without constraint
-    unknowns (:func:`pattern`; ``K_t``'s store with values only where the model has a tangent
-    stiffness), or None where no flexible body has an interior (nothing is large: the dense
-    arrays).  Linear in the coordinates where the dense ``M`` is square."""
-    t, n_v = ev.tables, int(ev.n_v)
-    ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(t.body_v, t.body_nf) if nf >= INTERIOR_MIN],
-                      dtype=np.int64).reshape(-1, 3)
-    pat = pattern(t, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), n_v, ranges)
+def held(t, stiff):
+    """:class:`Held` for the model of the tables ``t``: its structure without constraint
+    unknowns (:func:`pattern`; ``K_t``'s store with values only with ``stiff``, a model with a
+    tangent stiffness), or None where no flexible body has an interior (nothing is large: the
+    dense arrays).  Linear in the coordinates where the dense ``M`` is square."""
+    n_v = int(t.n_v)
+    pat = pattern(t, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), n_v, interior_ranges(t.body_v, t.body_nf))
     if not pat.ptr.size:
         return None
-    M, _, K_t = stores(t, pat, ev.stiff)
+    M, _, K_t = stores(t, pat, stiff)
     return Held(M, K_t, n_v)
 
 
@@ -344,12 +344,19 @@ def _groups(ptr, rows, m):
     return group_ptr, group_cols
 
 
+def interior_ranges(body_v, body_nf):
+    """``(v0, v0 + 6, v0 + 6 + nf)`` (k, 3) of the flexible bodies with at least
+    :data:`INTERIOR_MIN` elastic coordinates (``body_v`` (nb,) the first velocity coordinate of
+    each, ``body_nf`` (nb,) its elastic count): the ranges a structure blocks."""
+    return np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(body_v, body_nf) if nf >= INTERIOR_MIN],
+                    dtype=np.int64).reshape(-1, 3)
+
+
 def blocks(body_v, body_nf, m, mode="auto", rank=0):
     """Empty :class:`Blocks` for ``m`` unknowns whose first ``sum(6 + nf)`` are the bodies'
     velocity coordinates (``body_v`` (nb,) first of each, ``body_nf`` (nb,) elastic count),
     with a low-rank part of rank ``rank``."""
-    ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(body_v, body_nf) if nf >= INTERIOR_MIN],
-                      dtype=np.int64).reshape(-1, 3)
+    ranges = interior_ranges(body_v, body_nf)
     nf = ranges[:, 2] - ranges[:, 1]
     size = int(np.sum(nf * (2 * BAND_MAX + 1) + 2 * nf * COUPLING_MAX))
     # The border: what is not a flexible body's elastic coordinate, and at most COUPLING_MAX

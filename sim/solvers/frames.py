@@ -598,9 +598,7 @@ def frozen(model, q, count):
     model, ev = held(model)
     q = np.ascontiguousarray(q, dtype=float)
     free = free_motions(model, q, ev)
-    rest = np.zeros((1, model.n_v))
-    out = Frames.empty(1, model.n_v, count, len(model.pose_kinds))
-    _frames(model, ev, Tracker(model, count, free), (q[None], rest, rest, ev.kinematics(q).s[None]), out, 0)
+    out = frames_at(ev, q[None], ev.kinematics(q).s[None], count, Tracker(model, count, free))
     return (out[0] if out.omega[0, 0] > 0 else None), free
 
 

@@ -27,7 +27,7 @@ as :func:`~sim.solvers.subspace._general` gives them.
 import numpy as np
 from numba import njit
 
-from sim.solvers.blocks import INTERIOR_MIN, blocks, factor, pattern, positions, solve
+from sim.solvers.blocks import blocks, factor, interior_ranges, pattern, positions, solve
 from sim.solvers.subspace import EXTRA_MAX, GAP, START_GUARD, Saddle, _columns, _ritz, quasi_random, residual
 
 SADDLE_MIN = 300      # velocity coordinates from which the general solver's structures take this path (the
@@ -42,8 +42,7 @@ def structure(ev, keep):
     structure body by body."""
     model, t, n_v = ev.model, ev.tables, ev.n_v
     m = n_v + keep.size
-    ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(t.body_v, t.body_nf) if nf >= INTERIOR_MIN],
-                      dtype=np.int64).reshape(-1, 3)
+    ranges = interior_ranges(t.body_v, t.body_nf)
     rigid = np.asarray(model.v_rigid, dtype=np.int64)
     penalty = np.stack([np.repeat(rigid, rigid.size), np.tile(rigid, rigid.size)])    # on the border
     pat = pattern(t, np.asarray(keep, dtype=np.int64), np.zeros((0, 0)), m, ranges, penalty)

@@ -101,7 +101,7 @@ def _rest(model, q, ev, lock=False, load=None, held=None):
     (:func:`held_structure`), ``M`` and the tangent stiffness are evaluated on their structure
     (no (n_v, n_v) array), the stiffness handed on sparse."""
     from sim.model.tables import compliant
-    from sim.solvers.modal import body_stiffness, static_response
+    from sim.solvers.modal import static_response
 
     rest = np.zeros(model.n_v)
     stiff = held is not None and ev.stiff
@@ -111,7 +111,7 @@ def _rest(model, q, ev, lock=False, load=None, held=None):
     if not Q.any():      # no gravity, no preloads: nothing to solve for
         return rest, E
     J = np.vstack([E.J, E.J_s[compliant(model)]]) if lock else E.J
-    K = body_stiffness(model) + held.sparse(E.K_t) if stiff and E.K_t is not None else None
+    K = held.K_body + held.sparse(E.K_t) if stiff and E.K_t is not None else None
     return static_response(model, q, Q[:, None], K=K, J=J, J_s=E.J_s)[:, 0], E
 
 
@@ -119,10 +119,12 @@ def held_structure(model, ev):
     """The model's ``M`` and tangent stiffness on their structure for :func:`_rest`
     (:func:`sim.solvers.blocks.held`) from :data:`sim.solvers.subspace.STORE_MIN` coordinates
     (the frames' and the transient's limit: below it the dense arrays are small and their
-    evaluation compiled already), else None."""
+    evaluation compiled already), else None; with the bodies' stiffness (``Held.K_body``)."""
     from sim.solvers.blocks import held
+    from sim.solvers.modal import body_stiffness
     from sim.solvers.subspace import STORE_MIN
-    return held(ev) if model.n_v >= STORE_MIN else None
+    structure = held(ev.tables, ev.stiff) if model.n_v >= STORE_MIN else None
+    return structure and structure._replace(K_body=body_stiffness(model))
 
 
 STATIC_RTOL = 1e-6       # the static deflection's spline: largest error at a checked midpoint,

@@ -80,8 +80,7 @@ from sim.errors import signals_deferred
 from sim.kernels.common import block_product, caller, pattern_product, pointer, runtime
 from sim.linalg import sparse_solve
 from sim.kernels.store import empty_store
-from sim.solvers.blocks import INTERIOR_MIN, band_lu, band_solve_many, blocks as empty_blocks, no_pattern, pattern, \
-    positions, stores
+from sim.solvers.blocks import band_lu, band_solve_many, blocks as empty_blocks, held, no_pattern, positions, stores
 from sim.model.tables import compliant, stretched
 from sim.model.mobility import FREE_RTOL, NULL_RTOL
 
@@ -1387,17 +1386,13 @@ class Tracker:
         if self._store is None:
             n_v, none = self.model.n_v, np.zeros((0, 0), dtype=np.int64)
             self._store = empty_store(), none
-            if self.K_band.size and n_v >= STORE_MIN:
-                ranges = np.array([(v, v + 6, v + 6 + nf) for v, nf in zip(t.body_v, t.body_nf)
-                                   if nf >= INTERIOR_MIN], dtype=np.int64).reshape(-1, 3)
-                pat = pattern(t, np.zeros(0, dtype=np.int64), np.zeros((0, 0)), n_v, ranges)
-                if pat.ptr.size:
-                    Ms = stores(t, pat, False)[0]
-                    col = self.m_col
-                    pos = np.full(col.shape, -1, dtype=np.int64)
-                    i, k = np.nonzero(col >= 0)
-                    pos[i, k] = positions(pat)(self.elastic[i], self.elastic[col[i, k]])
-                    self._store = Ms._replace(values=np.zeros(0)), pos
+            structure = held(t, False) if self.K_band.size and n_v >= STORE_MIN else None
+            if structure is not None:
+                col = self.m_col
+                pos = np.full(col.shape, -1, dtype=np.int64)
+                i, k = np.nonzero(col >= 0)
+                pos[i, k] = positions(structure.M)(self.elastic[i], self.elastic[col[i, k]])    # (its ptr, rows)
+                self._store = structure.M._replace(values=np.zeros(0)), pos
         return self._store
 
     def settings(self):
