@@ -6,6 +6,16 @@ from sim.model.kinematics import MarkerState
 from sim.model.rotations import cross, quat_from_rotvec, quat_multiply, quat_to_matrix, skew
 
 
+
+def _dense(grp, values):
+    """A body group's M_ff or K_ff values (g, n_f, w) on its pattern ``grp.ff`` as dense
+    matrices (g, n_f, n_f)."""
+    g, n, w = values.shape
+    out = np.zeros((g, n, n))
+    f, j = np.nonzero(grp.ff >= 0)
+    out[:, f, grp.ff[f, j]] = values[:, f, j]
+    return out
+
 def stretch_terms(qf, A, k, G):
     """Geometric stiffening of one body (:mod:`sim.model.dynamics` docstring): force (n,), tangent
     stiffness (n, n), extra potential [J]; ``A`` (n_e, n), ``k`` (n_e,), ``G`` (n_e, n, n)."""
@@ -367,7 +377,7 @@ def group_terms(model, grp, q, v=None):
         m_tf = np.stack([Tz[:, 2, 1] - Tz[:, 1, 2], Tz[:, 0, 2] - Tz[:, 2, 0], Tz[:, 1, 0] - Tz[:, 0, 1]], axis=1)
         Mb[:, 3:6, 6:] = m_tf[:, :, 1:] + grp.rot_coupling
         Mb[:, 6:, 3:6] = np.swapaxes(Mb[:, 3:6, 6:], 1, 2)
-        Mb[:, 6:, 6:] = grp.mass_ff
+        Mb[:, 6:, 6:] = _dense(grp, grp.mass_ff)
     if v is None:
         return Mb, None
     vs = grp.v_start[:, None]
@@ -387,7 +397,7 @@ def group_terms(model, grp, q, v=None):
         Qb[:, :3] -= 2 * np.einsum("gij,gj->gi", R, cross(w, np.einsum("gka,ga->gk", Sf, qfd)))
         Qb[:, 3:6] -= (cross(w, np.einsum("gka,ga->gk", grp.rot_coupling, qfd))
                        + 2 * (w * np.trace(P, axis1=1, axis2=2)[:, None] - np.einsum("glk,gl->gk", P, w)))
-        Qb[:, 6:] = (np.einsum("gka,gk->ga", Sf, g_B) - np.einsum("gab,gb->ga", grp.stiffness_ff, qf)
+        Qb[:, 6:] = (np.einsum("gka,gk->ga", Sf, g_B) - np.einsum("gab,gb->ga", _dense(grp, grp.stiffness_ff), qf)
                      - np.einsum("gkl,gklf->gf", W @ W, Tz[:, :, :, 1:])
                      - 2 * np.einsum("gkl,gklf->gf", W, Tzd[:, :, :, 1:]))
     return Mb, Qb
@@ -426,7 +436,7 @@ def stiffness_matrix(model, q):
     K = np.zeros((model.n_v, model.n_v))
     for b, body in enumerate(model.bodies):
         i = model.q_index[b][1] + 6
-        K[i:i + body.n_f, i:i + body.n_f] = body.stiffness_ff
+        K[i:i + body.n_f, i:i + body.n_f] = np.asarray(body.stiffness_ff)
         if body.stretch_k.size:
             K[i:i + body.n_f, i:i + body.n_f] += _stretch(model, q, b)[1]
     return K + spring_stiffness(model, markers(model, q)) + actuator_stiffness(model, actuator_values(model, q)[1])
@@ -444,7 +454,7 @@ def potential(model, q):
         z = np.concatenate([np.ones((qf.shape[0], 1)), qf], axis=1)
         s = np.einsum("gka,ga->gk", grp.first_moment, z)
         gravity -= np.sum((grp.mass[:, None] * r + np.einsum("gij,gj->gi", R, s)) @ model.gravity)
-        elastic += 0.5 * np.einsum("ga,gab,gb->", qf, grp.stiffness_ff, qf)
+        elastic += 0.5 * np.einsum("ga,gab,gb->", qf, _dense(grp, grp.stiffness_ff), qf)
     for b in _stretched(model):
         elastic += _stretch(model, q, b)[2]
     if model.springs:

@@ -209,12 +209,11 @@ def test_available_memory_counts_the_address_space_limit():
 
 
 def test_too_many_elements_are_refused_before_allocating(tmp_path, capsys):
-    """10 000 elements per link: the body's n x n matrices (8 of 60 006 coordinates squared, 215
-    GiB) are counted before they are allocated, not left to a MemoryError blamed on the model
-    file's build()."""
-    code = main(["modes", str(MODELS / "rrru3.py"), "--param", "elements_per_link=10000"])
-    check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", "rrru3.py", "10000 elements",
-                  "215 GiB", "use fewer elements")
+    """A million elements per link: the body's build (500 kB an element, by rows: linear) is
+    counted before it is allocated, not left to a MemoryError blamed on the model file's build()."""
+    code = main(["modes", str(MODELS / "rrru3.py"), "--param", "elements_per_link=1000000"])
+    check_outcome(code, capsys.readouterr().err, tmp_path / "none.h5", "rrru3.py", "1000000 elements",
+                  "466 GiB", "use fewer elements")
 
 
 @pytest.mark.parametrize("bound, fragments", [

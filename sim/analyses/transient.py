@@ -173,7 +173,7 @@ def elastic_state(model, spec, where):
             rigid[:, :3, 3:] = -skew(nodes - nodes[c])
             rigid[:, 3:, 3:] = np.eye(3)
             d = np.concatenate([u, th], axis=1).ravel()
-            x = np.linalg.lstsq(np.hstack([body.basis, rigid.reshape(-1, 6)]), d, rcond=None)[0]
+            x = np.linalg.lstsq(np.hstack([body.basis.toarray(), rigid.reshape(-1, 6)]), d, rcond=None)[0]
             target[sl.start + (7 if kind == "displacement" else 6):sl.stop] = x[:body.n_f]
     return q_f, v_f
 

@@ -25,11 +25,11 @@ class Group(NamedTuple):
     by their nonzeros ``T_nz`` (nnz, 4) rows ``(k, l, c, a)`` standing for ``T[:, l, k, c, a]``,
     ``T_val`` (g, nnz), the antisymmetric parts of their elastic blocks ``W_nz`` (nw, 2) rows
     ``(f, e)``, ``W_val`` (g, nw, 3): ``T[2, 1] - T[1, 2]``, ``T[0, 2] - T[2, 0]``, ``T[1, 0]
-    - T[0, 1]`` at ``[f + 1, e + 1]``, ``Jrot``, ``Grot``, ``Mff``,
-    ``Kff``, and ``ff`` (n, w): the columns of each row of ``Mff`` and ``Kff`` that hold a
-    nonzero in some body of the group, ascending, padded with -1 (a beam's nodal coordinates
-    couple only to their elements' neighbours: the elastic blocks are banded, and written and
-    multiplied by their nonzeros only)."""
+    - T[0, 1]`` at ``[f + 1, e + 1]``, ``Jrot``, ``Grot``, ``ff`` (n, w): the columns of
+    each row of ``M_ff`` and ``K_ff`` that hold a nonzero in some body of the group, ascending,
+    padded with -1, and ``Mff``, ``Kff`` (g, n, w) each body's entries there (a beam's nodal
+    coordinates couple only to their elements' neighbours: the elastic blocks are banded,
+    held, written and multiplied by their nonzeros only; :mod:`sim.model.sparse_rows`)."""
 
     q_start: np.ndarray
     v_start: np.ndarray
@@ -214,9 +214,9 @@ def group_terms(q, v, gravity, group, M, Q, Q0, G, with_G, scratch):
                 e = ff[f, j]
                 if e < 0:
                     break
-                put_ff(Mw, vs + 6 + f, vs + 6 + e, j, Mff[b, f, e])
+                put_ff(Mw, vs + 6 + f, vs + 6 + e, j, Mff[b, f, j])
                 # S_f^T g_B - K q_f - sum_kl (W W)_kl Tz_kl - 2 W_kl Tzd_kl, W = skew(w)
-                acc -= Kff[b, f, e] * z[e + 1]
+                acc -= Kff[b, f, j] * z[e + 1]
             if rest:
                 Q0[vs + 6 + f] = acc
             a = f + 1

@@ -388,7 +388,7 @@ def potential(q, t, data):
     grav = 0.0
     elastic = 0.0
     for g in range(len(groups)):
-        S, K, mass, starts = groups[g].S, groups[g].Kff, groups[g].mass, groups[g].q_start
+        S, K, ff, mass, starts = groups[g].S, groups[g].Kff, groups[g].ff, groups[g].mass, groups[g].q_start
         n = K.shape[1]
         for b in range(starts.size):
             qs = starts[b]
@@ -405,8 +405,10 @@ def potential(q, t, data):
                 grav -= mass[b] * q[qs + i] * gravity[i]
             for f in range(n):
                 acc = 0.0
-                for e in range(n):
-                    acc += K[b, f, e] * q[qs + 7 + e]
+                for j in range(ff.shape[1]):     # K_ff by its rows' nonzeros (sim.model.sparse_rows)
+                    if ff[f, j] < 0:
+                        break
+                    acc += K[b, f, j] * q[qs + 7 + ff[f, j]]
                 elastic += 0.5 * q[qs + 7 + f] * acc
     scratch = np.zeros(t.body_nf.max() if t.body_nf.size else 0)
     for b in range(t.st_q.size):

@@ -45,6 +45,7 @@ from sim.kernels.stretch import compact
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
 from sim.model.sections import COMPONENTS, UNITS
+from sim.model.sparse_rows import SparseRows
 from sim.model.types import (Actuator, Body, Joint, Marker, Model, Reference, Sensor, Spring, _body_groups,
                              sparse_moment)
 
@@ -69,7 +70,12 @@ JOINT_ROWS = {
 ACTUATED = {"revolute": "angle", "cylindrical": "slide", "prismatic": "slide"}
 
 
-DENSE_MATRICES = 8     # n x n arrays a beam body's invariants hold at once (K, M_rot, B, M_ff, K_ff, products)
+# n x n arrays a beam body's invariants hold at once where its basis is not a selection (B,
+# M_ff, K_ff and the products; a selection's are by rows, sim.model.sparse_rows: linear)
+DENSE_MATRICES = 6
+# Peak bytes per element of a clamped beam body's build, all by rows (measured: 440 kB at 1024
+# elements; the elements' 12 x 12 second moments and their entries' indices dominate)
+BUILD_BYTES = 500e3
 
 
 def available_memory():
@@ -140,8 +146,8 @@ def _rigid_invariants(name, mass, com_B, inertia_C_B):
     E = 0.5 * np.trace(I_C) * np.eye(3) - I_C
     index, value = sparse_moment((mass * np.outer(c, c) + E)[:, :, None, None])
     return dict(name=name, mass=float(mass), first_moment=(mass * c)[:, None], second_index=index, second_value=value,
-                rot_inertia=np.zeros((3, 3)), rot_coupling=np.zeros((3, 0)), mass_ff=np.zeros((0, 0)),
-                stiffness_ff=np.zeros((0, 0)))
+                rot_inertia=np.zeros((3, 3)), rot_coupling=np.zeros((3, 0)), mass_ff=SparseRows.zeros(0),
+                stiffness_ff=SparseRows.zeros(0))
 
 
 def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=False):
@@ -161,10 +167,11 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=Fal
 
     Returns
     -------
-    dict with ``K`` (n, n), ``S`` (3, n) first-moment matrix, ``I`` the second-moment matrices
-    (3, 3, n, n), dense up to :data:`DENSE_NODAL` coordinates, above by their nonzeros ``(index
-    (nnz, 4), value (nnz,))`` (:func:`_summed`; banded: each element's 12 coordinates), ``Jrot``
-    (3, 3), ``Grot`` (3, n), ``Mrot`` (n, n),
+    dict with ``K`` (n, n) (:class:`sim.model.sparse_rows.SparseRows`, as ``Mrot``), ``S`` (3, n)
+    first-moment matrix, ``I`` the second-moment matrices (3, 3, n, n), dense up to
+    :data:`DENSE_NODAL` coordinates, above by their nonzeros ``(index (nnz, 4), value (nnz,))``
+    (:func:`_summed`; banded: each element's 12 coordinates), ``Jrot`` (3, 3), ``Grot`` (3, n),
+    ``Mrot`` (n, n),
     ``R_BE`` (n_el, 3, 3), ``L`` (n_el,), ``mass`` -- with ``n = 6 n_nodes``.
     """
     n = 6 * len(nodes_B)
@@ -189,13 +196,11 @@ def beam_structure_matrices(nodes_B, elements, sections, z_ref_B, stiffening=Fal
     S1 = np.einsum("eg,egki->kei", w_t, S_e)
     Mr_e = np.einsum("g,e,egai,eab,egbj->eij", GW, L, Th_e, Jsec_B, Th_e)
     Gr_e = np.einsum("g,e,eab,egbj->eaj", GW, L, Jsec_B, Th_e)
-    K = np.zeros((n, n))
-    Mrot = np.zeros((n, n))
     S = np.zeros((3, n))
     Grot = np.zeros((3, n))
     ii, jj = dofs[:, :, None], dofs[:, None, :]
-    np.add.at(K, (ii, jj), K_e)
-    np.add.at(Mrot, (ii, jj), Mr_e)
+    K = SparseRows.of_entries(ii, jj, K_e, (n, n))
+    Mrot = SparseRows.of_entries(ii, jj, Mr_e, (n, n))
     for k in range(3):
         np.add.at(S[k], dofs, S1[k])
         np.add.at(Grot[k], dofs, Gr_e[:, k])
@@ -232,14 +237,16 @@ def _stretch_tables(mats, n, B):
     ``B`` that selects columns by indexing each element's 12 coordinates, another one densely
     (``B^T G_e B`` per element)."""
     rows, slopes, dofs = mats["stretch_rows"], mats["stretch_G"], mats["dofs"]
-    if not _is_selection(B):
+    keep = _keep(B)
+    if keep is None:
+        B = np.asarray(B)
         e = np.arange(len(dofs))[:, None]
         full_rows, full_G = np.zeros((len(dofs), n)), np.zeros((len(dofs), n, n))
         full_rows[e, dofs] = rows
         full_G[e[:, :, None], dofs[:, :, None], dofs[:, None, :]] = slopes
         return compact(full_rows @ B, B.T @ full_G @ B)
     pos = np.full(n, -1, dtype=np.int64)
-    pos[B.argmax(axis=0)] = np.arange(B.shape[1])
+    pos[keep] = np.arange(keep.size)
     at = pos[dofs]                                       # each element coordinate's elastic index
     order = np.argsort(np.where(at >= 0, at, n), axis=1, kind="stable")    # ascending, fixed ones last
     at = np.take_along_axis(at, order, axis=1)
@@ -272,10 +279,10 @@ def _projected_dense(I, x0, B):
     """The body's second moments ``T = B_z^T I B_z`` (3, 3, m, m), ``B_z = [x0, B]`` (n, m), of
     the dense nodal ones ``I`` (3, 3, n, n), dense: a ``B`` that selects columns by indexing,
     another one by products."""
-    if not _is_selection(B):
-        Bz = np.column_stack([x0, B])
+    keep = _keep(B)
+    if keep is None:
+        Bz = np.column_stack([x0, np.asarray(B)])
         return Bz.T @ I @ Bz
-    keep = B.argmax(axis=0)
     T = np.empty((3, 3, len(keep) + 1, len(keep) + 1))
     T[:, :, 1:, 1:] = I[:, :, keep][:, :, :, keep]
     T[:, :, 0, 1:] = (x0 @ I)[:, :, keep]
@@ -291,17 +298,18 @@ def _projected(I, n, x0, B):
     products."""
     index, value = I
     k, l, i, j = index.T
-    if not _is_selection(B):
+    keep = _keep(B)
+    if keep is None:
         import scipy.sparse
         T = np.zeros((3, 3, B.shape[1] + 1, B.shape[1] + 1))
-        Bz = np.column_stack([x0, B])
+        Bz = np.column_stack([x0, np.asarray(B)])
         for a in range(3):
             for b in range(3):
                 at = (k == a) & (l == b)
                 T[a, b] = Bz.T @ (scipy.sparse.csr_matrix((value[at], (i[at], j[at])), shape=(n, n)) @ Bz)
         return sparse_moment(T)
     pos = np.zeros(n, dtype=np.int64)
-    pos[B.argmax(axis=0)] = np.arange(1, B.shape[1] + 1)       # T's index of each kept coordinate (0: none)
+    pos[keep] = np.arange(1, keep.size + 1)       # T's index of each kept coordinate (0: none)
     # Row and column 0: x0^T I[k, l] and I[k, l] x0; their corner x0^T I[k, l] x0.
     row, col = value * x0[i], value * x0[j]
     corner = row * x0[j]
@@ -790,10 +798,12 @@ def _make_body(spec):
     nodes_B = (spec["nodes_W"] - r_WB) @ R_WB
     z_ref_B = spec["z_ref_W"] @ R_WB
     n = 6 * len(nodes_B)
-    # ... and with stiffening by a basis that is not a selection two n x n slope matrices per
-    # element (nodal and projected; a selection's are the elements' own, 12 x 12).
+    # A basis that may not be a selection (modes, a pinned frame, a plane) holds dense n x n
+    # arrays, and with stiffening two n x n slope matrices per element (nodal and projected; a
+    # selection's are the elements' own, 12 x 12).  A clamped body's are by rows: linear.
     general = spec["modes"] is not None or spec["pinned"] is not None or spec.get("plane") is not None
-    need = (DENSE_MATRICES + 2 * len(spec["elements"]) * bool(spec["stiffening"] and general)) * 8.0 * n * n
+    need = ((DENSE_MATRICES + 2 * len(spec["elements"]) * bool(spec["stiffening"])) * 8.0 * n * n * general
+            + BUILD_BYTES * len(spec["elements"]))
     if need > 0.8 * available_memory():
         raise ValueError(f"{len(spec['elements'])} elements ({n} nodal coordinates) need about {need / 2**30:.3g} GiB "
                          f"for the body's matrices, more than the {available_memory() / 2**30:.3g} GiB available: "
@@ -815,7 +825,7 @@ def _make_body(spec):
             masses += [((k, l, t[k], t[l]), pm["mass"]) for l in range(3)]
         mats["Jrot"] += J_B
         mats["Grot"][:, r] += J_B
-        mats["Mrot"][np.ix_(r, r)] += J_B
+        mats["Mrot"] = mats["Mrot"].plus(SparseRows.of_entries(r[:, None], r[None, :], J_B, (n, n)))
         mass += pm["mass"]
     if masses and isinstance(mats["I"], np.ndarray):
         for (k, l, i, j), m in masses:
@@ -824,8 +834,8 @@ def _make_body(spec):
         mats["I"] = _summed(np.concatenate([mats["I"][0], np.array([m[0] for m in masses])]),
                             np.concatenate([mats["I"][1], [m[1] for m in masses]]), n)
     # The clamp fixes the reference node; the pinned frame (below) leaves it some rotations.
-    B = np.eye(n)[:, np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6))] if spec["pinned"] is None \
-        else np.eye(n)
+    B = SparseRows.selection(np.setdiff1d(np.arange(n), 6 * spec["clamp"] + np.arange(6)) if spec["pinned"] is None
+                             else np.arange(n), n)
     plane = spec.get("plane")
     if plane is not None:
         B = _in_plane(B, len(nodes_B), R_WB.T @ plane)
@@ -845,13 +855,14 @@ def _make_body(spec):
         G[5, 6 * b:6 * b + 3] = t2
         B = _constrained(B, G)
     if spec["modes"] is not None and isinstance(mats["I"], np.ndarray):
-        M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"]
+        M_full = np.einsum("kkij->ij", mats["I"]) + mats["Mrot"].toarray()
     elif spec["modes"] is not None:
         (k, l, i, j), value = mats["I"][0].T, mats["I"][1]
-        M_full = mats["Mrot"].copy()
+        M_full = mats["Mrot"].toarray()
         np.add.at(M_full, (i[k == l], j[k == l]), value[k == l])
-    if spec["modes"] is not None:
-        Kc, Mc = B.T @ mats["K"] @ B, B.T @ M_full @ B
+    if spec["modes"] is not None:     # a modal basis: the body's dense pencil, on purpose
+        B = np.asarray(B)
+        Kc, Mc = B.T @ mats["K"].toarray() @ B, B.T @ M_full @ B
         r = int(spec["modes"])
         if not 0 < r <= B.shape[1]:
             raise ValueError(f"`modes` must be in 1..{B.shape[1]}, got {spec['modes']}")
@@ -861,19 +872,26 @@ def _make_body(spec):
     x0 = np.zeros(n)
     x0.reshape(-1, 6)[:, :3] = nodes_B
     # M_ff = sum_k T[k, k, 1:, 1:] + B^T M_rot B
+    c = B.shape[1]
     if isinstance(mats["I"], np.ndarray):
         T = _projected_dense(mats["I"], x0, B)
         index, value = sparse_moment(T)
-        mass_ff = np.einsum("kkab->ab", T[:, :, 1:, 1:])
+        mass_ff = SparseRows.of_dense(np.einsum("kkab->ab", T[:, :, 1:, 1:]))
     else:
         index, value = _projected(mats["I"], n, x0, B)
         k, l, a, b = index.T
         inner = (k == l) & (a > 0) & (b > 0)
-        mass_ff = np.zeros((B.shape[1], B.shape[1]))
-        np.add.at(mass_ff, (a[inner] - 1, b[inner] - 1), value[inner])
-    body = Body(name=spec["name"], mass=mass, first_moment=mats["S"] @ np.column_stack([x0, B]),
-                second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=mats["Grot"] @ B,
-                mass_ff=mass_ff + B.T @ mats["Mrot"] @ B, stiffness_ff=B.T @ mats["K"] @ B, nodes_B=nodes_B,
+        mass_ff = SparseRows.of_entries(a[inner] - 1, b[inner] - 1, value[inner], (c, c))
+    keep = _keep(B)
+    if keep is None:    # a basis that is not a selection: its products dense (n, c)
+        Bd = np.asarray(B)
+        projected = lambda A: SparseRows.of_dense(Bd.T @ (A @ Bd))    # noqa: E731
+        moved, B = (lambda A: A @ Bd), SparseRows.of_dense(Bd)      # noqa: E731
+    else:
+        projected, moved = (lambda A: A.take(keep)), (lambda A: A[:, keep])   # noqa: E731
+    body = Body(name=spec["name"], mass=mass, first_moment=np.column_stack([mats["S"] @ x0, moved(mats["S"])]),
+                second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=moved(mats["Grot"]),
+                mass_ff=mass_ff.plus(projected(mats["Mrot"])), stiffness_ff=projected(mats["K"]), nodes_B=nodes_B,
                 elements=spec["elements"], basis=B,
                 substructure=spec["substructure"], element_stiffness=mats["K_local"], element_frames=mats["R_BE"],
                 sections=tuple(spec["sections"]))
@@ -888,13 +906,15 @@ def _in_plane(B, nodes, normal):
     of unit ``normal`` (body frame): translations in it, rotation about the normal.  For a
     normal along a body axis, a selection of ``B``'s columns (the kernels keep their sparsity)."""
     axis = int(np.argmax(np.abs(normal)))
-    if abs(abs(normal[axis]) - 1.0) < 1e-12 and _is_selection(B):
+    keep = _keep(B)
+    if abs(abs(normal[axis]) - 1.0) < 1e-12 and keep is not None:
         kept = np.zeros(6, dtype=bool)
         kept[:3] = True
         kept[axis] = False                           # translation along the normal
         kept[3 + axis] = True                        # rotation about it
-        return B[:, np.tile(kept, nodes)[B.argmax(axis=0)]]
+        return SparseRows.selection(keep[np.tile(kept, nodes)[keep]], B.shape[0])
     import scipy.linalg
+    B = np.asarray(B)
     return B @ scipy.linalg.null_space(_out_of_plane(nodes, normal) @ B)
 
 
@@ -902,17 +922,25 @@ def _constrained(B, G):
     """Columns spanning the motions of ``B`` (n, c) that the rows of ``G`` (k, n) leave free:
     ``B`` without the columns they fix when each row picks out one column (the kernels keep
     the sparsity of a selection), else an orthonormal basis of the null space of ``G B``."""
-    GB = G @ B
+    keep = _keep(B)
+    GB = G[:, keep] if keep is not None else G @ np.asarray(B)
     GB[np.abs(GB) <= 1e-12 * max(1.0, np.abs(GB).max(initial=0.0))] = 0.0
     picks = GB != 0
     if np.all(picks.sum(axis=1) <= 1):
-        return B[:, ~picks.any(axis=0)]
+        return SparseRows.selection(keep[~picks.any(axis=0)], B.shape[0]) if keep is not None \
+            else B[:, ~picks.any(axis=0)]
     import scipy.linalg
-    return B @ scipy.linalg.null_space(GB)
+    return np.asarray(B) @ scipy.linalg.null_space(GB)
 
 
-def _is_selection(B):
-    return np.count_nonzero(B) == B.shape[1] and np.all(np.abs(B[B != 0]) == 1)
+def _keep(B):
+    """The coordinate each column of the basis ``B`` (n, c) picks where it is a selection
+    (:class:`sim.model.sparse_rows.SparseRows`, or dense with one entry +-1 a column), else None."""
+    if isinstance(B, SparseRows):
+        return B.selected()
+    if np.count_nonzero(B) == B.shape[1] and np.all(np.abs(B[B != 0]) == 1):
+        return B.argmax(axis=0) if np.all(B[B != 0] == 1) else None
+    return None
 
 
 def _out_of_plane(nodes, normal):
@@ -948,7 +976,7 @@ def _make_marker(m, bodies, frames):
     node = int(np.argmin(d))
     if d[node] > 1e-9 * max(1.0, np.abs(body.nodes_B).max()):
         raise ValueError(f"position {np.round(m['position'], 6).tolist()} is not at a node of body `{body.name}`")
-    rows = body.basis[6 * node:6 * node + 6]
+    rows = body.basis.rows(slice(6 * node, 6 * node + 6))
     return Marker(m["name"], b, body.nodes_B[node], R_BM, rows[:3], rows[3:], node)
 
 

@@ -91,8 +91,9 @@ def stiffness_matrix(model, q=None):
     K = np.zeros((model.n_v, model.n_v))
     for b, body in enumerate(model.bodies):
         if body.n_f:
-            i = model.q_index[b][1] + 6
-            K[i:i + body.n_f, i:i + body.n_f] = body.stiffness_ff
+            i0 = model.q_index[b][1] + 6
+            i, j, v = body.stiffness_ff.entries()
+            K[i0 + i, i0 + j] = v
     if q is not None and (_has_lumped(model) or stretched(model)):
         # The compliant actuators' stiffness does not depend on their targets: any will do.
         K += _evaluate(model, q, np.zeros(model.n_v), np.zeros(len(model.actuators)), with_K=True)[3]

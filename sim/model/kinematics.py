@@ -23,6 +23,7 @@ from sim.kernels.common import by_reference
 from sim.kernels.equations import Tables, data
 from sim.model.rotations import quat_to_matrix
 from sim.model.sections import section_forces
+from sim.model.sparse_rows import SparseRows
 from sim.model.tables import tables
 
 _BODY_Q, _BODY_V, _BODY_NF = (Tables._fields.index(f) for f in ("body_q", "body_v", "body_nf"))
@@ -251,8 +252,8 @@ def skeleton(model, q):
 
 def _body_points(model, q):
     """Per body, the skeleton's points in its frame: ``(R_WB (..., 3, 3), r_WB (..., 3),
-    p_BP_B (..., n, 3), D)``, ``D`` (n_f, 3 n) the nodal translations of a flexible body's
-    elastic coordinates (None for a rigid body)."""
+    p_BP_B (..., n, 3), D)``, ``D`` (3 n, n_f) the nodal translations of a flexible body's
+    elastic coordinates by rows (:class:`sim.model.sparse_rows.SparseRows`; None for a rigid body)."""
     q = np.asarray(q, dtype=float)
     sq, _ = _starts(model)
     r_WB = q[..., sq[:, None] + np.arange(3)]                        # (..., n_b, 3)
@@ -260,8 +261,9 @@ def _body_points(model, q):
     for b, body in enumerate(model.bodies):
         D = None
         if body.flexible:
-            D = body.basis.reshape(len(body.nodes_B), 6, body.n_f)[:, :3].reshape(-1, body.n_f).T
-            p_BP_B = body.nodes_B + (q[..., sq[b] + 7:sq[b] + 7 + body.n_f] @ D).reshape(
+            rows = (6 * np.arange(len(body.nodes_B))[:, None] + np.arange(3)).ravel()
+            D = SparseRows(body.basis.cols[rows], body.basis.values[rows], body.n_f)
+            p_BP_B = body.nodes_B + D.apply(q[..., sq[b] + 7:sq[b] + 7 + body.n_f]).reshape(
                 q.shape[:-1] + body.nodes_B.shape)
         else:
             p_BP_B = np.array([model.markers[m].p_BM_B for m in np.flatnonzero(model.marker_body == b)]).reshape(-1, 3)
@@ -300,7 +302,7 @@ def _body_motion(body, sv, dv, R, local, D):
     dv = np.asarray(dv, dtype=float)
     moved = np.cross(dv[..., None, sv + 3:sv + 6], local)
     if D is not None:
-        moved = moved + (dv[..., sv + 6:sv + 6 + body.n_f] @ D).reshape(dv.shape[:-1] + (-1, 3))
+        moved = moved + D.apply(dv[..., sv + 6:sv + 6 + body.n_f]).reshape(dv.shape[:-1] + (-1, 3))
     return dv[..., None, sv:sv + 3] + moved @ np.swapaxes(R, -1, -2)
 
 
@@ -353,7 +355,7 @@ def skeleton_acceleration(model, q, v, a):
         inner = np.cross(w, local)
         if D is not None:
             n_f = model.bodies[b].n_f
-            inner = inner + 2.0 * (v[..., sv[b] + 6:sv[b] + 6 + n_f] @ D).reshape(v.shape[:-1] + (-1, 3))
+            inner = inner + 2.0 * D.apply(v[..., sv[b] + 6:sv[b] + 6 + n_f]).reshape(v.shape[:-1] + (-1, 3))
         part = np.cross(w, inner) @ np.swapaxes(R, -1, -2)
         parts.append(np.broadcast_to(part, shape + part.shape[-2:]))
     quadratic = np.concatenate(parts + [np.zeros(shape + _ground_points(model, ()).shape)], axis=-2)

@@ -71,7 +71,7 @@ def section_forces(body, u_f):
     ndarray, shape (..., n_nodes, 6)
         [N, N m], in the section frame of the node's first element.
     """
-    d = np.asarray(u_f, dtype=float) @ body.basis.T                      # (..., 6 n_nodes) body frame
+    d = body.basis.apply(u_f)                                            # (..., 6 n_nodes) body frame
     dofs = (6 * body.elements[:, :, None] + np.arange(6)).reshape(-1, 12)
     T = rotation_12(body.element_frames)
     # f_e = K_e T_e^T d_e, as the row d_e^T (T_e K_e^T): one batched product over the elements

@@ -87,20 +87,6 @@ def _sparse_T(group):
     return Tnz, np.ascontiguousarray(value), Wnz, np.ascontiguousarray(W[:, keep])
 
 
-def _pattern(group):
-    """``ff`` (n, w): the columns of each row of the group's ``mass_ff`` or ``stiffness_ff`` with
-    a nonzero in some body, ascending, padded with -1."""
-    M, K = np.asarray(group.mass_ff), np.asarray(group.stiffness_ff)
-    n = M.shape[1]
-    nonzero = np.any(M != 0, axis=0) | np.any(K != 0, axis=0) if len(M) else np.zeros((n, n), dtype=bool)
-    width = int(nonzero.sum(axis=1).max(initial=0))
-    out = np.full((n, width), -1, dtype=np.int64)
-    for f in range(n):
-        cols = np.flatnonzero(nonzero[f])
-        out[f, :cols.size] = cols
-    return out
-
-
 # The fields of an empty group (no bodies), in field order.
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 3, 1)),
           np.zeros((0, 4), dtype=np.int64), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 0, 3)),
@@ -114,7 +100,8 @@ def _groups(model):
     dense = lambda g, f: np.ascontiguousarray(getattr(g, f), dtype=float)     # noqa: E731
     groups = [Group(g.q_start.astype(np.int64), g.v_start.astype(np.int64), dense(g, "mass"),
                     dense(g, "first_moment"), *_sparse_T(g),
-                    *(dense(g, f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")), _pattern(g))
+                    *(dense(g, f) for f in ("rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")),
+                    np.ascontiguousarray(g.ff, dtype=np.int64))
               for g in model.body_groups]
     return tuple(groups) + (Group(*_EMPTY),) * (-len(groups) % GROUPS)
 

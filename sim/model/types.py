@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from sim.model import sparse_rows
+
 
 @dataclass(frozen=True)
 class Body:
@@ -22,8 +24,10 @@ class Body:
     second_value: np.ndarray     # (nnz,)
     rot_inertia: np.ndarray
     rot_coupling: np.ndarray
-    mass_ff: np.ndarray
-    stiffness_ff: np.ndarray
+    # M_ff and K_ff (n_f, n_f), and the basis (6 n_nodes, n_f), by their rows' nonzeros
+    # (sim.model.sparse_rows.SparseRows: a beam's are banded; np.asarray gives them dense).
+    mass_ff: sparse_rows.SparseRows
+    stiffness_ff: sparse_rows.SparseRows
     nodes_B: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     elements: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
     basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -88,8 +92,9 @@ class BodyGroup:
     second_value: np.ndarray   # (g, nnz): each body's T there (0 where it has none)
     rot_inertia: np.ndarray    # (g, 3, 3)
     rot_coupling: np.ndarray   # (g, 3, n_f)
-    mass_ff: np.ndarray        # (g, n_f, n_f)
-    stiffness_ff: np.ndarray   # (g, n_f, n_f)
+    ff: np.ndarray             # (n_f, w): the columns of each row's nonzeros in some body's M_ff or K_ff, then -1
+    mass_ff: np.ndarray        # (g, n_f, w): each body's M_ff there (sim.model.sparse_rows)
+    stiffness_ff: np.ndarray   # (g, n_f, w)
 
     @property
     def n_f(self):
@@ -151,17 +156,21 @@ def _body_groups(bodies, q_index):
         idx = np.array([i for i, b in enumerate(bodies) if b.n_f == n_f], dtype=int)
         sel = [bodies[i] for i in idx]
         index, values = _union(sel)
+        # One pattern for the group's M_ff and K_ff (the kernels read both on it)
+        ff, both = sparse_rows.union([x for b in sel for x in (b.mass_ff, b.stiffness_ff)])
         group = BodyGroup(index=idx, q_start=np.array([q_index[i][0] for i in idx]),
                           v_start=np.array([q_index[i][1] for i in idx]), mass=np.array([b.mass for b in sel]),
-                          second_index=index, second_value=values,
+                          second_index=index, second_value=values, ff=ff, mass_ff=np.ascontiguousarray(both[0::2]),
+                          stiffness_ff=np.ascontiguousarray(both[1::2]),
                           **{k: np.stack([getattr(b, k) for b in sel])
-                             for k in ("first_moment", "rot_inertia", "rot_coupling", "mass_ff", "stiffness_ff")})
+                             for k in ("first_moment", "rot_inertia", "rot_coupling")})
         groups.append(group)
         for j, i in enumerate(idx):
             # Where a body's own nonzeros are the group's (alike bodies), its values are a view too.
             own = (dict(second_index=index, second_value=values[j]) if np.array_equal(index, sel[j].second_index)
                    else {})
-            bodies[i] = replace(sel[j], mass_ff=group.mass_ff[j], stiffness_ff=group.stiffness_ff[j], **own)
+            bodies[i] = replace(sel[j], mass_ff=sparse_rows.SparseRows(ff, group.mass_ff[j], n_f),
+                                stiffness_ff=sparse_rows.SparseRows(ff, group.stiffness_ff[j], n_f), **own)
     return tuple(bodies), tuple(groups)
 
 

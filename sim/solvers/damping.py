@@ -175,8 +175,8 @@ def reduce(model, q, locked=True):
     N_e = N[elastic]
     M_f, K_f = np.zeros((N.shape[1], N.shape[1])), np.zeros((N.shape[1], N.shape[1]))
     for rows, M_b, K_b in blocks:
-        M_f += N_e[rows].T @ M_b @ N_e[rows]
-        K_f += N_e[rows].T @ K_b @ N_e[rows]
+        M_f += N_e[rows].T @ (M_b @ N_e[rows])
+        K_f += N_e[rows].T @ (K_b @ N_e[rows])
     return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q,
                    M_f=M_f, K_f=K_f)
 
@@ -191,7 +191,8 @@ def material_blocks(model):
     (n_e, n_e), by their diagonal blocks (one per flexible body; never formed whole, n_e^2):
     ``elastic`` (n_e,) the coordinates' indices in ``v``, and ``blocks``, per flexible body
     ``(rows, M_ff, K_ff)``, ``rows`` the slice of its coordinates among the n_e.  ``M_ff`` and
-    ``K_ff`` do not depend on the configuration (floating frame of reference)."""
+    ``K_ff`` (:class:`sim.model.sparse_rows.SparseRows`, by their rows' nonzeros) do not depend
+    on the configuration (floating frame of reference)."""
     elastic, blocks, i = np.asarray(model.v_elastic, dtype=int), [], 0
     for body in model.bodies:
         if body.n_f:
@@ -208,7 +209,7 @@ def material_matrix(model, alpha, beta):
     if alpha or beta:
         elastic, blocks = material_blocks(model)
         for rows, M_b, K_b in blocks:
-            D[np.ix_(elastic[rows], elastic[rows])] = rayleigh(M_b, K_b, alpha, beta)
+            D[np.ix_(elastic[rows], elastic[rows])] = rayleigh(M_b.toarray(), K_b.toarray(), alpha, beta)
     return D
 
 
@@ -240,7 +241,7 @@ def modal_ratios(damping, omega, shapes, material):
         energy = np.zeros(np.shape(omega))
         for rows, M_b, K_b in blocks:
             X = shapes[:, elastic[rows], :]                                  # (n, n_f, r)
-            energy += np.einsum("kfr,kfr->kr", X, rayleigh(M_b, K_b, damping.alpha, damping.beta) @ X)
+            energy += np.einsum("kfr,kfr->kr", X, damping.alpha * (M_b @ X) + damping.beta * (K_b @ X))
         zeta += np.divide(energy, 2 * omega, out=np.zeros_like(energy), where=omega > 0)
     return zeta
 

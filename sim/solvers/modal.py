@@ -391,10 +391,10 @@ def body_stiffness(model):
     for b, body in enumerate(model.bodies):
         if body.n_f:
             i = model.q_index[b][1] + 6
-            r, c = np.nonzero(body.stiffness_ff)
+            r, c, v = body.stiffness_ff.entries()
             rows.append(r + i)
             cols.append(c + i)
-            vals.append(np.asarray(body.stiffness_ff)[r, c])
+            vals.append(v)
     if not rows:
         return None
     return scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
@@ -428,7 +428,7 @@ def strain_energies(model, q, shapes, ms=None):
         if body.n_f:
             f = shapes[model.v_slice(b)][6:]
             parts.append(body.name)
-            energy.append(np.einsum("ik,ij,jk->k", f, body.stiffness_ff, f))
+            energy.append(body.stiffness_ff.quadratic(f))
             owners.append(b)
     ms = markers(model, q) if ms is None else ms
     if model.springs:

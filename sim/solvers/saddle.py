@@ -52,11 +52,12 @@ def structure(ev, keep):
     K_body, diagonal = np.zeros(pat.rows.size), []
     for b, body in enumerate(model.bodies):
         if body.n_f:
-            Kb = np.asarray(body.stiffness_ff, dtype=float)
-            i, j = np.nonzero(Kb)
+            i, j, v = body.stiffness_ff.entries()
             v0 = model.q_index[b][1] + 6
-            K_body[at(v0 + i, v0 + j)] = Kb[i, j]
-            diagonal.append(np.diag(Kb))
+            K_body[at(v0 + i, v0 + j)] = v
+            d = np.zeros(body.n_f)
+            d[i[i == j]] = v[i == j]
+            diagonal.append(d)
     rho = float(np.mean(np.concatenate(diagonal))) if diagonal else 0.0
     nnz = pat.rows.size
     return Saddle(pat, np.repeat(np.arange(m), np.diff(pat.ptr)), blocks(t.body_v, t.body_nf, m, mode="block"),

@@ -83,6 +83,7 @@ from sim.kernels.store import empty_store
 from sim.solvers.blocks import band_lu, band_solve_many, blocks as empty_blocks, held, no_pattern, positions, stores
 from sim.model.tables import compliant, stretched
 from sim.model.mobility import FREE_RTOL, NULL_RTOL
+from sim.model.sparse_rows import SparseRows
 
 RESIDUAL_TOL = 1e-6    # relative residual of the wanted pairs at convergence
 MAX_ITER = 40          # sweeps before the dense solve takes over
@@ -97,7 +98,9 @@ BAND_MIN = 200
 HALF_BAND_MAX = 48
 START_TOL = 1e-10      # the band path's fresh start: relative residual of its p pairs ...
 START_FLOOR = 1e-8     # ... or where round-off stops it, below this (1e-9 with 128 elements per link) ...
-START_ITER = 60        # ... within this many sweeps (else the dense solve)
+START_ITER = 60        # ... within this many sweeps (else the dense solve); or stalled (by less than
+STALL = 0.95           # this factor a sweep) below RESIDUAL_TOL, the floor of stiffer models (2.7e-8 with
+                       # 256 elements per link, where the dense solve of 4608 coordinates took 30 s)
 START_GUARD = 8        # vectors iterated beyond the most the start keeps (r + EXTRA_MAX)
 STORE_MIN = 600        # velocity coordinates from which the frames evaluate M on its structure (Tracker.mass_store)
 
@@ -423,7 +426,10 @@ def _sweeps(stiff, mass, X, MX, r, tol, max_iter, floor=0.0):
     """At most ``max_iter`` sweeps from ``X`` (n, p), ``MX = Mn X``, until the first ``r``
     pairs' relative residuals are below ``tol``, or below ``floor`` (> tol) and no longer
     halving (round-off's floor, which the stiffness's conditioning raises with the elements):
-    Ritz values (p,), vectors and the sweeps done (0: not converged)."""
+    Ritz values (p,), vectors and the sweeps done (0: not converged).  With a ``floor``
+    (a fresh start's), also where they stall (by less than :data:`STALL`) below
+    :data:`RESIDUAL_TOL`, the tracking's own tolerance: round-off's floor rises above ``floor``
+    on stiffer models."""
     last = np.inf
     for sweep in range(1, max_iter + 1):
         Y = _stiffness_solve(stiff, MX)
@@ -433,7 +439,8 @@ def _sweeps(stiff, mass, X, MX, r, tol, max_iter, floor=0.0):
         KX = MX @ _columns(Z, r)
         MX = MY @ Z
         worst = residual(KX, MX, lam, r)
-        if worst <= tol or (worst <= floor and worst > 0.5 * last):
+        if worst <= tol or (worst <= floor and worst > 0.5 * last) or (
+                floor > 0.0 and worst <= RESIDUAL_TOL and worst > STALL * last):
             return lam, X, sweep
         last = worst
     return np.zeros(0), X, 0
@@ -485,7 +492,8 @@ def _start(stiff, mass, p, r):
     """The band path's fresh start, :func:`_dense`'s pairs by subspace iteration: ``q = r +``
     :data:`EXTRA_MAX` ``+`` :data:`START_GUARD` vectors (at most ``n``) from a fixed
     quasi-random block, until the first ``p`` pairs' residuals are below :data:`START_TOL`, or
-    at round-off's floor below :data:`START_FLOOR` (at most :data:`START_ITER` sweeps; the
+    at round-off's floor below :data:`START_FLOOR`, or stalled below :data:`RESIDUAL_TOL`
+    (at most :data:`START_ITER` sweeps; the
     first ``r`` then agree with the dense solve's to about that residual), then widened past clusters as :func:`_dense` is (:data:`GAP`).  Each
     sweep is linear in ``n``, where the dense solve is cubic.  Returns no vectors where it
     does not converge."""
@@ -1184,15 +1192,16 @@ def solver_address(constant, saddle=False):
 
 def elastic_blocks(model, K=None):
     """The flexible bodies' stiffness on their own elastic coordinates, symmetric, in the order
-    of ``v`` (``K_ee`` is block diagonal over them): a list of (n_f, n_f).  ``K``: the bodies'
-    stiffness (n_v, n_v) (default: each body's ``K_ff``, the same entries, no (n_v, n_v) array)."""
+    of ``v`` (``K_ee`` is block diagonal over them): a list of (n_f, n_f)
+    :class:`sim.model.sparse_rows.SparseRows`.  ``K``: the bodies' stiffness (n_v, n_v)
+    (default: each body's ``K_ff``, the same entries, no square array)."""
     elastic, blocks, start = model.v_elastic, [], 0
     for body in model.bodies:
         if body.n_f:
             e = elastic[start:start + body.n_f]
             start += body.n_f
-            Kb = np.asarray(body.stiffness_ff, dtype=float) if K is None else K[np.ix_(e, e)]
-            blocks.append(np.ascontiguousarray(0.5 * (Kb + Kb.T)))
+            Kb = body.stiffness_ff if K is None else SparseRows.of_dense(K[np.ix_(e, e)])
+            blocks.append(Kb.symmetric())
     return blocks
 
 
@@ -1202,8 +1211,9 @@ def elastic_stiffness(model, K=None):
     n_e = len(model.v_elastic)
     K_ee, start = np.zeros((n_e, n_e)), 0
     for Kb in elastic_blocks(model, K):
-        K_ee[start:start + len(Kb), start:start + len(Kb)] = Kb
-        start += len(Kb)
+        n = Kb.shape[0]
+        K_ee[start:start + n, start:start + n] = Kb.toarray()
+        start += n
     return K_ee
 
 
@@ -1217,7 +1227,7 @@ def definite(model, K=None):
     blocks = elastic_blocks(model, K)
     if len(model.v_elastic) >= BAND_MIN and _band_factors(blocks) is not None:
         return True
-    return all(np.linalg.eigvalsh(Kb)[0] > 0 for Kb in blocks)
+    return all(np.linalg.eigvalsh(Kb.toarray())[0] > 0 for Kb in blocks)
 
 
 def _band_factors(blocks):
@@ -1227,15 +1237,13 @@ def _band_factors(blocks):
     band = np.zeros((len(blocks), 2), dtype=np.int64)
     parts, off = [], 0
     for b, Kb in enumerate(blocks):
-        i, j = np.nonzero(Kb)
-        n, w = len(Kb), int(np.abs(i - j).max(initial=0))
+        i, j, v = Kb.entries()
+        n, w = Kb.shape[0], int(np.abs(i - j).max(initial=0))
         if w > HALF_BAND_MAX:
             return None
         s = 2 * w + 1
         data = np.zeros(n * s)
-        for d in range(-w, w + 1):          # diagonal d of the block: entries (i, i + d)
-            rows = np.arange(max(0, -d), min(n, n - d))
-            data[rows * s + w + d] = Kb[rows, rows + d]
+        data[i * s + w + j - i] = v         # row i's entry (i, j) at w + j - i
         if not band_lu(data, n, w)[1] > 0.0:
             return None
         band[b] = w, off
@@ -1250,8 +1258,10 @@ def _mass_pattern(model):
     rows, start = [], 0
     for body in model.bodies:
         if body.n_f:
-            nonzero = np.asarray(body.mass_ff) != 0.0
-            rows += [np.flatnonzero(row) + start for row in nonzero]
+            i, j, v = body.mass_ff.entries()
+            nonzero = v != 0.0
+            cut = np.searchsorted(i[nonzero], np.arange(1, body.n_f))
+            rows += [r + start for r in np.split(j[nonzero], cut)]
             start += body.n_f
     col = np.full((len(rows), max((r.size for r in rows), default=0)), -1, dtype=np.int64)
     for i, r in enumerate(rows):
