@@ -114,17 +114,19 @@ class SparseRows:
         return SparseRows.of_entries(j, i, v, self.shape[::-1])
 
     def __matmul__(self, X):
-        """``A X`` for ``X`` (m,) or (m, k), or stacked (..., m, k) as numpy's matmul, dense:
-        one pass per column of the pattern (no (n, w, k) temporary)."""
+        """``A X`` for ``X`` (m,) or (m, k), or stacked (..., m, k) as numpy's matmul, dense: one
+        gather of ``X``'s rows (n, w, k), or for a stack one pass per column of the pattern (no
+        (..., n, w, k) temporary)."""
         X = np.asarray(X, dtype=float)
-        vector = X.ndim == 1
-        X = X[:, None] if vector else X
+        c = np.where(self.cols >= 0, self.cols, 0)       # the padding's values are 0
+        if X.ndim <= 2:
+            if not c.size:
+                return np.zeros((self.shape[0],) + X.shape[1:])
+            return np.einsum("nw,nw...->n...", self.values, X[c])
         out = np.zeros(X.shape[:-2] + (self.shape[0], X.shape[-1]))
-        for w in range(self.cols.shape[1]):
-            c = self.cols[:, w]
-            at = np.flatnonzero(c >= 0)
-            out[..., at, :] += self.values[at, w, None] * X[..., c[at], :]
-        return out[:, 0] if vector else out
+        for w in range(c.shape[1]):
+            out += self.values[:, w, None] * X[..., c[:, w], :]
+        return out
 
     def apply(self, x):
         """``x A^T`` (..., n) for ``x`` (..., m): the matrix applied to vectors on the last axis."""
