@@ -45,7 +45,7 @@ from sim.kernels.stretch import compact
 from sim.model import beam, plausible
 from sim.model.rotations import frame_from_axes, quat_from_matrix
 from sim.model.sections import COMPONENTS, UNITS
-from sim.model.sparse_rows import SparseRows
+from sim.model.sparse_rows import SparseRows, summed
 from sim.model.types import (Actuator, Body, Joint, Marker, Model, Reference, Sensor, Spring, _body_groups,
                              sparse_moment)
 
@@ -268,11 +268,8 @@ def _summed(index, value, n):
     """The nonzeros ``(index, value)`` of second moments (3, 3, n, n) given as entries ``index``
     (nnz, 4), ``value`` (nnz,) that may repeat, in the dense array's order: the entries of one
     place added in the order given (as ``np.add.at`` into the dense array adds them)."""
-    key = np.ravel_multi_index(tuple(index.T), (3, 3, n, n))
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
-    return index[order[first]], np.add.reduceat(value[order], first) if key.size else np.zeros(0)
+    order, first, value = summed(np.ravel_multi_index(tuple(index.T), (3, 3, n, n)), value)
+    return index[order[first]], value
 
 
 def _projected_dense(I, x0, B):

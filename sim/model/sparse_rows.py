@@ -47,15 +47,9 @@ class SparseRows:
         i, j, v = np.broadcast_arrays(np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64),
                                       np.asarray(v, dtype=float))
         i, j, v = i.ravel(), j.ravel(), v.ravel()
-        key = i * m + j
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        if key.size:
-            first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            key, v = key[first], np.add.reduceat(v[order], first)
-            key, v = key[v != 0.0], v[v != 0.0]
-        else:
-            v = np.zeros(0)
+        order, first, v = summed(i * m + j, v)
+        key = (i * m + j)[order[first]]
+        key, v = key[v != 0.0], v[v != 0.0]
         row, col = key // max(m, 1), key % max(m, 1)
         count = np.bincount(row, minlength=n)
         w = int(count.max(initial=0))
@@ -180,6 +174,19 @@ class SparseRows:
         keep = np.empty(self.n_cols, dtype=np.int64)
         keep[j] = i
         return keep
+
+
+def summed(key, value):
+    """Entries ``value`` (nnz,) at places ``key`` (nnz,, int) that may repeat, each place's added
+    in the order given (as ``np.add.at`` into a dense array adds them): ``order`` (nnz,) the
+    stable sort of the keys, ``first`` (k,) the positions in it of each distinct key's first
+    entry (its place: ``key[order[first]]``, ascending) and the sums (k,)."""
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    if not key.size:
+        return order, np.zeros(0, dtype=np.int64), np.zeros(0)
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return order, first, np.add.reduceat(np.asarray(value, dtype=float)[order], first)
 
 
 def union(mats):
