@@ -881,14 +881,16 @@ def _make_body(spec):
         mass_ff = SparseRows.of_entries(a[inner] - 1, b[inner] - 1, value[inner], (c, c))
     keep = _keep(B)
     if keep is None:    # a basis that is not a selection: its products dense (n, c)
-        Bd = np.asarray(B)
-        projected = lambda A: SparseRows.of_dense(Bd.T @ (A @ Bd))    # noqa: E731
-        moved, B = (lambda A: A @ Bd), SparseRows.of_dense(Bd)      # noqa: E731
+        B = np.asarray(B)
+        S, G_rot = mats["S"] @ B, mats["Grot"] @ B
+        M_rot, K = (SparseRows.of_dense(B.T @ (mats[k] @ B)) for k in ("Mrot", "K"))
+        B = SparseRows.of_dense(B)
     else:
-        projected, moved = (lambda A: A.take(keep)), (lambda A: A[:, keep])   # noqa: E731
-    body = Body(name=spec["name"], mass=mass, first_moment=np.column_stack([mats["S"] @ x0, moved(mats["S"])]),
-                second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=moved(mats["Grot"]),
-                mass_ff=mass_ff.plus(projected(mats["Mrot"])), stiffness_ff=projected(mats["K"]), nodes_B=nodes_B,
+        S, G_rot = mats["S"][:, keep], mats["Grot"][:, keep]
+        M_rot, K = mats["Mrot"].take(keep), mats["K"].take(keep)
+    body = Body(name=spec["name"], mass=mass, first_moment=np.column_stack([mats["S"] @ x0, S]),
+                second_index=index, second_value=value, rot_inertia=mats["Jrot"], rot_coupling=G_rot,
+                mass_ff=mass_ff.plus(M_rot), stiffness_ff=K, nodes_B=nodes_B,
                 elements=spec["elements"], basis=B,
                 substructure=spec["substructure"], element_stiffness=mats["K_local"], element_frames=mats["R_BE"],
                 sections=tuple(spec["sections"]))

@@ -47,8 +47,9 @@ class SparseRows:
         i, j, v = np.broadcast_arrays(np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64),
                                       np.asarray(v, dtype=float))
         i, j, v = i.ravel(), j.ravel(), v.ravel()
-        order, first, v = summed(i * m + j, v)
-        key = (i * m + j)[order[first]]
+        key = i * m + j
+        order, first, v = summed(key, v)
+        key = key[order[first]]
         key, v = key[v != 0.0], v[v != 0.0]
         row, col = key // max(m, 1), key % max(m, 1)
         count = np.bincount(row, minlength=n)

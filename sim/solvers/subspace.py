@@ -1238,7 +1238,7 @@ def _band_factors(blocks):
     parts, off = [], 0
     for b, Kb in enumerate(blocks):
         i, j, v = Kb.entries()
-        n, w = Kb.shape[0], int(np.abs(i - j).max(initial=0))
+        n, w = Kb.shape[0], Kb.half_band()
         if w > HALF_BAND_MAX:
             return None
         s = 2 * w + 1
