@@ -3,7 +3,10 @@
 Usage::
 
     python benchmarks/bench_memory.py [--elements 8 32 64 128] [--analysis transient ked frequencies]
-        [--fraction 0.002] [--top 12] [--phases-only]
+        [--fraction 0.002] [--top 12] [--phases-only] [--delta]
+
+``--delta``: the Delta's pick-and-place cycle (``scenarios/delta_pick_place.toml``, ``--elements``
+per upper arm; its KED has 3200 intervals) instead of the 3-RRRU circle.
 
 Each size and analysis in its own process: ``tracemalloc`` follows numpy's allocations (not
 numba's inside compiled code, whose arrays are short-lived scratch), a thread samples the
@@ -65,16 +68,21 @@ def _phases():
     return peaks
 
 
-def child(n, analysis, fraction, top, trace=True):
+# The scenarios measured: file and the model parameter that sets the elements per link.
+SCENARIOS = {False: ("scenarios/rrru3_circle.toml", "elements_per_link"),
+             True: ("scenarios/delta_pick_place.toml", "elements")}
+
+
+def child(n, analysis, fraction, top, trace=True, delta=False):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from common import run_analysis
     from sim.app.scenario import load_scenario
     from sim.model.loader import load_model
-    scenario = "scenarios/rrru3_circle.toml"
+    scenario, size = SCENARIOS[delta]
     sc = load_scenario(ROOT / scenario)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
-    model = load_model(sc.model_file, {**sc.model_parameters, "elements_per_link": n})
+    model = load_model(sc.model_file, {**sc.model_parameters, size: n})
     build = _rss_peak()
     if analysis != "transient":
         from sim.analyses import PREPARE
@@ -120,21 +128,23 @@ def main():
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--phases-only", action="store_true",
                         help="no tracemalloc (its own overhead left out of the resident memory)")
+    parser.add_argument("--delta", action="store_true", help="the Delta's pick-and-place cycle")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(int(args.child[0]), args.child[1], args.fraction, args.top, not args.phases_only)
+        return child(int(args.child[0]), args.child[1], args.fraction, args.top, not args.phases_only, args.delta)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for analysis in args.analysis:
         for n in args.elements:
             start = time.perf_counter()
             run = subprocess.run([sys.executable, __file__, "--child", str(n), analysis, "--fraction",
-                                  str(args.fraction), "--top", str(args.top)] + (["--phases-only"] if args.phases_only else []),
+                                  str(args.fraction), "--top", str(args.top)] + (["--phases-only"] if args.phases_only else [])
+                                 + (["--delta"] if args.delta else []),
                                  capture_output=True, text=True, env=env)
             if run.returncode:
                 sys.exit(f"bench_memory: {analysis} {n} failed:\n{run.stderr[-3000:]}")
             r = json.loads(run.stdout.strip().splitlines()[-1])
-            print(f"{analysis} {n} elements per link (n_v {r['n_v']}): numpy peak {r['peak_traced_mb']:.0f} MB "
+            print(f"{SCENARIOS[args.delta][0]} {analysis} {n} elements per link (n_v {r['n_v']}): numpy peak {r['peak_traced_mb']:.0f} MB "
                   f"(at the snapshot {r['snapshot_mb']:.0f}), peak RSS {r['peak_rss_mb']:.0f} MB, "
                   f"{time.perf_counter() - start:.0f} s")
             print("    peak RSS by phase [MB]: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases"].items()))

@@ -207,7 +207,7 @@ def _pool(ev, motion, count, workers, wait=False):
     with sim.solvers.frames.FramePool(ev, count, len(motion.q), workers) as pool:
         for state in zip(motion.q, motion.v, motion.a, motion.actuators):
             pool.add(*state)
-        for _, _, future in pool.tasks if wait else ():
+        for _, _, future, _ in pool.tasks if wait else ():
             future.result()
         return pool.finish()
 

@@ -132,6 +132,49 @@ def test_frames_shared_with_workers_are_the_serial_frames(rrru3_coarse, monkeypa
     _assert_same_frames(frames, serial, "motion and frames overlapped")
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_streamed_frames_and_their_ked_are_the_gathered_ones(rrru3_coarse, monkeypatch, workers):
+    """Frames handed over chunk by chunk (``take``: KED's path, never all held) arrive in
+    time order, each chunk once, and are the frames gathered at once bitwise, signs included;
+    the modal superposition fed with them chunk by chunk is the one over all the frames at
+    once, bitwise, samples between the interval ends included; the pool holds no record of all
+    the frames."""
+    import sim.solvers.frames
+    from sim.solvers.frames import FIELDS, motion_and_frames
+    from sim.solvers.modal_stepping import Superposition
+
+    monkeypatch.setattr(sim.solvers.frames, "FRAME_CHUNK", 4)      # 41 samples: ten tasks and a tail of one
+    t = np.linspace(0.0, SHORT_ARC.duration, 41)
+    motion, whole = motion_and_frames(rrru3_coarse, SHORT_ARC, t, 3, workers=workers)
+    got, held = [], []
+    steps = Superposition(t, start="static")
+    add = sim.solvers.frames.FramePool.add
+
+    def counted(pool, *state):
+        add(pool, *state)
+        held.append(pool.frames)
+
+    monkeypatch.setattr(sim.solvers.frames.FramePool, "add", counted)
+
+    def take(start, frames):
+        got.append((start, frames))
+        steps.add(frames, 0.02)
+
+    motion2, none = motion_and_frames(rrru3_coarse, SHORT_ARC, t, 3, workers=workers, take=take)
+    assert none is None and np.array_equal(motion2.q, motion.q)
+    assert [start for start, _ in got] == list(range(0, 41, 4))
+    for name in FIELDS:
+        assert np.array_equal(np.concatenate([getattr(f, name) for _, f in got]), getattr(whole, name)), name
+    assert all(frames is None for frames in held)     # no record of all the frames
+    gathered = integrate_frames(t, whole, motion.pose, 0.02, start="static", parts=3)
+    streamed = steps.result(motion.pose, parts=3)
+    for name in ("deviation", "deviation_static", "modal_coordinates", "modal_velocities", "displacement",
+                 "frequencies"):
+        assert np.array_equal(getattr(streamed, name), getattr(gathered, name)), name
+    for name in ("time", "deviation", "deviation_static", "pose"):
+        assert np.array_equal(getattr(streamed.samples, name), getattr(gathered.samples, name)), name
+
+
 def _assert_motion_is_the_oracle(motion, ref, rtol):
     """States of a rigid motion against the oracle's (tests/oracles.py): both stop Newton
     below the 1e-11 residual tolerance, so they agree to that order, not to round-off."""

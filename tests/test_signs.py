@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sim.model.loader import load_model
-from sim.solvers.frames import Frames, _orient, frames_along
+from sim.solvers.frames import FIELDS, Frames, _orient, frames_along
 from sim.solvers.modal import SAME_MODE, SIGN_TIE_RTOL, modes, signs
 from sim.solvers.motion import rigid_motion
 from sim.solvers.trajectory import circle
@@ -97,6 +97,37 @@ def test_frames_signs_do_not_depend_on_the_solvers_signs(rrru3_frames):
     assert not np.array_equal(flipped.shapes, frames.shapes)
     _orient(flipped)
     assert np.array_equal(flipped.shapes, frames.shapes) and np.array_equal(flipped.mass_shapes, frames.mass_shapes)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 24])
+def test_frames_oriented_chunk_by_chunk_are_the_frames_oriented_at_once(rrru3_frames, chunk):
+    """``_orient`` of chunks, each after the last chunk's last (oriented) shapes -- as a KED
+    streams its frames (FramePool with ``take``) -- gives every frame the signs of the whole
+    motion oriented at once, bitwise: from arbitrary solver signs, and with an unfilled frame
+    (no positive stiffness) in the middle of a chunk and at a chunk's end, after which both
+    start afresh."""
+    _, _, frames = rrru3_frames
+    rng = np.random.default_rng(11)
+    flip = rng.choice([-1.0, 1.0], size=frames.omega.shape)
+
+    def scrambled():
+        out = Frames(*(getattr(frames, n).copy() for n in FIELDS))
+        out.shapes[:] *= flip[:, None, :]
+        out.mass_shapes[:] *= flip[:, None, :]
+        out.omega[[10, 2 * chunk - 1]] = 0.0      # unfilled
+        return out
+
+    whole = _orient(scrambled())
+    parts = scrambled()
+    previous = None
+    for c0 in range(0, len(parts), chunk):
+        rows = slice(c0, c0 + chunk)
+        piece = Frames(*(getattr(parts, n)[rows] for n in FIELDS))      # views: oriented in place
+        _orient(piece, previous)
+        previous = piece.shapes[-1] if piece.omega[-1, 0] > 0 else None
+    assert np.array_equal(parts.shapes, whole.shapes) and np.array_equal(parts.mass_shapes, whole.mass_shapes)
+    first = min(10, 2 * chunk - 1)      # before the first unfilled frame: the motion's own signs
+    assert np.array_equal(whole.shapes[:first], frames.shapes[:first])
 
 
 def test_servo_frames_keep_each_modes_sign():

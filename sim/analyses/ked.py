@@ -72,7 +72,7 @@ def run(model, scenario, group, progress):
     from sim.model.evaluator import Evaluator
     from sim.solvers.frames import motion_and_frames
     from sim.solvers.modal import SAME_MODE
-    from sim.solvers.modal_stepping import integrate_frames, load_stepping
+    from sim.solvers.modal_stepping import Superposition, load_stepping
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["ked"]
@@ -84,20 +84,28 @@ def run(model, scenario, group, progress):
     if servo:
         result, zeta, parts, motion, servo_summary = _servo(ev, scenario, group, trajectory, time, progress)
     else:
+        damping, material = robot_damping(scenario, group), material_blocks(model)
+        steps = Superposition(time, start=table["start"])
+
+        def take(start, frames):
+            """The frames from instant ``start`` on, stepped through as they come (in time
+            order; a chunk at a time, never all of them held)."""
+            zeta = modal_ratios(damping, frames.omega, frames.shapes, material)
+            if zeta.max() >= 1:     # the first instant where a mode is, its most damped mode
+                k = np.flatnonzero((zeta >= 1).any(axis=1))[0]
+                r = int(np.argmax(zeta[k]))
+                raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz "
+                               f"(t = {time[start + k]:.6g} s) is damped at or beyond critical (ζ = "
+                               f"{zeta[k, r]:.3g}): lower [damping] rayleigh_beta or [ked] modes")
+            steps.add(frames, zeta)
+
         # The frames of the first instants are computed (in another thread) while the motion goes on.
         with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
-            motion, frames = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
-                                               progress_frames=bar_modes, ready=load_stepping)
-        damping = robot_damping(scenario, group)
-        zeta = modal_ratios(damping, frames.omega, frames.shapes, material_blocks(model))
-        if zeta.max() >= 1:
-            k, r = np.unravel_index(np.argmax(zeta), zeta.shape)
-            raise SimError(f"{scenario.path}: [ked] mode {r + 1} at {frames.omega[k, r] / (2 * np.pi):.4g} Hz is "
-                           f"damped at or beyond critical (ζ = {zeta[k, r]:.3g}): lower [damping] rayleigh_beta or "
-                           f"[ked] modes")
-        parts = _parts(table, time, frames.omega)
-        result = integrate_frames(time, frames, motion.pose, zeta, start=table["start"], parts=parts,
-                                  pose_at=lambda t: trajectory(t)[0])
+            motion, _ = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
+                                          progress_frames=bar_modes, ready=load_stepping, take=take)
+        zeta = steps.zeta
+        parts = _parts(table, time, steps.omega)
+        result = steps.result(motion.pose, parts=parts, pose_at=lambda t: trajectory(t)[0])
     out = result.samples or result
 
     units = list(model.pose_units)

@@ -11,6 +11,8 @@ overlapped with the motion itself (:func:`motion_and_frames`).  KED steps throug
 import multiprocessing
 import os
 import threading
+from collections import deque
+from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import NamedTuple
@@ -405,6 +407,14 @@ class FramePool:
 
     Use as a context manager: leaving it waits for the running tasks and drops the others.
 
+    ``take``: the frames are not gathered into one :class:`Frames` of all the instants
+    (:meth:`finish`) but handed over chunk by chunk, in time order, to ``take(start, frames)``
+    (:class:`Frames` of up to ``FRAME_CHUNK`` instants from row ``start``, oriented as all
+    the frames at once would be, :func:`_orient`): as the workers finish them, while the
+    motion goes on, and the rest in :meth:`finish`.  The pool then holds the chunks in
+    flight, not ``n`` frames of ``n_v (2 r + d + 3)`` numbers each (the KED of a Delta with
+    64 elements per arm and 3200 intervals: 1.1 GB).
+
     Parameters
     ----------
     model : Model or Evaluator
@@ -421,12 +431,16 @@ class FramePool:
     ready : callable, optional
         What a worker also gets ready while the motion starts (KED: its modal stepping's
         kernel, :func:`sim.solvers.modal_stepping.load_stepping`).
+    take : callable, optional
+        Where the frames go, chunk by chunk (see above).
     """
 
-    def __init__(self, model, count, n, workers, progress=None, ready=None):
+    def __init__(self, model, count, n, workers, progress=None, ready=None, take=None):
         model, ev = held(model)
-        self.model, self.count, self.progress, self.ready = model, count, progress, ready
-        self.frames = Frames.empty(n, model.n_v, count, len(model.pose_kinds))
+        self.model, self.count, self.progress, self.ready, self.take = model, count, progress, ready, take
+        # all the frames in one record, or (streamed) each chunk's its own
+        self.frames = None if take is not None else Frames.empty(n, model.n_v, count, len(model.pose_kinds))
+        self.previous = None    # streamed: the shapes of the last frame handed over, where filled
         self.free = None
         self.store = None       # the trackers' M's structure (Tracker.mass_store), from the first
         self.first = None       # the first state
@@ -435,7 +449,10 @@ class FramePool:
         self.seeded = threading.Event()     # ... once known
         self.buffer = []
         self.start = 0     # row of the first buffered state
-        self.tasks = []    # (start, states, future)
+        # [start, states, future, frames], states as given (the caller's rows, stacked when
+        # computed); future None where no worker may take the task (streamed without workers),
+        # frames those computed and not yet handed over (streamed)
+        self.tasks = deque()
         self.local = threading.local()
         self.local.ev, self.local.tracker = ev, None     # this thread's
         self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
@@ -449,9 +466,6 @@ class FramePool:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def _states(self, rows):
-        return tuple(np.array(x) for x in zip(*rows))
-
     def _ready(self):
         """A worker's preparation: its evaluator, and what the caller needs ready."""
         self._parts()
@@ -459,20 +473,24 @@ class FramePool:
             self.ready()
 
     def add(self, q, v, a, s):
-        """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,)."""
+        """One rigid state: ``q`` (n_q,), ``v``, ``a`` (n_v,), actuator values ``s`` (n_a,),
+        held (not copied) until its frame is computed."""
         if self.first is None:
             self.first = (q, v, a, s)
             if self.pool is not None:    # the seed while the first chunk's states come
                 self.pool.submit(self._prepare)
         self.buffer.append((q, v, a, s))
-        if self.pool is not None and len(self.buffer) == FRAME_CHUNK:
-            states = self._states(self.buffer)
-            future = self.pool.submit(self._compute, self.start, states)
-            if self.progress is not None:
-                future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
-            self.tasks.append((self.start, states, future))
+        if (self.pool is not None or self.take is not None) and len(self.buffer) == FRAME_CHUNK:
+            future = None
+            if self.pool is not None:
+                future = self.pool.submit(self._compute, self.start, self.buffer)
+                if self.progress is not None:
+                    future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
+            self.tasks.append([self.start, self.buffer, future, None])
             self.start += FRAME_CHUNK
             self.buffer = []
+        if self.take is not None:
+            self._hand(wait=False)
 
     def _parts(self):
         """This thread's evaluator and tracker (None until the free motions are known)."""
@@ -500,33 +518,79 @@ class FramePool:
         finally:    # whatever happens, no task waits for ever
             self.seeded.set()
 
-    def _compute(self, start, states, progress=None):
-        """Frames of ``states`` into rows ``start ..``, with this thread's evaluator and tracker
-        (once :meth:`_prepare` is done)."""
+    def _compute(self, start, rows, progress=None):
+        """Frames of the states ``rows`` (as :meth:`add` took them) into rows ``start ..`` of
+        all the frames, or (streamed) into a record of their own, which it returns; with this
+        thread's evaluator and tracker (once :meth:`_prepare` is done)."""
         self.seeded.wait()
         if self.failure is not None:    # the first task's error, wherever it is asked for
             raise self.failure
         ev, tracker = self._parts()
         tracker.seed = np.zeros((0, 0)) if self.seed is None else self.seed
-        _frames(self.model, ev, tracker, states, self.frames, start, progress)
+        states = tuple(np.array(x) for x in zip(*rows))
+        if self.frames is not None:
+            _frames(self.model, ev, tracker, states, self.frames, start, progress)
+            return self.frames
+        out = Frames.empty(len(rows), self.model.n_v, self.count, len(self.model.pose_kinds))
+        _frames(self.model, ev, tracker, states, out, 0, progress)
+        return out
+
+    def _hand(self, wait):
+        """Streamed: the next chunks to ``take``, in order -- those the workers have finished,
+        or (``wait``) all of them: this thread computes each no worker has started, and while
+        a worker has the next one, the first no worker has started after it (it would
+        otherwise wait for every chunk, the workers taking them one by one ahead of it)."""
+        tasks = self.tasks
+        while tasks:
+            head = tasks[0]
+            start, rows, future, frames = head
+            if frames is None:
+                if future is not None and future.done():
+                    head[3] = future.result()
+                elif not wait:
+                    return
+                elif future is None or future.cancel():
+                    head[3] = self._compute(start, rows, self.progress)
+                else:
+                    ahead = next((t for t in islice(tasks, 1, None)
+                                  if t[3] is None and (t[2] is None or t[2].cancel())), None)
+                    if ahead is None:
+                        head[3] = future.result()
+                    else:
+                        ahead[3], ahead[1] = self._compute(ahead[0], ahead[1], self.progress), None
+                continue
+            tasks.popleft()
+            del head, rows, future      # the states go with the chunk
+            _orient(frames, self.previous)
+            filled = frames.omega.shape[1] and frames.omega[-1, 0] > 0
+            self.previous = frames.shapes[-1] if filled else None
+            self.take(start, frames)
+            del frames
 
     def finish(self):
-        """All the frames (:class:`Frames`), in the order of :meth:`add`."""
+        """All the frames (:class:`Frames`), in the order of :meth:`add`; streamed, the rest of
+        them to ``take``, and None."""
         if self.pool is None and self.first is not None:
             self._prepare()
+        if self.take is not None:
+            if self.buffer:
+                self.tasks.append([self.start, self.buffer, None, None])
+                self.buffer = []
+            self._hand(wait=True)
+            return None
         if self.buffer:
-            self._compute(self.start, self._states(self.buffer), self.progress)
+            self._compute(self.start, self.buffer, self.progress)
         self.buffer = []
-        for start, states, future in reversed(self.tasks):
+        for start, states, future, _ in reversed(self.tasks):
             if future.cancel():
                 self._compute(start, states, self.progress)
-        for _, _, future in self.tasks:
+        for _, _, future, _ in self.tasks:
             if not future.cancelled():   # the others were done here
                 future.result()
         return _orient(self.frames)
 
 
-def _orient(frames):
+def _orient(frames, previous=None):
     """``frames`` with the signs of their modes fixed, in place (``shapes`` and
     ``mass_shapes``), frame after frame by :func:`sim.solvers.modal.signs` with the previous
     frame's shapes: a mode that is the previous frame's keeps its sign, another has its
@@ -534,7 +598,11 @@ def _orient(frames):
     along the motion where the solver's would (the subspace's Ritz vectors, a fresh start at
     each chunk).  A sequential pass once every frame is in: the signs depend on the frames
     only, not on the threads that computed them.  Frames left unfilled (no positive
-    stiffness, for :func:`_stable` to report) are skipped, and the next starts afresh."""
+    stiffness, for :func:`_stable` to report) are skipped, and the next starts afresh.
+
+    ``previous`` (n_v, r): the shapes, oriented, of the frame just before ``frames[0]`` (the
+    last chunk's, :class:`FramePool` with ``take``; None: none, or unfilled): the chunks get the
+    signs of all the frames oriented at once."""
     shapes, mass_shapes = frames.shapes, frames.mass_shapes
     filled = frames.omega[:, 0] > 0 if frames.omega.shape[1] else np.zeros(len(frames), dtype=bool)
     idx = np.flatnonzero(filled)
@@ -547,7 +615,13 @@ def _orient(frames):
     # (products of every consecutive pair on views, not of copies of the filled frames, which
     # would double the frames' memory; a pair that is not consecutive is not the same mode)
     pairs = np.einsum("kir,kir->kr", shapes[:-1], mass_shapes[1:])
-    linked, flip = continued(pairs[idx[:-1]])
+    before = previous is not None and idx[0] == 0
+    if before:
+        # the frame before as row -1, its signs final (own sign 1): c of the oriented shape is
+        # its sign times the solver's, so the products below are those of the whole motion
+        pairs = np.concatenate([np.einsum("ir,ir->r", previous, mass_shapes[0])[None], pairs])
+        idx = np.concatenate([[-1], idx])
+    linked, flip = continued(pairs[idx[:-1] + before])
     same = np.zeros((idx.size, shapes.shape[2]), dtype=bool)
     same[1:] = (np.diff(idx) == 1)[:, None] & linked
     flips = np.ones(same.shape)
@@ -558,6 +632,7 @@ def _orient(frames):
     cols = np.arange(shapes.shape[2])
     own = np.ones(same.shape)
     fresh = np.flatnonzero((~same).any(axis=1))
+    fresh = fresh[idx[fresh] >= 0]
     own[fresh] = signs(shapes[idx[fresh]])
     s = own[start, cols] * run * run[start, cols]
     for j in np.flatnonzero((s != 1.0).any(axis=1)):    # in place: a fancy index would copy
@@ -624,7 +699,7 @@ def frames_at(model, qs, ss, count, tracker):
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
-                      q_start=None, ready=None):
+                      q_start=None, ready=None, take=None):
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
 
     ``model``: the robot, or its evaluator where the caller holds one (the motion's and this
@@ -635,19 +710,27 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     :class:`FramePool`); the same numbers as :func:`sim.solvers.motion.rigid_motion` followed by
     :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
     rather than unwrapped values.  ``q_start``: as :func:`sim.solvers.motion.rigid_motion`'s;
-    ``ready``: as :class:`FramePool`'s.
+    ``ready``: as :class:`FramePool`'s.  ``take``: as :class:`FramePool`'s, each chunk checked
+    by :func:`_stable` (the frames are then handed over as they come, never all held).
 
     Returns
     -------
     motion : RigidMotion
-    frames : Frames
-        ``n`` instants.
+    frames : Frames or None
+        ``n`` instants (None with ``take``).
     """
     model, ev = held(model)
-    with FramePool(ev, count, len(times), _workers(workers, len(times)), progress_frames, ready) as pool:
+    if take is not None:
+        given = take
+
+        def take(start, frames):
+            given(start, _stable(frames, times[start:]))
+
+    with FramePool(ev, count, len(times), _workers(workers, len(times)), progress_frames, ready, take) as pool:
         motion = rigid_motion(ev, trajectory, times, q_start=q_start, progress=progress_motion,
                               on_sample=pool.add, condition=False)
-        return motion, _stable(pool.finish(), times)
+        frames = pool.finish()
+        return motion, None if take is not None else _stable(frames, times)
 
 
 def compile_frames(model, count):

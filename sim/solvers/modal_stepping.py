@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from sim.errors import signals_deferred
-from sim.solvers.frames import Frames, compile_frames, motion_and_frames
+from sim.solvers.frames import FIELDS, Frames, compile_frames, motion_and_frames
 from sim.solvers.frames import load_kernels as load_frames
 
 
@@ -121,14 +121,14 @@ def _modal_step(state, frozen, loads, dt, out):
     """One interval of the modal superposition, in place: ``state = (u, u_dot)`` (n_v,)
     advanced over ``dt`` on the modes ``frozen = (omega, shapes, mass_shapes, zeta)`` under the
     load going linearly over ``loads = (load_start, load_end)`` (n_v,); ``out = (eta, eta_dot,
-    inner)``: the modal state (r,) at the end and ``inner[j - 1]`` (r,) the modal coordinates at
-    ``j dt / m`` (``m = inner.shape[0] + 1``; no rows: none), the same ramp response stopped
-    part-way with the load reached there.  Products by loops: a BLAS call costs more than
-    their few hundred operations."""
+    start)``: the modal state (r,) at the end and the interval's start ``start`` (4, r): the
+    modal coordinates, their rates and the modal loads at both ends (no rows: not kept), from
+    which :func:`_inner` gives the response inside the interval.  Products by loops: a BLAS
+    call costs more than their few hundred operations."""
     u, u_dot = state
     omega, shapes, mass_shapes, zeta = frozen
     load_start, load_end = loads
-    eta, eta_dot, inner = out
+    eta, eta_dot, start = out
     n_v, r = shapes.shape
     e0, ed0, p0, p1 = np.zeros(r), np.zeros(r), np.zeros(r), np.zeros(r)
     for i in range(n_v):
@@ -137,7 +137,12 @@ def _modal_step(state, frozen, loads, dt, out):
             ed0[k] += u_dot[i] * mass_shapes[i, k]
             p0[k] += load_start[i] * shapes[i, k]
             p1[k] += load_end[i] * shapes[i, k]
-    _ramp(omega, zeta, dt, e0, ed0, p0, p1, eta, eta_dot, inner)
+    if start.shape[0]:
+        start[0] = e0
+        start[1] = ed0
+        start[2] = p0
+        start[3] = p1
+    _ramp(omega, zeta, dt, e0, ed0, p0, p1, eta, eta_dot, start[:0])
     for i in range(n_v):
         x, xd = 0.0, 0.0
         for k in range(r):
@@ -148,18 +153,30 @@ def _modal_step(state, frozen, loads, dt, out):
 
 @njit(cache=True)
 def _modal_steps(time, frames, zeta, state, out):
-    """All the intervals of :func:`integrate_frames`: ``frames = (omega, shapes, mass_shapes,
-    load)`` and ``zeta`` stacked on the first axis, from ``state = (u, u_dot)``; of ``out =
-    (eta, eta_dot, U, inner)`` rows ``1 ..`` of ``eta``, ``eta_dot``, ``U`` filled, and
-    ``inner`` (n - 1, m - 1, r) the modal coordinates inside the intervals
-    (:func:`_modal_step`)."""
+    """The intervals between the instants ``time`` (k,): ``frames = (omega, shapes,
+    mass_shapes, load)`` and ``zeta`` of those instants stacked on the first axis, from
+    ``state = (u, u_dot)``; of ``out = (eta, eta_dot, U, start)`` rows ``1 ..`` of ``eta``,
+    ``eta_dot`` (k, r) and the modal displacement ``U`` (k, n_v) filled, and ``start`` (k - 1,
+    4, r) each interval's (:func:`_modal_step`)."""
     omega, shapes, mass_shapes, load = frames
-    eta, eta_dot, U, inner = out
+    eta, eta_dot, U, start = out
     u = state[0]
     for i in range(time.size - 1):
         _modal_step(state, (omega[i], shapes[i], mass_shapes[i], zeta[i]), (load[i], load[i + 1]),
-                    time[i + 1] - time[i], (eta[i + 1], eta_dot[i + 1], inner[i]))
+                    time[i + 1] - time[i], (eta[i + 1], eta_dot[i + 1], start[i]))
         U[i + 1] = u
+
+
+@njit(cache=True)
+def _inner(time, omega, zeta, start, inner):
+    """The modal coordinates ``inner`` (n, m - 1, r) at ``j dt / m`` inside each of the ``n``
+    intervals of ``time`` (n + 1,), from their frames' ``omega``, ``zeta`` (n, r) and starts
+    (:func:`_modal_step`): the ramp responses of the step, stopped part-way."""
+    r = omega.shape[1]
+    end, end_dot = np.empty(r), np.empty(r)
+    for i in range(inner.shape[0]):
+        _ramp(omega[i], zeta[i], time[i + 1] - time[i], start[i, 0], start[i, 1], start[i, 2], start[i, 3], end,
+              end_dot, inner[i])
 
 
 def load_kernels(model, count):
@@ -183,7 +200,7 @@ def compile_loops(model, count):
 def load_stepping():
     """Compile, or load from numba's cache, the modal stepping's kernel (a frame pool's worker
     does it while the motion starts: :class:`sim.solvers.frames.FramePool`)."""
-    integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1, np.zeros), np.zeros((1, 1)), 0.0)
+    integrate_frames(np.zeros(1), Frames.empty(1, 1, 1, 1, np.zeros), np.zeros((1, 1)), 0.0, parts=2)
 
 
 class ModalStepper:
@@ -272,21 +289,20 @@ def _apply(A, x):
     return (A @ x[..., None])[..., 0]
 
 
-def _between(time, frames, inner, correction, static, pose_rigid, result, pose_at):
-    """:class:`KedSamples` from the modal coordinates ``inner`` (n, parts - 1, r) between the
-    interval ends (:func:`_modal_steps`; see :func:`integrate_frames`)."""
-    n, parts = inner.shape[0], inner.shape[1] + 1
+def _between(time, parts, steps, pose_rigid, result, pose_at):
+    """:class:`KedSamples` at ``parts`` instants per interval from :class:`Superposition`
+    ``steps`` (see :func:`integrate_frames`)."""
+    n = time.size - 1
+    inner = np.zeros((n, parts - 1, steps.omega.shape[1]))
+    _inner(time, steps.omega, steps.zeta, steps.start, inner)
     f = (np.arange(1, parts) / parts)[None, :, None]                      # (1, m - 1, 1)
-    J0, J1 = frames.pose_jacobian[:-1], frames.pose_jacobian[1:]           # (n, d, n_v)
-    JPhi0 = J0 @ frames.shapes[:-1]                                       # (n, d, r)
-    JPhi1 = J1 @ frames.shapes[:-1]
+    JPhi0, JPhi1 = steps.modal_jacobians[:, 0], steps.modal_jacobians[:, 1]    # (n, d, r)
     modal = (1 - f) * (inner @ JPhi0.transpose(0, 2, 1)) + f * (inner @ JPhi1.transpose(0, 2, 1))
-    c0, c1 = correction[:-1], correction[1:]                               # (n, n_v)
     # J(f) (c0 + f (c1 - c0)) with J(f) = J0 + f (J1 - J0): a quadratic in f.
-    Jc00, Jc01 = _apply(J0, c0), _apply(J0, c1)
-    Jc10, Jc11 = _apply(J1, c0), _apply(J1, c1)
+    Jc00, Jc01, Jc10, Jc11 = (steps.corrections[:, k] for k in range(4))
     corr = ((1 - f) ** 2 * Jc00[:, None] + (1 - f) * f * (Jc01 + Jc10)[:, None] + f**2 * Jc11[:, None])
     inner_dev = modal + corr
+    static = result.deviation_static
     inner_static = (1 - f) * static[:-1, None] + f * static[1:, None]
     inner_time = time[:-1, None] + f[..., 0] * np.diff(time)[:, None]
 
@@ -326,9 +342,133 @@ def static_correction(frames):
     return frames.static_load - _apply(frames.shapes, modal_load)
 
 
+class Superposition:
+    """The piecewise-constant modal superposition over frames handed over in time order, a
+    chunk at a time (:meth:`add`): what it keeps of them is the elastic displacement and the
+    few numbers of each interval that the output instants between the interval ends need
+    (the modal start and loads, the pose Jacobian's products with the modes and the static
+    corrections), not the frames -- a long KED of a large model need not hold all its frames.
+
+    Parameters
+    ----------
+    time : ndarray, shape (n + 1,)
+        Interval ends [s], increasing; frame ``i`` freezes interval ``i``.
+    start, u0, u_dot0 :
+        As :func:`integrate_frames`.
+
+    Attributes
+    ----------
+    omega, zeta : ndarray, shape (n + 1, r)
+        The frames' circular frequencies [rad/s] and damping ratios.
+    eta, eta_dot : ndarray, shape (n + 1, r)
+        Modal coordinates and rates (:attr:`KedResult.modal_coordinates`).
+    U : ndarray, shape (n + 1, n_v)
+        The elastic displacement, modal part plus static correction.
+    deviation, deviation_static : ndarray, shape (n + 1, d)
+    start : ndarray, shape (n, 4, r)
+        Each interval's modal coordinates, rates and modal loads at both ends, on its modes.
+    modal_jacobians : ndarray, shape (n, 2, d, r)
+        ``J_i Phi_i`` and ``J_{i+1} Phi_i``: the pose Jacobians of both ends on interval ``i``'s modes.
+    corrections : ndarray, shape (n, 4, d)
+        ``J_i c_i, J_i c_{i+1}, J_{i+1} c_i, J_{i+1} c_{i+1}`` (``c`` the static corrections,
+        :func:`static_correction`).
+    """
+
+    def __init__(self, time, start="undeformed", u0=None, u_dot0=None):
+        if start not in ("undeformed", "static"):
+            raise ValueError(f"`start` must be 'undeformed' or 'static', got {start!r}")
+        self.time = np.asarray(time, dtype=float)
+        self.begin, self.u0, self.u_dot0 = start, u0, u_dot0
+        self.taken = 0          # frames added
+        self.last = None        # the last frame added (Frames of one) and its static correction
+
+    def _first(self, frames, zeta):
+        """The arrays, sized by the first frames, and the initial state on frame 0's modes."""
+        n1 = self.time.size
+        _, n_v, r = frames.shapes.shape
+        d = frames.pose_jacobian.shape[1]
+        self.omega, self.zeta = np.zeros((n1, r)), np.zeros((n1, r))
+        self.eta, self.eta_dot, self.U = np.zeros((n1, r)), np.zeros((n1, r)), np.zeros((n1, n_v))
+        self.deviation, self.deviation_static = np.zeros((n1, d)), np.zeros((n1, d))
+        self.start = np.zeros((n1 - 1, 4, r))
+        self.modal_jacobians, self.corrections = np.zeros((n1 - 1, 2, d, r)), np.zeros((n1 - 1, 4, d))
+        if self.u0 is None:
+            u = frames.static_rest[0].copy() if self.begin == "static" else np.zeros(n_v)
+        else:
+            u = np.array(self.u0, dtype=float)
+        u_dot = np.zeros(n_v) if self.u_dot0 is None else np.array(self.u_dot0, dtype=float)
+        self.state = (u, u_dot)
+        mass_shapes = np.ascontiguousarray(frames.mass_shapes[0])
+        self.eta[0], self.eta_dot[0] = u @ mass_shapes, u_dot @ mass_shapes
+        self.U[0] = frames.shapes[0] @ self.eta[0]
+
+    def add(self, frames, zeta):
+        """The next frames (:class:`Frames`, oriented along the motion) and their damping
+        ratios ``zeta`` (k, r): the intervals they end are stepped through.
+
+        Returns
+        -------
+        Superposition
+            ``self``.
+        """
+        k, m = self.taken, len(frames)
+        if not m:
+            return self
+        if k + m > self.time.size:
+            raise ValueError(f"{k + m} frames for {self.time.size} instants")
+        zeta = np.broadcast_to(np.asarray(zeta, dtype=float), frames.omega.shape)
+        if not k:
+            self._first(frames, zeta)
+        rows = slice(k, k + m)
+        correction = static_correction(frames)
+        J = frames.pose_jacobian
+        self.omega[rows], self.zeta[rows] = frames.omega, zeta
+        self.deviation_static[rows] = _apply(J, frames.static_rest)
+        # The intervals from the last frame added to this chunk's last: with that frame first.
+        if self.last is None:
+            joined, c, z, first = frames, correction, zeta, k
+        else:
+            last, c_last = self.last
+            joined = Frames(*(np.concatenate([getattr(last, name), getattr(frames, name)]) for name in FIELDS))
+            c, z, first = np.concatenate([c_last, correction]), np.concatenate([self.zeta[k - 1:k], zeta]), k - 1
+        span = slice(first, k + m)
+        steps = slice(first, k + m - 1)
+        c_ = np.ascontiguousarray
+        _modal_steps(self.time[span], tuple(c_(getattr(joined, name), dtype=float)
+                                            for name in ("omega", "shapes", "mass_shapes", "load")),
+                     c_(z), self.state, (self.eta[span], self.eta_dot[span], self.U[span], self.start[steps]))
+        self.U[rows] += correction
+        self.deviation[rows] = _apply(J, self.U[rows])
+        Jj = joined.pose_jacobian
+        self.modal_jacobians[steps, 0] = Jj[:-1] @ joined.shapes[:-1]
+        self.modal_jacobians[steps, 1] = Jj[1:] @ joined.shapes[:-1]
+        for i, (Ja, ca) in enumerate(((Jj[:-1], c[:-1]), (Jj[:-1], c[1:]), (Jj[1:], c[:-1]), (Jj[1:], c[1:]))):
+            self.corrections[steps, i] = _apply(Ja, ca)
+        self.last = (Frames(*(getattr(frames, name)[-1:].copy() for name in FIELDS)), correction[-1:].copy())
+        self.taken = k + m
+        return self
+
+    def result(self, pose_rigid, parts=1, pose_at=None):
+        """The :class:`KedResult` once every frame is in (``pose_rigid`` (n + 1, d), ``parts``
+        and ``pose_at`` as :func:`integrate_frames`)."""
+        if self.taken != self.time.size:
+            raise ValueError(f"{self.taken} frames for {self.time.size} instants")
+        pose_rigid = np.asarray(pose_rigid, dtype=float)
+        deviation, static = self.deviation, self.deviation_static
+        result = KedResult(time=self.time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
+                           deviation_static=static, deviation_dynamic=deviation - static,
+                           frequencies=self.omega / (2 * np.pi), modal_coordinates=self.eta,
+                           modal_velocities=self.eta_dot, displacement=self.U)
+        if parts > 1:
+            result = dataclasses.replace(result, samples=_between(self.time, int(parts), self, pose_rigid, result,
+                                                                  pose_at))
+        return result
+
+
 def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=None, start="undeformed", parts=1,
                      pose_at=None):
-    """Run the piecewise-constant modal superposition over precomputed frames.
+    """Run the piecewise-constant modal superposition over precomputed frames
+    (:class:`Superposition`, all the frames at once).
 
     Parameters
     ----------
@@ -359,35 +499,8 @@ def integrate_frames(time, frames, pose_rigid, damping_ratio, u0=None, u_dot0=No
         The deviation is ``J_x (Phi eta + static_correction)``.
     """
     frames = frames if isinstance(frames, Frames) else Frames.stack(frames)
-    omega, shapes, mass_shapes, load = (np.ascontiguousarray(getattr(frames, name), dtype=float)
-                                        for name in ("omega", "shapes", "mass_shapes", "load"))
-    n, n_v, r = shapes.shape
-    time = np.asarray(time, dtype=float)
-    zeta = np.broadcast_to(np.asarray(damping_ratio, dtype=float), (n, r)).copy()
-    if start not in ("undeformed", "static"):
-        raise ValueError(f"`start` must be 'undeformed' or 'static', got {start!r}")
-    if u0 is None:
-        u = frames.static_rest[0].copy() if start == "static" else np.zeros(n_v)
-    else:
-        u = np.array(u0, dtype=float)
-    u_dot = np.zeros(n_v) if u_dot0 is None else np.array(u_dot0, dtype=float)
-    eta, eta_dot, U = np.zeros((n, r)), np.zeros((n, r)), np.zeros((n, n_v))
-    eta[0], eta_dot[0] = u @ mass_shapes[0], u_dot @ mass_shapes[0]
-    U[0] = shapes[0] @ eta[0]
-    inner = np.zeros((max(n - 1, 0), int(parts) - 1, r))
-    _modal_steps(time, (omega, shapes, mass_shapes, load), zeta, (u, u_dot), (eta, eta_dot, U, inner))
-    correction = static_correction(frames)
-    U += correction
-    deviation = _apply(frames.pose_jacobian, U)
-    static = _apply(frames.pose_jacobian, frames.static_rest)
-    result = KedResult(time=time, pose_rigid=pose_rigid, pose=pose_rigid + deviation, deviation=deviation,
-                       deviation_static=static, deviation_dynamic=deviation - static,
-                       frequencies=omega / (2 * np.pi), modal_coordinates=eta, modal_velocities=eta_dot,
-                       displacement=U)
-    if parts > 1:
-        result = dataclasses.replace(result, samples=_between(time, frames, inner, correction, static,
-                                                              np.asarray(pose_rigid, dtype=float), result, pose_at))
-    return result
+    steps = Superposition(time, start, u0, u_dot0).add(frames, damping_ratio)
+    return steps.result(pose_rigid, parts, pose_at)
 
 
 def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progress=None, start="undeformed"):
