@@ -129,6 +129,43 @@ def test_choice_by_size():
     assert g.n_blocked == 0 and g.n_factorizations >= 1 and np.array_equal(g.q, ref.q)
 
 
+def test_solve_on_the_factors_nonzeros_is_the_column_solve():
+    """The dense path's LU factors solved with on their nonzeros (``pattern_solve``, from
+    ``lu_pattern`` after each factorisation) give the column sweeps' solution bitwise: on the
+    slider-crank's iteration matrix after a run (two thirds of its factors zero, where
+    the pattern pays) and on a random sparse matrix with pivoting; a run's factors carry the
+    pattern, a model above PATTERN_SOLVE_MAX unknowns or on the block path has no room for it."""
+    import scipy.linalg
+    from sim.kernels.lapack import getrf
+
+    g = _run(load_model("models/slider_crank.py", {"elements": 8, "planar": True}), "auto", 20)
+    st = g.state
+    lu, piv, blk = integrators._factors(st), st.piv, st.blocks
+    m = lu.shape[0]
+    assert blk.lu_rows.size == m * (m - 1) and blk.lu_ptr[1, m] < 0.4 * m * m      # most factors zero
+    rng = np.random.default_rng(3)
+    for b in rng.normal(size=(5, m)):
+        x, y = b.copy(), b.copy()
+        blocks.lu_solve(lu, piv, x)
+        blocks.solve(lu, piv, blk, y)
+        assert np.array_equal(x, y)
+    A = np.asfortranarray(rng.normal(size=(40, 40)) * (rng.random((40, 40)) < 0.15) + np.diag(rng.random(40)))
+    own = blocks.blocks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 40)
+    piv = np.zeros(40, dtype=np.int32)
+    assert getrf(A, piv) == 0 and (piv != np.arange(40)).any()
+    blocks.lu_pattern(A, own)
+    b = rng.normal(size=40)
+    x, y = b.copy(), b.copy()
+    blocks.lu_solve(A, piv, x)
+    blocks.pattern_solve(A, piv, own, y)
+    assert np.array_equal(x, y)
+    np.testing.assert_allclose(scipy.linalg.lu_solve((A, piv), b), x, rtol=1e-12)
+    big = blocks.blocks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), blocks.PATTERN_SOLVE_MAX + 1,
+                        mode="dense")
+    shared = blocks.blocks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 200)
+    assert big.lu_rows.size == 0 and shared.lu_rows.size == 0
+
+
 def test_dense_fallback_on_the_structure():
     """Where the blocks do not serve (forced here from the first factorisation), the loop
     allocates the dense factors once and factorises the matrix its structure holds: the run is

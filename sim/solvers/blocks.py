@@ -58,6 +58,10 @@ PIVOT_RTOL = 1e-13          # smallest pivot of an interior block, relative to i
 # Choice of the path: "auto" takes the block factorisation from this many unknowns (measured:
 # benchmarks/bench_scaling.py, docs/performance.rst), "dense" and "block" force one.
 BLOCK_MIN = 150
+# The dense path's LU factors are solved with on their nonzeros up to this many unknowns (the
+# slider-crank's 60: three quarters of its factors are zero, the solves 1.7x faster); above,
+# column by column (the pattern's room, 12 bytes an entry, would grow with the LU's own).
+PATTERN_SOLVE_MAX = 600
 MODES = {"auto": 0, "dense": 1, "block": 2}
 MODES_DENSE = MODES["dense"]
 # info entries (SHARED: the dense factors in the known part's memory, the block path's set-up)
@@ -78,7 +82,10 @@ class Blocks(NamedTuple):
     whether the caller keeps the dense factors in the matrix's own memory (the block path);
     ``W, V, cap, cap_piv`` Woodbury's factors of the low-rank part (:func:`low_rank`);
     ``schur`` (n_S, n_S, Fortran order) the Schur complement's LU factors in its leading (n_B,
-    n_B), room for the border the structure leaves (:func:`blocks`; a larger one: the dense LU).
+    n_B), room for the border the structure leaves (:func:`blocks`; a larger one: the dense LU);
+    ``lu_ptr`` (2, m + 1), ``lu_rows`` (m (m - 1),), ``lu_values``: the dense LU factors'
+    nonzeros off the diagonal, by columns, L's then U's (:func:`lu_pattern`; empty: the
+    dense path's factors are solved with column by column, :func:`lu_solve`).
     """
 
     ranges: np.ndarray
@@ -96,6 +103,9 @@ class Blocks(NamedTuple):
     cap: np.ndarray
     cap_piv: np.ndarray
     schur: np.ndarray
+    lu_ptr: np.ndarray
+    lu_rows: np.ndarray
+    lu_values: np.ndarray
 
 
 class Pattern(NamedTuple):
@@ -368,10 +378,13 @@ def blocks(body_v, body_nf, m, mode="auto", rank=0):
     info = np.zeros(5, dtype=np.int64)
     info[MODE] = MODES[mode]
     info[SHARED] = mode == "block" or (mode == "auto" and m >= BLOCK_MIN)
+    k = m if not info[SHARED] and m <= PATTERN_SOLVE_MAX else 0      # the dense factors' nonzeros
     return Blocks(ranges, owner, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
                   np.zeros(m, dtype=np.int64), np.zeros(2 * m, dtype=np.int64), np.zeros((len(ranges), 7), dtype=np.int64),
                   np.zeros(size), np.zeros(2 * m), info, np.zeros((m, rank)), np.zeros((m, rank)),
-                  np.zeros((rank, rank), order="F"), np.zeros(rank, dtype=np.int32), np.zeros((n_S, n_S), order="F"))
+                  np.zeros((rank, rank), order="F"), np.zeros(rank, dtype=np.int32), np.zeros((n_S, n_S), order="F"),
+                  np.zeros((2, k + 1), dtype=np.int64), np.zeros(k * (k - 1) if k else 0, dtype=np.int32),
+                  np.zeros(k * (k - 1) if k else 0))
 
 
 @njit(cache=True)
@@ -394,6 +407,56 @@ def lu_solve(lu, piv, b):
         if bj != 0.0:
             for i in range(j):
                 b[i] -= lu[i, j] * bj
+
+
+@njit(cache=True)
+def lu_pattern(lu, blk):
+    """After LAPACK ``getrf``'s factorisation ``lu`` (m, m, Fortran order): its nonzeros off
+    the diagonal into ``blk.lu_ptr``, ``lu_rows``, ``lu_values``, column by column, L's
+    (below the diagonal) then U's (above), rows ascending, for :func:`pattern_solve`."""
+    n = lu.shape[0]
+    ptr, rows, values = blk.lu_ptr, blk.lu_rows, blk.lu_values
+    e = 0
+    for j in range(n):
+        for i in range(j + 1, n):
+            if lu[i, j] != 0.0:
+                rows[e] = i
+                values[e] = lu[i, j]
+                e += 1
+        ptr[0, j + 1] = e
+    ptr[1, 0] = e
+    for j in range(n):
+        for i in range(j):
+            if lu[i, j] != 0.0:
+                rows[e] = i
+                values[e] = lu[i, j]
+                e += 1
+        ptr[1, j + 1] = e
+
+
+@njit(cache=True)
+def pattern_solve(lu, piv, blk, b):
+    """In place: ``b <- A^-1 b`` as :func:`lu_solve`, on the factors' nonzeros
+    (:func:`lu_pattern`): the same sums in the same order (a zero entry's product, which the
+    columns' sweeps add, changes nothing but a zero's sign), over a quarter of the entries on
+    the slider-crank."""
+    ptr, rows, values = blk.lu_ptr, blk.lu_rows, blk.lu_values
+    n = b.size
+    for i in range(n):
+        p = piv[i]
+        if p != i:
+            b[i], b[p] = b[p], b[i]
+    for j in range(n):              # L y = P b, L unit lower triangular
+        bj = b[j]
+        if bj != 0.0:
+            for e in range(ptr[0, j], ptr[0, j + 1]):
+                b[rows[e]] -= values[e] * bj
+    for j in range(n - 1, -1, -1):  # U x = y
+        b[j] /= lu[j, j]
+        bj = b[j]
+        if bj != 0.0:
+            for e in range(ptr[1, j], ptr[1, j + 1]):
+                b[rows[e]] -= values[e] * bj
 
 
 @njit(cache=True, inline="always")
@@ -703,7 +766,10 @@ def solve(lu, piv, blk, z):
     """In place: ``z <- A^-1 z`` (m,) from the last factorisation: :func:`factor`'s (with
     :func:`low_rank`'s part) when it is active, else LAPACK's dense factors ``lu, piv``."""
     if not blk.info[ACTIVE]:
-        lu_solve(lu, piv, z)
+        if blk.lu_rows.size:
+            pattern_solve(lu, piv, blk, z)
+        else:
+            lu_solve(lu, piv, z)
         return
     _blocked_solve(piv, blk, z)
     r = blk.W.shape[1]

@@ -116,7 +116,7 @@ from sim.kernels.store import couple, empty_store, product as store_product, wri
 from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
 from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, distinct, \
-    low_rank, no_pattern, pattern, saddle_lstsq, solve, stores, to_dense, transpose
+    low_rank, lu_pattern, no_pattern, pattern, saddle_lstsq, solve, stores, to_dense, transpose
 from sim.solvers.blocks import factor as block_factor
 
 NEWTON_MAX_ITER = 12
@@ -980,6 +980,8 @@ def _factorize(a, lam, st, pb, law, w, fresh):
         blk.info[ACTIVE] = 0
         add_low_rank(lu, w.low, w.low_rate, fv)
         info = getrf(lu, st.piv)
+        if blk.lu_rows.size:
+            lu_pattern(lu, blk)
         top, low = 0.0, np.inf
         for i in range(m):
             d = abs(lu[i, i])
