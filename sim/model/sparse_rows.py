@@ -170,7 +170,7 @@ class SparseRows:
         """``keep`` (m,): the coordinate each column picks where this is a selection basis
         (one entry 1 per column, at most one per row), else None."""
         i, j, v = self.entries()
-        if i.size != self.n_cols or np.any(v != 1.0) or _distinct(j).size != j.size or _distinct(i).size != i.size:
+        if i.size != self.n_cols or np.any(v != 1.0) or distinct(j).size != j.size or distinct(i).size != i.size:
             return None
         keep = np.empty(self.n_cols, dtype=np.int64)
         keep[j] = i
@@ -194,7 +194,7 @@ def union(mats):
     """One pattern for several matrices of one shape: ``cols`` (n, w), the union of their
     nonzeros' columns in each row, and ``values`` (g, n, w) each one's entries there."""
     n, m = mats[0].shape
-    every = _distinct(np.concatenate([_keys(a) for a in mats])) if mats else np.zeros(0, dtype=np.int64)
+    every = distinct(np.concatenate([_keys(a) for a in mats])) if mats else np.zeros(0, dtype=np.int64)
     pattern = SparseRows.of_entries(every // max(m, 1), every % max(m, 1), np.ones(every.size), (n, m))
     values = np.zeros((len(mats),) + pattern.cols.shape)
     slot_key = np.where(pattern.cols >= 0, np.arange(n)[:, None] * m + pattern.cols, -1)
@@ -211,8 +211,8 @@ def _keys(a):
     return i * a.n_cols + j
 
 
-def _distinct(x):
-    """The distinct values of ``x``, ascending (``np.unique`` imports numpy.ma: 20 ms a small run
-    does without)."""
+def distinct(x):
+    """The distinct values of the integers ``x``, ascending (``np.unique`` would import numpy.ma
+    for its masked-array check: 20 ms a small run does without)."""
     x = np.sort(np.asarray(x).ravel())
     return x[np.r_[True, x[1:] != x[:-1]]] if x.size else x

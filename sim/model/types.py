@@ -140,8 +140,7 @@ def _union(bodies):
         index = np.ascontiguousarray(np.argwhere(np.any(dense != 0, axis=0)), dtype=np.int64)
         return index, np.ascontiguousarray(dense[(slice(None), *index.T)])
     keys = [np.ravel_multi_index(tuple(b.second_index.T), shape) for b in bodies]
-    every = np.sort(np.concatenate(keys))
-    every = every[np.r_[True, every[1:] != every[:-1]]] if every.size else every
+    every = sparse_rows.distinct(np.concatenate(keys))
     values = np.zeros((len(bodies), every.size))
     for x, b, k in zip(values, bodies, keys):
         x[np.searchsorted(every, k)] = b.second_value

@@ -45,6 +45,7 @@ from numba import njit
 
 from sim.kernels.lapack import getrf
 from sim.kernels.store import Store
+from sim.model.sparse_rows import distinct
 
 # Relative size (to the largest entry of its row of the iteration matrix) below which an entry of the
 # forward-difference Jacobian correction is round-off: the residual's last bits move with every
@@ -303,13 +304,6 @@ def held(t, stiff):
     return Held(M, K_t, n_v)
 
 
-def distinct(x):
-    """The distinct values of the integers ``x``, ascending (np.unique would import numpy.ma for
-    its masked-array check: milliseconds of a run)."""
-    x = np.sort(x)
-    return x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x
-
-
 @njit(cache=True)
 def _groups(ptr, rows, m):
     """Greedy colouring of the columns of the pattern ``ptr, rows`` (CSC, m columns): each
@@ -387,15 +381,21 @@ def blocks(body_v, body_nf, m, mode="auto", rank=0):
                   np.zeros(k * (k - 1) if k else 0))
 
 
+@njit(cache=True, inline="always")
+def _interchange(piv, b):
+    """``b <- P b``: LAPACK's row interchanges, in order (``piv`` 0-based)."""
+    for i in range(b.size):
+        p = piv[i]
+        if p != i:
+            b[i], b[p] = b[p], b[i]
+
+
 @njit(cache=True)
 def lu_solve(lu, piv, b):
     """In place: ``b <- A^-1 b`` from LAPACK ``getrf``'s factors of ``A`` (``piv`` 0-based, as
     scipy returns them).  Column-oriented sweeps: ``lu`` is Fortran-ordered."""
     n = b.size
-    for i in range(n):
-        p = piv[i]
-        if p != i:
-            b[i], b[p] = b[p], b[i]
+    _interchange(piv, b)
     for j in range(n):              # L y = P b, L unit lower triangular
         bj = b[j]
         if bj != 0.0:
@@ -442,10 +442,7 @@ def pattern_solve(lu, piv, blk, b):
     the slider-crank."""
     ptr, rows, values = blk.lu_ptr, blk.lu_rows, blk.lu_values
     n = b.size
-    for i in range(n):
-        p = piv[i]
-        if p != i:
-            b[i], b[p] = b[p], b[i]
+    _interchange(piv, b)
     for j in range(n):              # L y = P b, L unit lower triangular
         bj = b[j]
         if bj != 0.0:

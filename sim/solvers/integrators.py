@@ -115,7 +115,8 @@ from sim.kernels.pose import marker_terms, pose_terms
 from sim.kernels.store import couple, empty_store, product as store_product, writer
 from sim.linalg import lstsq
 from sim.model.kinematics import pose_codes
-from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, distinct, \
+from sim.model.sparse_rows import distinct
+from sim.solvers.blocks import ACTIVE, BLOCK_MIN, BLOCKED, DROP_RTOL, MODE, SHARED, add_low_rank, blocks, \
     low_rank, lu_pattern, no_pattern, pattern, saddle_lstsq, solve, stores, to_dense, transpose
 from sim.solvers.blocks import factor as block_factor
 
