@@ -161,6 +161,30 @@ def test_other_analyses_through_the_api():
     assert dynamics.units["actuator_forces"] == ["N m", "N m"]
 
 
+def test_frequencies_taken_as_they_come_are_the_tracking_of_all_the_frames(monkeypatch):
+    """The ``[frequencies]`` analysis takes its frames chunk by chunk (never all held): its
+    frequencies, MACs and tracks are those of :func:`sim.solvers.tracking.track_modes` over all
+    the frames gathered at once, bitwise, across chunk boundaries (3 instants a chunk)."""
+    import sim.solvers.frames
+    from sim.model.evaluator import Evaluator
+    from sim.solvers.frames import motion_and_frames
+    from sim.solvers.tracking import track_modes
+    from sim.solvers.trajectory import from_scenario
+
+    monkeypatch.setattr(sim.solvers.frames, "FRAME_CHUNK", 3)
+    robot = sim.load_model(GUIDE_ROBOT)
+    circle = dict(CIRCLE, ramp=0.0)
+    along = sim.frequencies(robot, circle, count=3, samples=20)
+    ev = Evaluator(robot)
+    time = np.linspace(0.0, circle["duration"], 20)
+    motion, frames = motion_and_frames(ev, from_scenario(circle, robot, "test"), time, 5)
+    order, macs = track_modes(frames.shapes, weighted=(ev.mass_products(motion.q[1:], frames.shapes[:-1]),
+                                                       frames.mass_shapes[1:]))
+    assert np.array_equal(along.frequencies_sorted, frames.omega[:, :3] / (2 * np.pi))
+    assert np.array_equal(along.mode_order, order) and np.array_equal(along.mac, macs)
+    assert 0.5 < macs[1:].max() <= 1.0
+
+
 def test_toml_values_read_back_as_written():
     """Overrides given as Python values (``sim.run(..., overrides={...})``) pass through TOML
     text: each reads back as the same value, floats to the last bit."""

@@ -156,7 +156,8 @@ def test_streamed_frames_and_their_ked_are_the_gathered_ones(rrru3_coarse, monke
 
     monkeypatch.setattr(sim.solvers.frames.FramePool, "add", counted)
 
-    def take(start, frames):
+    def take(start, frames, q):
+        assert np.array_equal(q, motion.q[start:start + len(frames)])
         got.append((start, frames))
         steps.add(frames, 0.02)
 

@@ -6,7 +6,8 @@ at each instant (:mod:`sim.solvers.closed_loop`), tracked by the MAC of their co
 of KED's frozen structures (actuators locked; :func:`sim.solvers.frames.frames_along`, its
 compiled frame loop with subspace tracking).  Two extra modes are computed at every instant so
 that a tracked mode crossing the ``count``-th one is still found; pairing uses the
-mass-weighted MAC with ``M`` of the later instant (:func:`sim.solvers.tracking.track_modes`).
+mass-weighted MAC with ``M`` of the later instant (:func:`sim.solvers.tracking.track_modes`,
+here on the frames as they come: the MAC of each instant with the one before, then the tracks).
 """
 import numpy as np
 
@@ -86,7 +87,7 @@ def run(model, scenario, group, progress):
     """
     from sim.model.evaluator import Evaluator
     from sim.solvers.frames import motion_and_frames
-    from sim.solvers.tracking import track_modes
+    from sim.solvers.tracking import follow, weighted_mac
     from sim.solvers.trajectory import from_scenario
 
     table = scenario.data["frequencies"]
@@ -96,15 +97,31 @@ def run(model, scenario, group, progress):
     ev = Evaluator(model)
     q0, available = _first_pose(model, scenario, ev)
     # The frozen structures of KED (actuators locked), through its compiled frame loop, the
-    # frames of the first instants computed (in another thread) while the motion goes on.
+    # frames of the first instants computed (in another thread) while the motion goes on, and
+    # taken as they come: what the tracking keeps of them is their frequencies and the MAC
+    # between consecutive instants (sim.solvers.tracking.track_modes, a chunk at a time).
+    count = min(k + EXTRA_MODES, available)
+    omegas, raw = np.zeros((m, count)), np.zeros((max(m - 1, 0), count, count))
+    metric = Evaluator(model)       # the MAC's own (the motion's goes on meanwhile)
+    last = [None]                   # the shapes of the last instant taken
+
+    def take(start, frames, q):
+        """Frames ``start ..``: their frequencies, and the MAC of each with the instant before
+        in the metric of the later one (``M Phi`` of its own shapes comes with the frames, of
+        the earlier instant's from one compiled pass)."""
+        n = len(frames)
+        omegas[start:start + n] = frames.omega
+        before = np.concatenate([last[0][None], frames.shapes[:-1]]) if start else frames.shapes[:-1]
+        later = slice(0 if start else 1, n)
+        if len(before):
+            raw[start - 1 if start else 0:start + n - 1] = weighted_mac(
+                before, frames.shapes[later], metric.mass_products(q[later], before), frames.mass_shapes[later])
+        last[0] = frames.shapes[-1].copy()
+
     with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:
-        motion, frames = motion_and_frames(ev, trajectory, time, min(k + EXTRA_MODES, available),
-                                           progress_motion=bar_motion, progress_frames=bar_modes, q_start=q0)
-    omegas = frames.omega
-    # The MAC in the metric of the later instant: M Phi of its own shapes comes with the
-    # frames, of the earlier instant's shapes from one compiled pass.
-    order, macs = track_modes(frames.shapes, weighted=(ev.mass_products(motion.q[1:], frames.shapes[:-1]),
-                                                       frames.mass_shapes[1:]))
+        motion, _ = motion_and_frames(ev, trajectory, time, count, progress_motion=bar_motion,
+                                      progress_frames=bar_modes, q_start=q0, take=take)
+    order, macs = follow(raw)
     tracked = np.take_along_axis(omegas, order, axis=1)[:, :k] / (2 * np.pi)
     group.put("frequency_time", time, "s", "sampling instants")
     group.put("frequencies", tracked, "Hz", "elastic frequencies, column j = tracked mode j (identity kept by MAC)")

@@ -87,7 +87,7 @@ def run(model, scenario, group, progress):
         damping, material = robot_damping(scenario, group), material_blocks(model)
         steps = Superposition(time, start=table["start"])
 
-        def take(start, frames):
+        def take(start, frames, q):
             """The frames from instant ``start`` on, stepped through as they come (in time
             order; a chunk at a time, never all of them held)."""
             zeta = modal_ratios(damping, frames.omega, frames.shapes, material)

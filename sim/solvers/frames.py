@@ -37,6 +37,7 @@ from sim.solvers.subspace import (MAX_ITER, SEED_ITER, Mass, Tracker, definite, 
 
 
 FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
+AHEAD = 2          # streamed: chunks this thread computes past the one a worker has, at most
 
 
 @dataclass(frozen=True)
@@ -408,12 +409,14 @@ class FramePool:
     Use as a context manager: leaving it waits for the running tasks and drops the others.
 
     ``take``: the frames are not gathered into one :class:`Frames` of all the instants
-    (:meth:`finish`) but handed over chunk by chunk, in time order, to ``take(start, frames)``
-    (:class:`Frames` of up to ``FRAME_CHUNK`` instants from row ``start``, oriented as all
-    the frames at once would be, :func:`_orient`): as the workers finish them, while the
-    motion goes on, and the rest in :meth:`finish`.  The pool then holds the chunks in
-    flight, not ``n`` frames of ``n_v (2 r + d + 3)`` numbers each (the KED of a Delta with
-    64 elements per arm and 3200 intervals: 1.1 GB).
+    (:meth:`finish`) but handed over chunk by chunk, in time order, to ``take(start, frames,
+    q)`` (:class:`Frames` of up to ``FRAME_CHUNK`` instants from row ``start``, oriented as all
+    the frames at once would be, :func:`_orient`, and their configurations ``q`` (k, n_q)):
+    in this thread, as the workers finish them (while the motion goes on: ``take`` must not
+    use the motion's evaluator, which the motion's next samples need), and the rest in
+    :meth:`finish`.  The pool then holds the chunks in flight, not ``n`` frames of
+    ``n_v (2 r + d + 3)`` numbers each (the KED of a Delta with 64 elements per arm and 3200
+    intervals: 1.1 GB).
 
     Parameters
     ----------
@@ -539,7 +542,8 @@ class FramePool:
         """Streamed: the next chunks to ``take``, in order -- those the workers have finished,
         or (``wait``) all of them: this thread computes each no worker has started, and while
         a worker has the next one, the first no worker has started after it (it would
-        otherwise wait for every chunk, the workers taking them one by one ahead of it)."""
+        otherwise wait for every chunk, the workers taking them one by one ahead of it), up
+        to ``AHEAD`` chunks."""
         tasks = self.tasks
         while tasks:
             head = tasks[0]
@@ -551,20 +555,22 @@ class FramePool:
                     return
                 elif future is None or future.cancel():
                     head[3] = self._compute(start, rows, self.progress)
-                else:
-                    ahead = next((t for t in islice(tasks, 1, None)
-                                  if t[3] is None and (t[2] is None or t[2].cancel())), None)
+                else:    # (a few chunks ahead at most: they are held until the head is in)
+                    done = sum(t[3] is not None for t in islice(tasks, 1, AHEAD + 1))
+                    ahead = None if done >= AHEAD else next(
+                        (t for t in islice(tasks, 1, None) if t[3] is None and (t[2] is None or t[2].cancel())), None)
                     if ahead is None:
                         head[3] = future.result()
                     else:
-                        ahead[3], ahead[1] = self._compute(ahead[0], ahead[1], self.progress), None
+                        ahead[3] = self._compute(ahead[0], ahead[1], self.progress)
                 continue
             tasks.popleft()
+            q = np.array([state[0] for state in rows])
             del head, rows, future      # the states go with the chunk
             _orient(frames, self.previous)
             filled = frames.omega.shape[1] and frames.omega[-1, 0] > 0
             self.previous = frames.shapes[-1] if filled else None
-            self.take(start, frames)
+            self.take(start, frames, q)
             del frames
 
     def finish(self):
@@ -723,8 +729,8 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     if take is not None:
         given = take
 
-        def take(start, frames):
-            given(start, _stable(frames, times[start:]))
+        def take(start, frames, q):
+            given(start, _stable(frames, times[start:]), q)
 
     with FramePool(ev, count, len(times), _workers(workers, len(times)), progress_frames, ready, take) as pool:
         motion = rigid_motion(ev, trajectory, times, q_start=q_start, progress=progress_motion,
