@@ -38,6 +38,7 @@ from sim.solvers.subspace import (MAX_ITER, SEED_ITER, Mass, Tracker, definite, 
 
 FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
 AHEAD = 2          # streamed: chunks this thread computes past the one a worker has, at most
+FEED = 2           # streamed: chunks a worker has in flight or finished, at most
 
 
 @dataclass(frozen=True)
@@ -414,9 +415,9 @@ class FramePool:
     the frames at once would be, :func:`_orient`, and their configurations ``q`` (k, n_q)):
     in this thread, as the workers finish them (while the motion goes on: ``take`` must not
     use the motion's evaluator, which the motion's next samples need), and the rest in
-    :meth:`finish`.  The pool then holds the chunks in flight, not ``n`` frames of
-    ``n_v (2 r + d + 3)`` numbers each (the KED of a Delta with 64 elements per arm and 3200
-    intervals: 1.1 GB).
+    :meth:`finish`.  The pool then holds a few chunks (``FEED`` a worker, ``AHEAD`` here, the
+    one handed over), not ``n`` frames of ``n_v (2 r + d + 3)`` numbers each (the KED of a
+    Delta with 64 elements per arm and 3200 intervals: 1.1 GB).
 
     Parameters
     ----------
@@ -458,6 +459,7 @@ class FramePool:
         self.tasks = deque()
         self.local = threading.local()
         self.local.ev, self.local.tracker = ev, None     # this thread's
+        self.workers = workers
         self.pool = None if workers < 1 else ThreadPoolExecutor(workers, thread_name_prefix="frames")
         if self.pool is not None:   # a worker gets ready while the motion starts
             self.pool.submit(self._ready)
@@ -484,16 +486,38 @@ class FramePool:
                 self.pool.submit(self._prepare)
         self.buffer.append((q, v, a, s))
         if (self.pool is not None or self.take is not None) and len(self.buffer) == FRAME_CHUNK:
-            future = None
-            if self.pool is not None:
-                future = self.pool.submit(self._compute, self.start, self.buffer)
-                if self.progress is not None:
-                    future.add_done_callback(lambda f: f.cancelled() or self.progress.update(FRAME_CHUNK))
-            self.tasks.append([self.start, self.buffer, future, None])
+            task = [self.start, self.buffer, None, None]
+            if self.take is None:       # every task to the workers at once (finish takes some back)
+                self._submit(task)
+            self.tasks.append(task)
             self.start += FRAME_CHUNK
             self.buffer = []
         if self.take is not None:
+            self._feed()
             self._hand(wait=False)
+
+    def _submit(self, task):
+        """``task`` to the workers."""
+        task[2] = future = self.pool.submit(self._compute, task[0], task[1])
+        if self.progress is not None:
+            done = len(task[1])     # (not the task: a cycle through it would hold its frames)
+            future.add_done_callback(lambda f: f.cancelled() or self.progress.update(done))
+
+    def _feed(self):
+        """Streamed: the next tasks to the workers, ``FEED`` a worker in flight or finished at
+        most (their frames are held until they are handed over)."""
+        if self.pool is None:
+            return
+        busy = 0
+        for task in self.tasks:
+            if task[3] is not None:     # computed, waiting to be handed over
+                continue
+            if task[2] is None:
+                if busy >= FEED * self.workers:
+                    return
+                self._submit(task)
+            if not task[2].cancelled():
+                busy += 1
 
     def _parts(self):
         """This thread's evaluator and tracker (None until the free motions are known)."""
@@ -565,6 +589,7 @@ class FramePool:
                         ahead[3] = self._compute(ahead[0], ahead[1], self.progress)
                 continue
             tasks.popleft()
+            self._feed()
             q = np.array([state[0] for state in rows])
             del head, rows, future      # the states go with the chunk
             _orient(frames, self.previous)
@@ -582,6 +607,7 @@ class FramePool:
             if self.buffer:
                 self.tasks.append([self.start, self.buffer, None, None])
                 self.buffer = []
+            self._feed()
             self._hand(wait=True)
             return None
         if self.buffer:
