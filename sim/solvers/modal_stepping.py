@@ -424,29 +424,32 @@ class Superposition:
         J = frames.pose_jacobian
         self.omega[rows], self.zeta[rows] = frames.omega, zeta
         self.deviation_static[rows] = _apply(J, frames.static_rest)
-        # The intervals from the last frame added to this chunk's last: with that frame first.
-        if self.last is None:
-            joined, c, z, first = frames, correction, zeta, k
-        else:
+        if self.last is not None:       # the interval from the last frame added to this chunk's first
             last, c_last = self.last
-            joined = Frames(*(np.concatenate([getattr(last, name), getattr(frames, name)]) for name in FIELDS))
-            c, z, first = np.concatenate([c_last, correction]), np.concatenate([self.zeta[k - 1:k], zeta]), k - 1
-        span = slice(first, k + m)
-        steps = slice(first, k + m - 1)
-        c_ = np.ascontiguousarray
-        _modal_steps(self.time[span], tuple(c_(getattr(joined, name), dtype=float)
-                                            for name in ("omega", "shapes", "mass_shapes", "load")),
-                     c_(z), self.state, (self.eta[span], self.eta_dot[span], self.U[span], self.start[steps]))
+            pair = Frames(*(np.concatenate([getattr(last, name), getattr(frames, name)[:1]]) for name in FIELDS))
+            self._intervals(k - 1, pair, np.concatenate([c_last, correction[:1]]),
+                            np.concatenate([self.zeta[k - 1:k], zeta[:1]]))
+        self._intervals(k, frames, correction, zeta)
         self.U[rows] += correction
         self.deviation[rows] = _apply(J, self.U[rows])
-        Jj = joined.pose_jacobian
-        self.modal_jacobians[steps, 0] = Jj[:-1] @ joined.shapes[:-1]
-        self.modal_jacobians[steps, 1] = Jj[1:] @ joined.shapes[:-1]
-        for i, (Ja, ca) in enumerate(((Jj[:-1], c[:-1]), (Jj[:-1], c[1:]), (Jj[1:], c[:-1]), (Jj[1:], c[1:]))):
-            self.corrections[steps, i] = _apply(Ja, ca)
         self.last = (Frames(*(getattr(frames, name)[-1:].copy() for name in FIELDS)), correction[-1:].copy())
         self.taken = k + m
         return self
+
+    def _intervals(self, first, frames, c, zeta):
+        """The intervals between the frames ``first ..`` given (``frames``, their static
+        corrections ``c`` and damping ratios ``zeta``): stepped through from the state, and
+        their products for the instants between their ends."""
+        span, steps = slice(first, first + len(frames)), slice(first, first + len(frames) - 1)
+        c_ = np.ascontiguousarray
+        _modal_steps(self.time[span], tuple(c_(getattr(frames, name), dtype=float)
+                                            for name in ("omega", "shapes", "mass_shapes", "load")),
+                     c_(zeta), self.state, (self.eta[span], self.eta_dot[span], self.U[span], self.start[steps]))
+        J, shapes = frames.pose_jacobian, frames.shapes
+        self.modal_jacobians[steps, 0] = J[:-1] @ shapes[:-1]
+        self.modal_jacobians[steps, 1] = J[1:] @ shapes[:-1]
+        for i, (Ja, ca) in enumerate(((J[:-1], c[:-1]), (J[:-1], c[1:]), (J[1:], c[:-1]), (J[1:], c[1:]))):
+            self.corrections[steps, i] = _apply(Ja, ca)
 
     def result(self, pose_rigid, parts=1, pose_at=None):
         """The :class:`KedResult` once every frame is in (``pose_rigid`` (n + 1, d), ``parts``
