@@ -382,7 +382,7 @@ class Superposition:
         self.taken = 0          # frames added
         self.last = None        # the last frame added (Frames of one) and its static correction
 
-    def _first(self, frames, zeta):
+    def _first(self, frames):
         """The arrays, sized by the first frames, and the initial state on frame 0's modes."""
         n1 = self.time.size
         _, n_v, r = frames.shapes.shape
@@ -418,7 +418,7 @@ class Superposition:
             raise ValueError(f"{k + m} frames for {self.time.size} instants")
         zeta = np.broadcast_to(np.asarray(zeta, dtype=float), frames.omega.shape)
         if not k:
-            self._first(frames, zeta)
+            self._first(frames)
         rows = slice(k, k + m)
         correction = static_correction(frames)
         J = frames.pose_jacobian
