@@ -1,8 +1,10 @@
 """Integrators of the constrained equations: order, period, energy (sim.solvers.integrators, sim.solvers.simulate)."""
 import numpy as np
 import pytest
+from numba import njit
 from numpy.testing import assert_allclose
 
+from sim.kernels.common import _MXCSR, SUBNORMALS_OFF, fp_control, subnormals_off
 from sim.solvers.integrators import METHODS, Options
 from sim.model.kinematics import integrate
 from sim import ModelBuilder
@@ -272,3 +274,64 @@ def test_refactorising_on_the_iteration_count_stops_when_it_does_not_pay():
     # Slow contraction refactorises every step, whatever the count.
     asked, _ = factorisations([3] * 20, rate=2 * KEEP_RATE)
     assert asked == 20
+
+
+@njit
+def _control_word():
+    """The floating-point control word as it is, its status flags left out (numpy clears them
+    around its operations); read through a swap that changes nothing."""
+    word = subnormals_off()
+    fp_control(word)
+    return word & ~np.uint32(0x3F)
+
+
+@njit
+def _product(x, y, off):
+    """``x * y``, with subnormal numbers off (``off``) or as they are.  The factors are read from
+    memory and the product written there, as the step loop's are: the control word orders
+    memory accesses only (arithmetic on values in registers may move across it)."""
+    v, out = np.array([x, y]), np.zeros(1)
+    if off:
+        word = subnormals_off()
+        out[0] = v[0] * v[1]
+        fp_control(word)
+    else:
+        out[0] = v[0] * v[1]
+    return out[0]
+
+
+@njit
+def _stop_inside(counts, slot):
+    """A compiled call that turns subnormal numbers off, keeps the word as the step loop does
+    and stops on an exception before it can put it back."""
+    counts[slot] = subnormals_off()
+    raise FloatingPointError("stopped inside the loop")
+
+
+@pytest.mark.skipif(not _MXCSR, reason="the control word is x86-64's")
+def test_subnormal_numbers_are_zero_inside_the_step_loop_only(monkeypatch):
+    """The step loop reads and writes subnormal numbers as zero (the slider-crank met one per
+    Newton solve, at 100x an operation's cost) and leaves the control word as it found it:
+    after steps, and after a call that stopped on an exception inside the loop."""
+    from sim.model.evaluator import Evaluator
+    from sim.model.loader import load_model
+    from sim.solvers import integrators
+
+    tiny = np.finfo(float).tiny
+    assert _product(1e-300, 1e-10, False) == pytest.approx(1e-310) and 0 < _product(1e-300, 1e-10, False) < tiny
+    assert _product(1e-300, 1e-10, True) == 0.0 and _product(tiny, 0.5, True) == 0.0
+    word = _control_word()
+    assert word & SUBNORMALS_OFF == 0, "Python runs with gradual underflow"
+    model = load_model("models/slider_crank.py", {"elements": 2, "planar": True})
+    g = integrators.GeneralizedAlpha(Evaluator(model), Drive("free"), 0.0, model.q_home, np.zeros(model.n_v), 5e-5,
+                                     Options())
+    assert g.advance(50) == 50 and g.status == "running"
+    assert _control_word() == word and g.state.counts[integrators.FP_WORD] == -1
+    assert 0 < np.float64(1e-300) * 1e-10 < tiny           # numpy, after the loop
+
+    monkeypatch.setattr(integrators, "_run", lambda task, span, st, *rest: _stop_inside(g.state.counts,
+                                                                                        integrators.FP_WORD))
+    with pytest.raises(FloatingPointError, match="stopped inside"):
+        g.advance(1)
+    assert _control_word() == word and g.state.counts[integrators.FP_WORD] == -1
+    assert 0 < _product(1e-300, 1e-10, False) < tiny

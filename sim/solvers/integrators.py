@@ -107,7 +107,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, types
 
-from sim.kernels.common import borrow, borrowed, compile_for, pattern_vector, reference, runtime, wrap
+from sim.kernels.common import (borrow, borrowed, compile_for, fp_control, pattern_vector, reference, restore_fp,
+                                runtime, subnormals_off, wrap)
 from sim.kernels.equations import PATTERN_MIN, function, potential_function, store_address, store_function
 from sim.kernels.frames import integrate
 from sim.kernels.lapack import getrf
@@ -158,9 +159,10 @@ RANK_MAX = 64               # modal damping on at most this many modes stays a l
 # those of the accepted step's last iterate, so that an output sample needs no evaluation.)
 # (RAISED: how far the iteration count that refactorises is raised above ITERATION_LIMIT;
 # PENDING: the iterations of the step whose count alone asked for the factorisation the next
-# step runs on, 0 when none.)
+# step runs on, 0 when none.  FP_WORD: the floating-point control word the running call of
+# _run found, which it puts back on return; -1 between calls.)
 STEPS, ITERATIONS, EVALUATIONS, FACTORIZATIONS, JACOBIANS, LAST, MAX_SINCE, SAMPLES, HAVE_PREV, LU_OK, \
-    DELTA_OK, CURRENT, RAISED, PENDING = range(14)
+    DELTA_OK, CURRENT, RAISED, PENDING, FP_WORD = range(15)
 
 
 def baumgarte_gains(h, alpha=None, beta=None):
@@ -1237,7 +1239,22 @@ def _run(task, span, st, pb, laws, w, out):
     ``S, SD, SDD, FF`` (count, n_a) at the end of step ``k0 + 1 + i``), sampled into ``out``
     after every ``every``-th step and the last (``every = 0``: no samples).  Returns
     ``(code, done)``: the failure code (0: all steps taken) and the steps taken.
+
+    Subnormal numbers are read and written as zero meanwhile (:func:`subnormals_off`; the
+    control word found is kept in ``st.counts[FP_WORD]`` for the caller to put back should
+    the call stop on an exception; -1 between calls).
     """
+    word = subnormals_off()
+    st.counts[FP_WORD] = word
+    code, done = _tasks(task, span, st, pb, laws, w, out)
+    fp_control(word)
+    st.counts[FP_WORD] = -1
+    return code, done
+
+
+@njit(cache=True, inline="always")
+def _tasks(task, span, st, pb, laws, w, out):
+    """:func:`_run`'s work."""
     count, k0, every, total = span
     rows = pb.rows
     # Borrowed (the caller holds the tables and the samples for the call): each step's rows of
@@ -1374,7 +1391,7 @@ class GeneralizedAlpha:
         self.f = np.append(ev.f, store_address(ev.ref)) if held and not isinstance(ev.f, types.Type) else ev.f
         self.state = State(np.array([float(t0), 0.0]), np.array(q0, dtype=float), np.array(v0, dtype=float),
                            np.zeros(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_c), np.zeros(n_c),
-                           lu, np.zeros(m, dtype=np.int32), delta, np.zeros(14, dtype=np.int64), blk, pat)
+                           lu, np.zeros(m, dtype=np.int32), delta, np.r_[np.zeros(FP_WORD, dtype=np.int64), -1], blk, pat)
         self.work = Work(np.empty(ev.n_q), np.empty(n_v), np.empty(n_v), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v),
                          np.zeros(dense), np.zeros(n_v), np.zeros(n_rows), np.zeros((n_rows, n_v)),
                          np.zeros(n_rows), np.zeros(dense), np.zeros((n_rows, n_v)),
@@ -1565,7 +1582,13 @@ class GeneralizedAlpha:
         return self._refs
 
     def _call(self, task, out, count=1, k0=0, every=0, total=0):
-        result = _run(*self._arguments(task, out, count, k0, every, total))
+        try:
+            result = _run(*self._arguments(task, out, count, k0, every, total))
+        except BaseException:
+            if self.state.counts[FP_WORD] >= 0:     # the loop stopped before it could put it back
+                restore_fp(self.state.counts[FP_WORD])
+                self.state.counts[FP_WORD] = -1
+            raise
         m = self.work.r.size
         if self.state.lu.shape[0] != m and _factor_rows(self._refs[0]) == m:
             # the dense factors' memory, allocated by the loop (the record's field): held here too
