@@ -474,18 +474,21 @@ def test_time_estimates_follow_the_measured_curves():
     """The per-unit costs are the measured points times the margin, joined log-log (a power law
     between two points: the geometric mean at the geometric mean), extended with the end
     segments' slopes; the general solver's frozen structures cost more at the same size."""
-    from sim.app.cost import CURVES, GENERAL, MARGIN, _unit
-    for table, general in ((CURVES, False), (GENERAL, True)):
+    from sim.app.cost import CURVES, GENERAL, MARGIN, SERVO, _unit
+    for table, general, servo in ((CURVES, False, False), (GENERAL, True, False), (SERVO, False, True)):
         for kind, points in table.items():
             for n, t in points:
-                assert _unit(kind, n, general) == pytest.approx(MARGIN * t, rel=1e-12)
+                assert _unit(kind, n, general, servo) == pytest.approx(MARGIN * t, rel=1e-12)
             (n0, t0), (n1, t1) = points[0], points[1]
-            assert _unit(kind, np.sqrt(n0 * n1), general) == pytest.approx(MARGIN * np.sqrt(t0 * t1), rel=1e-12)
+            assert _unit(kind, np.sqrt(n0 * n1), general, servo) == pytest.approx(MARGIN * np.sqrt(t0 * t1),
+                                                                                  rel=1e-12)
             (n0, t0), (n1, t1) = points[-2], points[-1]
             slope = np.log(t1 / t0) / np.log(n1 / n0)
-            assert _unit(kind, 4 * n1, general) == pytest.approx(MARGIN * t1 * 4 ** slope, rel=1e-12)
+            assert _unit(kind, 4 * n1, general, servo) == pytest.approx(MARGIN * t1 * 4 ** slope, rel=1e-12)
     for kind in GENERAL:
         assert _unit(kind, 1000, True) > _unit(kind, 1000)
+    for kind in SERVO:
+        assert _unit(kind, 1000, servo=True) > 100 * _unit(kind, 1000, True)
 
 
 def test_a_fine_mesh_the_engine_runs_in_minutes_is_not_refused():
@@ -501,6 +504,33 @@ def test_a_fine_mesh_the_engine_runs_in_minutes_is_not_refused():
     costs = {c.key: c.seconds for c in estimate(scenario, model)}
     assert 20000 * 5.3e-3 < costs["transient.step"] < TIME_LIMIT / 10
     check(SimpleNamespace(path="s.toml"), estimate(scenario, model), memory=1e12)
+
+
+def test_the_servo_drives_frozen_structures_are_estimated_on_their_own_curve():
+    """The KED and the closed-loop frequencies with ``drives = "servo"`` reduce each frozen
+    structure densely (about n_v^3): on the locked curves the 3-RRRU with 32 elements per link
+    (636 coordinates) was estimated at 0.2 s for a KED that takes 35 s (201 frames) and 0.4 s
+    for closed-loop frequencies that take 8 s (6 samples).  Now above what they take, and a
+    2000-interval servo KED with 64 elements per link (about an hour and a half) needs --yes;
+    the shipped rrru3_servo (4 elements per link) stays at seconds."""
+    from types import SimpleNamespace
+
+    from sim.app.cost import TIME_LIMIT, check, estimate
+    from sim.app.scenario import load_scenario
+    from sim.errors import SimError
+    scenario = load_scenario(ROOT / "scenarios" / "rrru3_servo.toml")
+    costs = {c.key: c.seconds for c in estimate(scenario, load_model(scenario.model_file, scenario.model_parameters))}
+    assert 201 * 5.6e-3 < costs["ked.intervals"] < 30 and 100 * 1.2e-2 < costs["frequencies.samples"] < 30
+    model = load_model(scenario.model_file, {**scenario.model_parameters, "elements_per_link": 32})
+    scenario.data["frequencies"]["samples"] = 6
+    costs = {c.key: c.seconds for c in estimate(scenario, model)}
+    assert 35 < costs["ked.intervals"] < 35 * 10 and 8 < costs["frequencies.samples"] < 8 * 10
+    model = load_model(scenario.model_file, {**scenario.model_parameters, "elements_per_link": 64})
+    scenario.data["ked"]["intervals"] = 2000
+    costs = estimate(scenario, model)
+    assert next(c.seconds for c in costs if c.key == "ked.intervals") > TIME_LIMIT
+    with pytest.raises(SimError, match="`ked.intervals`.*would take about .*run with --yes"):
+        check(SimpleNamespace(path="s.toml"), costs, memory=1e12)
 
 
 def test_yes_lifts_the_time_limit_not_the_memory_one():

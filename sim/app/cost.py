@@ -6,7 +6,8 @@ robots (:data:`CURVES`: the 3-RRRU circle with 2 to 128 elements per link, whose
 runs on the block path and whose frozen structures on the band path, both close to linear in
 ``n_v``; :data:`GENERAL`: the frozen structures of a robot whose stiffness is not the bodies'
 constant one -- springs, compliant drives, stiffening -- measured on the 6-PSS with compliant
-drives and 3 to 64 elements per strut, by the saddle-point form from 300 coordinates),
+drives and 3 to 64 elements per strut, by the saddle-point form from 300 coordinates;
+:data:`SERVO`: the KED and closed-loop frequencies of a robot held by its servo drives, dense),
 interpolated log-log, extrapolated with the end segments' slopes, and doubled for
 slower machines.  The estimates are orders of magnitude, meant to stop a typing slip
 (``transient.step = 1e-12``, a 10000 x 10000 map) before it fills the memory or runs for
@@ -44,6 +45,14 @@ GENERAL = {
     "sample": ((186, 1.41e-3), (366, 2.22e-3), (654, 2.83e-3), (1230, 4.78e-3), (2382, 8.5e-3)),
     "modes": ((186, 4.3e-3), (366, 6.7e-3), (654, 9.0e-3), (1230, 1.42e-2), (2382, 2.47e-2)),
 }
+# ... the frozen structures of the robot held by its servo drives (``drives = "servo"``: the 3-RRRU of
+# rrru3_servo with 4 to 32 elements per link, 2026-11-28, thirteenth session): a KED frame, and a closed-loop
+# frequency sample on top of the locked one.  Dense: the plant N^T M N on each instant's null-space basis,
+# its eigenproblem (the frequencies': the first-order system's, 2m x 2m), close to n_v^3.
+SERVO = {
+    "frame": ((132, 5.6e-3), (204, 1.4e-2), (348, 3.2e-2), (636, 1.74e-1)),
+    "sample": ((132, 1.2e-2), (204, 6.0e-2), (348, 2.25e-1), (636, 1.34)),
+}
 FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth
 
 
@@ -56,13 +65,15 @@ class Cost(NamedTuple):
     what: str
 
 
-def _unit(kind, n_v, general=False):
+def _unit(kind, n_v, general=False, servo=False):
     """The cost [s] of one unit of ``kind`` at ``n_v`` velocity coordinates (``general``: the
-    frozen structures by the general solver), :data:`MARGIN` included: the curve's points
-    joined log-log, its first and last segments extended."""
+    frozen structures by the general solver; ``servo``: held by the servo drives, :data:`SERVO`),
+    :data:`MARGIN` included: the curve's points joined log-log, its first and last segments
+    extended."""
     if kind == "frf":
         return MARGIN * FRF_UNIT * (max(n_v, 1) / FRF_N) ** FRF_SCALE
-    n, t = np.log(np.array((GENERAL if general and kind in GENERAL else CURVES)[kind])).T
+    curves = SERVO if servo else GENERAL if general and kind in GENERAL else CURVES
+    n, t = np.log(np.array(curves[kind])).T
     x = np.log(max(n_v, 1))
     k = int(np.clip(np.searchsorted(n, x) - 1, 0, n.size - 2))
     slope = (t[k + 1] - t[k]) / (n[k + 1] - n[k])
@@ -145,8 +156,12 @@ def estimate(scenario, model):
     if "ked" in data:
         k = data["ked"]
         frames, r = k["intervals"] + 1, k["modes"]
-        out.append(Cost("ked.intervals", 8 * frames * (n_v * (2 * r + d + 6) + n_q) + skeleton_bytes(frames),
-                        frames * unit("frame"), f"{frames:.3g} frames of {r} modes"))
+        if k.get("drives") == "servo":     # the frames gathered, with the actuators' rows and integral states
+            width, seconds = 2 * r + d + 6 + 4 * len(model.actuators), _unit("frame", n_v, servo=True)
+        else:
+            width, seconds = 2 * r + d + 6, unit("frame")
+        out.append(Cost("ked.intervals", 8 * frames * (n_v * width + n_q) + skeleton_bytes(frames),
+                        frames * seconds, f"{frames:.3g} frames of {r} modes"))
         duration = _duration(scenario, k)
         if k.get("output_step") and duration is not None:
             # Samples between the interval ends: modal coordinates and the einsum terms of each.
@@ -154,8 +169,9 @@ def estimate(scenario, model):
             out.append(Cost("ked.output_step", 8 * samples * (6 * d + 2 * r), None, f"{samples:.3g} samples written"))
     if "frequencies" in data:
         f = data["frequencies"]
+        seconds = unit("sample") + (_unit("sample", n_v, servo=True) if f.get("drives") == "servo" else 0.0)
         out.append(Cost("frequencies.samples", 8 * f["samples"] * (n_v * (f["count"] + 2) + n_q),
-                        f["samples"] * unit("sample"), f"{f['samples']:.3g} samples"))
+                        f["samples"] * seconds, f"{f['samples']:.3g} samples"))
     if "inverse_dynamics" in data:
         s = data["inverse_dynamics"]["samples"]
         rows = model.rows["n_total"]
