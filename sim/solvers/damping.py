@@ -39,7 +39,8 @@ References
 D. J. Ewins, *Modal Testing*, 2nd ed., 2000, §2.3-2.6 (structural, proportional and
 non-proportional damping; complex modes).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -131,9 +132,12 @@ class Reduced:
     M, K, C : ndarray, shape (n, n)
         Reduced mass, stiffness and lumped viscous damping.
     q : ndarray, shape (n_q,)
+    model : Model
+        Whose bodies :attr:`M_f` and :attr:`K_f` are reduced from.
     M_f, K_f : ndarray, shape (n, n)
         The flexible bodies' own ``M_ff``, ``K_ff`` (elastic coordinates only), reduced: the
-        material Rayleigh damping is ``alpha M_f + beta K_f``.
+        material Rayleigh damping is ``alpha M_f + beta K_f``.  Computed when first read (only
+        Rayleigh damping reads them; on the servo KED's plants they were a fifth of its time).
     """
 
     N: np.ndarray
@@ -141,8 +145,22 @@ class Reduced:
     K: np.ndarray
     C: np.ndarray
     q: np.ndarray
-    M_f: np.ndarray
-    K_f: np.ndarray
+    model: object = field(repr=False, compare=False)
+
+    @cached_property
+    def _material(self):
+        """``(M_f, K_f)``: each flexible body's blocks on its rows of ``N``."""
+        n = self.N.shape[1]
+        elastic, blocks = material_blocks(self.model)
+        N_e = self.N[elastic]
+        M_f, K_f = np.zeros((n, n)), np.zeros((n, n))
+        for rows, M_b, K_b in blocks:
+            M_f += N_e[rows].T @ (M_b @ N_e[rows])
+            K_f += N_e[rows].T @ (K_b @ N_e[rows])
+        return M_f, K_f
+
+    M_f = property(lambda self: self._material[0])
+    K_f = property(lambda self: self._material[1])
 
 
 def reduce(model, q, locked=True):
@@ -171,14 +189,8 @@ def reduce(model, q, locked=True):
     dampers = any(a.damping for a in model.actuators if a.stiffness is not None) or \
         bool(model.springs and np.any(model.spring_tables["C"]))
     C = project(damping_matrix(model, q)) if dampers else np.zeros((N.shape[1], N.shape[1]))
-    elastic, blocks = material_blocks(model)
-    N_e = N[elastic]
-    M_f, K_f = np.zeros((N.shape[1], N.shape[1])), np.zeros((N.shape[1], N.shape[1]))
-    for rows, M_b, K_b in blocks:
-        M_f += N_e[rows].T @ (M_b @ N_e[rows])
-        K_f += N_e[rows].T @ (K_b @ N_e[rows])
     return Reduced(N=N, M=project(mass_matrix(model, q)), K=project(stiffness_matrix(model, q)), C=C, q=q,
-                   M_f=M_f, K_f=K_f)
+                   model=model)
 
 
 def rayleigh(M, K, alpha, beta):
