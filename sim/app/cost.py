@@ -46,12 +46,13 @@ GENERAL = {
     "modes": ((186, 4.3e-3), (366, 6.7e-3), (654, 9.0e-3), (1230, 1.42e-2), (2382, 2.47e-2)),
 }
 # ... the frozen structures of the robot held by its servo drives (``drives = "servo"``: the 3-RRRU of
-# rrru3_servo with 4 to 32 elements per link, 2026-11-28, thirteenth session): a KED frame, and a closed-loop
+# rrru3_servo with 4 to 32 elements per link, 2026-11-28, thirteenth session, once its plants stopped reducing
+# the material matrices no Rayleigh damping reads): a KED frame, and a closed-loop
 # frequency sample on top of the locked one.  Dense: the plant N^T M N on each instant's null-space basis,
 # its eigenproblem (the frequencies': the first-order system's, 2m x 2m), close to n_v^3.
 SERVO = {
-    "frame": ((132, 5.6e-3), (204, 1.4e-2), (348, 3.2e-2), (636, 1.74e-1)),
-    "sample": ((132, 1.2e-2), (204, 6.0e-2), (348, 2.25e-1), (636, 1.34)),
+    "frame": ((132, 6.6e-3), (204, 1.05e-2), (348, 2.6e-2), (636, 1.23e-1)),
+    "sample": ((132, 1.26e-2), (204, 4.3e-2), (348, 2.34e-1), (636, 1.19)),
 }
 FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth
 
