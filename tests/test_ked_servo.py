@@ -421,3 +421,34 @@ def test_damping_is_the_servo_transients(tmp_path):
     for name in ("tracking_error", "deviation_dynamic"):
         ref = on(k["time"].values, t["time"].values, t[name].values)
         assert np.all(rms(k[name].values - ref) < 0.008 * rms(ref)), name
+
+
+@pytest.mark.parametrize("damping", [Damping(), Damping(alpha=0.5, beta=2e-5, zeta=0.02, modes=6)],
+                         ids=["undamped", "rayleigh-and-modal"])
+def test_sparse_frames_are_the_dense_ones(rrru3, monkeypatch, damping):
+    """The frozen structures held by the servos solved sparse (the joints' saddle point, from
+    ``SPARSE_MIN`` coordinates) are the dense plant's on its null-space basis: every field of
+    every frame, integral states and torque feedforward on, Rayleigh and the modal schedule's
+    damping too, within 1e-7 of its largest entry (4e-8 measured on the 3-RRRU with 16 elements
+    per link; shapes after the same sign convention; the integral states at rest, zero, within
+    round-off); and the KED's tracking error the same."""
+    import sim.solvers.servo_stepping as stepping
+
+    servo = sv.Servo.from_table(RRRU_SERVO, rrru3)
+    trajectory = from_scenario(dict(kind="circle", center=[0.0, 0.0, -0.7], radius=0.1, omega=2.0,
+                                    duration=0.5), rrru3)
+    runs = []
+    for least in (10**9, 0):
+        monkeypatch.setattr(stepping, "SPARSE_MIN", least)
+        runs.append(run_ked(rrru3, servo, 6, count=8, trajectory=trajectory, damping=damping))
+    (dense_ked, dense, _), (sparse_ked, sparse, _) = runs
+    for name in dense.__dataclass_fields__:
+        x, y = getattr(dense, name), getattr(sparse, name)
+        assert x.shape == y.shape, name
+        if name == "y_rest":        # zero: the torque feedforward supplies the torques at rest
+            assert np.abs(x).max() < 1e-11 and np.abs(y).max() < 1e-11
+            continue
+        assert np.abs(x - y).max() <= 1e-7 * np.abs(x).max(), name
+    assert np.abs(dense.shapes).max() > 0 and np.abs(dense.damping).max() > 0
+    assert_allclose(sparse_ked.tracking_error, dense_ked.tracking_error, rtol=0,
+                    atol=1e-7 * np.abs(dense_ked.tracking_error).max())

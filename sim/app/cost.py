@@ -7,7 +7,7 @@ runs on the block path and whose frozen structures on the band path, both close 
 ``n_v``; :data:`GENERAL`: the frozen structures of a robot whose stiffness is not the bodies'
 constant one -- springs, compliant drives, stiffening -- measured on the 6-PSS with compliant
 drives and 3 to 64 elements per strut, by the saddle-point form from 300 coordinates;
-:data:`SERVO`: the KED and closed-loop frequencies of a robot held by its servo drives, dense),
+:data:`SERVO`: the KED and closed-loop frequencies of a robot held by its servo drives),
 interpolated log-log, extrapolated with the end segments' slopes, and doubled for
 slower machines.  The estimates are orders of magnitude, meant to stop a typing slip
 (``transient.step = 1e-12``, a 10000 x 10000 map) before it fills the memory or runs for
@@ -46,12 +46,11 @@ GENERAL = {
     "modes": ((186, 4.3e-3), (366, 6.7e-3), (654, 9.0e-3), (1230, 1.42e-2), (2382, 2.47e-2)),
 }
 # ... the frozen structures of the robot held by its servo drives (``drives = "servo"``: the 3-RRRU of
-# rrru3_servo with 4 to 32 elements per link, 2026-11-28, thirteenth session, once its plants stopped reducing
-# the material matrices no Rayleigh damping reads): a KED frame, and a closed-loop
-# frequency sample on top of the locked one.  Dense: the plant N^T M N on each instant's null-space basis,
-# its eigenproblem (the frequencies': the first-order system's, 2m x 2m), close to n_v^3.
+# rrru3_servo with 4 to 64 elements per link, 2026-11-28, thirteenth session): a KED frame (dense plant below
+# servo_stepping.SPARSE_MIN = 300 coordinates, the joints' saddle point above), and a closed-loop frequency
+# sample on top of the locked one (the first-order system's dense eigenproblem, 2m x 2m: about n_v^3).
 SERVO = {
-    "frame": ((132, 6.6e-3), (204, 1.05e-2), (348, 2.6e-2), (636, 1.23e-1)),
+    "frame": ((132, 6.6e-3), (204, 1.4e-2), (348, 2.6e-2), (636, 3.4e-2), (1212, 6.7e-2)),
     "sample": ((132, 1.26e-2), (204, 4.3e-2), (348, 2.34e-1), (636, 1.19)),
 }
 FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth

@@ -46,12 +46,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import scipy.sparse as sparse
+import scipy.sparse.linalg as splinalg
+
 from sim.errors import SimError
 from sim.solvers import closed_loop as sv
 from sim.solvers.damping import Schedule, schedule
 from sim.solvers.modal import signs
 
 FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
+SPARSE_MIN = 300    # velocity coordinates from which the frozen structures are solved sparse (_Sparse; the
+#                     3-RRRU's KED: 2.8 dense against 3.6 s at 204, 6.5 against 4.2 s at 348, 27.9 against 6.0 at 636)
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,130 @@ class ServoFrames:
                 self.static_integral[k] - psi @ (self.integral[k] / w2[:, None]))
 
 
+class _Sparse:
+    """The frozen structure held by the servos in the velocity coordinates, sparse: the
+    joints' rows ``J`` stay rows of a saddle-point matrix instead of being reduced away on a
+    null-space basis ``N``, so that nothing of size n_v^2 is factorised or multiplied densely.
+
+    With rigid transmissions (no motor coordinate) the plant's matrices are ``N^T X N`` of
+
+        K_c = K + J_s^T diag(kv kp + ki kv) J_s,   M_c = M + J_s^T diag(I) J_s,
+        C_c = C + J_s^T diag(kv) J_s,              P^T Ki = N^T J_s^T diag(ki),
+
+    so that, for the orthonormal ``N`` of the dense path, its modes ``Phi`` give the shapes
+    ``psi = N Phi`` that solve ``K_c psi = M_c psi omega^2 + J^T mu``, ``J psi = 0``; its
+    static solutions ``N (N^T K_c N)^-1 N^T f`` are the saddle point's ``[[K_c, J^T], [J, 0]]
+    (u, mu) = (f, 0)``; its rest with integral states the saddle point with the integral axes'
+    rows ``J_y`` locked too, their multipliers ``-diag(ki) y``; and ``Phi^T X Phi = psi^T X
+    psi``.  The modes come from shift-invert Lanczos at 0 (``scipy.sparse.linalg.eigsh``)
+    with the saddle point's sparse LU as the inverse: ``S M_c``, ``S = N (N^T K_c N)^-1 N^T``,
+    is self-adjoint in the ``M_c`` inner product and zero off the admissible motions.
+    """
+
+    def __init__(self, model, servo, damping, modal, elastic):
+        self.model, self.servo, self.modal, self.elastic = model, servo, modal, elastic
+        self.damping = damping
+        acts = model.actuators
+        self.inertia = np.array([a.reflected_inertia for a in acts])
+        self.y = np.flatnonzero(servo.ki > 0)
+        K = np.zeros(0)
+        rows, cols = [], []
+        for b, body in enumerate(model.bodies):            # the bodies' constant K_ff, by entries
+            if body.n_f:
+                i0 = model.q_index[b][1] + 6
+                i, j, v = body.stiffness_ff.entries()
+                rows.append(i0 + i)
+                cols.append(j + i0)
+                K = np.append(K, v)
+        n_v = model.n_v
+        self.K_ff = sparse.csr_matrix((K, (np.concatenate(rows or [[]]).astype(int),
+                                           np.concatenate(cols or [[]]).astype(int))), shape=(n_v, n_v))
+        from sim.model.tables import stretched
+        # K depends on the configuration (the springs' linearisation, geometric stiffening):
+        # the model's, formed at each instant; else the bodies' K_ff, formed once here.
+        self.lumped = bool(model.springs) or stretched(model)
+        # Rayleigh material damping, alpha M_ff + beta K_ff on each body's elastic coordinates
+        self.rayleigh = None
+        if damping.alpha or damping.beta:
+            rows, cols, vals = [], [], []
+            for b, body in enumerate(model.bodies):
+                if body.n_f:
+                    i0 = model.q_index[b][1] + 6
+                    for X, c in ((body.mass_ff, damping.alpha), (body.stiffness_ff, damping.beta)):
+                        i, j, v = X.entries()
+                        rows.append(i0 + i)
+                        cols.append(i0 + j)
+                        vals.append(c * v)
+            self.rayleigh = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                              shape=(n_v, n_v))
+
+    def frame(self, q, t, e, J, count):
+        """The ``count`` lowest modes at ``q`` (time ``t`` for the messages; ``e`` the evaluation
+        there, ``J`` the joints' rows (n_j, n_v)): ``omega`` (r,), ``psi`` (n_v, r) mass-normalised,
+        ``psi^T C_c psi`` (r, r), the static solution ``static(F)`` (F (n_v, k) -> (n_v, k)),
+        and ``K_c``, ``J``, ``J_s`` sparse for :meth:`rest`."""
+        from sim.model.dynamics import damping_matrix, stiffness_matrix
+        model, servo, n_v = self.model, self.servo, self.model.n_v
+        J_s = sparse.csr_matrix(e.J_s)
+        a = servo.kv * servo.kp + servo.ki * servo.kv
+        K = stiffness_matrix(model, q) if self.lumped else None
+        K = self.K_ff if K is None else sparse.csr_matrix(0.5 * (K + K.T))
+        Kc = (K + J_s.T @ sparse.diags(a) @ J_s).tocsc()
+        Mc = sparse.csr_matrix(e.M) + J_s.T @ sparse.diags(self.inertia) @ J_s
+        Mc = (0.5 * (Mc + Mc.T)).tocsc()
+        Jj = sparse.csr_matrix(J)
+        n_j = Jj.shape[0]
+        A = sparse.bmat([[Kc, Jj.T], [Jj, None]], format="csc")
+        try:
+            lu = splinalg.splu(A)
+        except RuntimeError:
+            raise SimError(f"the robot held by its servos at t = {t:.6g} s has a free motion (its saddle-point "
+                           f"matrix is singular): a motion no actuator or structure holds") from None
+
+        def static(F):
+            """``N (N^T K_c N)^-1 N^T F`` for F (n_v, k)."""
+            F = np.atleast_2d(F.T).T
+            rhs = np.zeros((n_v + n_j, F.shape[1]))
+            rhs[:n_v] = F
+            return lu.solve(rhs)[:n_v]
+
+        op = splinalg.LinearOperator((n_v, n_v), matvec=lambda x: static(x.reshape(-1, 1))[:, 0], dtype=float)
+        r = int(count)
+        nu, psi = splinalg.eigsh(Kc, k=r, M=Mc, sigma=0.0, OPinv=op, which="LM")
+        order = np.argsort(nu)
+        lam, psi = nu[order], psi[:, order]
+        if not lam[0] > FREE_RTOL * Kc.diagonal().sum() / Mc.diagonal().sum():
+            raise SimError(f"the robot held by its servos at t = {t:.6g} s has a free motion "
+                           f"(eigenvalue {lam[0]:.3g} 1/s^2): a motion no actuator or structure holds")
+        psi = psi / np.sqrt(np.einsum("ik,ik->k", psi, Mc @ psi))      # mass-normalised
+        # C_c = lumped + Rayleigh + modal ratios of the locked structure's schedule + the servo's damper
+        Cpsi = sparse.csr_matrix(J_s).T @ (servo.kv[:, None] * (J_s @ psi))
+        if self.damping.lumped:
+            C = damping_matrix(model, q)
+            if C.any():
+                Cpsi = Cpsi + C @ psi
+        if self.rayleigh is not None:
+            Cpsi = Cpsi + self.rayleigh @ psi
+        Cc = psi.T @ Cpsi
+        if isinstance(self.modal, Schedule):
+            i = max(0, int(np.searchsorted(self.modal.times, t, side="right")) - 1)
+            G = psi[self.elastic].T @ self.modal.factors[i]
+            Cc = Cc + (G * self.modal.rates[i]) @ G.T
+        return np.sqrt(lam), psi, 0.5 * (Cc + Cc.T), static, Kc, Jj, J_s
+
+    def rest(self, Kc, Jj, J_s, f):
+        """The equilibrium at rest under ``f`` (n_v,) with the integral axes' rows locked:
+        ``(x, y)``."""
+        y, n_v = self.y, self.model.n_v
+        Jy = J_s[y]
+        A = sparse.bmat([[Kc, Jj.T, Jy.T], [Jj, None, None], [Jy, None, None]], format="csc")
+        rhs = np.zeros(A.shape[0])
+        rhs[:n_v] = f
+        sol = splinalg.splu(A).solve(rhs)
+        # K_c x + J^T mu - J_y^T diag(ki) y = f: the multipliers of J_y are -diag(ki) y
+        return sol[:n_v], -sol[n_v + Jj.shape[0]:] / self.servo.ki[y]
+
+
 def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=None, progress=None):
     """:class:`ServoFrames` at the samples of ``motion`` (:class:`sim.solvers.motion.RigidMotion`).
 
@@ -158,6 +287,14 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     ------
     SimError
         Where the robot held by its servos has a free motion (naming the time).
+
+    Notes
+    -----
+    From :data:`SPARSE_MIN` velocity coordinates, with rigid transmissions and independent
+    joint rows, each instant is solved sparse (:class:`_Sparse`: the joints' saddle point,
+    about linear in the coordinates); else densely on the plant's null-space basis
+    (:func:`sim.solvers.closed_loop.plant`, about cubic).  The two agree to round-off
+    (``tests/test_ked_servo.py``).
     """
     import scipy.linalg
     from dataclasses import replace
@@ -192,9 +329,40 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
     previous = None     # the last instant's signed shapes
+    fast = None
+    if n and not n_c and n_v >= SPARSE_MIN:
+        # Sparse where the joints' rows are independent (the saddle point is then regular);
+        # redundant rows keep the dense plant, whose null-space basis ignores them.
+        from sim.solvers.modal import constraint_jacobian, constraint_null_space
+        rows = constraint_jacobian(model, motion.q[0], locked=False).shape[0]
+        if n_v - constraint_null_space(model, motion.q[0], False).shape[1] == rows:
+            fast = _Sparse(model, servo, local, modal, elastic)
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
+        if fast is not None:
+            from sim.solvers.modal import constraint_jacobian
+            omega, psi, modal_damping, static, Kc, Jj, J_s = fast.frame(
+                q, motion.t[k], e, constraint_jacobian(model, q, locked=False), count)
+            mpsi = e.M @ psi + e.J_s.T @ (inertia[:, None] * (e.J_s @ psi))
+            sign = signs(psi, mpsi, previous)
+            psi, mpsi, previous = psi * sign, mpsi * sign, psi * sign
+            modal_damping = modal_damping * np.outer(sign, sign)
+            acc = motion.actuators_ddot[k]
+            load = e.Q - e.M @ motion.a[k] + e.J_s.T @ (forcing[k] - inertia * acc)
+            rest = e.Q0 + e.J_s.T @ tau_rest[k]
+            JyKi = np.asarray(J_s[y].T.todense()) * PKi                    # (n_v, ny)
+            x_rest, y_rest = fast.rest(Kc, Jj, J_s, rest) if ny else (static(rest)[:, 0], np.zeros(0))
+            values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi, damping=modal_damping,
+                          integral=psi.T @ JyKi, rates=-(servo.kv[y] * servo.kp[y])[:, None] * e.J_s[y],
+                          static_load=static(load)[:, 0], static_integral=static(JyKi) if ny else np.zeros((n_v, 0)),
+                          static_rest=x_rest, y_rest=y_rest, forcing=forcing[k], pose_jacobian=e.J_x,
+                          joints=e.J_s.copy(), motors=e.J_s.copy(), lag=sv.lag_gain(model, e))
+            for name, value in values.items():
+                out[name].append(value)
+            if progress is not None:
+                progress.update(1)
+            continue
         p = sv.plant(model, q, local)
         if isinstance(modal, Schedule):
             i = max(0, int(np.searchsorted(modal.times, motion.t[k], side="right")) - 1)
