@@ -335,7 +335,9 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         # redundant rows keep the dense plant, whose null-space basis ignores them.
         from sim.solvers.modal import constraint_jacobian, constraint_null_space
         rows = constraint_jacobian(model, motion.q[0], locked=False).shape[0]
-        if n_v - constraint_null_space(model, motion.q[0], False).shape[1] == rows:
+        admissible = constraint_null_space(model, motion.q[0], False).shape[1]
+        # (Lanczos finds fewer modes than the admissible motions: more go dense, as all of them)
+        if n_v - admissible == rows and int(count) < admissible // 2:
             fast = _Sparse(model, servo, local, modal, elastic)
     for k in range(n):
         q = motion.q[k]
