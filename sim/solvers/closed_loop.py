@@ -312,12 +312,20 @@ class Closed:
         return B
 
 
+def servo_rates(servo):
+    """The servos' springs and dampers on the motor angles (joint units), (n_a,) each: the
+    second-order part of the law, ``Kp + Ki Kv`` and ``Kv``."""
+    return servo.kv * servo.kp + servo.ki * servo.kv, servo.kv
+
+
 def held(plant, servo):
     """The plant held by its servos, second-order part: ``K + P^T (Kp + Ki Kv) P`` and
-    ``C + P^T Kv P`` (m, m), and the actuators with an integral state (``ki > 0``), (ny,)."""
-    P, Kv = plant.P, servo.kv
-    Kc = plant.K + P.T @ ((servo.kv * servo.kp + servo.ki * Kv)[:, None] * P)
-    Cc = plant.C + P.T @ (Kv[:, None] * P)
+    ``C + P^T Kv P`` (m, m) (:func:`servo_rates`), and the actuators with an integral state
+    (``ki > 0``), (ny,)."""
+    P = plant.P
+    spring, damper = servo_rates(servo)
+    Kc = plant.K + P.T @ (spring[:, None] * P)
+    Cc = plant.C + P.T @ (damper[:, None] * P)
     return Kc, Cc, np.flatnonzero(servo.ki > 0)
 
 

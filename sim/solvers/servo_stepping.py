@@ -162,83 +162,55 @@ class _Sparse:
     """
 
     def __init__(self, model, servo, damping, modal, elastic):
-        self.model, self.servo, self.modal, self.elastic = model, servo, modal, elastic
-        self.damping = damping
-        acts = model.actuators
-        self.inertia = np.array([a.reflected_inertia for a in acts])
-        self.y = np.flatnonzero(servo.ki > 0)
-        K = np.zeros(0)
-        rows, cols = [], []
-        for b, body in enumerate(model.bodies):            # the bodies' constant K_ff, by entries
-            if body.n_f:
-                i0 = model.q_index[b][1] + 6
-                i, j, v = body.stiffness_ff.entries()
-                rows.append(i0 + i)
-                cols.append(j + i0)
-                K = np.append(K, v)
-        n_v = model.n_v
-        self.K_ff = sparse.csr_matrix((K, (np.concatenate(rows or [[]]).astype(int),
-                                           np.concatenate(cols or [[]]).astype(int))), shape=(n_v, n_v))
         from sim.model.tables import stretched
-        # K depends on the configuration (the springs' linearisation, geometric stiffening):
-        # the model's, formed at each instant; else the bodies' K_ff, formed once here.
+        self.model, self.servo, self.damping, self.modal, self.elastic = model, servo, damping, modal, elastic
+        self.inertia = np.array([a.reflected_inertia for a in model.actuators])
+        self.spring, self.damper = sv.servo_rates(servo)
+        self.y = np.flatnonzero(servo.ki > 0)
+        # The bodies' K_ff (the stiffness where it does not depend on the configuration: no
+        # springs, no geometric stiffening) and the Rayleigh material damping, by entries.
         self.lumped = bool(model.springs) or stretched(model)
-        # Rayleigh material damping, alpha M_ff + beta K_ff on each body's elastic coordinates
-        self.rayleigh = None
-        if damping.alpha or damping.beta:
-            rows, cols, vals = [], [], []
-            for b, body in enumerate(model.bodies):
-                if body.n_f:
-                    i0 = model.q_index[b][1] + 6
-                    for X, c in ((body.mass_ff, damping.alpha), (body.stiffness_ff, damping.beta)):
-                        i, j, v = X.entries()
-                        rows.append(i0 + i)
-                        cols.append(i0 + j)
-                        vals.append(c * v)
-            self.rayleigh = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                              shape=(n_v, n_v))
+        self.K_ff = _material(model, 0.0, 1.0)
+        self.rayleigh = _material(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
 
     def frame(self, q, t, e, J, count):
         """The ``count`` lowest modes at ``q`` (time ``t`` for the messages; ``e`` the evaluation
         there, ``J`` the joints' rows (n_j, n_v)): ``omega`` (r,), ``psi`` (n_v, r) mass-normalised,
-        ``psi^T C_c psi`` (r, r), the static solution ``static(F)`` (F (n_v, k) -> (n_v, k)),
-        and ``K_c``, ``J``, ``J_s`` sparse for :meth:`rest`."""
+        ``psi^T C_c psi`` (r, r), and the static solution ``static(F)`` (F (n_v, ...) -> (n_v, k)).
+
+        Raises ``scipy.sparse.linalg.ArpackNoConvergence`` where Lanczos does not converge."""
         from sim.model.dynamics import damping_matrix, stiffness_matrix
-        model, servo, n_v = self.model, self.servo, self.model.n_v
+        model, n_v = self.model, self.model.n_v
         J_s = sparse.csr_matrix(e.J_s)
-        a = servo.kv * servo.kp + servo.ki * servo.kv
-        K = stiffness_matrix(model, q) if self.lumped else None
-        K = self.K_ff if K is None else sparse.csr_matrix(0.5 * (K + K.T))
-        Kc = (K + J_s.T @ sparse.diags(a) @ J_s).tocsc()
+        K = sparse.csr_matrix(stiffness_matrix(model, q)) if self.lumped else self.K_ff
+        Kc = K + J_s.T @ sparse.diags(self.spring) @ J_s
         Mc = sparse.csr_matrix(e.M) + J_s.T @ sparse.diags(self.inertia) @ J_s
-        Mc = (0.5 * (Mc + Mc.T)).tocsc()
+        Kc, Mc = (0.5 * (Kc + Kc.T)).tocsc(), (0.5 * (Mc + Mc.T)).tocsc()
         Jj = sparse.csr_matrix(J)
         n_j = Jj.shape[0]
-        A = sparse.bmat([[Kc, Jj.T], [Jj, None]], format="csc")
         try:
-            lu = splinalg.splu(A)
+            lu = splinalg.splu(sparse.bmat([[Kc, Jj.T], [Jj, None]], format="csc"))
         except RuntimeError:
             raise SimError(f"the robot held by its servos at t = {t:.6g} s has a free motion (its saddle-point "
                            f"matrix is singular): a motion no actuator or structure holds") from None
 
         def static(F):
-            """``N (N^T K_c N)^-1 N^T F`` for F (n_v, k)."""
-            F = np.atleast_2d(F.T).T
-            rhs = np.zeros((n_v + n_j, F.shape[1]))
-            rhs[:n_v] = F
-            return lu.solve(rhs)[:n_v]
+            """``N (N^T K_c N)^-1 N^T F``, F (n_v, ...) -> (n_v, k)."""
+            F = F.reshape(n_v, -1)
+            if not F.shape[1]:
+                return F.copy()
+            return lu.solve(np.vstack([F, np.zeros((n_j, F.shape[1]))]))[:n_v]
 
-        op = splinalg.LinearOperator((n_v, n_v), matvec=lambda x: static(x.reshape(-1, 1))[:, 0], dtype=float)
-        r = int(count)
-        nu, psi = splinalg.eigsh(Kc, k=r, M=Mc, sigma=0.0, OPinv=op, which="LM")
-        order = np.argsort(nu)
-        lam, psi = nu[order], psi[:, order]
+        op = splinalg.LinearOperator((n_v, n_v), matvec=lambda x: static(x)[:, 0], dtype=float)
+        lam, psi = splinalg.eigsh(Kc, k=int(count), M=Mc, sigma=0.0, OPinv=op, which="LM")
+        order = np.argsort(lam)
+        lam, psi = lam[order], psi[:, order]
         if not lam[0] > FREE_RTOL * Kc.diagonal().sum() / Mc.diagonal().sum():
             raise SimError(f"the robot held by its servos at t = {t:.6g} s has a free motion "
                            f"(eigenvalue {lam[0]:.3g} 1/s^2): a motion no actuator or structure holds")
         psi = psi / np.sqrt(np.einsum("ik,ik->k", psi, Mc @ psi))      # mass-normalised
         # C_c = lumped + Rayleigh + modal ratios of the locked structure's schedule + the servo's damper
-        Cpsi = sparse.csr_matrix(J_s).T @ (servo.kv[:, None] * (J_s @ psi))
+        Cpsi = J_s.T @ (self.damper[:, None] * (J_s @ psi))
         if self.damping.lumped:
             C = damping_matrix(model, q)
             if C.any():
@@ -250,19 +222,34 @@ class _Sparse:
             i = max(0, int(np.searchsorted(self.modal.times, t, side="right")) - 1)
             G = psi[self.elastic].T @ self.modal.factors[i]
             Cc = Cc + (G * self.modal.rates[i]) @ G.T
-        return np.sqrt(lam), psi, 0.5 * (Cc + Cc.T), static, Kc, Jj, J_s
+        return np.sqrt(lam), psi, 0.5 * (Cc + Cc.T), static
 
-    def rest(self, Kc, Jj, J_s, f):
-        """The equilibrium at rest under ``f`` (n_v,) with the integral axes' rows locked:
-        ``(x, y)``."""
-        y, n_v = self.y, self.model.n_v
-        Jy = J_s[y]
-        A = sparse.bmat([[Kc, Jj.T, Jy.T], [Jj, None, None], [Jy, None, None]], format="csc")
-        rhs = np.zeros(A.shape[0])
-        rhs[:n_v] = f
-        sol = splinalg.splu(A).solve(rhs)
-        # K_c x + J^T mu - J_y^T diag(ki) y = f: the multipliers of J_y are -diag(ki) y
-        return sol[:n_v], -sol[n_v + Jj.shape[0]:] / self.servo.ki[y]
+    def rest(self, static, J_y, f):
+        """The equilibrium at rest under ``f`` (n_v,) with the integral axes' rows ``J_y``
+        (ny, n_v) locked too, from :meth:`frame`'s ``static``: ``(x, y)``.  ``K_c x + J^T mu -
+        J_y^T diag(ki) y = f``, ``J x = 0``, ``J_y x = 0``: with ``nu = -diag(ki) y``, ``x = S (f
+        - J_y^T nu)`` and ``(J_y S J_y^T) nu = J_y S f`` (ny x ny; no second factorisation)."""
+        Sf, SJ = static(f)[:, 0], static(J_y.T)
+        nu = np.linalg.solve(J_y @ SJ, J_y @ Sf)
+        return Sf - SJ @ nu, -nu / self.servo.ki[self.y]
+
+
+def _material(model, alpha, beta):
+    """``alpha M_ff + beta K_ff`` of the flexible bodies on their elastic coordinates, sparse
+    (n_v, n_v) (:func:`sim.solvers.damping.material_blocks`)."""
+    from sim.solvers.damping import material_blocks
+    elastic, blocks = material_blocks(model)
+    rows, cols, values = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    for part, M_b, K_b in blocks:
+        at = elastic[part]
+        for X, c in ((M_b, alpha), (K_b, beta)):
+            if c:
+                i, j, v = X.entries()
+                rows.append(at[i])
+                cols.append(at[j])
+                values.append(c * v)
+    return sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(model.n_v, model.n_v))
 
 
 def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=None, progress=None):
@@ -300,6 +287,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     from dataclasses import replace
 
     from sim.model.evaluator import held
+    from sim.solvers.modal import constraint_jacobian, constraint_null_space
 
     model, ev = held(model)
     n, n_v, n_a = len(motion.t), model.n_v, len(model.actuators)
@@ -333,7 +321,6 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     if n and not n_c and n_v >= SPARSE_MIN:
         # Sparse where the joints' rows are independent (the saddle point is then regular);
         # redundant rows keep the dense plant, whose null-space basis ignores them.
-        from sim.solvers.modal import constraint_jacobian, constraint_null_space
         rows = constraint_jacobian(model, motion.q[0], locked=False).shape[0]
         admissible = constraint_null_space(model, motion.q[0], False).shape[1]
         # (Lanczos finds fewer modes than the admissible motions: more go dense, as all of them)
@@ -342,22 +329,25 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
-        if fast is not None:
-            from sim.solvers.modal import constraint_jacobian
-            omega, psi, modal_damping, static, Kc, Jj, J_s = fast.frame(
-                q, motion.t[k], e, constraint_jacobian(model, q, locked=False), count)
+        try:
+            solved = None if fast is None else fast.frame(q, motion.t[k], e, constraint_jacobian(model, q, locked=False),
+                                                          count)
+        except splinalg.ArpackNoConvergence:
+            solved = None       # this instant by the dense plant
+        if solved is not None:
+            omega, psi, modal_damping, static = solved
             mpsi = e.M @ psi + e.J_s.T @ (inertia[:, None] * (e.J_s @ psi))
             sign = signs(psi, mpsi, previous)
             psi, mpsi, previous = psi * sign, mpsi * sign, psi * sign
-            modal_damping = modal_damping * np.outer(sign, sign)
             acc = motion.actuators_ddot[k]
             load = e.Q - e.M @ motion.a[k] + e.J_s.T @ (forcing[k] - inertia * acc)
             rest = e.Q0 + e.J_s.T @ tau_rest[k]
-            JyKi = np.asarray(J_s[y].T.todense()) * PKi                    # (n_v, ny)
-            x_rest, y_rest = fast.rest(Kc, Jj, J_s, rest) if ny else (static(rest)[:, 0], np.zeros(0))
-            values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi, damping=modal_damping,
-                          integral=psi.T @ JyKi, rates=-(servo.kv[y] * servo.kp[y])[:, None] * e.J_s[y],
-                          static_load=static(load)[:, 0], static_integral=static(JyKi) if ny else np.zeros((n_v, 0)),
+            J_y = e.J_s[y]
+            x_rest, y_rest = fast.rest(static, J_y, rest) if ny else (static(rest)[:, 0], np.zeros(0))
+            values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi,
+                          damping=modal_damping * np.outer(sign, sign), integral=(J_y @ psi).T * PKi,
+                          rates=-(servo.kv[y] * servo.kp[y])[:, None] * J_y,
+                          static_load=static(load)[:, 0], static_integral=static(J_y.T * PKi),
                           static_rest=x_rest, y_rest=y_rest, forcing=forcing[k], pose_jacobian=e.J_x,
                           joints=e.J_s.copy(), motors=e.J_s.copy(), lag=sv.lag_gain(model, e))
             for name, value in values.items():
