@@ -139,42 +139,77 @@ def run(model, scenario, group, progress):
     group.attrs["mac_metric"] = "mass-weighted, M(q) of the later instant"
     summary = {"frequency_range_hz": (float(tracked.min()), float(tracked.max()))}
     if table["drives"] == "servo":
-        summary.update(_servo(model, scenario, group, motion.q, k, progress))
+        summary.update(_servo(model, scenario, group, time, motion.q, k, progress))
     return summary
 
 
-def _servo(model, scenario, group, qs, k, progress):
-    """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path,
+def _servo(model, scenario, group, time, qs, k, progress):
+    """The lowest ``k`` closed-loop modes at each configuration ``qs`` (m, n_q) of the path at ``time`` (m,),
     tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.closed_loop`;
     ``EXTRA_MODES`` more at each instant, so that a crossing at the top is followed).
 
     The shapes live on each instant's own basis of the admissible motions; the earlier
     instant's are carried to the later one's through the velocity coordinates (``N`` is
     orthonormal: ``x' = N'^T N x``, the motors' coordinates as they are) and compared in the
-    later instant's mass matrix, rotors included, as the locked modes are."""
+    later instant's mass matrix, rotors included, as the locked modes are.  The damping is the
+    servo transient's: the modal ratios on the locked structure's lowest modes frozen along the
+    path (:func:`sim.solvers.damping.schedule`, :func:`sim.solvers.closed_loop.plant`)."""
+    import scipy.sparse.linalg as splinalg
+
     from sim.analyses import damping as robot_damping
     from sim.analyses.servo import gains
+    from sim.model.evaluator import Evaluator
     from sim.solvers.closed_loop import closed_loop, modes, plant
+    from sim.solvers.damping import Schedule, schedule
+    from sim.solvers.modal import constraint_jacobian
+    from sim.solvers import servo_stepping
     from sim.solvers.tracking import follow, weighted_mac
 
     servo, damping = gains(model, scenario), robot_damping(scenario, group)
+    modal = schedule(model, damping, time, qs) if damping.modal else None
     K = k + EXTRA_MODES
     f, z = np.full((len(qs), K), np.nan), np.full((len(qs), K), np.nan)
     raw = np.zeros((max(len(qs) - 1, 0), K, K))
     previous = None     # the last instant's shapes in velocity coordinates (n_v + motors, K)
+    # Large robots with rigid transmissions: the closed loop on the joints' saddle point
+    # (servo_stepping._Sparse.closed, about linear in the model); else the dense plant.
+    fast = (servo_stepping.sparse_structure(model, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
+            if len(qs) else None)
+    ev = Evaluator(model) if fast is not None else None
+    rotors = np.array([a.reflected_inertia for a in model.actuators])
     with progress(len(qs), "frequencies: servo modes") as bar:
         for i, q in enumerate(qs):
-            p = plant(model, q, damping)
-            closed = modes(closed_loop(p, servo))
-            j = min(K, closed.frequencies_hz.size)
-            f[i, :j], z[i, :j] = closed.frequencies_hz[:j], closed.damping_ratios[:j]
-            n = p.N.shape[1]
-            X = np.zeros((p.M.shape[0], K), dtype=complex)
-            X[:, :j] = closed.shapes[:, :j]
-            if previous is not None:
-                carried = np.concatenate([p.N.T @ previous[:model.n_v], previous[model.n_v:]])
-                raw[i - 1] = weighted_mac(carried, X, p.M @ carried, p.M @ X)
-            previous = np.concatenate([p.N @ X[:n], X[n:]])
+            X = None
+            if fast is not None:
+                e = ev.evaluate(q, np.zeros(model.n_v))
+                J = constraint_jacobian(model, q, locked=False)
+                try:
+                    lam, U = fast.closed(q, time[i], e, J, K)
+                except splinalg.ArpackNoConvergence:
+                    lam = None      # this instant by the dense plant
+                if lam is not None:
+                    j = lam.size
+                    f[i, :j], z[i, :j] = np.abs(lam) / (2 * np.pi), -lam.real / np.abs(lam)
+                    X = np.zeros((model.n_v, K), dtype=complex)
+                    X[:, :j] = U
+                    if previous is not None:
+                        # the earlier shapes projected on this instant's admissible motions (as N N^T)
+                        carried = previous - J.T @ np.linalg.solve(J @ J.T, J @ previous)
+                        M = e.M + (e.J_s.T * rotors) @ e.J_s
+                        raw[i - 1] = weighted_mac(carried, X, M @ carried, M @ X)
+                    previous = X
+            if X is None:
+                p = plant(model, q, damping, modal.modal(time[i]) if isinstance(modal, Schedule) else None)
+                closed = modes(closed_loop(p, servo))
+                j = min(K, closed.frequencies_hz.size)
+                f[i, :j], z[i, :j] = closed.frequencies_hz[:j], closed.damping_ratios[:j]
+                n = p.N.shape[1]
+                X = np.zeros((p.M.shape[0], K), dtype=complex)
+                X[:, :j] = closed.shapes[:, :j]
+                if previous is not None:
+                    carried = np.concatenate([p.N.T @ previous[:model.n_v], previous[model.n_v:]])
+                    raw[i - 1] = weighted_mac(carried, X, p.M @ carried, p.M @ X)
+                previous = np.concatenate([p.N @ X[:n], X[n:]])
             bar.update(1)
     order, macs = follow(raw)
     tracked = np.take_along_axis(f, order, axis=1)[:, :k]

@@ -46,12 +46,13 @@ GENERAL = {
     "modes": ((186, 4.3e-3), (366, 6.7e-3), (654, 9.0e-3), (1230, 1.42e-2), (2382, 2.47e-2)),
 }
 # ... the frozen structures of the robot held by its servo drives (``drives = "servo"``: the 3-RRRU of
-# rrru3_servo with 4 to 64 elements per link, 2026-11-28, thirteenth session): a KED frame (dense plant below
-# servo_stepping.SPARSE_MIN = 300 coordinates, the joints' saddle point above), and a closed-loop frequency
-# sample on top of the locked one (the first-order system's dense eigenproblem, 2m x 2m: about n_v^3).
+# rrru3_servo with 4 to 64 elements per link, 2026-11-28, thirteenth and fourteenth sessions): a KED frame, and a
+# closed-loop frequency sample on top of the locked one (the first-order system's eigenproblem), each by the
+# dense plant below servo_stepping.SPARSE_MIN = 300 (frames) and CLOSED_MIN = 160 coordinates (samples), the
+# joints' saddle point above (benchmarks/bench_servo.py).
 SERVO = {
     "frame": ((132, 6.6e-3), (204, 1.4e-2), (348, 2.6e-2), (636, 3.4e-2), (1212, 6.7e-2)),
-    "sample": ((132, 1.26e-2), (204, 4.3e-2), (348, 2.34e-1), (636, 1.19)),
+    "sample": ((132, 1.5e-2), (204, 2.2e-2), (348, 3.8e-2), (636, 5.4e-2), (1212, 9.2e-2)),
 }
 FRF_UNIT, FRF_N, FRF_SCALE = 2e-5, 132, 2.3     # a frequency point of the FRF: s at FRF_N coordinates, growth
 

@@ -30,8 +30,10 @@ the reference terms, so the same eigenvalues), the first-order system of :func:`
 ``Kp = diag(kv kp)``, ``Kv = diag(kv)``, ``Ki = diag(ki)``, ``F = diag(f)``; ``y`` is kept for the
 actuators with ``ki > 0``.  The reference's rate enters through the state ``w = x' - M^-1 P^T Kv F r``
 (a proper state-space form).  The state-space and modal results ignore the torque limit
-(linear) and the structural loss factor ``eta`` of ``[damping]`` (a complex stiffness has no
-time-domain state space); viscous, Rayleigh and modal ratios are kept.
+(linear).  The damping is the servo transient's (:func:`plant`): lumped dampers, Rayleigh on
+the bodies, and the modal ratios with the structural loss factor's viscous equivalent at
+resonance, ``zeta + eta / 2``, on the lowest ``[damping] modes`` modes of the structure with
+its actuators locked (a complex stiffness has no time-domain state space).
 
 A rigid link of inertia ``J_l`` on a servo axis: ``J = J_l + n^2 J_m``, closed-loop
 ``omega_n = sqrt(kv kp / J)``, ``zeta = kv / (2 sqrt(J kv kp))``; following a ramp of rate
@@ -241,10 +243,16 @@ class Plant:
         return out
 
 
-def plant(model, q, damping=None):
-    """:class:`Plant` at ``q`` (n_q,); ``damping`` (:class:`sim.solvers.damping.Damping`,
-    default none beyond the lumped dampers) adds its viscous parts (Rayleigh, modal ratios on
-    the modes of the robot with its rotors and free actuators)."""
+def plant(model, q, damping=None, modal=None):
+    """:class:`Plant` at ``q`` (n_q,).
+
+    ``damping`` (:class:`sim.solvers.damping.Damping`, default none beyond the lumped dampers)
+    adds its viscous parts as the servo transient applies them: Rayleigh on the bodies' elastic
+    coordinates, and the modal ratios ``zeta_r + eta / 2`` on the lowest ``damping.modes`` modes
+    of the structure with its actuators locked (:func:`sim.solvers.damping.schedule`), not on
+    the modes of this plant, whose free actuators and rotors the ratios do not describe.
+    ``modal``: that structure's ``(F, rates)`` at ``q`` (:meth:`sim.solvers.damping.Schedule.modal`)
+    where the caller has them; else computed here."""
     from sim.model.constraints import actuator_values
 
     damping = dmp.Damping() if damping is None else damping
@@ -258,7 +266,11 @@ def plant(model, q, damping=None):
     c = np.array([a.damping if a.stiffness is not None else 0.0 for a in acts])
     M = red.M + (S[rigid].T * I_r[rigid]) @ S[rigid]
     red = replace(red, M=0.5 * (M + M.T))
-    C = dmp.viscous_matrix(red, replace(damping, eta=0.0))
+    C = dmp.viscous_matrix(red, replace(damping, eta=0.0, zeta=0.0))
+    if damping.modal and len(model.v_elastic):
+        F, rates = dmp.schedule(model, damping, np.zeros(1), q[None]).modal(0.0) if modal is None else modal
+        G = red.N[np.asarray(model.v_elastic)].T @ F         # the locked structure's factors on the plant's motions
+        C += (G * rates) @ G.T
     n = red.M.shape[0]
     comp = np.flatnonzero(~rigid)
     for i in comp:

@@ -57,6 +57,8 @@ from sim.solvers.modal import signs
 FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
 SPARSE_MIN = 300    # velocity coordinates from which the frozen structures are solved sparse (_Sparse; the
 #                     3-RRRU's KED: 2.8 dense against 3.6 s at 204, 6.5 against 4.2 s at 348, 27.9 against 6.0 at 636)
+CLOSED_MIN = 160    # ... and the closed-loop modes of [frequencies] (a sample of the 3-RRRU: 15 dense against
+#                     18 ms at 132, 51 against 22 ms at 204, 270 against 33 ms at 348)
 
 
 @dataclass(frozen=True)
@@ -173,12 +175,12 @@ class _Sparse:
         self.K_ff = _material(model, 0.0, 1.0)
         self.rayleigh = _material(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
 
-    def frame(self, q, t, e, J, count):
-        """The ``count`` lowest modes at ``q`` (time ``t`` for the messages; ``e`` the evaluation
-        there, ``J`` the joints' rows (n_j, n_v)): ``omega`` (r,), ``psi`` (n_v, r) mass-normalised,
-        ``psi^T C_c psi`` (r, r), and the static solution ``static(F)`` (F (n_v, ...) -> (n_v, k)).
-
-        Raises ``scipy.sparse.linalg.ArpackNoConvergence`` where Lanczos does not converge."""
+    def held(self, q, t, e, J):
+        """The structure held by the servos at ``q`` (time ``t`` for the messages; ``e`` the
+        evaluation there, ``J`` the joints' rows (n_j, n_v)): ``K_c``, ``M_c`` (sparse, n_v x
+        n_v), the static solution ``static(F)`` (F (n_v, ...) -> (n_v, k)) and the damping's
+        product ``damp(X)`` = ``C_c X`` (X (n_v, k)): lumped, Rayleigh, the modal ratios of the
+        locked structure's schedule and the servos' dampers."""
         from sim.model.dynamics import damping_matrix, stiffness_matrix
         model, n_v = self.model, self.model.n_v
         J_s = sparse.csr_matrix(e.J_s)
@@ -201,6 +203,30 @@ class _Sparse:
                 return F.copy()
             return lu.solve(np.vstack([F, np.zeros((n_j, F.shape[1]))]))[:n_v]
 
+        C = damping_matrix(model, q) if self.damping.lumped else None
+        C = C if C is not None and C.any() else None
+        F, rates = self.modal.modal(t) if isinstance(self.modal, Schedule) else (None, None)
+
+        def damp(X):
+            """``C_c X``, X (n_v, k) -> (n_v, k)."""
+            out = J_s.T @ (self.damper[:, None] * (J_s @ X))
+            if C is not None:
+                out = out + C @ X
+            if self.rayleigh is not None:
+                out = out + self.rayleigh @ X
+            if F is not None:
+                out[self.elastic] += F @ (rates[:, None] * (F.T @ X[self.elastic]))
+            return out
+
+        return Kc, Mc, static, damp
+
+    def frame(self, q, t, e, J, count):
+        """The ``count`` lowest modes at ``q`` (:meth:`held`'s arguments): ``omega`` (r,), ``psi``
+        (n_v, r) mass-normalised, ``psi^T C_c psi`` (r, r), and the static solution ``static``.
+
+        Raises ``scipy.sparse.linalg.ArpackNoConvergence`` where Lanczos does not converge."""
+        n_v = self.model.n_v
+        Kc, Mc, static, damp = self.held(q, t, e, J)
         op = splinalg.LinearOperator((n_v, n_v), matvec=lambda x: static(x)[:, 0], dtype=float)
         lam, psi = splinalg.eigsh(Kc, k=int(count), M=Mc, sigma=0.0, OPinv=op, which="LM")
         order = np.argsort(lam)
@@ -209,20 +235,58 @@ class _Sparse:
             raise SimError(f"the robot held by its servos at t = {t:.6g} s has a free motion "
                            f"(eigenvalue {lam[0]:.3g} 1/s^2): a motion no actuator or structure holds")
         psi = psi / np.sqrt(np.einsum("ik,ik->k", psi, Mc @ psi))      # mass-normalised
-        # C_c = lumped + Rayleigh + modal ratios of the locked structure's schedule + the servo's damper
-        Cpsi = J_s.T @ (self.damper[:, None] * (J_s @ psi))
-        if self.damping.lumped:
-            C = damping_matrix(model, q)
-            if C.any():
-                Cpsi = Cpsi + C @ psi
-        if self.rayleigh is not None:
-            Cpsi = Cpsi + self.rayleigh @ psi
-        Cc = psi.T @ Cpsi
-        if isinstance(self.modal, Schedule):
-            i = max(0, int(np.searchsorted(self.modal.times, t, side="right")) - 1)
-            G = psi[self.elastic].T @ self.modal.factors[i]
-            Cc = Cc + (G * self.modal.rates[i]) @ G.T
+        Cc = psi.T @ damp(psi)
         return np.sqrt(lam), psi, 0.5 * (Cc + Cc.T), static
+
+    def closed(self, q, t, e, J, count):
+        """The ``count`` lowest complex modes of the closed loop at ``q`` (:meth:`held`'s
+        arguments): eigenvalues ``lambda`` (k,) with ``Im > 0`` by increasing ``|lambda|``
+        (``k <= count``: fewer where the closed loop has fewer), and the shapes' coordinate
+        parts ``u`` (n_v, k), unit norm, the largest entry real and positive
+        (:func:`sim.solvers.modal.phased`).
+
+        The first-order system of :func:`sim.solvers.closed_loop.closed_loop` on ``z = (u, w,
+        y)`` (``w = u'``, the integral states) with the joints' rows kept: its inverse maps
+        ``(a, b, c)`` to ``w = a`` and the saddle point ``K_c u + J^T mu - J_y^T Ki y = -(M_c b
+        + C_c a)``, ``J u = 0``, ``-Kp J_y u = c`` (as :meth:`rest`: one solve and an ny x ny
+        system).  Arnoldi on that inverse (``scipy.sparse.linalg.eigs``) finds the eigenvalues
+        of least modulus; the directions off the admissible motions have none (``1 / lambda =
+        0``).
+
+        Raises ``scipy.sparse.linalg.ArpackNoConvergence`` where Arnoldi does not converge."""
+        from sim.solvers.modal import phased
+        n_v = self.model.n_v
+        Kc, Mc, static, damp = self.held(q, t, e, J)
+        y = self.y
+        ny = y.size
+        J_y = e.J_s[y]
+        kp, ki = (self.servo.kv * self.servo.kp)[y], self.servo.ki[y]
+        SJ = static(J_y.T)
+        G = J_y @ SJ
+
+        def inverse(z):
+            a, b, c = z[:n_v], z[n_v:2 * n_v], z[2 * n_v:]
+            Sf = static(-(Mc @ b + damp(a[:, None])[:, 0]))[:, 0]
+            if not ny:
+                return np.concatenate([Sf, a])
+            nu = np.linalg.solve(G, J_y @ Sf + c / kp)
+            return np.concatenate([Sf - SJ @ nu, a, -nu / ki])
+
+        size = 2 * n_v + ny
+        op = splinalg.LinearOperator((size, size), matvec=inverse, dtype=float)
+        k = min(2 * int(count) + ny + 4, size - 2)
+        while True:
+            mu, V = splinalg.eigs(op, k=k, which="LM")
+            lam = 1.0 / mu
+            scale = max(np.abs(lam).max(), 1.0)
+            pair = np.flatnonzero(lam.imag > 1e-9 * scale)
+            # enough pairs below the largest modulus found (its partner may be missing)
+            inner = pair[np.abs(lam[pair]) < np.abs(lam).max() * (1 - 1e-9)]
+            if inner.size >= count or k >= size - 2:
+                break
+            k = min(2 * k, size - 2)
+        order = inner[np.argsort(np.abs(lam[inner]))][:int(count)]
+        return lam[order], phased(V[:n_v, order])
 
     def rest(self, static, J_y, f):
         """The equilibrium at rest under ``f`` (n_v,) with the integral axes' rows ``J_y``
@@ -232,6 +296,24 @@ class _Sparse:
         Sf, SJ = static(f)[:, 0], static(J_y.T)
         nu = np.linalg.solve(J_y @ SJ, J_y @ Sf)
         return Sf - SJ @ nu, -nu / self.servo.ki[self.y]
+
+
+def sparse_structure(model, servo, damping, modal, q, count, least=None):
+    """:class:`_Sparse` where the frozen structures held by ``servo`` are solved sparse, else
+    None: from ``least`` velocity coordinates (default :data:`SPARSE_MIN`), with rigid transmissions (no motor
+    coordinates), independent joint rows at ``q`` (n_q,) (the saddle point is then regular;
+    redundant rows keep the dense plant, whose null-space basis ignores them) and ``count``
+    modes fewer than half the admissible motions (Lanczos and Arnoldi find fewer than all of
+    them).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
+    path, where the damping has a modal part."""
+    from sim.solvers.modal import constraint_jacobian, constraint_null_space
+    if model.n_v < (SPARSE_MIN if least is None else least) or any(a.stiffness is not None for a in model.actuators):
+        return None
+    rows = constraint_jacobian(model, q, locked=False).shape[0]
+    admissible = constraint_null_space(model, q, False).shape[1]
+    if model.n_v - admissible != rows or not int(count) < admissible // 2:
+        return None
+    return _Sparse(model, servo, damping, modal, np.asarray(model.v_elastic, dtype=int))
 
 
 def _material(model, alpha, beta):
@@ -284,10 +366,9 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     (``tests/test_ked_servo.py``).
     """
     import scipy.linalg
-    from dataclasses import replace
 
     from sim.model.evaluator import held
-    from sim.solvers.modal import constraint_jacobian, constraint_null_space
+    from sim.solvers.modal import constraint_jacobian
 
     model, ev = held(model)
     n, n_v, n_a = len(motion.t), model.n_v, len(model.actuators)
@@ -311,21 +392,11 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     tau_rest = g * torque_rest if g.any() else np.zeros((n, n_a))
     # The servo transient's damping: lumped and Rayleigh in the plant, the modal ratios from the
     # locked structure's schedule (its lowest `modes` modes), not the servo plant's own modes.
-    local = replace(damping, eta=0.0, zeta=0.0)
     modal = schedule(ev, damping, motion.t, motion.q) if damping.modal else None
-    elastic = np.asarray(model.v_elastic, dtype=int)
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
     previous = None     # the last instant's signed shapes
-    fast = None
-    if n and not n_c and n_v >= SPARSE_MIN:
-        # Sparse where the joints' rows are independent (the saddle point is then regular);
-        # redundant rows keep the dense plant, whose null-space basis ignores them.
-        rows = constraint_jacobian(model, motion.q[0], locked=False).shape[0]
-        admissible = constraint_null_space(model, motion.q[0], False).shape[1]
-        # (Lanczos finds fewer modes than the admissible motions: more go dense, as all of them)
-        if n_v - admissible == rows and int(count) < admissible // 2:
-            fast = _Sparse(model, servo, local, modal, elastic)
+    fast = sparse_structure(model, servo, damping, modal, motion.q[0], count) if n else None
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
@@ -355,13 +426,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
             if progress is not None:
                 progress.update(1)
             continue
-        p = sv.plant(model, q, local)
-        if isinstance(modal, Schedule):
-            i = max(0, int(np.searchsorted(modal.times, motion.t[k], side="right")) - 1)
-            G = p.N[elastic].T @ modal.factors[i]            # (n, r): the factors on the plant's motions
-            C = p.C.copy()
-            C[:G.shape[0], :G.shape[0]] += (G * modal.rates[i]) @ G.T
-            p = replace(p, C=C)
+        p = sv.plant(model, q, damping, modal.modal(motion.t[k]) if isinstance(modal, Schedule) else None)
         N, m = p.N, p.M.shape[0]
         nn = N.shape[1]
         Kc, Cc, _ = sv.held(p, servo)
