@@ -148,22 +148,17 @@ def _servo(model, scenario, group, time, qs, k, progress):
     tracked by the mass-weighted MAC of their complex shapes (:mod:`sim.solvers.closed_loop`;
     ``EXTRA_MODES`` more at each instant, so that a crossing at the top is followed).
 
-    The shapes live on each instant's own basis of the admissible motions; the earlier
-    instant's are carried to the later one's through the velocity coordinates (``N`` is
-    orthonormal: ``x' = N'^T N x``, the motors' coordinates as they are) and compared in the
-    later instant's mass matrix, rotors included, as the locked modes are.  The damping is the
+    The shapes are carried from each instant to the next through the velocity coordinates and
+    compared in the later instant's mass matrix, rotors included, as the locked modes are
+    (:func:`_sparse_instant`, :func:`_dense_instant`).  The damping is the
     servo transient's: the modal ratios on the locked structure's lowest modes frozen along the
     path (:func:`sim.solvers.damping.schedule`, :func:`sim.solvers.closed_loop.plant`)."""
-    import scipy.sparse.linalg as splinalg
-
     from sim.analyses import damping as robot_damping
     from sim.analyses.servo import gains
     from sim.model.evaluator import Evaluator
-    from sim.solvers.closed_loop import closed_loop, modes, plant
-    from sim.solvers.damping import Schedule, schedule
-    from sim.solvers.modal import constraint_jacobian
     from sim.solvers import servo_stepping
-    from sim.solvers.tracking import follow, weighted_mac
+    from sim.solvers.damping import Schedule, schedule
+    from sim.solvers.tracking import follow
 
     servo, damping = gains(model, scenario), robot_damping(scenario, group)
     modal = schedule(model, damping, time, qs) if damping.modal else None
@@ -176,40 +171,16 @@ def _servo(model, scenario, group, time, qs, k, progress):
     fast = (servo_stepping.sparse_structure(model, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
             if len(qs) else None)
     ev = Evaluator(model) if fast is not None else None
-    rotors = np.array([a.reflected_inertia for a in model.actuators])
     with progress(len(qs), "frequencies: servo modes") as bar:
         for i, q in enumerate(qs):
-            X = None
-            if fast is not None:
-                e = ev.evaluate(q, np.zeros(model.n_v))
-                J = constraint_jacobian(model, q, locked=False)
-                try:
-                    lam, U = fast.closed(q, time[i], e, J, K)
-                except splinalg.ArpackNoConvergence:
-                    lam = None      # this instant by the dense plant
-                if lam is not None:
-                    j = lam.size
-                    f[i, :j], z[i, :j] = np.abs(lam) / (2 * np.pi), -lam.real / np.abs(lam)
-                    X = np.zeros((model.n_v, K), dtype=complex)
-                    X[:, :j] = U
-                    if previous is not None:
-                        # the earlier shapes projected on this instant's admissible motions (as N N^T)
-                        carried = previous - J.T @ np.linalg.solve(J @ J.T, J @ previous)
-                        M = e.M + (e.J_s.T * rotors) @ e.J_s
-                        raw[i - 1] = weighted_mac(carried, X, M @ carried, M @ X)
-                    previous = X
-            if X is None:
-                p = plant(model, q, damping, modal.modal(time[i]) if isinstance(modal, Schedule) else None)
-                closed = modes(closed_loop(p, servo))
-                j = min(K, closed.frequencies_hz.size)
-                f[i, :j], z[i, :j] = closed.frequencies_hz[:j], closed.damping_ratios[:j]
-                n = p.N.shape[1]
-                X = np.zeros((p.M.shape[0], K), dtype=complex)
-                X[:, :j] = closed.shapes[:, :j]
-                if previous is not None:
-                    carried = np.concatenate([p.N.T @ previous[:model.n_v], previous[model.n_v:]])
-                    raw[i - 1] = weighted_mac(carried, X, p.M @ carried, p.M @ X)
-                previous = np.concatenate([p.N @ X[:n], X[n:]])
+            got = None if fast is None else _sparse_instant(fast, ev, q, time[i], K, previous)
+            if got is None:
+                frame = modal.modal(time[i]) if isinstance(modal, Schedule) else None
+                got = _dense_instant(model, q, servo, damping, frame, K, previous)
+            freq, ratio, previous, mac = got
+            f[i, :freq.size], z[i, :freq.size] = freq, ratio
+            if mac is not None:
+                raw[i - 1] = mac
             bar.update(1)
     order, macs = follow(raw)
     tracked = np.take_along_axis(f, order, axis=1)[:, :k]
@@ -222,3 +193,56 @@ def _servo(model, scenario, group, time, qs, k, progress):
     group.put("servo_mac_tracked", np.take_along_axis(macs, order[:, None, :], axis=2)[:, np.arange(k), np.arange(k)],
               "1", "mass-weighted MAC of each servo track between consecutive instants (1 = unchanged shape)")
     return {"servo_frequency_range_hz": (float(np.nanmin(tracked)), float(np.nanmax(tracked)))}
+
+
+def _sparse_instant(fast, ev, q, t, count, previous):
+    """The closed loop at ``q`` (time ``t``) on the joints' saddle point
+    (:meth:`sim.solvers.servo_stepping._Sparse.closed`): frequencies [Hz] and damping ratios
+    (j,), the shapes in velocity coordinates (n_v, count), zero beyond ``j``, and their MAC
+    with the ``previous`` instant's (count, count; None at the first); None where Arnoldi does
+    not converge (the instant goes to the dense plant).  The earlier shapes are projected on
+    this instant's admissible motions (the dense path's ``N N^T``) and compared in its mass
+    matrix with the rotors."""
+    import scipy.sparse.linalg as splinalg
+
+    from sim.solvers.modal import constraint_jacobian
+    from sim.solvers.tracking import weighted_mac
+
+    model = ev.model
+    e = ev.evaluate(q, np.zeros(model.n_v))
+    J = constraint_jacobian(model, q, locked=False)
+    try:
+        lam, U = fast.closed(q, t, e, J, count)
+    except splinalg.ArpackNoConvergence:
+        return None
+    X = np.zeros((model.n_v, count), dtype=complex)
+    X[:, :lam.size] = U
+    mac = None
+    if previous is not None:
+        carried = previous - J.T @ np.linalg.solve(J @ J.T, J @ previous)
+        M = e.M + (e.J_s.T * fast.inertia) @ e.J_s
+        mac = weighted_mac(carried, X, M @ carried, M @ X)
+    return np.abs(lam) / (2 * np.pi), -lam.real / np.abs(lam), X, mac
+
+
+def _dense_instant(model, q, servo, damping, modal, count, previous):
+    """:func:`_sparse_instant`'s results by the dense plant on its null-space basis
+    (:func:`sim.solvers.closed_loop.plant`, ``modal`` the locked structure's factors there),
+    the shapes in the extended velocity coordinates (n_v + motors, count): the earlier
+    instant's are carried to this one's basis (``N`` is orthonormal: ``x' = N'^T N x``, the
+    motors' coordinates as they are) and compared in its mass matrix, rotors included."""
+    from sim.solvers.closed_loop import closed_loop, modes, plant
+    from sim.solvers.tracking import weighted_mac
+
+    p = plant(model, q, damping, modal)
+    closed = modes(closed_loop(p, servo))
+    j = min(count, closed.frequencies_hz.size)
+    n = p.N.shape[1]
+    X = np.zeros((p.M.shape[0], count), dtype=complex)
+    X[:, :j] = closed.shapes[:, :j]
+    mac = None
+    if previous is not None:
+        carried = np.concatenate([p.N.T @ previous[:model.n_v], previous[model.n_v:]])
+        mac = weighted_mac(carried, X, p.M @ carried, p.M @ X)
+    return (closed.frequencies_hz[:j], closed.damping_ratios[:j], np.concatenate([p.N @ X[:n], X[n:]]), mac)
+
