@@ -73,7 +73,7 @@ def _rod_inertia(mass, p, q, axial_fraction=1e-3):
 
 
 def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gravity=9.81, rotor_inertia=0.0,
-          gear_ratio=1.0):
+          gear_ratio=1.0, drive_stiffness=None, drive_damping=0.0):
     """3-RRRU robot at its home posture.
 
     Parameters
@@ -91,6 +91,9 @@ def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gr
     gear_ratio : float
         Each actuator's gear ratio, motor angle per joint angle [-]; the joint sees
         ``gear_ratio^2 rotor_inertia``.
+    drive_stiffness, drive_damping : float, optional
+        Each transmission's torsional stiffness [N m/rad] and damping [N m s/rad], joint side:
+        a compliant drive (the motor its own coordinate under a servo); None: rigid.
     """
     n = int(elements_per_link)
     if n != elements_per_link or n < 1:
@@ -134,7 +137,8 @@ def build(elements_per_link=4, E=71.7e9, rho=2700.0, nu=0.3, rod_radius=0.01, gr
         b.add_joint(f"B_{s}", "revolute", f"B1_{s}", f"B2_{s}")
         b.add_joint(f"C_{s}", "revolute", f"C2_{s}", f"C3_{s}")
         b.add_joint(f"P_{s}", "universal", f"P3_{s}", f"P4_{s}")
-        b.add_actuator(f"theta_{s}", f"A_{s}", rotor_inertia=rotor_inertia, gear_ratio=gear_ratio)
+        b.add_actuator(f"theta_{s}", f"A_{s}", stiffness=drive_stiffness, damping=drive_damping,
+                       rotor_inertia=rotor_inertia, gear_ratio=gear_ratio)
         # Sensor frame on the rod: x along the rod, y in the leg plane (main bending direction).
         b.add_marker(f"rod_start_{s}", f"CP_{s}", C, frame_u2)
         if n % 2 == 0 and i == 0:

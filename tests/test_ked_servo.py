@@ -423,24 +423,33 @@ def test_damping_is_the_servo_transients(tmp_path):
         assert np.all(rms(k[name].values - ref) < 0.008 * rms(ref)), name
 
 
-@pytest.mark.parametrize("damping", [Damping(), Damping(alpha=0.5, beta=2e-5, zeta=0.02, modes=6)],
-                         ids=["undamped", "rayleigh-and-modal"])
-def test_sparse_frames_are_the_dense_ones(rrru3, monkeypatch, damping):
+@pytest.mark.parametrize("damping, drive", [(Damping(), None), (Damping(alpha=0.5, beta=2e-5, zeta=0.02, modes=6), None),
+                                            (Damping(zeta=0.02, modes=6), (2e4, 5.0))],
+                         ids=["undamped", "rayleigh-and-modal", "compliant-transmissions"])
+def test_sparse_frames_are_the_dense_ones(rrru3, monkeypatch, damping, drive):
     """The frozen structures held by the servos solved sparse (the joints' saddle point, from
     ``SPARSE_MIN`` coordinates) are the dense plant's on its null-space basis: every field of
     every frame, integral states and torque feedforward on, Rayleigh and the modal schedule's
-    damping too, within 1e-7 of its largest entry (4e-8 measured on the 3-RRRU with 16 elements
-    per link; shapes after the same sign convention; the integral states at rest, zero, within
+    damping too, and with compliant transmissions (the motors' coordinates beside the saddle
+    point), within 1e-7 of its largest entry (4e-8 measured on the 3-RRRU with 16 elements per
+    link; shapes after the same sign convention; the integral states at rest, zero, within
     round-off); and the KED's tracking error the same."""
     import sim.solvers.servo_stepping as stepping
 
-    servo = sv.Servo.from_table(RRRU_SERVO, rrru3)
+    model = rrru3 if drive is None else load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4,
+                                                          "gear_ratio": 50.0, "drive_stiffness": drive[0],
+                                                          "drive_damping": drive[1]})
+    servo = sv.Servo.from_table(RRRU_SERVO, model)
     trajectory = from_scenario(dict(kind="circle", center=[0.0, 0.0, -0.7], radius=0.1, omega=2.0,
-                                    duration=0.5), rrru3)
+                                    duration=0.5), model)
+    calls = []
+    frame = stepping._Sparse.frame
+    monkeypatch.setattr(stepping._Sparse, "frame", lambda self, *a: calls.append(1) or frame(self, *a))
     runs = []
     for least in (10**9, 0):
         monkeypatch.setattr(stepping, "SPARSE_MIN", least)
-        runs.append(run_ked(rrru3, servo, 6, count=8, trajectory=trajectory, damping=damping))
+        runs.append(run_ked(model, servo, 6, count=8, trajectory=trajectory, damping=damping))
+    assert len(calls) == 7
     (dense_ked, dense, _), (sparse_ked, sparse, _) = runs
     for name in dense.__dataclass_fields__:
         x, y = getattr(dense, name), getattr(sparse, name)
@@ -454,9 +463,11 @@ def test_sparse_frames_are_the_dense_ones(rrru3, monkeypatch, damping):
                     atol=1e-7 * np.abs(dense_ked.tracking_error).max())
 
 
-@pytest.mark.parametrize("damping", [None, dict(ratio=0.02, modes=6, rayleigh_alpha=0.5, rayleigh_beta=2e-5)],
-                         ids=["undamped", "rayleigh-and-modal"])
-def test_sparse_closed_loop_frequencies_are_the_dense_ones(rrru3, monkeypatch, damping):
+@pytest.mark.parametrize("damping, drive", [(None, None),
+                                            (dict(ratio=0.02, modes=6, rayleigh_alpha=0.5, rayleigh_beta=2e-5), None),
+                                            (dict(ratio=0.02, modes=6), (2e4, 5.0))],
+                         ids=["undamped", "rayleigh-and-modal", "compliant-transmissions"])
+def test_sparse_closed_loop_frequencies_are_the_dense_ones(rrru3, monkeypatch, damping, drive):
     """The closed-loop modes along a path solved sparse (Arnoldi on the joints' saddle point,
     :meth:`sim.solvers.servo_stepping._Sparse.closed`, from ``CLOSED_MIN`` coordinates) are the
     dense plant's first-order eigenproblem's: the tracked frequencies within 1e-8 relative, the
@@ -466,6 +477,9 @@ def test_sparse_closed_loop_frequencies_are_the_dense_ones(rrru3, monkeypatch, d
     import sim
     import sim.solvers.servo_stepping as stepping
 
+    model = rrru3 if drive is None else load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4,
+                                                          "gear_ratio": 50.0, "drive_stiffness": drive[0],
+                                                          "drive_damping": drive[1]})
     circle = dict(kind="circle", center=[0.0, 0.0, -0.7], radius=0.15, omega=2 * np.pi, duration=1.0)
     calls = []
     closed = stepping._Sparse.closed
@@ -473,7 +487,7 @@ def test_sparse_closed_loop_frequencies_are_the_dense_ones(rrru3, monkeypatch, d
     runs = []
     for least in (10**9, 0):
         monkeypatch.setattr(stepping, "CLOSED_MIN", least)
-        runs.append(sim.frequencies(rrru3, circle, servo=dict(kp=100.0, kv=60.0, ki=20.0), drives="servo",
+        runs.append(sim.frequencies(model, circle, servo=dict(kp=100.0, kv=60.0, ki=20.0), drives="servo",
                                     count=4, samples=12, damping=damping))
     dense, fast = runs
     assert len(calls) == 12

@@ -198,30 +198,30 @@ def _servo(model, scenario, group, time, qs, k, progress):
 def _sparse_instant(fast, ev, q, t, count, previous):
     """The closed loop at ``q`` (time ``t``) on the joints' saddle point
     (:meth:`sim.solvers.servo_stepping._Sparse.closed`): frequencies [Hz] and damping ratios
-    (j,), the shapes in velocity coordinates (n_v, count), zero beyond ``j``, and their MAC
+    (j,), the shapes in the extended velocity coordinates (n_v + motors, count), zero beyond ``j``, and their MAC
     with the ``previous`` instant's (count, count; None at the first); None where Arnoldi does
     not converge (the instant goes to the dense plant).  The earlier shapes are projected on
-    this instant's admissible motions (the dense path's ``N N^T``) and compared in its mass
-    matrix with the rotors."""
+    this instant's admissible motions (the dense path's ``N N^T``; the motors' coordinates as
+    they are) and compared in its mass matrix with the rotors."""
     import scipy.sparse.linalg as splinalg
 
     from sim.solvers.modal import constraint_jacobian
     from sim.solvers.tracking import weighted_mac
 
-    model = ev.model
-    e = ev.evaluate(q, np.zeros(model.n_v))
-    J = constraint_jacobian(model, q, locked=False)
+    n_v = ev.model.n_v
+    e = ev.evaluate(q, np.zeros(n_v))
+    J = constraint_jacobian(ev.model, q, locked=False)
     try:
         lam, U = fast.closed(q, t, e, J, count)
     except splinalg.ArpackNoConvergence:
         return None
-    X = np.zeros((model.n_v, count), dtype=complex)
+    X = np.zeros((fast.n_x, count), dtype=complex)
     X[:, :lam.size] = U
     mac = None
     if previous is not None:
-        carried = previous - J.T @ np.linalg.solve(J @ J.T, J @ previous)
-        M = e.M + (e.J_s.T * fast.inertia) @ e.J_s
-        mac = weighted_mac(carried, X, M @ carried, M @ X)
+        carried = previous.copy()
+        carried[:n_v] -= J.T @ np.linalg.solve(J @ J.T, J @ previous[:n_v])
+        mac = weighted_mac(carried, X, fast.mass(e, carried), fast.mass(e, X))
     return np.abs(lam) / (2 * np.pi), -lam.real / np.abs(lam), X, mac
 
 

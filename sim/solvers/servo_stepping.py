@@ -148,47 +148,85 @@ class _Sparse:
     joints' rows ``J`` stay rows of a saddle-point matrix instead of being reduced away on a
     null-space basis ``N``, so that nothing of size n_v^2 is factorised or multiplied densely.
 
-    With rigid transmissions (no motor coordinate) the plant's matrices are ``N^T X N`` of
+    On the extended coordinates ``(v, theta_c)`` (the compliant actuators' motor angles after
+    the velocities, as :class:`ServoFrames`), with ``J_r``, ``J_c`` the rigid and compliant
+    actuators' rows, ``k``, ``c`` the transmissions' spring and damper (whose ``k J_c^T J_c``,
+    ``c J_c^T J_c`` the model's ``K``, ``C`` hold already, the motor locked), the servos' springs
+    and dampers ``kv kp + ki kv``, ``kv`` (:func:`sim.solvers.closed_loop.servo_rates`) on the
+    motor angles and the rotors ``I``, the plant's matrices are ``N^T X N`` of
 
-        K_c = K + J_s^T diag(kv kp + ki kv) J_s,   M_c = M + J_s^T diag(I) J_s,
-        C_c = C + J_s^T diag(kv) J_s,              P^T Ki = N^T J_s^T diag(ki),
+        K_c = [[K + J_r^T diag(kv kp + ki kv) J_r, -J_c^T diag(k)], [-diag(k) J_c, diag(k + kv kp + ki kv)]],
+        M_c = [[M + J_r^T diag(I) J_r, 0], [0, diag(I)]],
+        C_c = [[C + J_r^T diag(kv) J_r, -J_c^T diag(c)], [-diag(c) J_c, diag(c + kv)]],
 
-    so that, for the orthonormal ``N`` of the dense path, its modes ``Phi`` give the shapes
-    ``psi = N Phi`` that solve ``K_c psi = M_c psi omega^2 + J^T mu``, ``J psi = 0``; its
-    static solutions ``N (N^T K_c N)^-1 N^T f`` are the saddle point's ``[[K_c, J^T], [J, 0]]
-    (u, mu) = (f, 0)``; its rest with integral states the saddle point with the integral axes'
-    rows ``J_y`` locked too, their multipliers ``-diag(ki) y``; and ``Phi^T X Phi = psi^T X
-    psi``.  The modes come from shift-invert Lanczos at 0 (``scipy.sparse.linalg.eigsh``)
-    with the saddle point's sparse LU as the inverse: ``S M_c``, ``S = N (N^T K_c N)^-1 N^T``,
-    is self-adjoint in the ``M_c`` inner product and zero off the admissible motions.
+    ``N`` the dense path's orthonormal basis of the admissible motions extended by the motor
+    angles (which no joint row holds).  Its modes ``Phi`` give the shapes ``psi = N Phi`` that
+    solve ``K_c psi = M_c psi omega^2 + J^T mu``, ``J psi = 0``; its static solutions ``N (N^T
+    K_c N)^-1 N^T f`` are the saddle point's ``[[K_c, J^T], [J, 0]] (u, mu) = (f, 0)``; its rest
+    with integral states the saddle point with the integral axes' rows ``P_y`` (the motor
+    angles') locked too, their multipliers ``-diag(ki) y``; and ``Phi^T X Phi = psi^T X psi``.
+    The modes come from shift-invert Lanczos at 0 (``scipy.sparse.linalg.eigsh``) with the
+    saddle point's sparse LU as the inverse: ``S M_c``, ``S = N (N^T K_c N)^-1 N^T``, is
+    self-adjoint in the ``M_c`` inner product and zero off the admissible motions.
     """
 
     def __init__(self, model, servo, damping, modal, elastic):
         from sim.model.tables import stretched
         self.model, self.servo, self.damping, self.modal, self.elastic = model, servo, damping, modal, elastic
-        self.inertia = np.array([a.reflected_inertia for a in model.actuators])
+        acts = model.actuators
+        self.comp = np.flatnonzero([a.stiffness is not None for a in acts])
+        self.rigid = np.flatnonzero([a.stiffness is None for a in acts])
+        self.inertia = np.array([a.reflected_inertia for a in acts])
+        self.k = np.array([acts[i].stiffness for i in self.comp], dtype=float)
+        self.c = np.array([acts[i].damping for i in self.comp], dtype=float)
+        self.n_x = model.n_v + self.comp.size
         self.spring, self.damper = sv.servo_rates(servo)
         self.y = np.flatnonzero(servo.ki > 0)
         # The bodies' K_ff (the stiffness where it does not depend on the configuration: no
-        # springs, no geometric stiffening) and the Rayleigh material damping, by entries.
-        self.lumped = bool(model.springs) or stretched(model)
+        # springs, no geometric stiffening; the compliant drives' k J_c^T J_c and c J_c^T J_c
+        # added by their rows) and the Rayleigh material damping, by entries.
+        self.lumped = bool(model.springs) or bool(stretched(model))
         self.K_ff = _material(model, 0.0, 1.0)
         self.rayleigh = _material(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
 
+    def motors(self, J_s):
+        """``P`` (n_a, n_x): the motor angles (joint units) of an extended displacement, from
+        the actuators' rows ``J_s`` (n_a, n_v)."""
+        P = np.zeros((J_s.shape[0], self.n_x))
+        P[self.rigid, :J_s.shape[1]] = J_s[self.rigid]
+        P[self.comp, J_s.shape[1] + np.arange(self.comp.size)] = 1.0
+        return P
+
+    def mass(self, e, X):
+        """``M_c X`` (n_x, k) at the evaluation ``e``, X (n_x, k)."""
+        n_v, J_r = self.model.n_v, e.J_s[self.rigid]
+        return np.concatenate([e.M @ X[:n_v] + J_r.T @ (self.inertia[self.rigid, None] * (J_r @ X[:n_v])),
+                               self.inertia[self.comp, None] * X[n_v:]])
+
     def held(self, q, t, e, J):
         """The structure held by the servos at ``q`` (time ``t`` for the messages; ``e`` the
-        evaluation there, ``J`` the joints' rows (n_j, n_v)): ``K_c``, ``M_c`` (sparse, n_v x
-        n_v), the static solution ``static(F)`` (F (n_v, ...) -> (n_v, k)) and the damping's
-        product ``damp(X)`` = ``C_c X`` (X (n_v, k)): lumped, Rayleigh, the modal ratios of the
-        locked structure's schedule and the servos' dampers."""
+        evaluation there, ``J`` the joints' rows (n_j, n_v)): ``K_c``, ``M_c`` (sparse, n_x x
+        n_x), the static solution ``static(F)`` (F (n_x, ...) -> (n_x, k)) and the damping's
+        product ``damp(X)`` = ``C_c X`` (X (n_x, k)): lumped, Rayleigh, the modal ratios of the
+        locked structure's schedule, the transmissions' dampers and the servos'."""
         from sim.model.dynamics import damping_matrix, stiffness_matrix
-        model, n_v = self.model, self.model.n_v
-        J_s = sparse.csr_matrix(e.J_s)
-        K = sparse.csr_matrix(stiffness_matrix(model, q)) if self.lumped else self.K_ff
-        Kc = K + J_s.T @ sparse.diags(self.spring) @ J_s
-        Mc = sparse.csr_matrix(e.M) + J_s.T @ sparse.diags(self.inertia) @ J_s
+        model, n_v, n_x = self.model, self.model.n_v, self.n_x
+        r, cp = self.rigid, self.comp
+        J_r, J_c = sparse.csr_matrix(e.J_s[r]), sparse.csr_matrix(e.J_s[cp])
+        if self.lumped:
+            K = sparse.csr_matrix(stiffness_matrix(model, q))
+        else:
+            K = self.K_ff + J_c.T @ sparse.diags(self.k) @ J_c
+        K_vv = K + J_r.T @ sparse.diags(self.spring[r]) @ J_r
+        M_vv = sparse.csr_matrix(e.M) + J_r.T @ sparse.diags(self.inertia[r]) @ J_r
+        if cp.size:
+            couple = -(J_c.T @ sparse.diags(self.k))
+            Kc = sparse.bmat([[K_vv, couple], [couple.T, sparse.diags(self.k + self.spring[cp])]])
+            Mc = sparse.block_diag([M_vv, sparse.diags(self.inertia[cp])])
+        else:
+            Kc, Mc = K_vv, M_vv
         Kc, Mc = (0.5 * (Kc + Kc.T)).tocsc(), (0.5 * (Mc + Mc.T)).tocsc()
-        Jj = sparse.csr_matrix(J)
+        Jj = sparse.hstack([sparse.csr_matrix(J), sparse.csr_matrix((J.shape[0], cp.size))]).tocsr()
         n_j = Jj.shape[0]
         try:
             lu = splinalg.splu(sparse.bmat([[Kc, Jj.T], [Jj, None]], format="csc"))
@@ -197,37 +235,47 @@ class _Sparse:
                            f"matrix is singular): a motion no actuator or structure holds") from None
 
         def static(F):
-            """``N (N^T K_c N)^-1 N^T F``, F (n_v, ...) -> (n_v, k)."""
-            F = F.reshape(n_v, -1)
+            """``N (N^T K_c N)^-1 N^T F``, F (n_x, ...) -> (n_x, k)."""
+            F = F.reshape(n_x, -1)
             if not F.shape[1]:
                 return F.copy()
-            return lu.solve(np.vstack([F, np.zeros((n_j, F.shape[1]))]))[:n_v]
+            return lu.solve(np.vstack([F, np.zeros((n_j, F.shape[1]))]))[:n_x]
 
-        C = damping_matrix(model, q) if self.damping.lumped else None
-        C = C if C is not None and C.any() else None
+        C = None
+        if self.damping.lumped and self.lumped:
+            C = damping_matrix(model, q)
+            C = C if C.any() else None
+        elif self.damping.lumped and self.c.any():
+            C = J_c.T @ sparse.diags(self.c) @ J_c
         F, rates = self.modal.modal(t) if isinstance(self.modal, Schedule) else (None, None)
+        J_s = sparse.csr_matrix(e.J_s)
+        P = sparse.csr_matrix(self.motors(e.J_s))
 
         def damp(X):
-            """``C_c X``, X (n_v, k) -> (n_v, k)."""
-            out = J_s.T @ (self.damper[:, None] * (J_s @ X))
+            """``C_c X``, X (n_x, k) -> (n_x, k)."""
+            out = P.T @ (self.damper[:, None] * (P @ X))
+            V = X[:n_v]
             if C is not None:
-                out = out + C @ X
+                out[:n_v] += C @ V
             if self.rayleigh is not None:
-                out = out + self.rayleigh @ X
+                out[:n_v] += self.rayleigh @ V
             if F is not None:
-                out[self.elastic] += F @ (rates[:, None] * (F.T @ X[self.elastic]))
+                out[self.elastic] += F @ (rates[:, None] * (F.T @ V[self.elastic]))
+            if cp.size:     # the transmissions' dampers between the motors and the joints
+                out[:n_v] -= J_s[cp].T @ (self.c[:, None] * X[n_v:])
+                out[n_v:] += self.c[:, None] * (X[n_v:] - J_s[cp] @ V)
             return out
 
         return Kc, Mc, static, damp
 
     def frame(self, q, t, e, J, count):
         """The ``count`` lowest modes at ``q`` (:meth:`held`'s arguments): ``omega`` (r,), ``psi``
-        (n_v, r) mass-normalised, ``psi^T C_c psi`` (r, r), and the static solution ``static``.
+        (n_x, r) mass-normalised, ``psi^T C_c psi`` (r, r), and the static solution ``static``.
 
         Raises ``scipy.sparse.linalg.ArpackNoConvergence`` where Lanczos does not converge."""
-        n_v = self.model.n_v
+        n_x = self.n_x
         Kc, Mc, static, damp = self.held(q, t, e, J)
-        op = splinalg.LinearOperator((n_v, n_v), matvec=lambda x: static(x)[:, 0], dtype=float)
+        op = splinalg.LinearOperator((n_x, n_x), matvec=lambda x: static(x)[:, 0], dtype=float)
         lam, psi = splinalg.eigsh(Kc, k=int(count), M=Mc, sigma=0.0, OPinv=op, which="LM")
         order = np.argsort(lam)
         lam, psi = lam[order], psi[:, order]
@@ -242,37 +290,37 @@ class _Sparse:
         """The ``count`` lowest complex modes of the closed loop at ``q`` (:meth:`held`'s
         arguments): eigenvalues ``lambda`` (k,) with ``Im > 0`` by increasing ``|lambda|``
         (``k <= count``: fewer where the closed loop has fewer), and the shapes' coordinate
-        parts ``u`` (n_v, k), unit norm, the largest entry real and positive
+        parts ``u`` (n_x, k), unit norm, the largest entry real and positive
         (:func:`sim.solvers.modal.phased`).
 
         The first-order system of :func:`sim.solvers.closed_loop.closed_loop` on ``z = (u, w,
         y)`` (``w = u'``, the integral states) with the joints' rows kept: its inverse maps
-        ``(a, b, c)`` to ``w = a`` and the saddle point ``K_c u + J^T mu - J_y^T Ki y = -(M_c b
-        + C_c a)``, ``J u = 0``, ``-Kp J_y u = c`` (as :meth:`rest`: one solve and an ny x ny
+        ``(a, b, c)`` to ``w = a`` and the saddle point ``K_c u + J^T mu - P_y^T Ki y = -(M_c b
+        + C_c a)``, ``J u = 0``, ``-Kp P_y u = c`` (as :meth:`rest`: one solve and an ny x ny
         system).  Arnoldi on that inverse (``scipy.sparse.linalg.eigs``) finds the eigenvalues
         of least modulus; the directions off the admissible motions have none (``1 / lambda =
         0``).
 
         Raises ``scipy.sparse.linalg.ArpackNoConvergence`` where Arnoldi does not converge."""
         from sim.solvers.modal import phased
-        n_v = self.model.n_v
+        n_x = self.n_x
         Kc, Mc, static, damp = self.held(q, t, e, J)
         y = self.y
         ny = y.size
-        J_y = e.J_s[y]
+        J_y = self.motors(e.J_s)[y]
         kp, ki = (self.servo.kv * self.servo.kp)[y], self.servo.ki[y]
         SJ = static(J_y.T)
         G = J_y @ SJ
 
         def inverse(z):
-            a, b, c = z[:n_v], z[n_v:2 * n_v], z[2 * n_v:]
+            a, b, c = z[:n_x], z[n_x:2 * n_x], z[2 * n_x:]
             Sf = static(-(Mc @ b + damp(a[:, None])[:, 0]))[:, 0]
             if not ny:
                 return np.concatenate([Sf, a])
             nu = np.linalg.solve(G, J_y @ Sf + c / kp)
             return np.concatenate([Sf - SJ @ nu, a, -nu / ki])
 
-        size = 2 * n_v + ny
+        size = 2 * n_x + ny
         op = splinalg.LinearOperator((size, size), matvec=inverse, dtype=float)
         k = min(2 * int(count) + ny + 4, size - 2)
         while True:
@@ -286,11 +334,11 @@ class _Sparse:
                 break
             k = min(2 * k, size - 2)
         order = inner[np.argsort(np.abs(lam[inner]))][:int(count)]
-        return lam[order], phased(V[:n_v, order])
+        return lam[order], phased(V[:n_x, order])
 
     def rest(self, static, J_y, f):
-        """The equilibrium at rest under ``f`` (n_v,) with the integral axes' rows ``J_y``
-        (ny, n_v) locked too, from :meth:`frame`'s ``static``: ``(x, y)``.  ``K_c x + J^T mu -
+        """The equilibrium at rest under ``f`` (n_x,) with the integral axes' rows ``J_y``
+        (ny, n_x) locked too, from :meth:`frame`'s ``static``: ``(x, y)``.  ``K_c x + J^T mu -
         J_y^T diag(ki) y = f``, ``J x = 0``, ``J_y x = 0``: with ``nu = -diag(ki) y``, ``x = S (f
         - J_y^T nu)`` and ``(J_y S J_y^T) nu = J_y S f`` (ny x ny; no second factorisation)."""
         Sf, SJ = static(f)[:, 0], static(J_y.T)
@@ -300,18 +348,21 @@ class _Sparse:
 
 def sparse_structure(model, servo, damping, modal, q, count, least=None):
     """:class:`_Sparse` where the frozen structures held by ``servo`` are solved sparse, else
-    None: from ``least`` velocity coordinates (default :data:`SPARSE_MIN`), with rigid transmissions (no motor
-    coordinates), independent joint rows at ``q`` (n_q,) (the saddle point is then regular;
-    redundant rows keep the dense plant, whose null-space basis ignores them) and ``count``
-    modes fewer than half the admissible motions (Lanczos and Arnoldi find fewer than all of
-    them).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
+    None: from ``least`` velocity coordinates (default :data:`SPARSE_MIN`), with independent
+    joint rows at ``q`` (n_q,) (the saddle point is then regular; redundant rows keep the dense
+    plant, whose null-space basis ignores them), rotors behind the compliant transmissions
+    (else the dense plant says what is missing) and ``count`` modes fewer than half the
+    admissible motions (Lanczos and Arnoldi find fewer than all of them).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
     path, where the damping has a modal part."""
     from sim.solvers.modal import constraint_jacobian, constraint_null_space
-    if model.n_v < (SPARSE_MIN if least is None else least) or any(a.stiffness is not None for a in model.actuators):
+    if model.n_v < (SPARSE_MIN if least is None else least):
+        return None
+    if any(a.stiffness is not None and not a.reflected_inertia > 0 for a in model.actuators):
         return None
     rows = constraint_jacobian(model, q, locked=False).shape[0]
     admissible = constraint_null_space(model, q, False).shape[1]
-    if model.n_v - admissible != rows or not int(count) < admissible // 2:
+    motors = sum(a.stiffness is not None for a in model.actuators)
+    if model.n_v - admissible != rows or not int(count) < (admissible + motors) // 2:
         return None
     return _Sparse(model, servo, damping, modal, np.asarray(model.v_elastic, dtype=int))
 
@@ -359,8 +410,8 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
 
     Notes
     -----
-    From :data:`SPARSE_MIN` velocity coordinates, with rigid transmissions and independent
-    joint rows, each instant is solved sparse (:class:`_Sparse`: the joints' saddle point,
+    From :data:`SPARSE_MIN` velocity coordinates, with independent joint rows, each instant is
+    solved sparse (:class:`_Sparse`: the joints' saddle point,
     about linear in the coordinates); else densely on the plant's null-space basis
     (:func:`sim.solvers.closed_loop.plant`, about cubic).  The two agree to round-off
     (``tests/test_ked_servo.py``).
@@ -400,6 +451,16 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
+        J_s = e.J_s
+        Jr = J_s[rigid]
+        acc = motion.actuators_ddot[k]
+        load = np.concatenate([e.Q - e.M @ motion.a[k] + Jr.T @ (forcing[k, rigid] - inertia[rigid] * acc[rigid]),
+                               forcing[k, comp] - inertia[comp] * acc[comp]])
+        rest = np.concatenate([e.Q0 + Jr.T @ tau_rest[k, rigid], tau_rest[k, comp]])
+        motors = np.zeros((n_a, n_x))
+        motors[rigid, :n_v] = Jr
+        motors[comp, n_v + np.arange(n_c)] = 1.0
+        joints = np.concatenate([J_s, np.zeros((n_a, n_c))], axis=1)
         try:
             solved = None if fast is None else fast.frame(q, motion.t[k], e, constraint_jacobian(model, q, locked=False),
                                                           count)
@@ -407,20 +468,17 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
             solved = None       # this instant by the dense plant
         if solved is not None:
             omega, psi, modal_damping, static = solved
-            mpsi = e.M @ psi + e.J_s.T @ (inertia[:, None] * (e.J_s @ psi))
+            mpsi = fast.mass(e, psi)
             sign = signs(psi, mpsi, previous)
             psi, mpsi, previous = psi * sign, mpsi * sign, psi * sign
-            acc = motion.actuators_ddot[k]
-            load = e.Q - e.M @ motion.a[k] + e.J_s.T @ (forcing[k] - inertia * acc)
-            rest = e.Q0 + e.J_s.T @ tau_rest[k]
-            J_y = e.J_s[y]
+            J_y = motors[y]
             x_rest, y_rest = fast.rest(static, J_y, rest) if ny else (static(rest)[:, 0], np.zeros(0))
             values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi,
                           damping=modal_damping * np.outer(sign, sign), integral=(J_y @ psi).T * PKi,
                           rates=-(servo.kv[y] * servo.kp[y])[:, None] * J_y,
                           static_load=static(load)[:, 0], static_integral=static(J_y.T * PKi),
                           static_rest=x_rest, y_rest=y_rest, forcing=forcing[k], pose_jacobian=e.J_x,
-                          joints=e.J_s.copy(), motors=e.J_s.copy(), lag=sv.lag_gain(model, e))
+                          joints=joints, motors=motors, lag=sv.lag_gain(model, e))
             for name, value in values.items():
                 out[name].append(value)
             if progress is not None:
@@ -445,8 +503,6 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
             """Generalised forces (n_x, ...) on the plant's coordinates (m, ...)."""
             return np.concatenate([N.T @ L[:n_v], L[n_v:]])
 
-        J_s = e.J_s
-        Jr = J_s[rigid]
         psi = ext(Phi)
         mpsi = np.concatenate([e.M @ psi[:n_v] + Jr.T @ (inertia[rigid, None] * (Jr @ psi[:n_v])),
                                inertia[comp, None] * psi[n_v:]])
@@ -454,10 +510,6 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         # the same mode, else the largest entry positive; before anything else is formed from them.
         sign = signs(psi, mpsi, previous)
         Phi, psi, mpsi, previous = Phi * sign, psi * sign, mpsi * sign, psi * sign
-        acc = motion.actuators_ddot[k]
-        load = np.concatenate([e.Q - e.M @ motion.a[k] + Jr.T @ (forcing[k, rigid] - inertia[rigid] * acc[rigid]),
-                               forcing[k, comp] - inertia[comp] * acc[comp]])
-        rest = np.concatenate([e.Q0 + Jr.T @ tau_rest[k, rigid], tau_rest[k, comp]])
         PyKi = p.P[y].T * PKi                                      # (m, ny)
         lu = scipy.linalg.lu_factor(Kc)
         if ny:
@@ -466,20 +518,13 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
             x_rest, y_rest = sol[:m], sol[m:]
         else:
             x_rest, y_rest = scipy.linalg.lu_solve(lu, to_x(rest)), np.zeros(0)
-        motors = np.zeros((n_a, n_x))
-        motors[:, :n_v] = J_s
-        for j, i in enumerate(comp):
-            motors[i] = 0.0
-            motors[i, n_v + j] = 1.0
         values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi,
                       damping=Phi.T @ Cc @ Phi, integral=Phi.T @ PyKi,
                       rates=-(servo.kv[y] * servo.kp[y])[:, None] * motors[y],
                       static_load=ext(scipy.linalg.lu_solve(lu, to_x(load))),
                       static_integral=ext(scipy.linalg.lu_solve(lu, PyKi)).reshape(n_x, ny),
                       static_rest=ext(x_rest), y_rest=y_rest, forcing=forcing[k],
-                      pose_jacobian=e.J_x,
-                      joints=np.concatenate([J_s, np.zeros((n_a, n_c))], axis=1), motors=motors,
-                      lag=sv.lag_gain(model, e))
+                      pose_jacobian=e.J_x, joints=joints, motors=motors, lag=sv.lag_gain(model, e))
         for name, value in values.items():
             out[name].append(value)
         if progress is not None:
