@@ -582,3 +582,22 @@ drive = "servo"
         q_s = assemble(model, q_r, ev, targets=actuator_values(model, q_r)[0] - lag[j])
         assert_allclose(share[j, :2], (pose(model, q_s) - pose(model, q_r))[:2], atol=0.01 * peak)
     assert np.abs(structure[:, :2]).max() < 0.01 * peak
+
+
+def test_response_by_modes_is_the_direct_solve(rrru3):
+    """:func:`sim.solvers.closed_loop.response` (the eigen-decomposition, one O(n^3) step) is
+    the solve of ``(s I - A)`` at every frequency within 1e-9 of the largest response, on the
+    3-RRRU closed by its servos (integral states on); and a defective ``A`` (a double
+    integrator's Jordan block, whose eigenvectors are parallel) falls back to the solves."""
+    s = sv.Servo.from_table(dict(kp=100.0, kv=60.0, ki=5.0), rrru3)
+    A, B, C, D = sv.matrices(rrru3, rrru3.q_home, ["reference:theta_1", "motor:theta_2"],
+                             ["pose:x", "pose:z", "motor:theta_1"], s)[:4]
+    points = 2j * np.pi * np.geomspace(0.5, 500.0, 60)
+    H = sv.response(A, B, C, D, points)
+    direct = np.array([C @ np.linalg.solve(x * np.eye(A.shape[0]) - A, B) + D for x in points])
+    for j in range(H.shape[1]):
+        for k in range(H.shape[2]):
+            assert np.abs(H[:, j, k] - direct[:, j, k]).max() < 1e-9 * np.abs(direct[:, j, k]).max()
+    A2, B2, C2, D2 = np.array([[0.0, 1.0], [0.0, 0.0]]), np.array([[0.0], [1.0]]), np.array([[1.0, 0.0]]), np.zeros((1, 1))
+    points = 2j * np.pi * np.array([0.1, 1.0, 10.0])
+    assert_allclose(sv.response(A2, B2, C2, D2, points)[:, 0, 0], 1.0 / points**2, rtol=1e-12)

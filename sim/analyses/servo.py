@@ -176,7 +176,7 @@ def run(model, scenario, group, progress):
     """
     from sim.analyses import damping as robot_damping
     from sim.model.assembly import configuration
-    from sim.solvers.closed_loop import matrices, modes, truncate, Closed
+    from sim.solvers.closed_loop import matrices, modes, response, truncate, Closed
 
     t = scenario.data["state_space"]
     where = f"{scenario.path}: [state_space]"
@@ -193,7 +193,7 @@ def run(model, scenario, group, progress):
         A, B, C, D = truncate(A, B, C, D, t["modes"])
     f = np.geomspace(t["f_min"], t["f_max"], t["points"])
     s = 2j * np.pi * f
-    H = np.array([C @ np.linalg.solve(x * np.eye(A.shape[0]) - A, B) + D for x in s])
+    H = response(A, B, C, D, s)
     units = [f"{o}/{i}" for o in out_units for i in in_units]
     group.put("A", A, "SI (1/s, 1/s^2)", "state matrix, states x' = A x + B u (positions, rates, integrals)",
               dims=("state", "state_to"))

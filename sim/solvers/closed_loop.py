@@ -48,6 +48,7 @@ from sim.model.assembly import RANK_RTOL
 from sim.solvers import damping as dmp
 
 FEEDFORWARD = ("none", "velocity", "velocity+torque")
+RESPONSE_RTOL = 1e-8      # response(): the modal form against a direct solve
 KEYS = ("kp", "kv", "ki", "feedforward", "torque_limit")
 
 
@@ -551,6 +552,36 @@ def truncate(A, B, C, D, count):
     if rest.size and np.linalg.matrix_rank(rest) == rest.shape[0]:
         D -= Cm[:, r:] @ np.linalg.solve(rest, Bm[r:])
     return Am[:r, :r], Bm[:r], Cm[:, :r], D
+
+
+def response(A, B, C, D, s, rtol=RESPONSE_RTOL):
+    """``H(s) = C (s I - A)^-1 B + D`` (n_f, n_out, n_in) at the points ``s`` (n_f,), complex.
+
+    By the eigen-decomposition ``A = V diag(lambda) V^-1`` (one ``O(n^3)`` step; then ``C V
+    diag(1 / (s - lambda)) V^-1 B``, linear in ``n`` per point), checked against a solve of
+    ``(s I - A)`` at the first and the last point within ``rtol`` of the largest response
+    there; where the eigenvectors are too ill-conditioned for that (a defective ``A``), one
+    solve per point (``O(n^3)`` each: 45 s for 400 points of the 3-RRRU's 1167 states)."""
+    import scipy.linalg
+    s = np.asarray(s)
+    n = A.shape[0]
+
+    def direct(x):
+        return C @ np.linalg.solve(x * np.eye(n) - A, B) + D
+
+    try:
+        lam, V = scipy.linalg.eig(A)
+        L, R = C @ V, np.linalg.solve(V, B)
+        H = np.einsum("ok,fk,kj->foj", L, 1.0 / (s[:, None] - lam[None, :]), R) + D
+    except np.linalg.LinAlgError:
+        H = None
+    if H is not None and len(s):
+        for k in {0, len(s) - 1}:
+            ref = direct(s[k])
+            if not np.abs(H[k] - ref).max() <= rtol * max(np.abs(ref).max(), 1e-300) or not np.isfinite(H).all():
+                H = None
+                break
+    return np.array([direct(x) for x in s]) if H is None else H
 
 
 def state_space(model, pose=None, inputs=(), outputs=(), drives="open", servo=None, damping=None, modes=None):
