@@ -114,6 +114,28 @@ def rrru3():
 RRRU_SERVO = dict(kp=100.0, kv=60.0, ki=20.0, feedforward="velocity+torque")
 
 
+def both_paths(monkeypatch, method, threshold, run):
+    """``run()`` with the frozen structures held by the servos dense, then sparse (``threshold``,
+    a size constant of :mod:`sim.solvers.servo_stepping`, at 0), and how many times the sparse
+    structure's ``method`` ran: ``(dense, sparse, calls)``."""
+    import sim.solvers.servo_stepping as stepping
+
+    calls = []
+    real = getattr(stepping._Sparse, method)
+    monkeypatch.setattr(stepping._Sparse, method, lambda self, *a: calls.append(1) or real(self, *a))
+    runs = []
+    for least in (10**9, 0):
+        monkeypatch.setattr(stepping, threshold, least)
+        runs.append(run())
+    return runs[0], runs[1], len(calls)
+
+
+def transmissions(stiffness, damping):
+    """The ``rrru3`` fixture's robot with compliant transmissions (joint side [N m/rad], [N m s/rad])."""
+    return load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4, "gear_ratio": 50.0,
+                             "drive_stiffness": stiffness, "drive_damping": damping})
+
+
 def test_frozen_frequencies_against_full_closed_loop(rrru3):
     """Each frame's closed-loop frequencies (8 kept modes of the servo-held robot, the integral
     states beside them) against the full closed loop's eigenvalues at the same pose: the lowest
@@ -434,23 +456,14 @@ def test_sparse_frames_are_the_dense_ones(rrru3, monkeypatch, damping, drive):
     point), within 1e-7 of its largest entry (4e-8 measured on the 3-RRRU with 16 elements per
     link; shapes after the same sign convention; the integral states at rest, zero, within
     round-off); and the KED's tracking error the same."""
-    import sim.solvers.servo_stepping as stepping
-
-    model = rrru3 if drive is None else load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4,
-                                                          "gear_ratio": 50.0, "drive_stiffness": drive[0],
-                                                          "drive_damping": drive[1]})
+    model = rrru3 if drive is None else transmissions(*drive)
     servo = sv.Servo.from_table(RRRU_SERVO, model)
     trajectory = from_scenario(dict(kind="circle", center=[0.0, 0.0, -0.7], radius=0.1, omega=2.0,
                                     duration=0.5), model)
-    calls = []
-    frame = stepping._Sparse.frame
-    monkeypatch.setattr(stepping._Sparse, "frame", lambda self, *a: calls.append(1) or frame(self, *a))
-    runs = []
-    for least in (10**9, 0):
-        monkeypatch.setattr(stepping, "SPARSE_MIN", least)
-        runs.append(run_ked(model, servo, 6, count=8, trajectory=trajectory, damping=damping))
-    assert len(calls) == 7
-    (dense_ked, dense, _), (sparse_ked, sparse, _) = runs
+    (dense_ked, dense, _), (sparse_ked, sparse, _), calls = both_paths(
+        monkeypatch, "frame", "SPARSE_MIN", lambda: run_ked(model, servo, 6, count=8, trajectory=trajectory,
+                                                            damping=damping))
+    assert calls == 7
     for name in dense.__dataclass_fields__:
         x, y = getattr(dense, name), getattr(sparse, name)
         assert x.shape == y.shape, name
@@ -471,26 +484,17 @@ def test_sparse_closed_loop_frequencies_are_the_dense_ones(rrru3, monkeypatch, d
     """The closed-loop modes along a path solved sparse (Arnoldi on the joints' saddle point,
     :meth:`sim.solvers.servo_stepping._Sparse.closed`, from ``CLOSED_MIN`` coordinates) are the
     dense plant's first-order eigenproblem's: the tracked frequencies within 1e-8 relative, the
-    damping ratios within 1e-8 (1.1e-9 measured), the tracks' MAC within 1e-7 (2e-8 measured; the earlier shapes projected on each instant's
-    admissible motions, as the dense path's ``N N^T``), the integral states and the modal
-    schedule's damping on."""
+    damping ratios within 1e-8 (1.1e-9 measured), the tracks' MAC within 1e-7 (2e-8 measured;
+    the earlier shapes projected on each instant's admissible motions, as the dense path's ``N
+    N^T``), the integral states and the modal schedule's damping on, and with compliant
+    transmissions."""
     import sim
-    import sim.solvers.servo_stepping as stepping
 
-    model = rrru3 if drive is None else load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4,
-                                                          "gear_ratio": 50.0, "drive_stiffness": drive[0],
-                                                          "drive_damping": drive[1]})
+    model = rrru3 if drive is None else transmissions(*drive)
     circle = dict(kind="circle", center=[0.0, 0.0, -0.7], radius=0.15, omega=2 * np.pi, duration=1.0)
-    calls = []
-    closed = stepping._Sparse.closed
-    monkeypatch.setattr(stepping._Sparse, "closed", lambda self, *a: calls.append(1) or closed(self, *a))
-    runs = []
-    for least in (10**9, 0):
-        monkeypatch.setattr(stepping, "CLOSED_MIN", least)
-        runs.append(sim.frequencies(model, circle, servo=dict(kp=100.0, kv=60.0, ki=20.0), drives="servo",
-                                    count=4, samples=12, damping=damping))
-    dense, fast = runs
-    assert len(calls) == 12
+    dense, fast, calls = both_paths(monkeypatch, "closed", "CLOSED_MIN", lambda: sim.frequencies(
+        model, circle, servo=dict(kp=100.0, kv=60.0, ki=20.0), drives="servo", count=4, samples=12, damping=damping))
+    assert calls == 12
     assert_allclose(fast.servo_frequencies, dense.servo_frequencies, rtol=1e-8)
     assert_allclose(fast.servo_damping_ratios, dense.servo_damping_ratios, rtol=0, atol=1e-8)
     assert_allclose(fast.servo_mac_tracked, dense.servo_mac_tracked, rtol=0, atol=1e-7)
