@@ -601,3 +601,28 @@ def test_response_by_modes_is_the_direct_solve(rrru3):
     A2, B2, C2, D2 = np.array([[0.0, 1.0], [0.0, 0.0]]), np.array([[0.0], [1.0]]), np.array([[1.0, 0.0]]), np.zeros((1, 1))
     points = 2j * np.pi * np.array([0.1, 1.0, 10.0])
     assert_allclose(sv.response(A2, B2, C2, D2, points)[:, 0, 0], 1.0 / points**2, rtol=1e-12)
+
+
+def test_free_motions_are_not_closed_loop_modes():
+    """The 6-PSS with spherical joints at both ends of its struts: each strut spins freely
+    about its axis, which no servo holds.  Those six double zero eigenvalues, which round-off
+    splits into pairs of 0.0003-0.0005 Hz, are left out: the closed-loop modes and real roots
+    are the same robot's with the spins locked (universal joints at the sliders) within 1e-6;
+    and along a path ``[frequencies] drives = "servo"`` reports none of them."""
+    import sim
+    from sim.analyses.servo import closed_modes
+
+    found = []
+    for joint in ("spherical", "universal"):
+        model = load_model(HERE.parent / "models" / "pss6.py", {"slider_joint": joint, "compliant_drives": False,
+                                                                "elements_per_strut": 2})
+        servo = sv.Servo.from_table(dict(kp=100.0, kv=2000.0, ki=5.0), model)
+        found.append((model, servo, sv.free_motions(model, model.q_home), closed_modes(model, model.q_home, servo)))
+    (model, servo, free, spinning), (_, _, locked_spins, locked) = found
+    assert free == 6 and locked_spins == 0
+    assert_allclose(spinning.eigenvalues[:12], locked.eigenvalues[:12], rtol=1e-6)
+    assert_allclose(spinning.real_roots, locked.real_roots, rtol=1e-6)
+    assert spinning.frequencies_hz[0] > 4.0
+    path = dict(kind="cycloidal", axes=["z"], amplitude=0.05, period=0.5, pose=[0.0, 0.0, 1.744, 0.0, 0.0, 0.0])
+    r = sim.frequencies(model, path, servo=dict(kp=100.0, kv=2000.0, ki=5.0), drives="servo", count=4, samples=3)
+    assert np.nanmin(r.servo_frequencies) > 4.0

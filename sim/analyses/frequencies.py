@@ -157,6 +157,7 @@ def _servo(model, scenario, group, time, qs, k, progress):
     from sim.analyses.servo import gains
     from sim.model.evaluator import Evaluator
     from sim.solvers import servo_stepping
+    from sim.solvers.closed_loop import free_motions
     from sim.solvers.damping import Schedule, schedule
     from sim.solvers.tracking import follow
 
@@ -168,15 +169,18 @@ def _servo(model, scenario, group, time, qs, k, progress):
     previous = None     # the last instant's shapes in velocity coordinates (n_v + motors, K)
     # Large robots with rigid transmissions: the closed loop on the joints' saddle point
     # (servo_stepping._Sparse.closed, about linear in the model); else the dense plant.
+    ev = Evaluator(model)
+    # The free motions (struts spinning) stay free under the servos: double zero eigenvalues,
+    # which the dense path leaves out and the saddle point cannot factorise (then dense).
+    free = free_motions(ev, qs[0]) if len(qs) else 0
     fast = (servo_stepping.sparse_structure(model, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
-            if len(qs) else None)
-    ev = Evaluator(model) if fast is not None else None
+            if len(qs) and not free else None)
     with progress(len(qs), "frequencies: servo modes") as bar:
         for i, q in enumerate(qs):
             got = None if fast is None else _sparse_instant(fast, ev, q, time[i], K, previous)
             if got is None:
                 frame = modal.modal(time[i]) if isinstance(modal, Schedule) else None
-                got = _dense_instant(model, q, servo, damping, frame, K, previous)
+                got = _dense_instant(model, q, servo, damping, frame, K, previous, free)
             freq, ratio, previous, mac = got
             f[i, :freq.size], z[i, :freq.size] = freq, ratio
             if mac is not None:
@@ -225,9 +229,10 @@ def _sparse_instant(fast, ev, q, t, count, previous):
     return np.abs(lam) / (2 * np.pi), -lam.real / np.abs(lam), X, mac
 
 
-def _dense_instant(model, q, servo, damping, modal, count, previous):
+def _dense_instant(model, q, servo, damping, modal, count, previous, free=0):
     """:func:`_sparse_instant`'s results by the dense plant on its null-space basis
-    (:func:`sim.solvers.closed_loop.plant`, ``modal`` the locked structure's factors there),
+    (:func:`sim.solvers.closed_loop.plant`, ``modal`` the locked structure's factors there;
+    ``free`` the robot's free motions, left out: :func:`sim.solvers.closed_loop.modes`),
     the shapes in the extended velocity coordinates (n_v + motors, count): the earlier
     instant's are carried to this one's basis (``N`` is orthonormal: ``x' = N'^T N x``, the
     motors' coordinates as they are) and compared in its mass matrix, rotors included."""
@@ -235,7 +240,7 @@ def _dense_instant(model, q, servo, damping, modal, count, previous):
     from sim.solvers.tracking import weighted_mac
 
     p = plant(model, q, damping, modal)
-    closed = modes(closed_loop(p, servo))
+    closed = modes(closed_loop(p, servo), free)
     j = min(count, closed.frequencies_hz.size)
     n = p.N.shape[1]
     X = np.zeros((p.M.shape[0], count), dtype=complex)

@@ -133,8 +133,8 @@ def check_stable(model, scenario, where):
 
 def closed_modes(model, q, servo, damping=None):
     """:class:`sim.solvers.closed_loop.Modes` of the robot at ``q`` closed by ``servo``."""
-    from sim.solvers.closed_loop import closed_loop, modes, plant
-    return modes(closed_loop(plant(model, q, damping), servo))
+    from sim.solvers.closed_loop import closed_loop, free_motions, modes, plant
+    return modes(closed_loop(plant(model, q, damping), servo), free_motions(model, q))
 
 
 def write_modes(group, result, count, prefix=""):
@@ -176,7 +176,7 @@ def run(model, scenario, group, progress):
     """
     from sim.analyses import damping as robot_damping
     from sim.model.assembly import configuration
-    from sim.solvers.closed_loop import matrices, modes, response, truncate, Closed
+    from sim.solvers.closed_loop import Closed, free_motions, matrices, modes, response, truncate
 
     t = scenario.data["state_space"]
     where = f"{scenario.path}: [state_space]"
@@ -204,7 +204,7 @@ def run(model, scenario, group, progress):
     group.put("magnitude", np.abs(H), units, "|H[f, output, input]| = |C (i w - A)^-1 B + D|")
     group.put("phase", np.unwrap(np.angle(H), axis=0), "rad", "phase of H[f, output, input], unwrapped")
     group.put("pose", pose, list(model.pose_units), "end-effector pose, coordinates " + " ".join(model.pose_names))
-    md = modes(Closed(A, None, None, 0))
+    md = modes(Closed(A, None, None, 0), free_motions(model, q))
     group.put("frequencies", md.frequencies_hz, "Hz", "|lambda| / 2 pi of the state matrix's complex pairs")
     group.put("damping_ratios", md.damping_ratios, "1", "-Re lambda / |lambda|")
     group.attrs["inputs"], group.attrs["outputs"] = list(t["inputs"]), list(t["outputs"])

@@ -368,6 +368,16 @@ def closed_loop(plant, servo=None):
     return Closed(A, B, G, m)
 
 
+def free_motions(model, q):
+    """The robot's free motions at ``q`` (:func:`sim.solvers.frames.free_motions`): with the
+    actuators held they stay free, servo or not.  ``model``: the robot, or its evaluator where
+    the caller holds one (:func:`sim.model.evaluator.held`)."""
+    from sim.model.evaluator import held
+    from sim.solvers.frames import free_motions as count
+    model, ev = held(model)
+    return count(model, q, ev)
+
+
 @dataclass(frozen=True)
 class Modes:
     """Complex modes of a closed loop.
@@ -394,10 +404,19 @@ class Modes:
     shapes: np.ndarray
 
 
-def modes(closed):
-    """:class:`Modes` of ``closed`` (:class:`Closed`)."""
+def modes(closed, free=0):
+    """:class:`Modes` of ``closed`` (:class:`Closed`).
+
+    ``free``: the robot's free motions (a strut spinning between spherical joints,
+    :func:`sim.solvers.frames.free_motions`), which neither the structure nor a servo holds:
+    each is a double zero eigenvalue, which round-off splits into a pair of about
+    ``sqrt(eps |A|)`` (0.0002 Hz on the 6-PSS): the ``2 free`` eigenvalues of least modulus
+    are left out, not reported as modes or real roots."""
     import scipy.linalg
     lam, V = scipy.linalg.eig(closed.A)
+    if free:
+        keep = np.sort(np.argsort(np.abs(lam))[2 * int(free):])
+        lam, V = lam[keep], V[:, keep]
     scale = max(np.abs(lam).max(initial=0.0), 1.0)
     pair = lam.imag > 1e-9 * scale
     real = np.abs(lam.imag) <= 1e-9 * scale
