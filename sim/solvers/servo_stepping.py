@@ -447,7 +447,10 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
 
     out = {name: [] for name in ServoFrames.__dataclass_fields__}
     previous = None     # the last instant's signed shapes
-    fast = sparse_structure(model, servo, damping, modal, motion.q[0], count) if n else None
+    # The free motions (struts spinning between spherical joints) stay free under the servos:
+    # no load holds or moves them; the frames leave them out (the saddle point cannot: dense).
+    free = sv.free_motions(ev, motion.q[0]) if n else 0
+    fast = sparse_structure(model, servo, damping, modal, motion.q[0], count) if n and not free else None
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
@@ -488,8 +491,9 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         N, m = p.N, p.M.shape[0]
         nn = N.shape[1]
         Kc, Cc, _ = sv.held(p, servo)
-        r = min(int(count), m)
-        lam, Phi = scipy.linalg.eigh(Kc, p.M, subset_by_index=[0, r - 1])
+        r = min(int(count), m - free)
+        lam, Phi = scipy.linalg.eigh(Kc, p.M, subset_by_index=[0, r + free - 1])
+        W, lam, Phi = Phi[:, :free], lam[free:], Phi[:, free:]     # the free motions apart
         if not lam[0] > FREE_RTOL * np.trace(Kc) / np.trace(p.M):
             raise SimError(f"the robot held by its servos at t = {motion.t[k]:.6g} s has a free motion "
                            f"(eigenvalue {lam[0]:.3g} 1/s^2): a motion no actuator or structure holds")
@@ -511,18 +515,26 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         sign = signs(psi, mpsi, previous)
         Phi, psi, mpsi, previous = Phi * sign, psi * sign, mpsi * sign, psi * sign
         PyKi = p.P[y].T * PKi                                      # (m, ny)
-        lu = scipy.linalg.lu_factor(Kc)
+        # The static solutions on the free motions' M-orthogonal complement: K_c + M W W^T M is
+        # regular, and with the loads' share along W taken out its solution is K_c's there.
+        MW = p.M @ W
+
+        def apart(L):
+            return L - MW @ (W.T @ L)
+
+        Ks = Kc + MW @ MW.T
+        lu = scipy.linalg.lu_factor(Ks)
         if ny:
-            Z = np.block([[Kc, -PyKi], [p.P[y], np.zeros((ny, ny))]])
-            sol = np.linalg.solve(Z, np.concatenate([to_x(rest), np.zeros(ny)]))
+            Z = np.block([[Ks, -apart(PyKi)], [p.P[y], np.zeros((ny, ny))]])
+            sol = np.linalg.solve(Z, np.concatenate([apart(to_x(rest)), np.zeros(ny)]))
             x_rest, y_rest = sol[:m], sol[m:]
         else:
-            x_rest, y_rest = scipy.linalg.lu_solve(lu, to_x(rest)), np.zeros(0)
+            x_rest, y_rest = scipy.linalg.lu_solve(lu, apart(to_x(rest))), np.zeros(0)
         values = dict(load=load, rest=rest, omega=omega, shapes=psi, mass_shapes=mpsi,
                       damping=Phi.T @ Cc @ Phi, integral=Phi.T @ PyKi,
                       rates=-(servo.kv[y] * servo.kp[y])[:, None] * motors[y],
-                      static_load=ext(scipy.linalg.lu_solve(lu, to_x(load))),
-                      static_integral=ext(scipy.linalg.lu_solve(lu, PyKi)).reshape(n_x, ny),
+                      static_load=ext(scipy.linalg.lu_solve(lu, apart(to_x(load)))),
+                      static_integral=ext(scipy.linalg.lu_solve(lu, apart(PyKi))).reshape(n_x, ny),
                       static_rest=ext(x_rest), y_rest=y_rest, forcing=forcing[k],
                       pose_jacobian=e.J_x, joints=joints, motors=motors, lag=sv.lag_gain(model, e))
         for name, value in values.items():
