@@ -190,12 +190,8 @@ class _Sparse:
         self.rayleigh = _material(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
 
     def motors(self, J_s):
-        """``P`` (n_a, n_x): the motor angles (joint units) of an extended displacement, from
-        the actuators' rows ``J_s`` (n_a, n_v)."""
-        P = np.zeros((J_s.shape[0], self.n_x))
-        P[self.rigid, :J_s.shape[1]] = J_s[self.rigid]
-        P[self.comp, J_s.shape[1] + np.arange(self.comp.size)] = 1.0
-        return P
+        """:func:`motor_rows` of the actuators' rows ``J_s`` (n_a, n_v)."""
+        return motor_rows(J_s, self.comp)
 
     def mass(self, e, X):
         """``M_c X`` (n_x, k) at the evaluation ``e``, X (n_x, k)."""
@@ -346,6 +342,19 @@ class _Sparse:
         return Sf - SJ @ nu, -nu / self.servo.ki[self.y]
 
 
+def motor_rows(J_s, compliant):
+    """``P`` (n_a, n_v + n_c): the motor angles (joint units) of a displacement in the extended
+    coordinates ``(v, theta_c)``, from the actuators' rows ``J_s`` (n_a, n_v): a rigid
+    transmission's is its joint row, a compliant one's its motor coordinate (``compliant``
+    (n_c,): their indices, in the motor coordinates' order)."""
+    n_a, n_v = J_s.shape
+    P = np.zeros((n_a, n_v + len(compliant)))
+    P[:, :n_v] = J_s
+    P[compliant] = 0.0
+    P[compliant, n_v + np.arange(len(compliant))] = 1.0
+    return P
+
+
 def sparse_structure(model, servo, damping, modal, q, count, least=None):
     """:class:`_Sparse` where the frozen structures held by ``servo`` are solved sparse, else
     None: from ``least`` velocity coordinates (default :data:`SPARSE_MIN`), with independent
@@ -460,9 +469,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
         load = np.concatenate([e.Q - e.M @ motion.a[k] + Jr.T @ (forcing[k, rigid] - inertia[rigid] * acc[rigid]),
                                forcing[k, comp] - inertia[comp] * acc[comp]])
         rest = np.concatenate([e.Q0 + Jr.T @ tau_rest[k, rigid], tau_rest[k, comp]])
-        motors = np.zeros((n_a, n_x))
-        motors[rigid, :n_v] = Jr
-        motors[comp, n_v + np.arange(n_c)] = 1.0
+        motors = motor_rows(J_s, comp)
         joints = np.concatenate([J_s, np.zeros((n_a, n_c))], axis=1)
         try:
             solved = None if fast is None else fast.frame(q, motion.t[k], e, constraint_jacobian(model, q, locked=False),
