@@ -171,10 +171,10 @@ def _servo(model, scenario, group, time, qs, k, progress):
     # (servo_stepping._Sparse.closed, about linear in the model); else the dense plant.
     ev = Evaluator(model)
     # The free motions (struts spinning) stay free under the servos: double zero eigenvalues,
-    # which the dense path leaves out and the saddle point cannot factorise (then dense).
+    # which the dense path leaves out (and the sparse structure leaves to it).
     free = free_motions(ev, qs[0]) if len(qs) else 0
-    fast = (servo_stepping.sparse_structure(model, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
-            if len(qs) and not free else None)
+    fast = (servo_stepping.sparse_structure(ev, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
+            if len(qs) else None)
     with progress(len(qs), "frequencies: servo modes") as bar:
         for i, q in enumerate(qs):
             got = None if fast is None else _sparse_instant(fast, ev, q, time[i], K, previous)

@@ -643,14 +643,16 @@ def state_space(model, pose=None, inputs=(), outputs=(), drives="open", servo=No
     return control.ss(A, B, C, D, inputs=list(inputs), outputs=list(outputs))
 
 
-def frequency_response(model, q, inputs, outputs, frequencies_hz, servo=None, damping=None):
+def frequency_response(model, q, inputs, outputs, frequencies_hz, servo=None, damping=None, p=None):
     """``H`` (n_f, n_out, n_in) by one solve of the dynamic stiffness per frequency, in the
     second-order form (an oracle of the state space, :func:`matrices`):
 
         (-w^2 M + i w C + K + (1 + ki / (i w)) P^T (Kp + i w Kv) P) X = P^T ((1 + ki / (i w))
         (Kp + i w Kv F)) R + F_u U.
+
+    ``p``: the :class:`Plant` at ``q`` with ``damping``, where the caller has it.
     """
-    p = plant(model, q, damping)
+    p = plant(model, q, damping) if p is None else p
     Fin, _, refs = signals(model, q, p, inputs, "input")
     Y, _, _ = signals(model, q, p, outputs, "output")
     H = []

@@ -239,7 +239,7 @@ def _servo_frf(model, q, inputs, outputs, frequencies_hz, damping, servo):
     p = sv.plant(model, q, damping)
     in_units = sv.signals(model, q, p, inputs, "input")[1]
     out_units = sv.signals(model, q, p, outputs, "output")[1]
-    H = sv.frequency_response(model, q, inputs, outputs, frequencies_hz, servo, damping)
+    H = sv.frequency_response(model, q, inputs, outputs, frequencies_hz, servo, damping, p)
     closed = sv.modes(sv.closed_loop(p, servo), sv.free_motions(model, q))
     return FRF(frequencies_hz=np.asarray(frequencies_hz, dtype=float), H=H, inputs=inputs, outputs=outputs,
                input_units=in_units, output_units=out_units, natural_hz=closed.frequencies_hz,

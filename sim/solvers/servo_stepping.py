@@ -194,10 +194,8 @@ class _Sparse:
         return motor_rows(J_s, self.comp)
 
     def mass(self, e, X):
-        """``M_c X`` (n_x, k) at the evaluation ``e``, X (n_x, k)."""
-        n_v, J_r = self.model.n_v, e.J_s[self.rigid]
-        return np.concatenate([e.M @ X[:n_v] + J_r.T @ (self.inertia[self.rigid, None] * (J_r @ X[:n_v])),
-                               self.inertia[self.comp, None] * X[n_v:]])
+        """:func:`mass_product` at the evaluation ``e``."""
+        return mass_product(e, X, self.inertia, self.comp)
 
     def held(self, q, t, e, J):
         """The structure held by the servos at ``q`` (time ``t`` for the messages; ``e`` the
@@ -342,6 +340,17 @@ class _Sparse:
         return Sf - SJ @ nu, -nu / self.servo.ki[self.y]
 
 
+def mass_product(e, X, inertia, compliant):
+    """``M_c X`` (n_x, k) in the extended coordinates ``(v, theta_c)``, X (n_x, k): the mass
+    matrix of the evaluation ``e`` with the rotors ``inertia`` (n_a,) on the rigid actuators'
+    rows ``J_r`` and on the compliant ones' motor angles (``compliant``: their indices)."""
+    n_v = e.M.shape[0]
+    rigid = np.setdiff1d(np.arange(len(inertia)), compliant)
+    J_r = e.J_s[rigid]
+    return np.concatenate([e.M @ X[:n_v] + J_r.T @ (inertia[rigid, None] * (J_r @ X[:n_v])),
+                           inertia[compliant, None] * X[n_v:]])
+
+
 def motor_rows(J_s, compliant):
     """``P`` (n_a, n_v + n_c): the motor angles (joint units) of a displacement in the extended
     coordinates ``(v, theta_c)``, from the actuators' rows ``J_s`` (n_a, n_v): a rigid
@@ -361,12 +370,18 @@ def sparse_structure(model, servo, damping, modal, q, count, least=None):
     joint rows at ``q`` (n_q,) (the saddle point is then regular; redundant rows keep the dense
     plant, whose null-space basis ignores them), rotors behind the compliant transmissions
     (else the dense plant says what is missing) and ``count`` modes fewer than half the
-    admissible motions (Lanczos and Arnoldi find fewer than all of them).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
-    path, where the damping has a modal part."""
+    admissible motions (Lanczos and Arnoldi find fewer than all of them), and no free motions
+    (which the dense plant leaves out).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
+    path, where the damping has a modal part.  ``model``: the robot, or its evaluator where
+    the caller holds one (:func:`sim.model.evaluator.held`)."""
+    from sim.model.evaluator import held
     from sim.solvers.modal import constraint_jacobian, constraint_null_space
+    model, ev = held(model)
     if model.n_v < (SPARSE_MIN if least is None else least):
         return None
     if any(a.stiffness is not None and not a.reflected_inertia > 0 for a in model.actuators):
+        return None
+    if sv.free_motions(ev, q):          # struts spinning: the saddle point would be singular
         return None
     rows = constraint_jacobian(model, q, locked=False).shape[0]
     admissible = constraint_null_space(model, q, False).shape[1]
@@ -459,7 +474,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     # The free motions (struts spinning between spherical joints) stay free under the servos:
     # no load holds or moves them; the frames leave them out (the saddle point cannot: dense).
     free = sv.free_motions(ev, motion.q[0]) if n else 0
-    fast = sparse_structure(model, servo, damping, modal, motion.q[0], count) if n and not free else None
+    fast = sparse_structure(ev, servo, damping, modal, motion.q[0], count) if n else None
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
@@ -515,8 +530,7 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
             return np.concatenate([N.T @ L[:n_v], L[n_v:]])
 
         psi = ext(Phi)
-        mpsi = np.concatenate([e.M @ psi[:n_v] + Jr.T @ (inertia[rigid, None] * (Jr @ psi[:n_v])),
-                               inertia[comp, None] * psi[n_v:]])
+        mpsi = mass_product(e, psi, inertia, comp)
         # The modes' signs (sim.solvers.modal.signs): the previous instant's where a mode is
         # the same mode, else the largest entry positive; before anything else is formed from them.
         sign = signs(psi, mpsi, previous)
