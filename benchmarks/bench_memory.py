@@ -3,10 +3,11 @@
 Usage::
 
     python benchmarks/bench_memory.py [--elements 8 32 64 128] [--analysis transient ked frequencies]
-        [--fraction 0.002] [--top 12] [--phases-only] [--delta]
+        [--fraction 0.002] [--top 12] [--phases-only] [--delta | --servo]
 
 ``--delta``: the Delta's pick-and-place cycle (``scenarios/delta_pick_place.toml``, ``--elements``
-per upper arm; its KED has 3200 intervals) instead of the 3-RRRU circle.
+per upper arm; its KED has 3200 intervals) instead of the 3-RRRU circle; ``--servo``: the 3-RRRU
+on its servo drives (``scenarios/rrru3_servo.toml``).
 
 Each size and analysis in its own process: ``tracemalloc`` follows numpy's allocations (not
 numba's inside compiled code, whose arrays are short-lived scratch), a thread samples the
@@ -34,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # through the module's attribute (the analyses import them when they run).
 PHASES = [("sim.solvers.start", "static_start"), ("sim.solvers.damping", "schedule"),
           ("sim.solvers.integrators", "GeneralizedAlpha.__init__"), ("sim.solvers.integrators", "GeneralizedAlpha.advance"),
-          ("sim.solvers.frames", "motion_and_frames"), ("sim.solvers.frames", "FramePool.finish")]
+          ("sim.solvers.frames", "motion_and_frames"), ("sim.solvers.frames", "FramePool.finish"),
+          ("sim.solvers.servo_stepping", "servo_frames"), ("sim.solvers.servo_stepping", "integrate")]
 
 
 def _rss_peak():
@@ -69,16 +71,17 @@ def _phases():
 
 
 # The scenarios measured: file and the model parameter that sets the elements per link.
-SCENARIOS = {False: ("scenarios/rrru3_circle.toml", "elements_per_link"),
-             True: ("scenarios/delta_pick_place.toml", "elements")}
+SCENARIOS = {"circle": ("scenarios/rrru3_circle.toml", "elements_per_link"),
+             "delta": ("scenarios/delta_pick_place.toml", "elements"),
+             "servo": ("scenarios/rrru3_servo.toml", "elements_per_link")}
 
 
-def child(n, analysis, fraction, top, trace=True, delta=False):
+def child(n, analysis, fraction, top, trace=True, robot="circle"):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from common import run_analysis
     from sim.app.scenario import load_scenario
     from sim.model.loader import load_model
-    scenario, size = SCENARIOS[delta]
+    scenario, size = SCENARIOS[robot]
     sc = load_scenario(ROOT / scenario)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
@@ -128,23 +131,27 @@ def main():
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--phases-only", action="store_true",
                         help="no tracemalloc (its own overhead left out of the resident memory)")
-    parser.add_argument("--delta", action="store_true", help="the Delta's pick-and-place cycle")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--delta", action="store_const", dest="robot", const="delta", default="circle",
+                       help="the Delta's pick-and-place cycle")
+    which.add_argument("--servo", action="store_const", dest="robot", const="servo",
+                       help="the 3-RRRU on its servo drives")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(int(args.child[0]), args.child[1], args.fraction, args.top, not args.phases_only, args.delta)
+        return child(int(args.child[0]), args.child[1], args.fraction, args.top, not args.phases_only, args.robot)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for analysis in args.analysis:
         for n in args.elements:
             start = time.perf_counter()
             run = subprocess.run([sys.executable, __file__, "--child", str(n), analysis, "--fraction",
                                   str(args.fraction), "--top", str(args.top)] + (["--phases-only"] if args.phases_only else [])
-                                 + (["--delta"] if args.delta else []),
+                                 + ([f"--{args.robot}"] if args.robot != "circle" else []),
                                  capture_output=True, text=True, env=env)
             if run.returncode:
                 sys.exit(f"bench_memory: {analysis} {n} failed:\n{run.stderr[-3000:]}")
             r = json.loads(run.stdout.strip().splitlines()[-1])
-            print(f"{SCENARIOS[args.delta][0]} {analysis} {n} elements per link (n_v {r['n_v']}): numpy peak {r['peak_traced_mb']:.0f} MB "
+            print(f"{SCENARIOS[args.robot][0]} {analysis} {n} elements per link (n_v {r['n_v']}): numpy peak {r['peak_traced_mb']:.0f} MB "
                   f"(at the snapshot {r['snapshot_mb']:.0f}), peak RSS {r['peak_rss_mb']:.0f} MB, "
                   f"{time.perf_counter() - start:.0f} s")
             print("    peak RSS by phase [MB]: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases"].items()))

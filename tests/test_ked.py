@@ -176,6 +176,55 @@ def test_streamed_frames_and_their_ked_are_the_gathered_ones(rrru3_coarse, monke
         assert np.array_equal(getattr(streamed.samples, name), getattr(gathered.samples, name)), name
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_lean_motion_holds_its_reference_coordinates_only(rrru3_coarse, monkeypatch, workers):
+    """``keep=False`` (the locked KED's motion): each sample handed on is the kept motion's,
+    bitwise, in arrays of its own (the compiled loop's window is reused); the motion keeps the
+    reference coordinates, whose rows made full are the kept configurations bitwise, and no
+    velocities or accelerations.  With the states coming faster than their frames, the pool
+    holds ``BACKLOG`` chunks of them at most and computes the rest here: the frames streamed
+    are still the gathered ones, bitwise."""
+    import sim.solvers.frames
+    from sim.solvers.frames import FIELDS, motion_and_frames
+    from sim.solvers.motion import rigid_motion
+
+    t = np.linspace(0.0, SHORT_ARC.duration, 41)       # three windows of the loop (16 samples)
+    full = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False)
+    got = []
+    lean = rigid_motion(rrru3_coarse, SHORT_ARC, t, condition=False, keep=False,
+                        on_sample=lambda *state: got.append(state))
+    assert lean.v is None and lean.a is None
+    assert lean.q.reference.shape == (41, 7 * len(rrru3_coarse.bodies))
+    assert np.array_equal(lean.q[:], full.q) and np.array_equal(lean.q[::7], full.q[::7])
+    assert np.array_equal(lean.q[17], full.q[17]) and np.array_equal(lean.q[np.array([3, 40])], full.q[[3, 40]])
+    for name in ("actuators", "actuators_dot", "actuators_ddot", "pose"):
+        assert np.array_equal(getattr(lean, name), getattr(full, name)), name
+    assert len(got) == 41
+    for k, (q, v, a, s) in enumerate(got):
+        assert np.array_equal(q, full.q[k]) and np.array_equal(v, full.v[k]) and np.array_equal(a, full.a[k])
+    assert not any(np.shares_memory(got[k][0], got[k + 16][0]) for k in range(25))
+    with pytest.raises(ValueError, match="on_sample"):
+        rigid_motion(rrru3_coarse, SHORT_ARC, t, keep=False)
+
+    monkeypatch.setattr(sim.solvers.frames, "FRAME_CHUNK", 2)
+    monkeypatch.setattr(sim.solvers.frames, "BACKLOG", 1)
+    _, whole = motion_and_frames(rrru3_coarse, SHORT_ARC, t, 3, workers=workers)
+    pending, chunks = [], []
+    add = sim.solvers.frames.FramePool.add
+
+    def counted(pool, *state):
+        add(pool, *state)
+        pending.append(sum(task[3] is None for task in pool.tasks))
+
+    monkeypatch.setattr(sim.solvers.frames.FramePool, "add", counted)
+    motion, _ = motion_and_frames(rrru3_coarse, SHORT_ARC, t, 3, workers=workers, keep=False,
+                                  take=lambda start, frames, q: chunks.append(frames))
+    assert max(pending) <= 2, pending       # BACKLOG, and the chunk just made
+    assert motion.v is None and np.array_equal(motion.q[:], full.q)
+    for name in FIELDS:
+        assert np.array_equal(np.concatenate([getattr(f, name) for f in chunks]), getattr(whole, name)), name
+
+
 def _assert_motion_is_the_oracle(motion, ref, rtol):
     """States of a rigid motion against the oracle's (tests/oracles.py): both stop Newton
     below the 1e-11 residual tolerance, so they agree to that order, not to round-off."""

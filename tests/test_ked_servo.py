@@ -106,6 +106,28 @@ def test_two_inertia_against_state_space(feedforward, ki):
     assert 3.6 < errors[0] / errors[1] < 4.4
 
 
+def test_output_instants_leave_the_interval_ends(axis):
+    """The frames are reduced as they come and the output instants chosen afterwards
+    (:class:`sim.solvers.servo_stepping.ServoSteps`): the interval ends and the modal states do
+    not depend on ``parts``, and the instants of 2 parts are every other one of 4 parts, one
+    interval's ``expm(Z dt / 4)^2`` being its ``expm(Z dt / 2)`` (to round-off: 1e-12 of the
+    largest); the frames as a stream give the stacked frames' result bitwise."""
+    servo = sv.Servo.from_table(dict(kp=KP, kv=KV, ki=5.0, feedforward="none"), axis)
+    coarse, frames, _ = run_ked(axis, servo, 40, parts=2)
+    fine = integrate(coarse.frame_time, frames, servo, parts=4)
+    assert coarse.time.size == 81 and fine.time.size == 161
+    for name in ("modal_coordinates", "modal_velocities", "integral", "displacement", "frequencies"):
+        assert np.array_equal(getattr(fine, name), getattr(coarse, name)), name
+    for name in ("time", "deviation", "deviation_static", "tracking_error", "motor_error", "actuator_forces",
+                 "deviation_servo", "deviation_static_servo"):
+        a, b = getattr(fine, name)[::2], getattr(coarse, name)
+        assert np.abs(a - b).max() <= 1e-12 * max(np.abs(b).max(), 1e-300), name
+    streamed = integrate(coarse.frame_time, iter(list(frames)), servo, parts=2)
+    assert np.array_equal(streamed.actuator_forces, coarse.actuator_forces)
+    ends = integrate(coarse.frame_time, frames, servo, parts=1)
+    assert np.abs(ends.tracking_error - coarse.tracking_error[::2]).max() <= 1e-12 * np.abs(ends.tracking_error).max()
+
+
 @pytest.fixture(scope="module")
 def rrru3():
     return load_model(RRRU, {"elements_per_link": 2, "rotor_inertia": 1.2e-4, "gear_ratio": 50.0})

@@ -17,6 +17,7 @@ from sim.analyses.servo import STATIC_SERVO
 
 # Default output samples per period of the highest kept frequency (key ``output_step``).
 PER_PERIOD = 16
+CHUNK = 256         # instants whose skeleton points are computed at once
 
 
 def prepare(model, scenario):
@@ -102,7 +103,7 @@ def run(model, scenario, group, progress):
         # The frames of the first instants are computed (in another thread) while the motion goes on.
         with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
             motion, _ = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
-                                          progress_frames=bar_modes, ready=load_stepping, take=take)
+                                          progress_frames=bar_modes, ready=load_stepping, take=take, keep=False)
         zeta = steps.zeta
         parts = _parts(table, time, steps.omega)
         result = steps.result(motion.pose, parts=parts, pose_at=lambda t: trajectory(t)[0])
@@ -180,7 +181,7 @@ def _servo(ev, scenario, group, trajectory, time, progress):
     from sim.analyses import Quantity, damping as robot_damping
     from sim.analyses.servo import gains
     from sim.solvers.reactions import actuator_forces
-    from sim.solvers.servo_stepping import integrate, servo_frames
+    from sim.solvers.servo_stepping import ServoSteps, frame_stream
     from sim.solvers.motion import rigid_motion
 
     model, table = ev.model, scenario.data["ked"]
@@ -194,10 +195,12 @@ def _servo(ev, scenario, group, trajectory, time, progress):
                         actuators_dot=np.zeros_like(motion.actuators_dot),
                         actuators_ddot=np.zeros_like(motion.actuators_ddot))
         rest = actuator_forces(ev, still)
+    steps = ServoSteps(time, servo, start=table["start"])
     with progress(time.size, "ked: servo frames") as bar:
-        frames = servo_frames(ev, motion, servo, damping, table["modes"], torque, rest, bar)
-    parts = _parts(table, time, frames.omega)
-    res = integrate(time, frames, servo, start=table["start"], parts=parts)
+        for frame in frame_stream(ev, motion, servo, damping, table["modes"], torque, rest, bar):
+            steps.add(frame)    # (stepped through as they come: none is held)
+    parts = _parts(table, time, steps.omega)
+    res = steps.result(parts)
     joint = ["rad" if a.kind == "angle" else "m" for a in model.actuators]
     names = ", ".join(model.actuator_names)
     pose_units = list(model.pose_units)
@@ -228,15 +231,21 @@ def _servo(ev, scenario, group, trajectory, time, progress):
 
 def write_skeleton(model, group, result, q_rigid):
     """Subgroup ``skeleton`` (:mod:`sim.analyses.skeleton`): the rigid robot at the rigid
-    configurations ``q_rigid`` (n + 1, n_q), the flexible one moved by the linearised elastic
-    displacement the deviation comes from, ``p = p_rigid + J_p(q_rigid) u``
+    configurations ``q_rigid`` (n + 1, n_q; or a :class:`sim.solvers.motion.Configurations`),
+    the flexible one moved by the linearised elastic displacement the deviation comes from,
+    ``p = p_rigid + J_p(q_rigid) u``
     (:attr:`sim.solvers.modal_stepping.KedResult.displacement`)."""
     from sim.analyses import skeleton
     from sim.model.kinematics import skeleton_motion, skeleton_points
 
     every = skeleton.stride(model, len(result.time))
-    q, u = q_rigid[::every], result.displacement[::every]
-    rigid = skeleton_points(model, q)
-    skeleton.write(group, model, result.time, every, rigid + skeleton_motion(model, q, u), rigid,
+    rows = np.arange(0, len(result.time), every)
+    rigid, points = np.empty((2, rows.size, skeleton.point_count(model), 3))
+    for k in range(0, rows.size, CHUNK):    # (their Jacobians' products at every instant: 60 MB on a Delta)
+        at = rows[k:k + CHUNK]
+        q = q_rigid[at]
+        rigid[k:k + CHUNK] = skeleton_points(model, q)
+        points[k:k + CHUNK] = rigid[k:k + CHUNK] + skeleton_motion(model, q, result.displacement[at])
+    skeleton.write(group, model, result.time, every, points, rigid,
                    "rigid points + J_p(q_rigid) u, u the elastic displacement of the deviation",
                    own_time=result.samples is not None)

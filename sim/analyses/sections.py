@@ -12,6 +12,8 @@ each one's first node among the skeleton's points.
 """
 import numpy as np
 
+CHUNK = 256     # instants whose section forces are computed at once
+
 
 def write(group, model, time, u, what):
     """Write the two subgroups; the summary entry: the largest von Mises stress, where and when.
@@ -43,7 +45,10 @@ def write(group, model, time, u, what):
     peaks, peak_normal, at = [], [], []
     for b in bodies:
         body = model.bodies[b]
-        F = section_forces(body, u[:, model.v_slice(b)][:, 6:])
+        F = np.empty((len(u), len(body.nodes_B), 6))
+        elastic = np.arange(model.v_slice(b).start + 6, model.v_slice(b).stop)
+        for k in range(0, len(u), CHUNK):    # (the elements' ends' forces of every instant at once: 90 MB)
+            F[k:k + CHUNK] = section_forces(body, u[k:k + CHUNK, elastic])
         normal, mises = stresses(body, F)
         node_dim = f"{body.name}_node"
         group.put(f"section_forces/{body.name}", F, list(UNITS),

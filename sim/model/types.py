@@ -334,6 +334,13 @@ class Model:
         return (starts[:, None] + np.arange(6)).ravel()
 
     @property
+    def q_rigid(self):
+        """Indices of the reference (rigid) coordinates in ``q``: each body's position and
+        quaternion."""
+        starts = np.array([s for s, _ in self.q_index], dtype=int)
+        return (starts[:, None] + np.arange(7)).ravel()
+
+    @property
     def v_elastic(self):
         return np.concatenate([np.arange(s + 6, s + 6 + b.n_f) for b, (_, s) in zip(self.bodies, self.q_index)]
                               + [np.zeros(0)]).astype(int)

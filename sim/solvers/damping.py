@@ -408,32 +408,35 @@ def schedule(model, damping, times, qs):
         return material_matrix(model, damping.alpha, damping.beta)
     base = material_matrix(model, damping.alpha, damping.beta) if damping.alpha or damping.beta else None
     from sim.model.constraints import actuator_values
-    from sim.solvers.frames import FramePool, _workers
+    from sim.solvers.frames import FRAME_CHUNK, FramePool, _workers
     from sim.solvers.modal import locked_jacobian
 
     n_e = len(model.v_elastic)
     pick = np.unique(np.linspace(0, len(times) - 1, min(len(times), SCHEDULE_FRAMES)).round().astype(int))
     count = n_e if damping.modes is None else min(int(damping.modes), n_e)
     zero = np.zeros(model.n_v)
-    with FramePool(ev, count, pick.size, _workers(None, pick.size)) as pool:
+    elastic, blocks = material_blocks(model)
+    unit = np.zeros((FRAME_CHUNK, model.n_v, model.v_rigid.size))     # the mass matrix's reference columns
+    unit[:, model.v_rigid, np.arange(model.v_rigid.size)] = 1.0
+    factors, omega = np.zeros((pick.size, n_e, count)), np.zeros((pick.size, count))
+
+    def take(start, frames, q):
+        """The factors of frames ``start ..`` (at the configurations ``q``), as they come: the
+        frames are not held (200 of the 3-RRRU with 64 elements per link: 52 MB); the mass
+        matrix's columns, a chunk of them to a compiled call.  (In this thread, which
+        computes no motion: its evaluator is free.)"""
+        M_r = ev.mass_products(q, unit[:len(q)])
+        for k in range(len(q)):
+            E = ev.kinematics(q[k])
+            factors[start + k] = modal_factor(frames.shapes[k], frames.mass_shapes[k], frames.omega[k], blocks,
+                                              elastic, locked_jacobian(model, E.J, E.J_s), M_r[k])
+        omega[start:start + len(q)] = frames.omega
+
+    with FramePool(ev, count, pick.size, _workers(None, pick.size), take=take) as pool:
         for k in pick:
             pool.add(qs[k], zero, zero, actuator_values(model, qs[k])[0])
-        frames = pool.finish()
-    elastic, blocks = material_blocks(model)
-    # the mass matrix's reference columns, a few frames to a compiled call
-    chunk = 16
-    unit = np.zeros((chunk, model.n_v, model.v_rigid.size))
-    unit[:, model.v_rigid, np.arange(model.v_rigid.size)] = 1.0
-    factors = []
-    for start in range(0, pick.size, chunk):
-        at = pick[start:start + chunk]
-        M_r = ev.mass_products(qs[at], unit[:at.size])
-        for k, i in enumerate(at, start):
-            E = ev.kinematics(qs[i])
-            factors.append(modal_factor(frames.shapes[k], frames.mass_shapes[k], frames.omega[k], blocks, elastic,
-                                        locked_jacobian(model, E.J, E.J_s), M_r[k - start]))
-    factors = np.stack(factors)
-    rates = 2 * damping.ratios(frames.omega) * frames.omega
+        pool.finish()
+    rates = 2 * damping.ratios(omega) * omega
     return Schedule(base, elastic, np.asarray(times)[pick], factors, rates, model.n_v)
 
 

@@ -39,6 +39,8 @@ from sim.solvers.subspace import (MAX_ITER, SEED_ITER, Mass, Tracker, definite, 
 FRAME_CHUNK = 24   # frames per worker task (short next to a run); the tracker restarts at each
 AHEAD = 2          # streamed: chunks this thread computes past the one a worker has, at most
 FEED = 4           # streamed: chunks a worker has in flight or finished, at most (2: it idled, 10 % on the Delta)
+BACKLOG = 16       # streamed: chunks of states waiting for their frames beyond which this thread computes them
+#                    before it takes more (the motion runs ahead of the frames: their states would be held)
 
 
 @dataclass(frozen=True)
@@ -417,7 +419,9 @@ class FramePool:
     use the motion's evaluator, which the motion's next samples need), and the rest in
     :meth:`finish`.  The pool then holds a few chunks (``FEED`` a worker, ``AHEAD`` here, the
     one handed over), not ``n`` frames of ``n_v (2 r + d + 3)`` numbers each (the KED of a
-    Delta with 64 elements per arm and 3200 intervals: 1.1 GB).
+    Delta with 64 elements per arm and 3200 intervals: 1.1 GB); and, where the states come
+    faster than their frames, ``BACKLOG`` chunks of states at most: this thread then computes
+    the frames of those waiting before :meth:`add` returns.
 
     Parameters
     ----------
@@ -494,7 +498,10 @@ class FramePool:
             self.buffer = []
         if self.take is not None:
             self._feed()
-            self._hand(wait=False)
+            backlog = len(self.tasks) > BACKLOG
+            if backlog and self.pool is None and not self.seeded.is_set():
+                self._prepare()     # (no worker to make the seed)
+            self._hand(wait=backlog)
 
     def _submit(self, task):
         """``task`` to the workers."""
@@ -601,7 +608,7 @@ class FramePool:
     def finish(self):
         """All the frames (:class:`Frames`), in the order of :meth:`add`; streamed, the rest of
         them to ``take``, and None."""
-        if self.pool is None and self.first is not None:
+        if self.pool is None and self.first is not None and not self.seeded.is_set():
             self._prepare()
         if self.take is not None:
             if self.buffer:
@@ -731,7 +738,7 @@ def frames_at(model, qs, ss, count, tracker):
 
 
 def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
-                      q_start=None, ready=None, take=None):
+                      q_start=None, ready=None, take=None, keep=True):
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
 
     ``model``: the robot, or its evaluator where the caller holds one (the motion's and this
@@ -744,6 +751,8 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     rather than unwrapped values.  ``q_start``: as :func:`sim.solvers.motion.rigid_motion`'s;
     ``ready``: as :class:`FramePool`'s.  ``take``: as :class:`FramePool`'s, each chunk checked
     by :func:`_stable` (the frames are then handed over as they come, never all held).
+    ``keep``: as :func:`sim.solvers.motion.rigid_motion`'s (False: the motion's configurations
+    by their reference coordinates, no velocities or accelerations).
 
     Returns
     -------
@@ -760,7 +769,7 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
 
     with FramePool(ev, count, len(times), _workers(workers, len(times)), progress_frames, ready, take) as pool:
         motion = rigid_motion(ev, trajectory, times, q_start=q_start, progress=progress_motion,
-                              on_sample=pool.add, condition=False)
+                              on_sample=pool.add, condition=False, keep=keep)
         frames = pool.finish()
         return motion, None if take is not None else _stable(frames, times)
 

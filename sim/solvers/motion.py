@@ -84,7 +84,8 @@ class Output(NamedTuple):
 class RigidMotion:
     """Rigid-robot motion sampled at ``t`` (n,).
 
-    ``q`` (n, n_q), ``v`` and ``a`` (n, n_v), ``pose``/``pose_dot``/``pose_ddot`` (n, d),
+    ``q`` (n, n_q), ``v`` and ``a`` (n, n_v) (:func:`rigid_motion` with ``keep`` False: a
+    :class:`Configurations`, None and None), ``pose``/``pose_dot``/``pose_ddot`` (n, d),
     ``actuators``/``actuators_dot``/``actuators_ddot`` (n, n_a) [rad or m and rates],
     ``condition`` (n,): condition number of the inverse-kinematics Jacobian.
     """
@@ -384,27 +385,100 @@ def _fast_segments(model, ev, rank=None, drive=False):
 
 
 class _Samples:
-    """Output rows of :func:`_segment` for ``n`` samples of ``model`` and the state it carries
-    from sample to sample (``state``, the condition numbers' ``u`` and ``warm``)."""
+    """The samples of :func:`_segment` for ``n`` samples of ``model`` and the state it carries
+    from sample to sample (``state``, the condition numbers' ``u`` and ``warm``).
 
-    def __init__(self, model, n, q):
-        n_v, n_a, n_r = model.n_v, len(model.actuators), len(model.v_rigid)
-        self.out = Output(np.zeros((n, model.n_q)), np.zeros((n, n_v)), np.zeros((n, n_v)), np.zeros((n, n_a)),
-                          np.zeros((n, n_a)), np.zeros((n, n_a)), np.full(n, np.nan),
-                          np.zeros((3, n, len(model.pose_kinds))))    # end-effector coordinates and rates
-        self.q, self.v, self.a, self.s, self.sd, self.sdd, self.cond, self.pose = self.out
+    The compiled loop writes each segment into a window of rows (:class:`Output`: the
+    segment's and the sample before it, whose time gives the first step), from which
+    :meth:`run` copies the finished samples: the actuators' values and rates, the condition
+    numbers and the pose at every sample, and the configurations, velocities and
+    accelerations ``q``, ``v``, ``a`` with ``keep``; without it only the configurations'
+    reference coordinates (``reference`` (n, 7 n_b), the elastic ones being those of the first
+    sample all along: the motion is rigid) -- a Delta with 64 elements per arm and 3200 samples
+    holds 2 MB of them instead of 88 MB.
+    """
+
+    def __init__(self, model, n, q, keep=True, window=LONG_SEGMENT):
+        n_v, n_a, n_r, d = model.n_v, len(model.actuators), len(model.v_rigid), len(model.pose_kinds)
+        kept = n if keep else 0
+        self.keep, self.index = keep, model.q_rigid
+        self.q, self.v, self.a = np.zeros((kept, model.n_q)), np.zeros((kept, n_v)), np.zeros((kept, n_v))
+        self.reference = None if keep else np.zeros((n, self.index.size))
+        self.first = q.copy()       # (keep False: its elastic coordinates are every sample's)
+        self.s, self.sd, self.sdd = np.zeros((n, n_a)), np.zeros((n, n_a)), np.zeros((n, n_a))
+        self.cond = np.full(n, np.nan)
+        self.pose = np.zeros((3, n, d))     # end-effector coordinates and rates
+        m = min(n, window) + 1
+        self.window = Output(np.zeros((m, model.n_q)), np.zeros((m, n_v)), np.zeros((m, n_v)), np.zeros((m, n_a)),
+                             np.zeros((m, n_a)), np.zeros((m, n_a)), np.full(m, np.nan), np.zeros((3, m, d)))
+        self.base = 0       # the sample in the window's first row
         self.state = (q.copy(), np.zeros(n_v), np.zeros(n_v), np.zeros(n_v))
         self.u = np.ones((2, n_r)) / np.sqrt(n_r)       # the estimate's vectors
         self.warm = condition_state(n_r)                # the condition numbers'
 
     def run(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
-        """:func:`_segment` over samples ``k0 .. k1 - 1``; the first not done."""
-        return _segment(*self.arguments(k0, k1, times, X, XD, XDD, fast, predicted, exact, limit))
+        """:func:`_segment` over samples ``k0 .. k1 - 1`` (at most the window's), the finished
+        ones copied out; the first not done (its best configuration and refused condition
+        number: :meth:`unfinished`)."""
+        args = self.arguments(k0, k1, times, X, XD, XDD, fast, predicted, exact, limit)
+        end = self.base + _segment(*args)
+        w, rows = self.window, slice(k0 - self.base, end - self.base)
+        self.s[k0:end], self.sd[k0:end], self.sdd[k0:end] = w.s[rows], w.sd[rows], w.sdd[rows]
+        self.cond[k0:end] = w.cond[rows]
+        self.pose[:, k0:end] = w.pose[:, rows]
+        if self.keep:
+            self.q[k0:end], self.v[k0:end], self.a[k0:end] = w.q[rows], w.v[rows], w.a[rows]
+        else:
+            self.reference[k0:end] = w.q[rows][:, self.index]
+        return end
 
     def arguments(self, k0, k1, times, X, XD, XDD, fast, predicted, exact, limit):
-        """The arguments of :func:`_segment` for :meth:`run`."""
-        return (k0, k1, Targets(times, X, XD, XDD), self.state, predicted, fast, (bool(exact), float(limit)),
-                (self.u, self.warm), self.out)
+        """The arguments of :func:`_segment` for :meth:`run`: the targets from the sample
+        before ``k0`` on, and the window's rows counted from there."""
+        self.base = b = max(k0 - 1, 0)
+        self.window.cond[k0 - b] = np.nan
+        return (k0 - b, k1 - b, Targets(times[b:k1], X[b:k1], XD[b:k1], XDD[b:k1]), self.state, predicted, fast,
+                (bool(exact), float(limit)), (self.u, self.warm), self.window)
+
+    def sample(self, k):
+        """Sample ``k`` of the last :meth:`run`: ``(q, v, a, s)``, the kept rows or (``keep``
+        False) copies of the window's."""
+        if self.keep:
+            return self.q[k], self.v[k], self.a[k], self.s[k]
+        w, j = self.window, k - self.base
+        return w.q[j].copy(), w.v[j].copy(), w.a[j].copy(), self.s[k]
+
+    def unfinished(self, k):
+        """The sample ``k`` the last :meth:`run` did not finish: its best configuration (a
+        copy) and the condition number that refused it (NaN where none did)."""
+        return self.window.q[k - self.base].copy(), self.window.cond[k - self.base]
+
+    def configurations(self):
+        """The configurations: ``q`` (n, n_q) with ``keep``, else a :class:`Configurations`."""
+        return self.q if self.keep else Configurations(self.reference, self.first, self.index)
+
+
+@dataclass(frozen=True)
+class Configurations:
+    """The configurations of a rigid motion by their reference coordinates (:func:`rigid_motion`
+    with ``keep`` False): row ``k``, or rows ``[a:b:c]``, as full configurations (n_q,) or
+    (m, n_q) -- the elastic coordinates are ``base``'s at every sample.
+
+    ``reference`` (n, 7 n_b): the reference coordinates ``base[index]`` of each sample.
+    """
+
+    reference: np.ndarray
+    base: np.ndarray
+    index: np.ndarray
+
+    def __len__(self):
+        return len(self.reference)
+
+    def __getitem__(self, rows):
+        part = self.reference[rows]
+        q = np.repeat(self.base[None], len(part) if part.ndim == 2 else 1, axis=0)
+        q[:, self.index] = part
+        return q if part.ndim == 2 else q[0]
 
 
 def load_kernels(model, ev, drive=False):
@@ -462,7 +536,7 @@ def rigid_sample(model, q, pose, pose_dot=None, pose_ddot=None, *, ev, condition
     return out.q[0], out.v[0], out.a[0], out.cond[0]
 
 
-def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None, condition=True):
+def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sample=None, condition=True, keep=True):
     """Sample the rigid robot's motion along ``trajectory`` at ``times`` (n,) [s].
 
     ``model``: the robot, or its evaluator where the caller holds one
@@ -470,6 +544,10 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
     each sample as soon as it is known
     (``s``: the actuator values, not yet unwrapped), so that a consumer can start on it
     while the motion goes on (:func:`sim.solvers.frames.motion_and_frames`).
+
+    ``keep=False`` (with ``on_sample``, which then gets each sample's own arrays): the motion's
+    ``v`` and ``a`` are None and its ``q`` a :class:`Configurations` (the reference coordinates,
+    rows made full where asked for): memory that does not grow with the model times the samples.
 
     ``condition=False``: no condition numbers (``condition`` is NaN), only the guard against
     singular configurations -- an estimate (power and inverse iteration on ``A^T A``) with a
@@ -503,12 +581,15 @@ def rigid_motion(model, trajectory, times, q_start=None, progress=None, on_sampl
         except AssemblyError as exc:
             raise SimError(_unreached(model, t, x[k], xdd, q_start, exc)) from None
 
-    out = _follow(model, ev, times, (x, xd, xdd), q, place, False, progress, on_sample, condition)
+    if not (keep or on_sample):
+        raise ValueError("rigid_motion: keep=False hands the samples to on_sample only")
+    out = _follow(model, ev, times, (x, xd, xdd), q, place, False, progress, on_sample, condition, keep)
     act = out.s.copy()
     # Angles are unwrapped so that drives are continuous through +-pi.
     ang = np.array([a.kind == "angle" for a in model.actuators], dtype=bool)
     act[:, ang] = np.unwrap(act[:, ang], axis=0)
-    return RigidMotion(t=times, q=out.q, v=out.v, a=out.a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
+    v, a = (out.v, out.a) if keep else (None, None)
+    return RigidMotion(t=times, q=out.configurations(), v=v, a=a, pose=x, pose_dot=xd, pose_ddot=xdd, actuators=act,
                        actuators_dot=out.sd, actuators_ddot=out.sdd, condition=out.cond)
 
 
@@ -571,38 +652,38 @@ def driven_motion(model, times, s, s_dot, s_ddot, q_start=None, progress=None, c
                        condition=out.cond)
 
 
-def _follow(model, ev, times, targets, q, place, drive, progress, on_sample, condition):
+def _follow(model, ev, times, targets, q, place, drive, progress, on_sample, condition, keep=True):
     """The samples of :func:`rigid_motion` (``drive`` False) or :func:`driven_motion` from the
     configuration ``q`` at ``times[0]``, with the evaluator ``ev``: segments of the compiled
     loop, and ``place(q, k, ev)`` (line-search Newton from ``q``, raising :class:`SimError`) at
-    sample ``k`` where its corrector does not contract.  Returns the :class:`_Samples`."""
+    sample ``k`` where its corrector does not contract.  Returns the :class:`_Samples`
+    (``keep``: as theirs)."""
     X, XD, XDD = targets
     n = times.size
     fast = load_kernels(model, ev, drive)
-    out = _Samples(model, n, q)
+    segment = SEGMENT if on_sample is not None else LONG_SEGMENT
+    out = _Samples(model, n, q, keep, segment)
     limit = 1 / SINGULAR_RATIO
     k, predicted = 0, True
-    segment = SEGMENT if on_sample is not None else LONG_SEGMENT
     while k < n:
         # A sample found otherwise is finished alone, with its exact condition number.
         k1 = k + 1 if predicted else min(n, k + segment)
-        out.cond[k] = np.nan
         end = out.run(k, k1, times, X, XD, XDD, fast, predicted, condition or predicted, limit)
         if predicted and end > k and not condition:
             out.cond[k] = np.nan
         for j in range(k, end):
             if on_sample is not None:
-                on_sample(out.q[j], out.v[j], out.a[j], out.s[j])
+                on_sample(*out.sample(j))
         if progress is not None and end > k:
             progress.update(end - k)
         if end == k1:
             k, predicted = end, False
             continue
+        best, cond = out.unfinished(end)
         if predicted and end == k:     # placed, yet not finished: singular
-            cond = out.cond[end]
             why = "Newton does not converge there" if np.isnan(cond) else f"condition number {cond:.3g}"
             raise SimError(f"singular configuration at t = {times[end]:.6g} s ({why})")
-        out.state[0][:] = place(out.q[end], end, ev)
+        out.state[0][:] = place(best, end, ev)
         k, predicted = end, True
     return out
 

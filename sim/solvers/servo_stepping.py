@@ -118,6 +118,27 @@ class ServoFrames:
     motors: np.ndarray
     lag: np.ndarray
 
+    @classmethod
+    def one(cls, values):
+        """The frames of one instant from its fields' ``values`` (a dict, each without the
+        leading axis)."""
+        return cls(**{name: np.asarray(values[name], dtype=float)[None] for name in cls.__dataclass_fields__})
+
+    @classmethod
+    def stack(cls, frames):
+        """The ``frames`` (a sequence of :class:`ServoFrames`) as one, in order."""
+        if not frames:
+            return cls(**{name: np.zeros(0) for name in cls.__dataclass_fields__})
+        return cls(**{name: np.concatenate([getattr(f, name) for f in frames]) for name in cls.__dataclass_fields__})
+
+    def __len__(self):
+        return len(self.omega)
+
+    def __iter__(self):
+        """Each instant's frames (views), in order."""
+        for k in range(len(self)):
+            yield ServoFrames(**{name: getattr(self, name)[k:k + 1] for name in self.__dataclass_fields__})
+
     def system(self, k, C=None):
         """``A`` (2r + ny, 2r + ny) of frame ``k``: states ``(eta, eta', y)``.  The integrals
         act on the whole displacement, the truncated modes' quasi-static part ``C y`` (and
@@ -410,7 +431,16 @@ def _material(model, alpha, beta):
 
 
 def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=None, progress=None):
-    """:class:`ServoFrames` at the samples of ``motion`` (:class:`sim.solvers.motion.RigidMotion`).
+    """:class:`ServoFrames` at the samples of ``motion``, all of them: :func:`frame_stream`'s,
+    stacked (same arguments)."""
+    return ServoFrames.stack(list(frame_stream(model, motion, servo, damping, count, torque, torque_rest, progress)))
+
+
+def frame_stream(model, motion, servo, damping, count, torque=None, torque_rest=None, progress=None):
+    """The frozen structures held by the servos at the samples of ``motion``
+    (:class:`sim.solvers.motion.RigidMotion`), one at a time: a :class:`ServoFrames` of one
+    instant each, in time order (a consumer such as :class:`ServoSteps` holds none of them
+    for long: 0.4 MB each on the 3-RRRU with 64 elements per link).
 
     Parameters
     ----------
@@ -469,7 +499,6 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
     # locked structure's schedule (its lowest `modes` modes), not the servo plant's own modes.
     modal = schedule(ev, damping, motion.t, motion.q) if damping.modal else None
 
-    out = {name: [] for name in ServoFrames.__dataclass_fields__}
     previous = None     # the last instant's signed shapes
     # The free motions (struts spinning between spherical joints) stay free under the servos:
     # no load holds or moves them; the frames leave them out (the saddle point cannot: dense).
@@ -504,10 +533,9 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
                           static_load=static(load)[:, 0], static_integral=static(J_y.T * PKi),
                           static_rest=x_rest, y_rest=y_rest, forcing=forcing[k], pose_jacobian=e.J_x,
                           joints=joints, motors=motors, lag=sv.lag_gain(model, e))
-            for name, value in values.items():
-                out[name].append(value)
             if progress is not None:
                 progress.update(1)
+            yield ServoFrames.one(values)
             continue
         p = sv.plant(model, q, damping, modal.modal(motion.t[k]) if isinstance(modal, Schedule) else None)
         N, m = p.N, p.M.shape[0]
@@ -558,11 +586,9 @@ def servo_frames(model, motion, servo, damping, count, torque=None, torque_rest=
                       static_integral=ext(scipy.linalg.lu_solve(lu, apart(PyKi))).reshape(n_x, ny),
                       static_rest=ext(x_rest), y_rest=y_rest, forcing=forcing[k],
                       pose_jacobian=e.J_x, joints=joints, motors=motors, lag=sv.lag_gain(model, e))
-        for name, value in values.items():
-            out[name].append(value)
         if progress is not None:
             progress.update(1)
-    return ServoFrames(**{name: np.array(v, dtype=float) for name, v in out.items()})
+        yield ServoFrames.one(values)
 
 
 @dataclass(frozen=True)
@@ -646,13 +672,15 @@ def closed_modes(A, r):
 
 
 def integrate(time, frames, servo, start="static", parts=1):
-    """Advance the closed-loop KED over the frames (:func:`servo_frames`).
+    """Advance the closed-loop KED over the frames (:func:`servo_frames`, or an iterable of
+    one instant's each, :func:`frame_stream`): :class:`ServoSteps` with ``parts`` output
+    instants per interval.
 
     Parameters
     ----------
     time : ndarray, shape (n,)
         Frame instants (interval ends) [s].
-    frames : ServoFrames
+    frames : ServoFrames or iterable of ServoFrames
     servo : sim.solvers.closed_loop.Servo
         The gains (for the actuators' forces).
     start : {"static", "undeformed"}
@@ -664,89 +692,161 @@ def integrate(time, frames, servo, start="static", parts=1):
     -------
     ServoKed
     """
-    import scipy.linalg
-    if start not in ("static", "undeformed"):
-        raise ValueError(f"`start` must be 'static' or 'undeformed', got {start!r}")
-    n, n_x, r = frames.shapes.shape
-    ny = frames.rates.shape[1]
-    n_a = frames.joints.shape[1]
-    size = 2 * r + ny
-    u = frames.static_rest[0].copy() if start == "static" else np.zeros(n_x)
-    u_dot = np.zeros(n_x)
-    yv = frames.y_rest[0].copy() if start == "static" else np.zeros(ny)
-    corrections = [frames.correction(k) for k in range(n)]
-    y_rows = np.zeros((n_a, ny))   # integral state -> its actuator
-    y_rows[np.flatnonzero(servo.ki > 0), np.arange(ny)] = 1.0
-    eta_all, eta_dot_all, y_all = np.zeros((n, r)), np.zeros((n, r)), np.zeros((n, ny))
-    freq, zeta = np.zeros((n, r)), np.zeros((n, r))
-    samples = []     # (k0, f, u, u_dot, y): the displacement at time[k0] + f (time[k0+1] - time[k0])
+    steps = ServoSteps(time, servo, start)
+    for frame in frames:
+        steps.add(frame)
+    return steps.result(parts)
 
-    def sample(k, f, eta, eta_dot, y_now, psi):
-        c0, C0 = corrections[k]
-        c1, C1 = corrections[min(k + 1, n - 1)]
-        corr = (1 - f) * (c0 + C0 @ y_now) + f * (c1 + C1 @ y_now)
-        samples.append((k, f, psi @ eta + corr, psi @ eta_dot, y_now.copy()))
 
-    eta, eta_dot = frames.mass_shapes[0].T @ u, frames.mass_shapes[0].T @ u_dot
-    eta_all[0], eta_dot_all[0], y_all[0] = eta, eta_dot, yv
-    systems = [frames.system(k, corrections[k][1]) for k in range(n)]
-    for k in range(n):
-        freq[k], zeta[k] = closed_modes(systems[k], r)
-    sample(0, 0.0, eta, eta_dot, yv, frames.shapes[0])
-    for i in range(n - 1):
-        dt = time[i + 1] - time[i]
-        psi = frames.shapes[i]
-        if i:
-            eta, eta_dot = frames.mass_shapes[i].T @ u, frames.mass_shapes[i].T @ u_dot
-        b0, b1 = psi.T @ frames.load[i], psi.T @ frames.load[i + 1]
-        y0, y1 = frames.rates[i] @ corrections[i][0], frames.rates[i] @ corrections[i + 1][0]
-        Z = np.zeros((size + 2, size + 2))
-        Z[:size, :size] = systems[i]
-        Z[r:2 * r, size] = b0
-        Z[r:2 * r, size + 1] = b1 - b0
-        Z[2 * r:size, size] = y0
-        Z[2 * r:size, size + 1] = y1 - y0
-        Z[size + 1, size] = 1.0 / dt
-        E = scipy.linalg.expm(Z * (dt / parts))
-        X = np.concatenate([eta, eta_dot, yv, [1.0, 0.0]])
-        for j in range(1, parts + 1):
-            X = E @ X
-            if j < parts:
-                sample(i, j / parts, X[:r], X[r:2 * r], X[2 * r:size], psi)
-        eta, eta_dot, yv = X[:r], X[r:2 * r], X[2 * r:size]
-        eta_all[i + 1], eta_dot_all[i + 1], y_all[i + 1] = eta, eta_dot, yv
-        sample(i + 1, 0.0, eta, eta_dot, yv, psi)
-        u, u_dot = psi @ eta, psi @ eta_dot
+class ServoSteps:
+    """The closed-loop KED stepped through the frames as they come (:func:`frame_stream`),
+    each frame reduced at once to what the output needs, so that none is held after the next:
+    :meth:`add` each in time order, then :meth:`result` at any number of output instants per
+    interval (chosen from :attr:`omega`, which only the last frame completes).
 
-    k = np.array([s[0] for s in samples])
-    f = np.array([s[1] for s in samples])[:, None]
-    U = np.array([s[2] for s in samples])
-    U_dot = np.array([s[3] for s in samples])
-    Y = np.array([s[4] for s in samples]).reshape(len(samples), ny)
-    k1 = np.minimum(k + 1, n - 1)
+    On interval ``i`` (frames ``i``, ``i + 1``, ``dt``) the state ``(eta, eta', y)`` on
+    frame ``i``'s modes ``Psi_i`` follows ``x' = A_i x + b(t)``, the modal load and the integral
+    states' rate from the truncated modes' load part linear in time: the exact step
+    ``expm(Z dt)`` of the system augmented by the load's two coefficients (``Z``, as before
+    at ``dt / parts``: the sub-instants from the same ``Z``).  At a fraction ``f`` of the
+    interval the displacement is ``u = B_i w`` on the interval's basis ``B_i = [Psi_i, c_i,
+    C_i, c_{i+1}, C_{i+1}]`` (the truncated modes' quasi-static part, :meth:`ServoFrames.correction`,
+    linear between the frames) with ``w = (eta, 1 - f, (1 - f) y, f, f y)``, and the frozen
+    rows that read the output (the pose Jacobian, the joints' and the motors' rows ``R``) go
+    linearly from frame ``i``'s to ``i + 1``'s: ``R u = (1 - f) (R_i B_i) w + f (R_{i+1}
+    B_i) w``.  Those two products, (d + 2 n_a, r + 2 + 2 ny), are all an interval keeps.
+    The next interval starts from ``u = Psi_i eta`` (and ``u'``), projected on frame ``i +
+    1``'s modes by ``Psi_{i+1}^T M~_{i+1}``.
 
-    def between(X, values):
-        """Rows ``X[k] values`` linear in ``f`` to ``X[k1] values`` (frozen quantities go from
-        one frame's to the next)."""
-        return (1 - f) * np.einsum("kab,kb->ka", X[k], values) + f * np.einsum("kab,kb->ka", X[k1], values)
+    Parameters
+    ----------
+    time : ndarray, shape (n,)
+        Frame instants (interval ends) [s].
+    servo : sim.solvers.closed_loop.Servo
+    start : {"static", "undeformed"}
+        From the equilibrium at rest at the first pose, or undeformed.
+    """
 
-    n_v = frames.pose_jacobian.shape[2]
-    deviation = between(frames.pose_jacobian, U[:, :n_v])
-    static = (1 - f) * np.einsum("kab,kb->ka", frames.pose_jacobian[k], frames.static_rest[k, :n_v]) + \
-        f * np.einsum("kab,kb->ka", frames.pose_jacobian[k1], frames.static_rest[k1, :n_v])
-    lag_s = between(frames.joints, U)
-    lag = (1 - f[..., None]) * frames.lag[k] + f[..., None] * frames.lag[k1]
-    lag_rest = (1 - f) * np.einsum("kab,kb->ka", frames.joints[k], frames.static_rest[k]) + \
-        f * np.einsum("kab,kb->ka", frames.joints[k1], frames.static_rest[k1])
-    delta = between(frames.motors, U)
-    delta_dot = between(frames.motors, U_dot)
-    forcing = (1 - f) * frames.forcing[k] + f * frames.forcing[k1]
-    kv, ki = servo.kv, servo.ki
-    force = forcing - (kv * servo.kp + ki * kv) * delta - kv * delta_dot + ki * (Y @ y_rows.T)
-    return ServoKed(time=time[k] + f[:, 0] * (time[k1] - time[k]), deviation=deviation, deviation_static=static,
-                    tracking_error=-lag_s, motor_error=-delta, actuator_forces=force,
-                    deviation_servo=np.einsum("kda,ka->kd", lag, lag_s),
-                    deviation_static_servo=np.einsum("kda,ka->kd", lag, lag_rest),
-                    ends=slice(0, None, parts), frame_time=np.asarray(time, dtype=float), frequencies=freq,
-                    damping_ratios=zeta, modal_coordinates=eta_all, modal_velocities=eta_dot_all, integral=y_all,
-                    displacement=np.array([s[2][:n_v] for s in samples])[::parts])
+    def __init__(self, time, servo, start="static"):
+        if start not in ("static", "undeformed"):
+            raise ValueError(f"`start` must be 'static' or 'undeformed', got {start!r}")
+        self.time, self.servo, self.start = np.asarray(time, dtype=float), servo, start
+        self.frames = []        # per frame: (rows R u_static (d + 2 n_a,), lag (d, n_a), forcing (n_a,))
+        self.intervals = []     # per interval: (Z, x0, x1, R_i B_i, R_{i+1} B_i)
+        self.eta, self.eta_dot, self.y = [], [], []
+        self.freq, self.zeta, self.omega_rows, self.displacement = [], [], [], []
+        self.last = None        # the last frame: (frames, (c, C), A, rows R)
+        self.first = None       # R u of the first instant
+        self.u = None           # the displacement and its rate at the last frame, on its interval's modes
+
+    @property
+    def omega(self):
+        """The frames' undamped circular frequencies (k, r) [rad/s], those added so far."""
+        return np.array(self.omega_rows)
+
+    def add(self, frame):
+        """Step to the next frame (a :class:`ServoFrames` of one instant)."""
+        import scipy.linalg
+
+        k = len(self.frames)
+        fr = frame
+        r, ny = fr.omega.shape[1], fr.rates.shape[1]
+        n_v, size = fr.pose_jacobian.shape[2], 2 * r + ny
+        c, C = fr.correction(0)
+        A = fr.system(0, C)
+        f, z = closed_modes(A, r)
+        n_x = fr.shapes.shape[1]
+        R = np.concatenate([np.pad(fr.pose_jacobian[0], ((0, 0), (0, n_x - n_v))), fr.joints[0], fr.motors[0]])
+        self.frames.append((R @ fr.static_rest[0], fr.lag[0], fr.forcing[0]))
+        self.freq.append(f)
+        self.zeta.append(z)
+        self.omega_rows.append(fr.omega[0])
+        if k == 0:
+            u = fr.static_rest[0].copy() if self.start == "static" else np.zeros(n_x)
+            yv = fr.y_rest[0].copy() if self.start == "static" else np.zeros(ny)
+            eta, eta_dot = fr.mass_shapes[0].T @ u, np.zeros(r)
+            u0 = fr.shapes[0] @ eta + c + C @ yv
+            self.first = R @ u0         # the output rows of the first instant (at rest: no rates)
+            self.displacement.append(u0[:n_v])
+            self.u = (u, np.zeros(n_x))
+        else:
+            if k >= self.time.size:
+                raise ValueError(f"ServoSteps: more frames than the {self.time.size} instants")
+            prev, (c0, C0), A0, R0 = self.last
+            dt = self.time[k] - self.time[k - 1]
+            psi = prev.shapes[0]
+            u, u_dot = self.u
+            eta, eta_dot, yv = prev.mass_shapes[0].T @ u, prev.mass_shapes[0].T @ u_dot, self.y[-1]
+            b0, b1 = psi.T @ prev.load[0], psi.T @ fr.load[0]
+            y0, y1 = prev.rates[0] @ c0, prev.rates[0] @ c
+            Z = np.zeros((size + 2, size + 2))
+            Z[:size, :size] = A0
+            Z[r:2 * r, size] = b0
+            Z[r:2 * r, size + 1] = b1 - b0
+            Z[2 * r:size, size] = y0
+            Z[2 * r:size, size + 1] = y1 - y0
+            Z[size + 1, size] = 1.0 / dt
+            x0 = np.concatenate([eta, eta_dot, yv, [1.0, 0.0]])
+            x1 = scipy.linalg.expm(Z * dt) @ x0
+            B = np.concatenate([psi, c0[:, None], C0, c[:, None], C], axis=1)
+            self.intervals.append((Z, x0, x1, R0 @ B, R @ B))
+            eta, eta_dot, yv = x1[:r], x1[r:2 * r], x1[2 * r:size]
+            self.displacement.append((psi @ eta + c + C @ yv)[:n_v])
+            self.u = (psi @ eta, psi @ eta_dot)
+        self.eta.append(eta)
+        self.eta_dot.append(eta_dot)
+        self.y.append(yv)
+        self.last = (fr, (c, C), A, R)
+
+    def result(self, parts=1):
+        """The :class:`ServoKed` at ``parts`` output instants per interval."""
+        import scipy.linalg
+
+        n = len(self.frames)
+        if n != self.time.size:
+            raise ValueError(f"ServoSteps: {n} frames for {self.time.size} instants")
+        servo = self.servo
+        r, ny = self.eta[0].size, self.y[0].size
+        d, n_a = self.frames[0][1].shape
+        size = 2 * r + ny
+        y_rows = np.zeros((n_a, ny))   # integral state -> its actuator
+        y_rows[np.flatnonzero(servo.ki > 0), np.arange(ny)] = 1.0
+        count = (n - 1) * parts + 1
+        rows, rates, Y = np.zeros((count, d + 2 * n_a)), np.zeros((count, d + 2 * n_a)), np.zeros((count, ny))
+        k, f = np.zeros(count, dtype=int), np.zeros(count)
+        rows[0], Y[0] = self.first, self.y[0]        # the first instant, on frame 0 alone
+        for i, (Z, x0, x1, P, Q) in enumerate(self.intervals):
+            dt = self.time[i + 1] - self.time[i]
+            E = scipy.linalg.expm(Z * (dt / parts))
+            X = [x0]
+            for _ in range(parts - 1):
+                X.append(E @ X[-1])
+            X = np.array(X[1:] + [x1])                  # (parts, size + 2): j = 1 .. parts
+            g = np.arange(1, parts + 1) / parts
+            eta, eta_dot, yv = X[:, :r], X[:, r:2 * r], X[:, 2 * r:size]
+            h = 1 - g
+            w = np.concatenate([eta, h[:, None], h[:, None] * yv, g[:, None], g[:, None] * yv], axis=1)
+            at = slice(1 + i * parts, 1 + (i + 1) * parts)
+            rows[at] = h[:, None] * (w @ P.T) + g[:, None] * (w @ Q.T)
+            rates[at] = h[:, None] * (eta_dot @ P[:, :r].T) + g[:, None] * (eta_dot @ Q[:, :r].T)
+            Y[at] = yv
+            k[at], f[at] = i, g
+            k[at.stop - 1], f[at.stop - 1] = i + 1, 0.0     # the interval's end: the next frame's instant
+        k1 = np.minimum(k + 1, n - 1)
+        static, lag, forcing = (np.array(x) for x in zip(*self.frames))
+        fc = f[:, None]
+        static = (1 - fc) * static[k] + fc * static[k1]
+        lag = (1 - fc[..., None]) * lag[k] + fc[..., None] * lag[k1]
+        forcing = (1 - fc) * forcing[k] + fc * forcing[k1]
+        lag_s, delta, delta_dot = rows[:, d:d + n_a], rows[:, d + n_a:], rates[:, d + n_a:]
+        kv, ki = servo.kv, servo.ki
+        force = forcing - (kv * servo.kp + ki * kv) * delta - kv * delta_dot + ki * (Y @ y_rows.T)
+        time = self.time
+        return ServoKed(time=time[k] + f * (time[k1] - time[k]), deviation=rows[:, :d], deviation_static=static[:, :d],
+                        tracking_error=-lag_s, motor_error=-delta, actuator_forces=force,
+                        deviation_servo=np.einsum("kda,ka->kd", lag, lag_s),
+                        deviation_static_servo=np.einsum("kda,ka->kd", lag, static[:, d:d + n_a]),
+                        ends=slice(0, None, parts), frame_time=time, frequencies=np.array(self.freq),
+                        damping_ratios=np.array(self.zeta), modal_coordinates=np.array(self.eta),
+                        modal_velocities=np.array(self.eta_dot), integral=np.array(self.y),
+                        displacement=np.array(self.displacement))
