@@ -523,6 +523,48 @@ def test_sparse_closed_loop_frequencies_are_the_dense_ones(rrru3, monkeypatch, d
     assert dense.servo_damping_ratios.min() > 0 and dense.servo_mac_tracked.min() > 0.8
 
 
+def test_sparse_structure_leaves_the_free_motions_out(monkeypatch):
+    """The 6-PSS whose struts spin freely between spherical joints, held by its servos, solved
+    sparse: the free motions found by shift-invert Lanczos below ``FREE_SHIFT`` and set apart as
+    rows ``W^T M_c`` beside the joints' (:meth:`sim.solvers.servo_stepping._Sparse._free_motions`)
+    give the dense plant's frames, which leave them out on its basis: the frequencies, static
+    solutions (on the spins' mass-orthogonal complement) and loads within 1e-7 of their largest,
+    the KED's tracking errors and deviation too (the shapes are compared through these: the
+    hexapod's pairs of equal frequencies leave each pair's shapes free within it; the static
+    solutions through the pose and the joints, which the spins do not move: the dense plant's
+    lowest eigenvectors carry 2e-5 of them, its ``W^T M x`` 7.6e-9 where the sparse one's is
+    4.4e-12, both residuals 1e-12; the KED's within 1e-5, 6.7e-7 measured, the dense path's
+    ``K_c + M W W^T M`` having a condition number of 4e11); and the
+    closed-loop frequencies along a path within 1e-8 relative, damping ratios within 1e-8."""
+    import sim
+
+    model = load_model(HERE.parent / "models" / "pss6.py", {"slider_joint": "spherical", "compliant_drives": False,
+                                                            "elements_per_strut": 2})
+    servo = sv.Servo.from_table(dict(kp=100.0, kv=2000.0, ki=5.0), model)
+    path = dict(kind="cycloidal", axes=["x", "z"], amplitude=0.02, period=0.4, pose=[0.0, 0.0, 1.744, 0.0, 0.0, 0.0])
+    (dense_ked, dense, _), (sparse_ked, fast, _), calls = both_paths(
+        monkeypatch, "frame", "SPARSE_MIN", lambda: run_ked(model, servo, 4, count=8, trajectory=from_scenario(path, model),
+                                                            damping=Damping(alpha=0.5, beta=2e-5)))
+    assert calls == 5
+    for name in ("omega", "load", "rest"):
+        x, y = getattr(dense, name), getattr(fast, name)
+        assert np.abs(x - y).max() <= 1e-7 * np.abs(x).max(), name
+    n_v = model.n_v
+    for name in ("static_load", "static_rest"):     # what the pose and the joints see of them
+        for rows, part in ((dense.pose_jacobian, slice(0, n_v)), (dense.joints, slice(None))):
+            x, y = (np.einsum("kab,kb->ka", rows, getattr(f, name)[:, part]) for f in (dense, fast))
+            assert np.abs(x - y).max() <= 1e-7 * np.abs(x).max() + 1e-15, name      # (the joints at rest: 0)
+    for name in ("tracking_error", "deviation", "actuator_forces"):
+        x, y = getattr(dense_ked, name), getattr(sparse_ked, name)
+        assert np.abs(x - y).max() <= 1e-5 * np.abs(x).max(), name       # (the dense path's round-off)
+    assert dense.omega.min() > 2 * np.pi * 1.0          # no spin among the modes
+    dense, fast, calls = both_paths(monkeypatch, "closed", "CLOSED_MIN", lambda: sim.frequencies(
+        model, path, servo=dict(kp=100.0, kv=2000.0, ki=5.0), drives="servo", count=4, samples=3))
+    assert calls == 3
+    assert_allclose(fast.servo_frequencies_sorted, dense.servo_frequencies_sorted, rtol=1e-8)
+    assert dense.servo_frequencies_sorted.min() > 1.0
+
+
 def test_free_motions_stay_out_of_the_servo_ked():
     """The 6-PSS with spherical joints at both ends of its struts on servos (the struts spin
     freely, which nothing holds): the servo KED leaves the spins out of its frozen structures

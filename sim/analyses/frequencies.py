@@ -171,7 +171,7 @@ def _servo(model, scenario, group, time, qs, k, progress):
     # (servo_stepping._Sparse.closed, about linear in the model); else the dense plant.
     ev = Evaluator(model)
     # The free motions (struts spinning) stay free under the servos: double zero eigenvalues,
-    # which the dense path leaves out (and the sparse structure leaves to it).
+    # which both paths leave out.
     free = free_motions(ev, qs[0]) if len(qs) else 0
     fast = (servo_stepping.sparse_structure(ev, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
             if len(qs) else None)
@@ -209,6 +209,7 @@ def _sparse_instant(fast, ev, q, t, count, previous):
     they are) and compared in its mass matrix with the rotors."""
     import scipy.sparse.linalg as splinalg
 
+    from sim.solvers import servo_stepping
     from sim.solvers.modal import constraint_jacobian
     from sim.solvers.tracking import weighted_mac
 
@@ -217,7 +218,7 @@ def _sparse_instant(fast, ev, q, t, count, previous):
     J = constraint_jacobian(ev.model, q, locked=False)
     try:
         lam, U = fast.closed(q, t, e, J, count)
-    except splinalg.ArpackNoConvergence:
+    except (splinalg.ArpackNoConvergence, servo_stepping.SingularSaddle):
         return None
     X = np.zeros((fast.n_x, count), dtype=complex)
     X[:, :lam.size] = U

@@ -55,6 +55,8 @@ from sim.solvers.damping import Schedule, schedule
 from sim.solvers.modal import signs
 
 FREE_RTOL = 1e-10   # an eigenvalue of (K_c, M) below this share of trace(K_c) / trace(M): a free motion
+FREE_SHIFT = 1.0    # 1/s^2: the shift (0.16 Hz) at which the sparse structure finds the free motions, far below
+#                     any servo-held mode's eigenvalue and far above the free ones' round-off
 SPARSE_MIN = 300    # velocity coordinates from which the frozen structures are solved sparse (_Sparse; the
 #                     3-RRRU's KED: 2.8 dense against 3.6 s at 204, 6.5 against 4.2 s at 348, 27.9 against 6.0 at 636)
 CLOSED_MIN = 160    # ... and the closed-loop modes of [frequencies] (a sample of the 3-RRRU: 15 dense against
@@ -191,9 +193,10 @@ class _Sparse:
     self-adjoint in the ``M_c`` inner product and zero off the admissible motions.
     """
 
-    def __init__(self, model, servo, damping, modal, elastic):
+    def __init__(self, model, servo, damping, modal, elastic, free=0):
         from sim.model.tables import stretched
         self.model, self.servo, self.damping, self.modal, self.elastic = model, servo, damping, modal, elastic
+        self.free = int(free)
         acts = model.actuators
         self.comp = np.flatnonzero([a.stiffness is not None for a in acts])
         self.rigid = np.flatnonzero([a.stiffness is None for a in acts])
@@ -242,15 +245,14 @@ class _Sparse:
             Kc, Mc = K_vv, M_vv
         Kc, Mc = (0.5 * (Kc + Kc.T)).tocsc(), (0.5 * (Mc + Mc.T)).tocsc()
         Jj = sparse.hstack([sparse.csr_matrix(J), sparse.csr_matrix((J.shape[0], cp.size))]).tocsr()
+        if self.free:   # the free motions' M_c W as rows beside the joints' (their share of a load taken out)
+            Jj = sparse.vstack([Jj, sparse.csr_matrix(self._free_motions(Kc, Mc, Jj, t).T)]).tocsr()
         n_j = Jj.shape[0]
-        try:
-            lu = splinalg.splu(sparse.bmat([[Kc, Jj.T], [Jj, None]], format="csc"))
-        except RuntimeError:
-            raise SimError(f"the robot held by its servos at t = {t:.6g} s has a free motion (its saddle-point "
-                           f"matrix is singular): a motion no actuator or structure holds") from None
+        lu = _saddle(Kc, Jj, t)
 
         def static(F):
-            """``N (N^T K_c N)^-1 N^T F``, F (n_x, ...) -> (n_x, k)."""
+            """``N (N^T K_c N)^-1 N^T F`` (with free motions ``W``: on their ``M_c``-orthogonal
+            complement, ``F``'s share ``M_c W W^T F`` out), F (n_x, ...) -> (n_x, k)."""
             F = F.reshape(n_x, -1)
             if not F.shape[1]:
                 return F.copy()
@@ -282,6 +284,24 @@ class _Sparse:
             return out
 
         return Kc, Mc, static, damp
+
+    def _free_motions(self, Kc, Mc, Jj, t):
+        """``M_c W`` (n_x, free) of the free motions ``W`` (``M_c``-orthonormal; struts spinning
+        between spherical joints: admissible motions of no stiffness), the ``free`` eigenvectors
+        of least eigenvalue by shift-invert Lanczos at ``-FREE_SHIFT`` (the saddle point of ``K_c
+        + FREE_SHIFT M_c`` is regular where ``K_c``'s is not); :class:`SingularSaddle` where they
+        are not free (the dense plant then decides)."""
+        n_x = Kc.shape[0]
+        lu = _saddle(Kc + FREE_SHIFT * Mc, Jj, t)
+        n_j = Jj.shape[0]
+        op = splinalg.LinearOperator((n_x, n_x), matvec=lambda x: lu.solve(np.concatenate([x, np.zeros(n_j)]))[:n_x],
+                                     dtype=float)
+        lam, W = splinalg.eigsh(Kc, k=self.free, M=Mc, sigma=-FREE_SHIFT, OPinv=op, which="LM")
+        if not np.abs(lam).max() < FREE_RTOL * Kc.diagonal().sum() / Mc.diagonal().sum():
+            raise SingularSaddle(f"the robot held by its servos at t = {t:.6g} s: its {self.free} free motions are "
+                                 f"not (eigenvalues up to {np.abs(lam).max():.3g} 1/s^2)")
+        MW = Mc @ W
+        return MW @ np.linalg.inv(np.linalg.cholesky(W.T @ MW)).T      # M_c W', W' = W L^-T M_c-orthonormal
 
     def frame(self, q, t, e, J, count):
         """The ``count`` lowest modes at ``q`` (:meth:`held`'s arguments): ``omega`` (r,), ``psi``
@@ -385,14 +405,28 @@ def motor_rows(J_s, compliant):
     return P
 
 
+class SingularSaddle(SimError):
+    """The joints' saddle point of the servo-held structure is singular: a motion no actuator or
+    structure holds (where the free motions counted at the start do not account for it)."""
+
+
+def _saddle(Kc, Jj, t):
+    """Sparse LU of ``[[K_c, J^T], [J, 0]]`` (time ``t`` for the message)."""
+    try:
+        return splinalg.splu(sparse.bmat([[Kc, Jj.T], [Jj, None]], format="csc"))
+    except RuntimeError:
+        raise SingularSaddle(f"the robot held by its servos at t = {t:.6g} s has a free motion (its saddle-point "
+                             f"matrix is singular): a motion no actuator or structure holds") from None
+
+
 def sparse_structure(model, servo, damping, modal, q, count, least=None):
     """:class:`_Sparse` where the frozen structures held by ``servo`` are solved sparse, else
     None: from ``least`` velocity coordinates (default :data:`SPARSE_MIN`), with independent
     joint rows at ``q`` (n_q,) (the saddle point is then regular; redundant rows keep the dense
     plant, whose null-space basis ignores them), rotors behind the compliant transmissions
     (else the dense plant says what is missing) and ``count`` modes fewer than half the
-    admissible motions (Lanczos and Arnoldi find fewer than all of them), and no free motions
-    (which the dense plant leaves out).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
+    admissible motions (Lanczos and Arnoldi find fewer than all of them); free motions are
+    left out (:meth:`_Sparse._free_motions`).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
     path, where the damping has a modal part.  ``model``: the robot, or its evaluator where
     the caller holds one (:func:`sim.model.evaluator.held`)."""
     from sim.model.evaluator import held
@@ -402,14 +436,12 @@ def sparse_structure(model, servo, damping, modal, q, count, least=None):
         return None
     if any(a.stiffness is not None and not a.reflected_inertia > 0 for a in model.actuators):
         return None
-    if sv.free_motions(ev, q):          # struts spinning: the saddle point would be singular
-        return None
     rows = constraint_jacobian(model, q, locked=False).shape[0]
     admissible = constraint_null_space(model, q, False).shape[1]
     motors = sum(a.stiffness is not None for a in model.actuators)
     if model.n_v - admissible != rows or not int(count) < (admissible + motors) // 2:
         return None
-    return _Sparse(model, servo, damping, modal, np.asarray(model.v_elastic, dtype=int))
+    return _Sparse(model, servo, damping, modal, np.asarray(model.v_elastic, dtype=int), sv.free_motions(ev, q))
 
 
 def _material(model, alpha, beta):
@@ -501,7 +533,7 @@ def frame_stream(model, motion, servo, damping, count, torque=None, torque_rest=
 
     previous = None     # the last instant's signed shapes
     # The free motions (struts spinning between spherical joints) stay free under the servos:
-    # no load holds or moves them; the frames leave them out (the saddle point cannot: dense).
+    # no load holds or moves them; the frames leave them out (both paths: _Sparse._free_motions).
     free = sv.free_motions(ev, motion.q[0]) if n else 0
     fast = sparse_structure(ev, servo, damping, modal, motion.q[0], count) if n else None
     for k in range(n):
@@ -518,8 +550,8 @@ def frame_stream(model, motion, servo, damping, count, torque=None, torque_rest=
         try:
             solved = None if fast is None else fast.frame(q, motion.t[k], e, constraint_jacobian(model, q, locked=False),
                                                           count)
-        except splinalg.ArpackNoConvergence:
-            solved = None       # this instant by the dense plant
+        except (splinalg.ArpackNoConvergence, SingularSaddle):
+            solved = None       # this instant by the dense plant (which says where a motion is free)
         if solved is not None:
             omega, psi, modal_damping, static = solved
             mpsi = fast.mass(e, psi)
