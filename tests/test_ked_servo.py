@@ -533,8 +533,10 @@ def test_sparse_structure_leaves_the_free_motions_out(monkeypatch):
     hexapod's pairs of equal frequencies leave each pair's shapes free within it; the static
     solutions through the pose and the joints, which the spins do not move: the dense plant's
     lowest eigenvectors carry 2e-5 of them, its ``W^T M x`` 7.6e-9 where the sparse one's is
-    4.4e-12, both residuals 1e-12; the KED's within 1e-5, 6.7e-7 measured, the dense path's
-    ``K_c + M W W^T M`` having a condition number of 4e11); and the
+    4.4e-12, both residuals 1e-12; the KED's within 1e-7, 1.7e-10 measured, with the 6
+    platform modes kept: the struts' bending modes next are a cluster of six within 5e-4, which
+    8 kept modes would cut, Lanczos and the dense solver each keeping another two of it: 1e-5
+    apart); and the
     closed-loop frequencies along a path within 1e-8 relative, damping ratios within 1e-8."""
     import sim
 
@@ -543,7 +545,7 @@ def test_sparse_structure_leaves_the_free_motions_out(monkeypatch):
     servo = sv.Servo.from_table(dict(kp=100.0, kv=2000.0, ki=5.0), model)
     path = dict(kind="cycloidal", axes=["x", "z"], amplitude=0.02, period=0.4, pose=[0.0, 0.0, 1.744, 0.0, 0.0, 0.0])
     (dense_ked, dense, _), (sparse_ked, fast, _), calls = both_paths(
-        monkeypatch, "frame", "SPARSE_MIN", lambda: run_ked(model, servo, 4, count=8, trajectory=from_scenario(path, model),
+        monkeypatch, "frame", "SPARSE_MIN", lambda: run_ked(model, servo, 4, count=6, trajectory=from_scenario(path, model),
                                                             damping=Damping(alpha=0.5, beta=2e-5)))
     assert calls == 5
     for name in ("omega", "load", "rest"):
@@ -556,7 +558,7 @@ def test_sparse_structure_leaves_the_free_motions_out(monkeypatch):
             assert np.abs(x - y).max() <= 1e-7 * np.abs(x).max() + 1e-15, name      # (the joints at rest: 0)
     for name in ("tracking_error", "deviation", "actuator_forces"):
         x, y = getattr(dense_ked, name), getattr(sparse_ked, name)
-        assert np.abs(x - y).max() <= 1e-5 * np.abs(x).max(), name       # (the dense path's round-off)
+        assert np.abs(x - y).max() <= 1e-7 * np.abs(x).max(), name
     assert dense.omega.min() > 2 * np.pi * 1.0          # no spin among the modes
     dense, fast, calls = both_paths(monkeypatch, "closed", "CLOSED_MIN", lambda: sim.frequencies(
         model, path, servo=dict(kp=100.0, kv=2000.0, ki=5.0), drives="servo", count=4, samples=3))

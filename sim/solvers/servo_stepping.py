@@ -739,8 +739,9 @@ class ServoSteps:
     On interval ``i`` (frames ``i``, ``i + 1``, ``dt``) the state ``(eta, eta', y)`` on
     frame ``i``'s modes ``Psi_i`` follows ``x' = A_i x + b(t)``, the modal load and the integral
     states' rate from the truncated modes' load part linear in time: the exact step
-    ``expm(Z dt)`` of the system augmented by the load's two coefficients (``Z``, as before
-    at ``dt / parts``: the sub-instants from the same ``Z``).  At a fraction ``f`` of the
+    ``expm(Z dt)`` of the system ``Z`` augmented by the load's two coefficients gives the
+    interval's end, ``expm(Z dt / parts)`` from its start the instants between (at
+    :meth:`result`, so the ends do not depend on ``parts``).  At a fraction ``f`` of the
     interval the displacement is ``u = B_i w`` on the interval's basis ``B_i = [Psi_i, c_i,
     C_i, c_{i+1}, C_{i+1}]`` (the truncated modes' quasi-static part, :meth:`ServoFrames.correction`,
     linear between the frames) with ``w = (eta, 1 - f, (1 - f) y, f, f y)``, and the frozen
@@ -776,12 +777,11 @@ class ServoSteps:
         """The frames' undamped circular frequencies (k, r) [rad/s], those added so far."""
         return np.array(self.omega_rows)
 
-    def add(self, frame):
-        """Step to the next frame (a :class:`ServoFrames` of one instant)."""
+    def add(self, fr):
+        """Step to the next frame ``fr`` (a :class:`ServoFrames` of one instant)."""
         import scipy.linalg
 
         k = len(self.frames)
-        fr = frame
         r, ny = fr.omega.shape[1], fr.rates.shape[1]
         n_v, size = fr.pose_jacobian.shape[2], 2 * r + ny
         c, C = fr.correction(0)
