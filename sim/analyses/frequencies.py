@@ -119,8 +119,8 @@ def run(model, scenario, group, progress):
         last[0] = frames.shapes[-1].copy()
 
     with progress(m, "frequencies: rigid motion") as bar_motion, progress(m, "frequencies: modes") as bar_modes:
-        motion, _ = motion_and_frames(ev, trajectory, time, count, progress_motion=bar_motion,
-                                      progress_frames=bar_modes, q_start=q0, take=take)
+        motion, _ = motion_and_frames(ev, trajectory, time, count, progress=(bar_motion, bar_modes), q_start=q0,
+                                      take=take)
     order, macs = follow(raw)
     tracked = np.take_along_axis(omegas, order, axis=1)[:, :k] / (2 * np.pi)
     group.put("frequency_time", time, "s", "sampling instants")
@@ -173,7 +173,7 @@ def _servo(model, scenario, group, time, qs, k, progress):
     # The free motions (struts spinning) stay free under the servos: double zero eigenvalues,
     # which both paths leave out.
     free = free_motions(ev, qs[0]) if len(qs) else 0
-    fast = (servo_stepping.sparse_structure(ev, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN)
+    fast = (servo_stepping.sparse_structure(ev, servo, damping, modal, qs[0], K, servo_stepping.CLOSED_MIN, free)
             if len(qs) else None)
     with progress(len(qs), "frequencies: servo modes") as bar:
         for i, q in enumerate(qs):

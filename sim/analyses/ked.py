@@ -102,8 +102,8 @@ def run(model, scenario, group, progress):
 
         # The frames of the first instants are computed (in another thread) while the motion goes on.
         with progress(n + 1, "ked: rigid motion") as bar_motion, progress(n + 1, "ked: modes") as bar_modes:
-            motion, _ = motion_and_frames(ev, trajectory, time, table["modes"], progress_motion=bar_motion,
-                                          progress_frames=bar_modes, ready=load_stepping, take=take, keep=False)
+            motion, _ = motion_and_frames(ev, trajectory, time, table["modes"], progress=(bar_motion, bar_modes),
+                                          ready=load_stepping, take=take, keep=False)
         zeta = steps.zeta
         parts = _parts(table, time, steps.omega)
         result = steps.result(motion.pose, parts=parts, pose_at=lambda t: trajectory(t)[0])

@@ -46,7 +46,8 @@ def write(group, model, time, u, what):
     for b in bodies:
         body = model.bodies[b]
         F = np.empty((len(u), len(body.nodes_B), 6))
-        elastic = np.arange(model.v_slice(b).start + 6, model.v_slice(b).stop)
+        span = model.v_slice(b)
+        elastic = np.arange(span.start + 6, span.stop)
         for k in range(0, len(u), CHUNK):    # (the elements' ends' forces of every instant at once: 90 MB)
             F[k:k + CHUNK] = section_forces(body, u[k:k + CHUNK, elastic])
         normal, mises = stresses(body, F)

@@ -737,8 +737,8 @@ def frames_at(model, qs, ss, count, tracker):
     return out
 
 
-def motion_and_frames(model, trajectory, times, count, progress_motion=None, progress_frames=None, workers=None,
-                      q_start=None, ready=None, take=None, keep=True):
+def motion_and_frames(model, trajectory, times, count, progress=(None, None), workers=None, q_start=None, ready=None,
+                      take=None, keep=True):
     """Rigid motion along ``trajectory`` at ``times`` (n,) and its frames, overlapped.
 
     ``model``: the robot, or its evaluator where the caller holds one (the motion's and this
@@ -748,7 +748,8 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
     with the motion (:func:`sim.solvers.motion.rigid_motion` hands each sample to a
     :class:`FramePool`); the same numbers as :func:`sim.solvers.motion.rigid_motion` followed by
     :func:`frames_along`, up to the round-off of locking angle actuators at their wrapped
-    rather than unwrapped values.  ``q_start``: as :func:`sim.solvers.motion.rigid_motion`'s;
+    rather than unwrapped values.  ``progress``: the motion's and the frames' progress bars
+    (tqdm-like, each optional).  ``q_start``: as :func:`sim.solvers.motion.rigid_motion`'s;
     ``ready``: as :class:`FramePool`'s.  ``take``: as :class:`FramePool`'s, each chunk checked
     by :func:`_stable` (the frames are then handed over as they come, never all held).
     ``keep``: as :func:`sim.solvers.motion.rigid_motion`'s (False: the motion's configurations
@@ -767,6 +768,7 @@ def motion_and_frames(model, trajectory, times, count, progress_motion=None, pro
         def take(start, frames, q):
             given(start, _stable(frames, times[start:]), q)
 
+    progress_motion, progress_frames = progress
     with FramePool(ev, count, len(times), _workers(workers, len(times)), progress_frames, ready, take) as pool:
         motion = rigid_motion(ev, trajectory, times, q_start=q_start, progress=progress_motion,
                               on_sample=pool.add, condition=False, keep=keep)

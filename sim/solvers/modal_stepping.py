@@ -518,5 +518,5 @@ def ked(model, trajectory, intervals, count, damping_ratio, duration=None, progr
     """
     T = trajectory.duration if duration is None else float(duration)
     time = np.linspace(0.0, T, int(intervals) + 1)
-    motion, frames = motion_and_frames(model, trajectory, time, count, progress_motion=progress, ready=load_stepping)
+    motion, frames = motion_and_frames(model, trajectory, time, count, progress=(progress, None), ready=load_stepping)
     return integrate_frames(time, frames, motion.pose, damping_ratio, start=start)

@@ -419,16 +419,17 @@ def _saddle(Kc, Jj, t):
                              f"matrix is singular): a motion no actuator or structure holds") from None
 
 
-def sparse_structure(model, servo, damping, modal, q, count, least=None):
+def sparse_structure(model, servo, damping, modal, q, count, least=None, free=None):
     """:class:`_Sparse` where the frozen structures held by ``servo`` are solved sparse, else
     None: from ``least`` velocity coordinates (default :data:`SPARSE_MIN`), with independent
     joint rows at ``q`` (n_q,) (the saddle point is then regular; redundant rows keep the dense
     plant, whose null-space basis ignores them), rotors behind the compliant transmissions
     (else the dense plant says what is missing) and ``count`` modes fewer than half the
     admissible motions (Lanczos and Arnoldi find fewer than all of them); free motions are
-    left out (:meth:`_Sparse._free_motions`).  ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the
-    path, where the damping has a modal part.  ``model``: the robot, or its evaluator where
-    the caller holds one (:func:`sim.model.evaluator.held`)."""
+    left out (:meth:`_Sparse._free_motions`; ``free``: their number where the caller has it).
+    ``modal``: the locked structure's :class:`sim.solvers.damping.Schedule` along the path,
+    where the damping has a modal part.  ``model``: the robot, or its evaluator where the
+    caller holds one (:func:`sim.model.evaluator.held`)."""
     from sim.model.evaluator import held
     from sim.solvers.modal import constraint_jacobian, constraint_null_space
     model, ev = held(model)
@@ -441,7 +442,8 @@ def sparse_structure(model, servo, damping, modal, q, count, least=None):
     motors = sum(a.stiffness is not None for a in model.actuators)
     if model.n_v - admissible != rows or not int(count) < (admissible + motors) // 2:
         return None
-    return _Sparse(model, servo, damping, modal, np.asarray(model.v_elastic, dtype=int), sv.free_motions(ev, q))
+    free = sv.free_motions(ev, q) if free is None else free
+    return _Sparse(model, servo, damping, modal, np.asarray(model.v_elastic, dtype=int), free)
 
 
 def _material(model, alpha, beta):
@@ -535,7 +537,7 @@ def frame_stream(model, motion, servo, damping, count, torque=None, torque_rest=
     # The free motions (struts spinning between spherical joints) stay free under the servos:
     # no load holds or moves them; the frames leave them out (both paths: _Sparse._free_motions).
     free = sv.free_motions(ev, motion.q[0]) if n else 0
-    fast = sparse_structure(ev, servo, damping, modal, motion.q[0], count) if n else None
+    fast = sparse_structure(ev, servo, damping, modal, motion.q[0], count, free=free) if n else None
     for k in range(n):
         q = motion.q[k]
         e = ev.evaluate(q, motion.v[k], rest=True, pose=True)
